@@ -1,0 +1,102 @@
+/* sysfs.c - whole-file reads and writes of board attributes. */
+#include "sysfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int gc_sysfs_read(const char *path, char *buf, size_t buf_len)
+{
+    int fd, err;
+    ssize_t n;
+    size_t used = 0;
+
+    if (buf_len == 0)
+        return -EINVAL;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    for (;;) {
+        n = read(fd, buf + used, buf_len - 1 - used);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            err = -errno;
+            close(fd);
+            return err;
+        }
+        if (n == 0 || used + (size_t)n >= buf_len - 1) {
+            used += (size_t)n;
+            break;
+        }
+        used += (size_t)n;
+    }
+    close(fd);
+    buf[used] = '\0';
+    while (used > 0 && (buf[used - 1] == '\n' || buf[used - 1] == ' ' ||
+                        buf[used - 1] == '\t' || buf[used - 1] == '\0' || buf[used - 1] == '\r'))
+        buf[--used] = '\0';
+    return 0;
+}
+
+int gc_sysfs_write(const char *path, const char *text)
+{
+    size_t len = strlen(text);
+    ssize_t n;
+    int fd, err = 0;
+
+    fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    do {
+        n = write(fd, text, len);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        err = -errno;
+    else if ((size_t)n != len)
+        err = -EIO;
+    /* sysfs reports some write errors only at close */
+    if (close(fd) < 0 && err == 0)
+        err = -errno;
+    return err;
+}
+
+int gc_sysfs_read_u64(const char *path, uint64_t *out)
+{
+    char buf[64], *end;
+    const char *p;
+    unsigned long long v;
+    int rc = gc_sysfs_read(path, buf, sizeof buf);
+
+    if (rc < 0)
+        return rc;
+    for (p = buf; *p == ' ' || *p == '\t'; p++)
+        ;
+    if (*p < '0' || *p > '9')
+        return -EINVAL;
+    errno = 0;
+    v = strtoull(p, &end, 10);
+    if (errno != 0 || (*end != '\0' && *end != ' ' && *end != '\n'))
+        return -EINVAL;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int gc_sysfs_write_u64(const char *path, uint64_t value)
+{
+    char buf[32];
+
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)value);
+    return gc_sysfs_write(path, buf);
+}
+
+int gc_sysfs_exists(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0;
+}

@@ -1,0 +1,103 @@
+"""The ``pydvfs`` command line. Each verb lives in its own module and registers itself here.
+
+Every verb takes ``--json``; bad input ends in one line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from typing import Any, Callable
+
+from .errors import PydvfsError
+
+# Modules that add verbs: each has register(subparsers, common) -> None.
+COMMAND_MODULES = [
+    "pydvfs.cli_board",
+]
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors in one line (no usage dump) and exits 2."""
+
+    def error(self, message: str) -> None:  # noqa: D102 - argparse hook
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Options every verb accepts."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
+    p.add_argument(
+        "--sysfs-root",
+        metavar="DIR",
+        default=None,
+        help="resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)",
+    )
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        default=None,
+        help="where the clock state saved before the first change is kept (env PYDVFS_STATE_DIR)",
+    )
+    return p
+
+
+def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
+    """Print ``data`` as JSON with --json, else the human-readable ``text``."""
+    if getattr(args, "json", False):
+        json.dump(data, sys.stdout, indent=2, sort_keys=False, default=_json_default)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write((text() if callable(text) else text).rstrip("\n") + "\n")
+    sys.stdout.flush()
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="pydvfs",
+        description=(
+            "Energy-optimal GPU clock governor for fine-tuning small language models on NVIDIA "
+            "Jetson boards. Every board path resolves under --sysfs-root, so the same commands "
+            "run on a real board and on a simulated one."
+        ),
+    )
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    sub.required = True
+    common = common_options()
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except PydvfsError as e:
+        print(f"pydvfs: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("pydvfs: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `pydvfs ... | head`: not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The pydvfs error hierarchy. Every error a user can cause derives from PydvfsError.
+
+C functions in govcore return 0 or -errno; those codes become these exceptions in exactly one
+place, ``pydvfs._core._check``.
+"""
+
+
+class PydvfsError(Exception):
+    """Base class of every error pydvfs raises on purpose."""
+
+
+class DeviceNotFoundError(PydvfsError):
+    """No Jetson GPU devfreq node (or no INA3221 sensor where one is needed) under the sysfs root."""
+
+
+class BoardPermissionError(PydvfsError):
+    """A board file exists but may not be written (run as root, or fix the file's permissions)."""
+
+
+class InvalidValueError(PydvfsError, ValueError):
+    """A value given by the user is out of range or malformed."""
+
+
+class ClockVerifyError(PydvfsError):
+    """The clock was written but the board reports something else (e.g. a power-mode cap)."""
+
+
+class BoardIOError(PydvfsError):
+    """Reading or writing a board file failed for another reason."""
+
+
+class StateFileError(PydvfsError):
+    """The saved clock state could not be written or read back."""

@@ -12,7 +12,7 @@ core = Extension(
     "pydvfs._core",
     sources=["pydvfs/_core.pyx", *GOVCORE_SOURCES],
     include_dirs=["govcore"],
-    extra_compile_args=["-std=c99", "-D_GNU_SOURCE", "-O2", "-Wall"],
+    extra_compile_args=["-std=c99", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wno-format-truncation"],
     libraries=["pthread", "m"],
 )
 

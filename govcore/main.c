@@ -1,0 +1,308 @@
+/* main.c - the standalone `govcore` binary: the on-board mechanism with only libc + pthreads.
+ *
+ *   govcore [--sysfs-root DIR] [--state-dir DIR] [--json] VERB [ARGS]
+ *
+ * Errors are one line on stderr and exit status 2.
+ */
+#include "govcore.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_USAGE 2
+
+struct options {
+    const char *sysfs_root; /* NULL: $PYDVFS_SYSFS_ROOT, else "/" */
+    const char *state_dir;  /* NULL: gc_default_state_dir() */
+    int json;
+    const char *verb;
+    int argc;               /* the verb's own arguments (and options) */
+    char **argv;
+    int cmd_argc;           /* a command after `--`, for verbs that run one */
+    char **cmd_argv;
+};
+
+static const char usage_text[] =
+    "usage: govcore [--sysfs-root DIR] [--state-dir DIR] [--json] VERB [ARGS]\n"
+    "\n"
+    "The on-board half of pydvfs: discover the Jetson GPU and its INA3221 power rails,\n"
+    "pin and restore the GPU clock.\n"
+    "\n"
+    "verbs:\n"
+    "  status        board, GPU clock state, available levels, power rails\n"
+    "  pin MHZ       pin the GPU clock to the available level nearest MHZ; the original\n"
+    "                governor/min/max are saved first\n"
+    "  restore       put back the state saved before the first change (idempotent)\n"
+    "\n"
+    "options:\n"
+    "  --sysfs-root DIR  resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)\n"
+    "  --state-dir DIR   folder of saved clock states (env PYDVFS_STATE_DIR)\n"
+    "  --json            machine-readable output\n";
+
+static int fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("govcore: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return EXIT_USAGE;
+}
+
+static int fail_board(const gc_board *b, int rc)
+{
+    return fail("%s", b->err[0] ? b->err : strerror(-rc));
+}
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static int open_board(const struct options *o, gc_board *b)
+{
+    const char *root = o->sysfs_root;
+    int rc;
+
+    if (!root || !*root)
+        root = getenv("PYDVFS_SYSFS_ROOT");
+    rc = gc_board_open(b, (root && *root) ? root : "/");
+    return rc < 0 ? fail_board(b, rc) : 0;
+}
+
+static int cmd_status(const struct options *o)
+{
+    gc_board b;
+    gc_clock_state st, saved;
+    char state_path[GC_PATH_MAX];
+    int rc, i, load = -1, have_saved;
+
+    if ((rc = open_board(o, &b)) != 0)
+        return rc;
+    if ((rc = gc_clock_read(&b, &st)) < 0)
+        return fail_board(&b, rc);
+    gc_gpu_load_permille(&b, &load);
+    if ((rc = gc_state_path(&b, o->state_dir, state_path, sizeof state_path)) < 0)
+        return fail_board(&b, rc);
+    rc = gc_state_load(&b, o->state_dir, &saved);
+    if (rc < 0 && rc != -ENOENT)
+        return fail_board(&b, rc);
+    have_saved = rc == 0;
+
+    if (o->json) {
+        printf("{\n  \"sysfs_root\": ");
+        json_str(b.sysfs_root);
+        printf(",\n  \"model\": ");
+        json_str(b.model);
+        printf(",\n  \"gpu\": ");
+        json_str(b.gpu_name);
+        printf(",\n  \"devfreq_dir\": ");
+        json_str(b.devfreq_dir);
+        printf(",\n  \"governor\": ");
+        json_str(st.governor);
+        printf(",\n  \"cur_mhz\": %.6g,\n  \"min_mhz\": %.6g,\n  \"max_mhz\": %.6g,\n",
+               gc_hz_to_mhz(st.cur_hz), gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
+        printf("  \"pinned\": %s,\n  \"available_mhz\": [", st.min_hz == st.max_hz ? "true" : "false");
+        for (i = 0; i < b.n_freqs; i++)
+            printf("%s%.6g", i ? ", " : "", gc_hz_to_mhz(b.freqs_hz[i]));
+        printf("],\n  \"gpu_load_pct\": ");
+        if (load >= 0)
+            printf("%.1f", load / 10.0);
+        else
+            printf("null");
+        printf(",\n  \"rails\": [");
+        for (i = 0; i < b.n_rails; i++) {
+            printf("%s{\"name\": ", i ? ", " : "");
+            json_str(b.rails[i].name);
+            printf(", \"kind\": \"%s\"}", b.rails[i].kind == GC_RAIL_HWMON ? "hwmon" : "ina3221x");
+        }
+        printf("],\n  \"sensor_interval_ms\": ");
+        if (b.sensor_interval_ms > 0)
+            printf("%d", b.sensor_interval_ms);
+        else
+            printf("null");
+        printf(",\n  \"saved_state\": ");
+        if (have_saved) {
+            printf("{\"path\": ");
+            json_str(state_path);
+            printf(", \"governor\": ");
+            json_str(saved.governor);
+            printf(", \"min_mhz\": %.6g, \"max_mhz\": %.6g}", gc_hz_to_mhz(saved.min_hz),
+                   gc_hz_to_mhz(saved.max_hz));
+        } else {
+            printf("null");
+        }
+        printf("\n}\n");
+        return 0;
+    }
+    printf("board     %s\n", b.model[0] ? b.model : "(unknown model)");
+    printf("sysfs     %s\n", b.sysfs_root);
+    printf("gpu       %s (%s)\n", b.gpu_name, b.devfreq_dir);
+    printf("governor  %s\n", st.governor);
+    printf("clock     %g MHz (min %g, max %g MHz)%s\n", gc_hz_to_mhz(st.cur_hz),
+           gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz),
+           st.min_hz == st.max_hz ? ", pinned" : "");
+    printf("levels   ");
+    for (i = 0; i < b.n_freqs; i++)
+        printf(" %g", gc_hz_to_mhz(b.freqs_hz[i]));
+    printf(" MHz (%d)\n", b.n_freqs);
+    if (load >= 0)
+        printf("gpu load  %.1f %%\n", load / 10.0);
+    printf("rails    ");
+    for (i = 0; i < b.n_rails; i++)
+        printf("%s %s", i ? "," : "", b.rails[i].name);
+    if (b.n_rails == 0)
+        printf(" none found (no INA3221 sensor)");
+    printf("\n");
+    if (have_saved)
+        printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
+               state_path, saved.governor, gc_hz_to_mhz(saved.min_hz), gc_hz_to_mhz(saved.max_hz));
+    else
+        printf("saved     nothing (the board is as it was)\n");
+    return 0;
+}
+
+static int parse_mhz(const char *text, double *mhz)
+{
+    char *end;
+
+    errno = 0;
+    *mhz = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || gc_mhz_to_hz(*mhz) == 0)
+        return -EINVAL;
+    return 0;
+}
+
+static int cmd_pin(const struct options *o)
+{
+    gc_board b;
+    double mhz;
+    uint64_t level_hz;
+    char state_path[GC_PATH_MAX];
+    int rc, snapped;
+
+    if (o->argc != 1)
+        return fail("pin takes one clock in MHz, e.g. `govcore pin 714`");
+    if (parse_mhz(o->argv[0], &mhz) < 0)
+        return fail("not a clock: '%s' (expected a positive number of MHz)", o->argv[0]);
+    if ((rc = open_board(o, &b)) != 0)
+        return rc;
+    rc = gc_pin_hz(&b, gc_mhz_to_hz(mhz), o->state_dir, &level_hz);
+    if (rc < 0)
+        return fail_board(&b, rc);
+    gc_state_path(&b, o->state_dir, state_path, sizeof state_path);
+    snapped = level_hz != gc_mhz_to_hz(mhz);
+    if (o->json) {
+        printf("{\"requested_mhz\": %.6g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
+               mhz, gc_hz_to_mhz(level_hz), snapped ? "true" : "false");
+        json_str(state_path);
+        printf("}\n");
+    } else if (snapped) {
+        printf("pinned the GPU clock to %g MHz (asked %g MHz: snapped to the nearest level)\n",
+               gc_hz_to_mhz(level_hz), mhz);
+    } else {
+        printf("pinned the GPU clock to %g MHz\n", gc_hz_to_mhz(level_hz));
+    }
+    return 0;
+}
+
+static int cmd_restore(const struct options *o)
+{
+    gc_board b;
+    gc_clock_state st;
+    int rc, restored;
+
+    if (o->argc != 0)
+        return fail("restore takes no arguments");
+    if ((rc = open_board(o, &b)) != 0)
+        return rc;
+    if ((rc = gc_restore(&b, o->state_dir, &restored)) < 0)
+        return fail_board(&b, rc);
+    if ((rc = gc_clock_read(&b, &st)) < 0)
+        return fail_board(&b, rc);
+    if (o->json) {
+        printf("{\"restored\": %s, \"governor\": ", restored ? "true" : "false");
+        json_str(st.governor);
+        printf(", \"min_mhz\": %.6g, \"max_mhz\": %.6g}\n", gc_hz_to_mhz(st.min_hz),
+               gc_hz_to_mhz(st.max_hz));
+    } else if (restored) {
+        printf("restored governor %s, min %g MHz, max %g MHz\n", st.governor,
+               gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
+    } else {
+        printf("nothing to restore (no saved state for this board)\n");
+    }
+    return 0;
+}
+
+struct verb {
+    const char *name;
+    int (*run)(const struct options *o);
+};
+
+static const struct verb verbs[] = {
+    {"status", cmd_status},
+    {"pin", cmd_pin},
+    {"restore", cmd_restore},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+    static char *positional[64];
+    struct options o = {0};
+    const struct verb *v;
+    int i;
+
+    o.argv = positional;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+
+        if (strcmp(a, "--") == 0) {
+            o.cmd_argv = argv + i + 1;
+            o.cmd_argc = argc - i - 1;
+            break;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            o.json = 1;
+        } else if (strcmp(a, "--sysfs-root") == 0 || strcmp(a, "--state-dir") == 0) {
+            if (i + 1 >= argc)
+                return fail("%s needs a folder", a);
+            if (strcmp(a, "--sysfs-root") == 0)
+                o.sysfs_root = argv[++i];
+            else
+                o.state_dir = argv[++i];
+        } else if (!o.verb) {
+            if (a[0] == '-')
+                return fail("unknown option '%s' (see govcore --help)", a);
+            o.verb = a;
+        } else if (o.argc < (int)(sizeof positional / sizeof positional[0])) {
+            /* the verb's own arguments and options */
+            positional[o.argc++] = argv[i];
+        } else {
+            return fail("too many arguments");
+        }
+    }
+    if (!o.verb)
+        return fail("no verb given (see govcore --help)");
+    for (v = verbs; v->name; v++)
+        if (strcmp(v->name, o.verb) == 0)
+            return v->run(&o);
+    return fail("unknown verb '%s' (see govcore --help)", o.verb);
+}

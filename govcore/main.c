@@ -5,6 +5,7 @@
  * Errors are one line on stderr and exit status 2.
  */
 #include "govcore.h"
+#include "policy.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -36,6 +37,12 @@ static const char usage_text[] =
     "  pin MHZ       pin the GPU clock to the available level nearest MHZ; the original\n"
     "                governor/min/max are saved first\n"
     "  restore       put back the state saved before the first change (idempotent)\n"
+    "  apply --model M --layers L --hidden D --seq-len S [--util PCT] [--policy P]\n"
+    "        [--model-dir DIR] [--dry-run]\n"
+    "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
+    "                (learned tree, default), ffg (best fixed clock), rules (paper A) or\n"
+    "                maxn (restore the board's own governor); DIR holds a tree compiled by\n"
+    "                `pydvfs train` (default: the tree built into this binary)\n"
     "\n"
     "options:\n"
     "  --sysfs-root DIR  resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)\n"
@@ -249,6 +256,111 @@ static int cmd_restore(const struct options *o)
     return 0;
 }
 
+/* The value after option argv[*i], or NULL (with an error printed) if there is none. */
+static const char *opt_value(const struct options *o, int *i)
+{
+    if (*i + 1 >= o->argc) {
+        fail("%s needs a value", o->argv[*i]);
+        return NULL;
+    }
+    return o->argv[++*i];
+}
+
+static int parse_number(const char *name, const char *text, double *out)
+{
+    char *end;
+
+    errno = 0;
+    *out = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0')
+        return fail("%s: not a number: '%s'", name, text);
+    return 0;
+}
+
+static int cmd_apply(const struct options *o)
+{
+    gc_workload w = {0, -1.0, 0, 0, 0};
+    gc_tree_model model = gc_builtin_tree;
+    gc_decision d;
+    gc_board b;
+    const char *model_name = NULL, *model_dir = NULL, *v;
+    char err[GC_ERR_MAX] = "";
+    void *handle = NULL;
+    int policy = GC_POLICY_MLG, dry_run = 0, rc, i, have = 0;
+
+    for (i = 0; i < o->argc; i++) {
+        const char *a = o->argv[i];
+        double *num = NULL;
+        int bit = 0;
+
+        if (strcmp(a, "--dry-run") == 0) {
+            dry_run = 1;
+            continue;
+        }
+        if (!(v = opt_value(o, &i)))
+            return EXIT_USAGE;
+        if (strcmp(a, "--model") == 0) {
+            model_name = v;
+            bit = 1;
+        } else if (strcmp(a, "--policy") == 0) {
+            if (gc_policy_parse(v, &policy) < 0)
+                return fail("unknown policy '%s': expected mlg, ffg, rules or maxn", v);
+        } else if (strcmp(a, "--model-dir") == 0) {
+            model_dir = v;
+        } else if (strcmp(a, "--layers") == 0) {
+            num = &w.layers;
+            bit = 2;
+        } else if (strcmp(a, "--hidden") == 0) {
+            num = &w.hidden;
+            bit = 4;
+        } else if (strcmp(a, "--seq-len") == 0) {
+            num = &w.seq_len;
+            bit = 8;
+        } else if (strcmp(a, "--util") == 0) {
+            num = &w.gpu_util_pct;
+        } else {
+            return fail("apply: unknown option '%s' (see govcore --help)", a);
+        }
+        if (num && parse_number(a, v, num) != 0)
+            return EXIT_USAGE;
+        have |= bit;
+    }
+    if (have != 15)
+        return fail("apply needs --model, --layers, --hidden and --seq-len");
+    if (gc_model_family(model_name, &w.is_decoder) < 0)
+        return fail("unknown model type '%s': expected an encoder (bert, roberta, deberta, ...) "
+                    "or a decoder (pythia, gpt, llama, ...)", model_name);
+    if (model_dir && (rc = gc_tree_load(model_dir, &model, &handle, err, sizeof err)) < 0)
+        return fail("%s", err);
+    if ((rc = open_board(o, &b)) != 0) {
+        gc_tree_close(handle);
+        return rc;
+    }
+    rc = dry_run ? gc_decide(&b, &model, policy, &w, &d)
+                 : gc_apply(&b, &model, policy, &w, o->state_dir, &d);
+    if (rc < 0) {
+        gc_tree_close(handle);
+        return fail_board(&b, rc);
+    }
+    if (o->json) {
+        printf("{\"freq_mhz\": ");
+        if (policy == GC_POLICY_MAXN)
+            printf("null, \"proposed_mhz\": null");
+        else
+            printf("%.6g, \"proposed_mhz\": %.6g", gc_hz_to_mhz(d.level_hz), d.proposed_mhz);
+        printf(", \"policy\": \"%s\", \"model\": ", gc_policy_name(policy));
+        json_str(model.name);
+        printf(", \"dry_run\": %s}\n", dry_run ? "true" : "false");
+    } else if (policy == GC_POLICY_MAXN) {
+        printf("policy maxn: MAXN (the board's own governor)%s\n", dry_run ? " (dry run)" : "");
+    } else {
+        printf("policy %s: GPU clock %g MHz%s\n", gc_policy_name(policy), gc_hz_to_mhz(d.level_hz),
+               dry_run ? " (dry run: nothing written)" : "");
+    }
+    gc_tree_close(handle);
+    return 0;
+}
+
 struct verb {
     const char *name;
     int (*run)(const struct options *o);
@@ -258,6 +370,7 @@ static const struct verb verbs[] = {
     {"status", cmd_status},
     {"pin", cmd_pin},
     {"restore", cmd_restore},
+    {"apply", cmd_apply},
     {NULL, NULL},
 };
 

@@ -162,3 +162,4 @@ cdef class Board:
             rc = gc_restore(&self.b, c_dir, &restored)
         check(rc, self.b.err)
         return bool(restored)
+include "_policy.pxi"

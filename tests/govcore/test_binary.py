@@ -35,7 +35,9 @@ def aarch64():
     binary = str(GOVCORE / "govcore-aarch64")
     arch = subprocess.run(["file", binary], capture_output=True, text=True).stdout
     assert "aarch64" in arch or "ARM aarch64" in arch or arch == ""
-    return ["qemu-aarch64", binary]
+    # dynamically linked (the binary dlopen()s trained policies): qemu finds the aarch64 libc
+    # under the cross toolchain's sysroot, as the Jetson has it under /
+    return ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", binary]
 
 
 def run(binary, *args):
@@ -80,11 +82,11 @@ def test_aarch64_binary_under_qemu(aarch64, tmp_path, cli):
     check_binary(aarch64, tmp_path, cli)
 
 
-def test_binary_links_only_libc_and_pthreads(native):
+def test_binary_links_only_libc(native):
     ldd = shutil.which("ldd")
     if ldd is None:
         pytest.skip("ldd not available")
     libs = subprocess.run([ldd, native[0]], capture_output=True, text=True).stdout
     names = {line.split()[0] for line in libs.splitlines() if line.strip()}
-    allowed = ("linux-vdso", "libc.so", "libm.so", "libpthread", "ld-linux", "/lib64/ld-linux")
+    allowed = ("linux-vdso", "libc.so", "libm.so", "libpthread", "libdl", "ld-linux", "/lib64/ld-linux")
     assert all(n.startswith(allowed) or "ld-linux" in n for n in names), names

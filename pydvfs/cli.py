@@ -17,6 +17,7 @@ from .errors import PydvfsError
 COMMAND_MODULES = [
     "pydvfs.cli_board",
     "pydvfs.policy.cli",
+    "pydvfs.sim.cli",
     "pydvfs.demo",
 ]
 

@@ -344,15 +344,16 @@ static int cmd_apply(const struct options *o)
     }
     if (o->json) {
         printf("{\"freq_mhz\": ");
-        if (policy == GC_POLICY_MAXN)
+        if (d.level_hz == 0)
             printf("null, \"proposed_mhz\": null");
         else
             printf("%.6g, \"proposed_mhz\": %.6g", gc_hz_to_mhz(d.level_hz), d.proposed_mhz);
         printf(", \"policy\": \"%s\", \"model\": ", gc_policy_name(policy));
         json_str(model.name);
         printf(", \"dry_run\": %s}\n", dry_run ? "true" : "false");
-    } else if (policy == GC_POLICY_MAXN) {
-        printf("policy maxn: MAXN (the board's own governor)%s\n", dry_run ? " (dry run)" : "");
+    } else if (d.level_hz == 0) {
+        printf("policy %s: MAXN (the board's own governor)%s\n", gc_policy_name(policy),
+               dry_run ? " (dry run)" : "");
     } else {
         printf("policy %s: GPU clock %g MHz%s\n", gc_policy_name(policy), gc_hz_to_mhz(d.level_hz),
                dry_run ? " (dry run: nothing written)" : "");

@@ -154,6 +154,8 @@ int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload
         snprintf(b->err, sizeof b->err, "unknown policy %d", policy);
         return -EINVAL;
     }
+    if (d->proposed_mhz == 0.0)
+        return 0; /* the tree's MAXN class */
     /* A proposal that is not a clock fails safe toward the top level. */
     if (gc_snap_hz(b, gc_mhz_to_hz(d->proposed_mhz), &d->level_hz) < 0)
         d->level_hz = b->freqs_hz[b->n_freqs - 1];
@@ -168,7 +170,7 @@ int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload 
 
     if ((rc = gc_decide(b, m, policy, w, d)) < 0)
         return rc;
-    if (policy == GC_POLICY_MAXN)
+    if (d->level_hz == 0)
         return gc_restore(b, state_dir, &restored);
     return gc_pin_hz(b, d->level_hz, state_dir, &level);
 }

@@ -36,7 +36,7 @@ typedef struct gc_tree_model {
     int n_features;
     const char *const *feature_names;     /* in the order score() expects them */
     int n_classes;
-    const double *classes_mhz;            /* class i means classes_mhz[i] */
+    const double *classes_mhz;            /* class i means classes_mhz[i]; 0 means MAXN */
     double default_util_pct[2];           /* used when util is unknown: encoder, decoder */
     double ffg_mhz;                       /* the best fixed clock of the same training data */
 } gc_tree_model;
@@ -59,17 +59,18 @@ int gc_features(const gc_tree_model *m, const gc_workload *w, double *out, char 
 int gc_propose_tree(const gc_tree_model *m, const gc_workload *w, double *mhz, char *err, size_t len);
 double gc_propose_rules(const gc_workload *w);
 
-/* The decision: what the policy proposes, and the board level it becomes (0 for maxn). */
+/* The decision: what the policy proposes, and the board level it becomes. level_hz 0 means
+ * MAXN: the maxn policy, or a tree that judged this workload too spiky to pin. */
 typedef struct gc_decision {
     int policy;
-    double proposed_mhz; /* 0 for maxn */
-    uint64_t level_hz;   /* 0 for maxn */
+    double proposed_mhz; /* 0 for MAXN */
+    uint64_t level_hz;   /* 0 for MAXN */
 } gc_decision;
 
 int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
               gc_decision *d);
 
-/* Decide and act: pin the level (or, for maxn, restore the board's own state). */
+/* Decide and act: pin the level (or, for MAXN, restore the board's own state). */
 int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
              const char *state_dir, gc_decision *d);
 

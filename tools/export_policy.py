@@ -23,13 +23,15 @@ from pydvfs.policy.curves import curves_from_frame, read_dataset  # noqa: E402
 from pydvfs.policy.export import tree_to_c  # noqa: E402
 from pydvfs.policy.train import Classifier, FEATURE_SETS, FixedClock, default_util, select_tree, tree_maker  # noqa: E402
 
-CHARACTERISATION_TASKS = ("sst2", "qnli", "mrpc")
+from pydvfs.sim.workloads import CHARACTERISATION_TASKS  # noqa: E402
+
+REPEATS = 3
 
 
 def simulated_dataset(path: Path, seed: int) -> None:
-    from pydvfs.sim.sweep import write_sim_dataset
+    from pydvfs.sim.sweep import write_sweep
 
-    write_sim_dataset(path, tasks=CHARACTERISATION_TASKS, seed=seed)
+    write_sweep(path, tasks=CHARACTERISATION_TASKS, repeats=REPEATS, seed=seed)
 
 
 def main(argv=None) -> int:

@@ -54,7 +54,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
     run = _core.apply if pin else _core.decide
     args = (board, tree, policy, wl.as_core()) + ((state_dir,) if pin else ())
     proposed, level_hz = run(*args)
-    maxn = policy == "maxn"
+    maxn = level_hz == 0  # the maxn policy, or a tree that keeps a spiky workload at MAXN
     return Decision(
         freq_mhz=None if maxn else hz_to_mhz(level_hz),
         proposed_mhz=None if maxn else proposed,

@@ -36,6 +36,23 @@ class Curve:
     def best_energy_j(self) -> float:
         return min(self.energy_j)
 
+    @property
+    def roughness(self) -> float:
+        """How spiky the curve is: the median, over inner clocks, of the energy's distance from
+        the mean of its two neighbours, relative to it. A smooth U has a small value."""
+        e = self.energy_j
+        d = sorted(abs(e[i] - (e[i - 1] + e[i + 1]) / 2) / e[i] for i in range(1, len(e) - 1))
+        return d[len(d) // 2] if d else 0.0
+
+    @property
+    def label_mhz(self) -> float | None:
+        """The training label: the best clock, or None (MAXN) where the curve is too spiky for
+        its best clock to be trusted: the saving it promises is under twice the curve's
+        roughness (or under 1 %). Pinning such a workload is a gamble, MAXN is not."""
+        if self.saving_vs_maxn(self.best_mhz) < max(0.01, 2 * self.roughness):
+            return None
+        return self.best_mhz
+
     def nearest_mhz(self, mhz: float) -> float:
         """The measured clock nearest to mhz (ties: the lower)."""
         return min(self.freqs_mhz, key=lambda f: (abs(f - mhz), f))
@@ -79,8 +96,9 @@ def curves_from_frame(df, energy_column: str = ENERGY_COLUMN, tasks=None, exclud
         df = df[df["task"].isin(tasks)]
     if exclude_tasks and "task" in df.columns:
         df = df[~df["task"].isin(exclude_tasks)]
-    util_col = "avg_gpu_load_pct" if "avg_gpu_load_pct" in df.columns else (
-        "gpu_util_pct" if "gpu_util_pct" in df.columns else None)
+    # the workload's utilisation feature: the dataset's own column, else the MAXN runs' mean load
+    util_col = "gpu_util_pct" if "gpu_util_pct" in df.columns else (
+        "avg_gpu_load_pct" if "avg_gpu_load_pct" in df.columns else None)
     curves = []
     for name, g in df.groupby("workload", sort=True):
         fixed = g[g["setting"] == "fixed"]

@@ -17,7 +17,9 @@ def choices_for(curve: Curve, tree) -> dict[str, float | None]:
     from .. import _core
 
     wl = curve.workload.as_core()
-    return {"mlg": tree.propose(wl), "ffg": tree.ffg_mhz, "rules": _core.propose_rules(wl), "maxn": None}
+    mlg = tree.propose(wl)
+    return {"mlg": mlg or None,  # 0 MHz: the tree says "leave it at MAXN"
+            "ffg": tree.ffg_mhz, "rules": _core.propose_rules(wl), "maxn": None}
 
 
 def evaluate(curves: Sequence[Curve], tree) -> dict:

@@ -37,9 +37,9 @@ def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, s
     """C source for a fitted DecisionTreeClassifier whose classes are clocks in MHz."""
     import m2cgen
 
-    classes = [float(c) for c in clf.classes_]
+    classes = [float(c) for c in clf.classes_]  # 0.0 means "MAXN"
     if len(classes) < 2:
-        raise ModelError("every training workload has the same best clock: a fixed clock "
+        raise ModelError("every training workload has the same label: a fixed setting "
                          f"({classes[0]:g} MHz) is the whole policy; nothing to learn")
     if clf.n_features_in_ != len(feature_names):
         raise ModelError("feature names do not match the tree")

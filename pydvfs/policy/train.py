@@ -22,6 +22,8 @@ from .curves import Curve
 from .export import compile_policy, tree_to_c
 from .features import PAPER_FEATURES, ROOFLINE_FEATURES, feature_vector
 
+# The class that means "leave the board at MAXN" (govcore: a proposal of 0 MHz).
+MAXN_CLASS = 0.0
 FEATURE_SETS = {"paper": PAPER_FEATURES, "roofline": PAPER_FEATURES + ROOFLINE_FEATURES}
 TREE_GRID = {"max_depth": (2, 3, 4, 5, None), "min_samples_leaf": (1, 2, 3),
              "criterion": ("gini", "entropy")}
@@ -100,13 +102,14 @@ class Classifier(Chooser):
     def fit(self, curves):
         self.util = default_util(curves)
         X = [features_of(c, self.features, self.util) for c in curves]
-        y = [c.best_mhz for c in curves]
+        y = [MAXN_CLASS if c.label_mhz is None else c.label_mhz for c in curves]
         self.model = self.make()
         self.model.fit(X, y)
         return self
 
     def choose(self, curve):
-        return float(self.model.predict([features_of(curve, self.features, self.util)])[0])
+        mhz = float(self.model.predict([features_of(curve, self.features, self.util)])[0])
+        return None if mhz == MAXN_CLASS else mhz
 
 
 class CurveRegression(Chooser):
@@ -160,7 +163,9 @@ class Score:
 
 def score(name: str, curves: Sequence[Curve], choices: Sequence, params=None) -> Score:
     regrets = [c.regret(f) * 100 for c, f in zip(curves, choices)]
-    hits = [f is not None and c.nearest_mhz(f) == c.best_mhz for c, f in zip(curves, choices)]
+    hits = [(f is None and c.label_mhz is None) or
+            (f is not None and c.label_mhz is not None and c.nearest_mhz(f) == c.label_mhz)
+            for c, f in zip(curves, choices)]
     savings = [c.saving_vs_maxn(f) * 100 for c, f in zip(curves, choices)]
     return Score(name, list(choices), sum(hits) / len(hits), statistics.fmean(regrets), max(regrets),
                  statistics.fmean(savings), params or {})
@@ -210,15 +215,16 @@ def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
     rows += sorted(per_set.values(), key=lambda s: s.name)
     others = {
         "knn (k=3)": lambda: Classifier("knn", lambda: make_pipeline(StandardScaler(), KNeighborsClassifier(3))),
-        "random forest": lambda: Classifier("rf", lambda: RandomForestClassifier(200, random_state=0)),
-        "gradient boosting": lambda: Classifier("gb", lambda: GradientBoostingClassifier(n_estimators=60, random_state=0)),
+        "random forest": lambda: Classifier("rf", lambda: RandomForestClassifier(50, random_state=0)),
+        "gradient boosting": lambda: Classifier("gb", lambda: GradientBoostingClassifier(n_estimators=30, random_state=0)),
         "curve regression (random forest, argmin)": lambda: CurveRegression(
-            "rf-curve", lambda: RandomForestRegressor(200, random_state=0)),
+            "rf-curve", lambda: RandomForestRegressor(50, random_state=0)),
         "curve regression (gradient boosting, argmin)": lambda: CurveRegression(
-            "gb-curve", lambda: GradientBoostingRegressor(n_estimators=200, max_depth=3, random_state=0)),
+            "gb-curve", lambda: GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=0)),
     }
     for name, make in others.items():
         rows.append(score(name, curves, loocv(make, curves)))
+    rows.append(score("labels (best clock; MAXN where spiky)", curves, [c.label_mhz for c in curves]))
     rows.append(score("oracle (best clock per workload)", curves, [c.best_mhz for c in curves]))
     return tree, rows
 
@@ -251,8 +257,7 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     from sklearn.tree import export_text
-    rules = export_text(clf, feature_names=list(feats), class_names=[f"{c:g} MHz" for c in clf.classes_],
-                        decimals=1)
+    rules = export_text(clf, feature_names=list(feats), class_names=class_names(clf), decimals=1)
     (out / "rules.txt").write_text(rules)
     c_src = tree_to_c(clf, feats, util, ffg, name=f"trained: {source}", source=source, tool="pydvfs train")
     (out / "policy_tree.c").write_text(c_src)
@@ -262,13 +267,17 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
         "n_workloads": len(curves),
         "selected": tree_score.to_dict(),
         "table": [s.to_dict() for s in table],
-        "loocv_choices": {c.name: {"best_mhz": c.best_mhz, "tree_mhz": f}
+        "loocv_choices": {c.name: {"best_mhz": c.best_mhz, "label_mhz": c.label_mhz, "tree_mhz": f}
                           for c, f in zip(curves, tree_score.choices_mhz)},
         "ffg_mhz": ffg,
         "rules": rules,
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     return metrics
+
+
+def class_names(clf) -> list[str]:
+    return ["MAXN" if c == MAXN_CLASS else f"{c:g} MHz" for c in clf.classes_]
 
 
 def _plot_tree(clf, feats, out: Path) -> None:
@@ -281,7 +290,7 @@ def _plot_tree(clf, feats, out: Path) -> None:
         return  # plots are optional (extra `plot`)
     depth = clf.get_depth()
     fig, ax = plt.subplots(figsize=(max(8, 3 * 2 ** min(depth, 4) / 2), 2 + 1.6 * depth))
-    plot_tree(clf, feature_names=list(feats), class_names=[f"{c:g} MHz" for c in clf.classes_],
+    plot_tree(clf, feature_names=list(feats), class_names=class_names(clf),
               filled=True, impurity=False, rounded=True, fontsize=8, ax=ax)
     ax.set_title("Energy-optimal GPU clock: learned decision tree")
     fig.tight_layout()

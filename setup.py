@@ -6,6 +6,7 @@ GOVCORE_SOURCES = [
     "govcore/sysfs.c",
     "govcore/board.c",
     "govcore/clock.c",
+    "govcore/sampler.c",
 ]
 
 core = Extension(

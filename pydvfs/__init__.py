@@ -17,6 +17,8 @@ _EXPORTS = {
     "PinResult": "pydvfs.device",
     "pin": "pydvfs.device",
     "restore": "pydvfs.device",
+    "Sampler": "pydvfs.sampler",
+    "Measurement": "pydvfs.sampler",
     "PydvfsError": "pydvfs.errors",
     "DeviceNotFoundError": "pydvfs.errors",
     "BoardPermissionError": "pydvfs.errors",

@@ -184,8 +184,12 @@ class Sampler:
         return self
 
     def stop(self) -> None:
-        """Stop sampling (safe to call twice, and from any thread). Readings stay available."""
-        self._core.stop()
+        """Stop sampling (safe to call twice, before start, and from any thread). Readings stay
+        available until the next start."""
+        with self._lock:
+            core = self._core if self._started else None
+        if core is not None:
+            core.stop()
 
     def __enter__(self) -> "Sampler":
         self.start()

@@ -8,6 +8,7 @@ GOVCORE_SOURCES = [
     "govcore/clock.c",
     "govcore/policy.c",
     "govcore/policy_tree.c",
+    "govcore/sampler.c",
 ]
 
 core = Extension(

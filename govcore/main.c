@@ -6,12 +6,19 @@
  */
 #include "govcore.h"
 #include "policy.h"
+#include "sampler.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define EXIT_USAGE 2
 
@@ -43,6 +50,10 @@ static const char usage_text[] =
     "                (learned tree, default), ffg (best fixed clock), rules (paper A) or\n"
     "                maxn (restore the board's own governor); DIR holds a tree compiled by\n"
     "                `pydvfs train` (default: the tree built into this binary)\n"
+    "  measure [--rate HZ] -- CMD...\n"
+    "                run CMD (no shell) while sampling the INA3221 rails; print its time,\n"
+    "                energy per rail, CPU+GPU energy, average power and GPU load. Exits with\n"
+    "                CMD's status (128+N if a signal N ended it); 2 if CMD cannot start\n"
     "\n"
     "options:\n"
     "  --sysfs-root DIR  resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)\n"
@@ -362,6 +373,176 @@ static int cmd_apply(const struct options *o)
     return 0;
 }
 
+/* Rails that make up "CPU+GPU energy": the AGX Orin names, else the JetPack 4 ones. */
+static const char *const cpu_gpu_rails[2][2] = {{"VDD_CPU_CV", "VDD_GPU_SOC"}, {"CPU", "GPU"}};
+
+/* Sum of the CPU and GPU rails' energy; 0 with *found = 0 if the board has neither set. */
+static double cpu_gpu_energy_j(const gc_sampler *s, const gc_window *w, int *found)
+{
+    int set, k, j;
+    double sum = 0;
+
+    for (set = 0; set < 2; set++) {
+        *found = 0;
+        for (j = 0; j < 2; j++)
+            for (k = 0; k < w->n_rails; k++)
+                if (strcmp(gc_sampler_rail_name(s, k), cpu_gpu_rails[set][j]) == 0) {
+                    sum += w->energy_j[k];
+                    *found = 1;
+                }
+        if (*found)
+            return sum;
+    }
+    return 0;
+}
+
+/* Start argv; wait for it. -errno (with *exec_err) if it could not be started. A CLOEXEC pipe
+ * carries the child's exec errno back: if exec succeeds the pipe just closes. */
+static int run_child(char **argv, int *status)
+{
+    int fds[2], child_errno = 0, rc;
+    ssize_t n;
+    pid_t pid;
+    struct sigaction ign, old_int, old_quit;
+
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -errno;
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        rc = -errno;
+        close(fds[0]);
+        close(fds[1]);
+        return rc;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        execvp(argv[0], argv);
+        child_errno = errno;
+        if (write(fds[1], &child_errno, sizeof child_errno) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    close(fds[1]);
+    /* Like time(1): Ctrl-C goes to the command, and we still report what it used. */
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    do {
+        n = read(fds[0], &child_errno, sizeof child_errno);
+    } while (n < 0 && errno == EINTR);
+    close(fds[0]);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+        ;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    return n == (ssize_t)sizeof child_errno ? -child_errno : 0;
+}
+
+static int cmd_measure(const struct options *o)
+{
+    gc_sampler_config cfg = {0};
+    gc_sampler *s;
+    gc_snapshot a, z;
+    gc_window w;
+    gc_board b;
+    double total_j = 0, cpu_gpu_j;
+    int rc, i, status = 0, exit_status, have_cpu_gpu;
+
+    for (i = 0; i < o->argc; i++) {
+        if (strcmp(o->argv[i], "--rate") == 0 && i + 1 < o->argc) {
+            char *end;
+            errno = 0;
+            cfg.rate_hz = strtod(o->argv[++i], &end);
+            if (errno || *end || !(cfg.rate_hz > 0) || cfg.rate_hz > GC_SAMPLER_MAX_RATE_HZ)
+                return fail("--rate takes a rate in Hz, 0 < HZ <= %.0f", GC_SAMPLER_MAX_RATE_HZ);
+        } else {
+            return fail("measure: unexpected '%s' (usage: govcore measure [--rate HZ] -- CMD...)",
+                        o->argv[i]);
+        }
+    }
+    if (o->cmd_argc == 0)
+        return fail("measure needs a command after `--`, e.g. `govcore measure -- sleep 1`");
+    if ((rc = open_board(o, &b)) != 0)
+        return rc;
+    if ((rc = gc_sampler_create(&s, &b, &cfg)) < 0)
+        return fail_board(&b, rc);
+    if ((rc = gc_sampler_start(s)) < 0) {
+        gc_sampler_free(s);
+        return fail("cannot start the sampler thread: %s", strerror(-rc));
+    }
+    gc_sampler_snapshot(s, &a);
+    rc = run_child(o->cmd_argv, &status);
+    gc_sampler_snapshot(s, &z);
+    gc_sampler_stop(s);
+    if (rc < 0) {
+        gc_sampler_free(s);
+        return fail("cannot run '%s': %s", o->cmd_argv[0], strerror(-rc));
+    }
+    gc_window_diff(&a, &z, &w);
+    exit_status = WIFEXITED(status) ? WEXITSTATUS(status)
+                  : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    for (i = 0; i < w.n_rails; i++)
+        total_j += w.energy_j[i];
+    cpu_gpu_j = cpu_gpu_energy_j(s, &w, &have_cpu_gpu);
+
+    if (o->json) {
+        double dur_s = (double)w.duration_ns / 1e9;
+
+        printf("{\n  \"command\": [");
+        for (i = 0; i < o->cmd_argc; i++) {
+            printf("%s", i ? ", " : "");
+            json_str(o->cmd_argv[i]);
+        }
+        printf("],\n  \"exit_status\": %d,\n  \"duration_s\": %.9g,\n  \"energy_j\": {",
+               exit_status, dur_s);
+        for (i = 0; i < w.n_rails; i++) {
+            printf("%s", i ? ", " : "");
+            json_str(gc_sampler_rail_name(s, i));
+            printf(": %.9g", w.energy_j[i]);
+        }
+        printf("},\n  \"total_energy_j\": %.9g,\n  \"cpu_gpu_energy_j\": ", total_j);
+        if (have_cpu_gpu)
+            printf("%.9g", cpu_gpu_j);
+        else
+            printf("null");
+        printf(",\n  \"avg_power_w\": {");
+        for (i = 0; i < w.n_rails; i++) {
+            printf("%s", i ? ", " : "");
+            json_str(gc_sampler_rail_name(s, i));
+            printf(": %.9g", w.avg_power_w[i]);
+        }
+        printf("},\n  \"total_avg_power_w\": %.9g,\n  \"gpu_util_pct\": ",
+               dur_s > 0 ? total_j / dur_s : 0.0);
+        if (w.gpu_util_pct >= 0)
+            printf("%.6g", w.gpu_util_pct);
+        else
+            printf("null");
+        printf(",\n  \"samples\": %llu,\n  \"read_errors\": %llu,\n  \"rate_hz\": %.6g\n}\n",
+               (unsigned long long)w.samples, (unsigned long long)w.read_errors, w.rate_hz);
+    } else {
+        double dur_s = (double)w.duration_ns / 1e9;
+
+        printf("command   %s exited with status %d\n", o->cmd_argv[0], exit_status);
+        printf("time      %.3f s\n", dur_s);
+        for (i = 0; i < w.n_rails; i++)
+            printf("%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
+                   gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
+        printf("%-9s %-16s %12.3f J  %8.3f W avg\n", "", "total", total_j,
+               dur_s > 0 ? total_j / dur_s : 0.0);
+        if (have_cpu_gpu)
+            printf("cpu+gpu   %.3f J  %.3f W avg\n", cpu_gpu_j, dur_s > 0 ? cpu_gpu_j / dur_s : 0.0);
+        if (w.gpu_util_pct >= 0)
+            printf("gpu load  %.1f %%\n", w.gpu_util_pct);
+        printf("samples   %llu at %.1f Hz, %llu read errors\n", (unsigned long long)w.samples,
+               w.rate_hz, (unsigned long long)w.read_errors);
+    }
+    gc_sampler_free(s);
+    fflush(stdout);
+    return exit_status;
+}
+
 struct verb {
     const char *name;
     int (*run)(const struct options *o);
@@ -372,6 +553,7 @@ static const struct verb verbs[] = {
     {"pin", cmd_pin},
     {"restore", cmd_restore},
     {"apply", cmd_apply},
+    {"measure", cmd_measure},
     {NULL, NULL},
 };
 

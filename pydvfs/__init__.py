@@ -22,6 +22,8 @@ _EXPORTS = {
     "apply": "pydvfs.policy.apply",
     "decide": "pydvfs.policy.apply",
     "governed": "pydvfs.policy.apply",
+    "Sampler": "pydvfs.sampler",
+    "Measurement": "pydvfs.sampler",
     "PydvfsError": "pydvfs.errors",
     "DeviceNotFoundError": "pydvfs.errors",
     "BoardPermissionError": "pydvfs.errors",

@@ -1,6 +1,6 @@
 # The contract between Python and govcore (govcore/govcore.h). Units are in the names:
 # _hz devfreq clocks, _ms sensor interval. Every function returns 0 or -errno.
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 
 cdef extern from "govcore.h" nogil:
     enum:
@@ -51,7 +51,83 @@ cdef extern from "govcore.h" nogil:
     int gc_restore(gc_board *b, const char *state_dir, int *restored)
 
 
+# The sampler (govcore/sampler.h). Units: power uW, energy nJ (twice-integral: nJ + fJ
+# remainder), time CLOCK_MONOTONIC ns, GPU load permille.
+cdef extern from "sampler.h" nogil:
+    enum:
+        GC_SAMPLE_MISSING          # ring entry whose reading failed
+        GC_SAMPLER_MAX_RATE_HZ
+        GC_SAMPLER_RING_MAX
+
+    ctypedef struct gc_sampler:
+        pass
+
+    ctypedef struct gc_sampler_config:
+        double rate_hz             # Hz; 0 follows the sensor; < 0 flat out
+        uint32_t rail_mask         # bit i samples board rail i; 0 = all
+        uint32_t ring_capacity     # samples kept for traces; 0 = default (65536)
+
+    ctypedef struct gc_snapshot:
+        int64_t t_ns               # CLOCK_MONOTONIC
+        int n_rails
+        int64_t e2_nj[16]          # twice the energy integral, whole nJ
+        int64_t e2_fj[16]          # + remainder, fJ
+        int64_t load2_pm_ns        # twice the GPU load integral, permille x ns
+        int64_t load_ns            # time the load integral covers, ns
+        uint64_t samples
+        uint64_t read_errors
+
+    ctypedef struct gc_window:
+        int64_t duration_ns
+        int n_rails
+        int64_t energy_nj[16]      # per rail, nJ
+        double energy_j[16]        # per rail, J
+        double avg_power_w[16]     # per rail, W
+        double gpu_util_pct        # %, -1 if no load file
+        uint64_t samples
+        uint64_t read_errors
+        double rate_hz             # samples / duration
+
+    ctypedef struct gc_sampler_stats:
+        int running
+        double rate_hz             # configured; 0 = flat out
+        int64_t period_ns          # 0 = flat out
+        uint64_t samples
+        uint64_t read_errors
+        uint64_t overruns          # deadlines missed
+        uint64_t reopens           # vanished files reopened
+        int64_t first_t_ns
+        int64_t last_t_ns
+        int64_t thread_cpu_ns      # CPU time of the sampler thread, ns
+        uint32_t ring_count
+        uint32_t ring_capacity
+        int abandoned              # stop gave up on a blocked read
+
+    int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cfg)
+    int gc_sampler_start(gc_sampler *s)
+    int gc_sampler_stop(gc_sampler *s)
+    void gc_sampler_free(gc_sampler *s)
+    int gc_sampler_n_rails(const gc_sampler *s)
+    const char *gc_sampler_rail_name(const gc_sampler *s, int i)
+    int gc_sampler_has_load(const gc_sampler *s)
+    int gc_sampler_snapshot(gc_sampler *s, gc_snapshot *snap)
+    int gc_window_diff(const gc_snapshot *a, const gc_snapshot *b, gc_window *w)
+    int gc_sampler_get_stats(gc_sampler *s, gc_sampler_stats *st)
+    int gc_sampler_trace(gc_sampler *s, int64_t *t_ns, int32_t *power_uw, int16_t *load_pm,
+                         size_t max_samples, size_t *n_out)
+
+
 cdef class Board:
     cdef gc_board b                # the discovered board; read-only after __cinit__
 
 cdef int check(int rc, const char *detail) except -1
+
+
+cdef class Snapshot:
+    cdef gc_snapshot snap          # cumulative counters at one instant
+
+cdef class Sampler:
+    cdef gc_board b                # the board the rails were discovered on
+    cdef gc_sampler *s             # owned; freed (after a bounded stop) in __dealloc__
+    cdef readonly tuple rail_names # sampled rails, in the C order
+    cdef readonly bint has_load    # a GPU load file is sampled

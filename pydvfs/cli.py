@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "pydvfs.policy.cli",
     "pydvfs.sim.cli",
     "pydvfs.demo",
+    "pydvfs.cli_measure",
 ]
 
 EXIT_USAGE = 2

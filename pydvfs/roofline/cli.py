@@ -240,7 +240,8 @@ def format_fit(result: dict) -> str:
                          f"[{v['ci_low']:.3f}, {v['ci_high']:.3f}] {'ok' if v['within_ci'] else 'OUTSIDE CI'}")
     for c in result.get("scale_checks", []):
         lines.append(f"{c['model']} ({c['label']}, {c['fit_group']}): {c['estimate_mwh']:.3g} MWh "
-                     f"vs published {c['published_mwh']:.4g} MWh (x{c['ratio']:.2g})")
+                     f"vs published {c['published_mwh']:.4g} MWh (x{c['ratio']:.2g}; NNLS split: "
+                     f"{c['estimate_decomposition_mwh']:.3g} MWh)")
     for p in result.get("plots", []):
         lines.append(f"plot: {p}")
     return "\n".join(lines)

@@ -27,8 +27,7 @@ def analyse(df, fmt: str = "pydvfs") -> dict:
         out["groups"][name] = analyse_group(g)
     if not out["groups"]:
         raise InvalidValueError("every (family, hardware) group has fewer than 8 rows with energy")
-    decomps = {name: r["decomposition"] for name, r in out["groups"].items()}
-    out["scale_checks"] = scale_check.run(decomps)
+    out["scale_checks"] = scale_check.run(out["groups"])
     return out
 
 
@@ -40,6 +39,7 @@ def analyse_group(g) -> dict:
         "strategies": sorted(g["strategy"].unique()),
         "decomposition": decomposition.fit(g).to_dict(),
         "decomposition_tiled": decomposition.fit(g, "compute_tiled", "memory_tiled").to_dict(),
+        "j_per_compute": scale_check.compute_floor_j(g),
         "speedup_laws": [f.to_dict() for f in speedup.fit_strategies(g)],
         "laws": {name: f.to_dict() for name, f in fits.items()},
         "summary": {

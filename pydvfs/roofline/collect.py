@@ -62,38 +62,49 @@ def _repo_root() -> str:
     return os.path.dirname(os.path.dirname(here))
 
 
-def run_one(cfg: Config, strategy: str, n: int, steps: int, warmup: int,
-            timeout_s: float = 600.0) -> dict:
-    """Launch one measured run; returns the worker's record (time_s, energy_j, first_loss, ...)."""
+def run_group(cfg: Config, strategies, n: int, steps: int, warmup: int,
+              timeout_s: float = 600.0) -> dict:
+    """Launch the runs of ``strategies`` on ``n`` processes (one launch); strategy -> record.
+
+    ``n == 1`` runs the worker as a plain process (a process group of one, no launcher: saves
+    the launcher's start-up); otherwise ``python -m torch.distributed.run --standalone``.
+    """
+    label = f"{','.join(strategies)} x{n}"
     with tempfile.TemporaryDirectory(prefix="pydvfs-collect-") as tmp:
         out = os.path.join(tmp, "result.json")
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               f"--nproc_per_node={n}", "-m", "pydvfs.roofline.collect_worker",
-               "--strategy", strategy, "--layers", str(cfg.layers), "--hidden", str(cfg.hidden),
+        env = dict(os.environ)
+        if n == 1:
+            launcher = [sys.executable, "-m", "pydvfs.roofline.collect_worker"]
+            env.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())})
+        else:
+            launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                        f"--nproc_per_node={n}", "-m", "pydvfs.roofline.collect_worker"]
+        cmd = launcher + [
+               "--strategies", ",".join(strategies), "--layers", str(cfg.layers), "--hidden", str(cfg.hidden),
                "--heads", str(cfg.heads), "--ff", str(cfg.ff), "--seq-len", str(cfg.seq_len),
                "--batch", str(cfg.batch), "--steps", str(steps), "--warmup", str(warmup),
                "--out", out]
-        env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_repo_root(), env.get("PYTHONPATH")]))
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // n)))
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            raise PydvfsError(f"{strategy} x{n} run timed out after {timeout_s:.0f} s") from None
+            raise PydvfsError(f"{label} run timed out after {timeout_s:.0f} s") from None
         if proc.returncode != 0 or not os.path.isfile(out):
             tail = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
             why = tail[-1] if tail else f"exit {proc.returncode}"
-            raise PydvfsError(f"{strategy} x{n} run failed: {why}")
+            raise PydvfsError(f"{label} run failed: {why}")
         with open(out) as f:
             return json.load(f)
 
 
-def hardware_name() -> str:
-    import torch
+def _free_port() -> int:
+    import socket
 
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0).replace(" ", "-").lower()
-    return "cpu-gloo"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def collect(configs, strategies=("tp", "fsdp"), devices=(2,), steps: int = 3, warmup: int = 3,
@@ -103,15 +114,14 @@ def collect(configs, strategies=("tp", "fsdp"), devices=(2,), steps: int = 3, wa
 
     from .dataset import SCHEMA_COLUMNS, arch_id
 
-    hw = hardware_name()
     rows = []
     for cfg in configs:
-        plan = [("single", 1)] + [(s, n) for s in strategies for n in devices]
-        t_single = None
-        for strategy, n in plan:
-            rec = run_one(cfg, strategy, n, steps, warmup)
-            if strategy == "single":
-                t_single = rec["time_s"]
+        done = [("single", 1, run_group(cfg, ["single"], 1, steps, warmup)["single"])]
+        for n in devices:
+            recs = run_group(cfg, list(strategies), n, steps, warmup)
+            done += [(s, n, recs[s]) for s in strategies]
+        t_single = done[0][2]["time_s"]
+        for strategy, n, rec in done:
             if log:
                 log(f"{arch_id(family, cfg.layers, cfg.hidden, cfg.heads, cfg.ff)} S={cfg.seq_len} "
                     f"B={cfg.batch} {strategy} x{n}: {rec['time_s']:.3f} s")
@@ -121,7 +131,7 @@ def collect(configs, strategies=("tp", "fsdp"), devices=(2,), steps: int = 3, wa
                 "strategy": strategy, "n_devices": n, "layers": cfg.layers, "hidden": cfg.hidden,
                 "heads": cfg.heads, "ff": cfg.ff, "seq_len": cfg.seq_len, "batch": cfg.batch,
                 "steps": steps, "time_s": rec["time_s"], "speedup": t_single / rec["time_s"],
-                "energy_j": float("nan") if e is None else float(e), "hardware": hw,
+                "energy_j": float("nan") if e is None else float(e), "hardware": rec["hardware"],
                 "campaign": "main", "first_loss": rec["first_loss"], "backend": rec["backend"],
             })
     df = pd.DataFrame(rows)

@@ -1,7 +1,8 @@
-"""One rank of a measured fine-tuning run; launched by ``collect`` through torchrun.
+"""One rank of measured fine-tuning runs; launched by ``collect`` through torchrun.
 
-Builds a BERT classifier from ``transformers.BertConfig`` (random weights, no download), wraps it
-for the strategy, trains on a fixed synthetic batch, and has rank 0 write one JSON record:
+For each strategy asked for (one process group serves them all, which saves a launch): builds a
+BERT classifier from ``transformers.BertConfig`` (random weights, no download), wraps it for the
+strategy, trains on a fixed synthetic batch, and has rank 0 write one JSON record per strategy:
 time of the measured steps, energy (NVML, summed over ranks; NaN without a sensor) and the first
 step's loss (used by the tests to check that sharding did not change the maths).
 
@@ -25,7 +26,7 @@ import time
 
 def _args(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("--strategy", choices=("single", "tp", "fsdp"), required=True)
+    p.add_argument("--strategies", required=True, help="comma list of single, tp, fsdp")
     for name in ("layers", "hidden", "heads", "ff", "seq-len", "batch", "steps", "warmup"):
         p.add_argument(f"--{name}", type=int, required=True)
     p.add_argument("--vocab", type=int, default=1024)
@@ -49,10 +50,9 @@ def _tp_plan():
 def main(argv=None) -> int:
     import torch
     import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-    from transformers import BertConfig, BertForSequenceClassification
 
     a = _args(argv)
+    strategies = [s.strip() for s in a.strategies.split(",") if s.strip()]
     cuda = torch.cuda.is_available()
     dist.init_process_group("nccl" if cuda else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -60,8 +60,23 @@ def main(argv=None) -> int:
     device = torch.device("cuda", local) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    if a.strategy == "single" and world != 1:
-        raise SystemExit("strategy single runs on exactly one process")
+    records = {}
+    for strategy in strategies:
+        if strategy not in ("single", "tp", "fsdp"):
+            raise SystemExit(f"unknown strategy {strategy}")
+        if strategy == "single" and world != 1:
+            raise SystemExit("strategy single runs on exactly one process")
+        records[strategy] = _run(a, strategy, torch, dist, cuda, device, rank, world, local)
+    if rank == 0:
+        with open(a.out, "w") as f:
+            json.dump(records, f)
+    dist.destroy_process_group()
+    return 0
+
+
+def _run(a, strategy, torch, dist, cuda, device, rank, world, local) -> dict:
+    from torch.distributed.device_mesh import init_device_mesh
+    from transformers import BertConfig, BertForSequenceClassification
 
     torch.manual_seed(0)
     cfg = BertConfig(vocab_size=a.vocab, hidden_size=a.hidden, num_hidden_layers=a.layers,
@@ -70,13 +85,13 @@ def main(argv=None) -> int:
                      attention_probs_dropout_prob=0.0)
     model = BertForSequenceClassification(cfg).to(device)
     mesh = init_device_mesh(device.type, (world,))
-    if a.strategy == "fsdp":
+    if strategy == "fsdp":
         from torch.distributed.fsdp import fully_shard
 
         for layer in model.bert.encoder.layer:
             fully_shard(layer, mesh=mesh)
         fully_shard(model, mesh=mesh)
-    elif a.strategy == "tp":
+    elif strategy == "tp":
         from torch.distributed.tensor.parallel import parallelize_module
 
         if a.heads % world or a.ff % world:
@@ -90,7 +105,7 @@ def main(argv=None) -> int:
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, a.vocab, (a.batch, a.seq_len), generator=g)
     labels = torch.randint(0, 2, (a.batch,), generator=g)
-    if a.strategy == "fsdp":
+    if strategy == "fsdp":
         if a.batch % world:
             raise SystemExit(f"fsdp over {world} ranks needs a batch divisible by {world}")
         ids, labels = ids.chunk(world)[rank], labels.chunk(world)[rank]
@@ -104,7 +119,7 @@ def main(argv=None) -> int:
         return out.loss.detach()
 
     first = step()
-    if a.strategy == "fsdp":   # the loss of the global batch: mean over the ranks' halves
+    if strategy == "fsdp":   # the loss of the global batch: mean over the ranks' halves
         _avg(dist, first, world)
     for _ in range(max(0, a.warmup - 1)):
         step()
@@ -121,13 +136,10 @@ def main(argv=None) -> int:
         mine = torch.tensor([meter() - e0], dtype=torch.float64, device=device)
         dist.all_reduce(mine)
         energy = float(mine.item())
-    if rank == 0:
-        with open(a.out, "w") as f:
-            json.dump({"time_s": elapsed, "energy_j": None if math.isnan(energy) else energy,
-                       "first_loss": float(first.item()), "world": world,
-                       "backend": dist.get_backend()}, f)
-    dist.destroy_process_group()
-    return 0
+    return {"time_s": elapsed, "energy_j": None if math.isnan(energy) else energy,
+            "first_loss": float(first.item()), "world": world, "backend": dist.get_backend(),
+            "hardware": (torch.cuda.get_device_name(device).replace(" ", "-").lower() if cuda
+                         else f"cpu-{dist.get_backend()}")}
 
 
 def _avg(dist, t, world):

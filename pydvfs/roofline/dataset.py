@@ -89,9 +89,9 @@ def from_native(raw):
 def from_mlenergy(raw):
     """The A100 file in our schema: single-GPU runs, ff = 4d, duplicated rows averaged.
 
-    ``campaign``: every BERT row with S = 256 comes from one separate measurement block (source
-    index >= 72831, mean power 89.6 W against 98.3 W elsewhere, other rounding); the file gives
-    no other way to tell campaigns apart, so the block is named by its sequence length.
+    ``campaign``: every A100 BERT row with S = 256 comes from one separate measurement block
+    (source index >= 72831, mean power 89.6 W against 98.3 W elsewhere, other rounding); the file
+    gives no other way to tell campaigns apart, so the block is named by its sequence length.
     """
     import pandas as pd
 
@@ -100,7 +100,8 @@ def from_mlenergy(raw):
     df["ff"] = 4 * _num(df["hidden"])
     df["speedup"] = 1.0
     df["campaign"] = "main"
-    df.loc[_num(df["seq_len"]) == 256, "campaign"] = "s256-block"
+    block = (_num(df["seq_len"]) == 256) & (df["family"] == "bert") & (df["hardware"] == "a100")
+    df.loc[block, "campaign"] = "s256-block"
     keys = ["family", "hardware", "campaign", "strategy", "n_devices", "layers", "hidden",
             "heads", "ff", "seq_len", "batch", "steps"]
     # The file repeats identical runs (num_repeats); repeated rows would fake precision.

@@ -71,10 +71,10 @@ KNOWN_BY_TERM = {"log_C": "a_C", "log_M": "a_M", "log_eta": "a_eta",
 # The sweep grid (BERT-style encoders).
 GRID = {
     "layers": (2, 4, 6, 8, 12, 16, 24),
-    "hidden": (256, 384, 512, 768, 1024, 1280),
+    "hidden": (128, 256, 384, 512, 768, 1024, 1280),
     "heads": (8, 16),
     "ff_mult": (2, 4),
-    "seq_len": (64, 128, 256, 512),
+    "seq_len": (64, 128, 256, 512, 1024, 2048),
     "batch": (8, 16, 32, 64),
 }
 DEVICES = (2, 4, 8)

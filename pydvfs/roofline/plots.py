@@ -5,6 +5,11 @@ import os
 
 
 def _save(fig, out_dir, name):
+    from matplotlib.ticker import NullFormatter
+
+    for ax in fig.axes:   # log axes: label decades only, minor labels overlap
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
     paths = []
     for ext in ("png", "svg"):
         p = os.path.join(out_dir, f"{name}.{ext}")

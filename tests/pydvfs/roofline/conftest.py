@@ -1,10 +1,4 @@
-import os
-import sys
-
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-A100_CSV = os.path.join(REPO, "pydvfs", "roofline", "data", "mlenergy_a100.csv")
 
 
 @pytest.fixture

@@ -1,10 +1,12 @@
 """The laws on real single-GPU A100 measurements (bundled ML-energy file)."""
 import json
+import os
 
 import pytest
 
-from conftest import A100_CSV
 from pydvfs.roofline import dataset, law
+
+A100_CSV = os.path.join(os.path.dirname(dataset.__file__), "data", "mlenergy_a100.csv")
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .command import exit_status, start_command, stop_command
 from .dataset import RAILS, DatasetWriter, iter_rows
 from .device import open_device
 from .errors import CommandError, InvalidValueError
@@ -151,17 +151,19 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
 
 
 def _measure(sampler: Sampler, cmd: Sequence[str], extra_env: dict):
-    env = {**os.environ, **extra_env}
     sampler.begin_window("run")
     try:
-        # the command's output goes to stderr: stdout carries the sweep's own report (--json)
-        proc = subprocess.run(list(cmd), env=env, stdout=sys.stderr.fileno())
-    except OSError as e:
+        proc = start_command(cmd, extra_env)
+    except CommandError:
         sampler.end_window("run")
-        raise CommandError(f"cannot start {cmd[0]!r}: {e.strerror}") from None
+        raise
+    try:
+        proc.wait()
+    except BaseException:  # Ctrl-C / an error of ours: do not leave the command running
+        stop_command(proc)
+        raise
     m = sampler.end_window("run")
-    status = 128 - proc.returncode if proc.returncode < 0 else proc.returncode
-    return m, status
+    return m, exit_status(proc.returncode)
 
 
 def _row(spec: dict, wl: Workload, setting: str, mhz, rep: int, m, status: int, idle_w) -> dict:

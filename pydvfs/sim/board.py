@@ -10,6 +10,7 @@ or JP6 layout) works.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,16 @@ def rewrite_int(path: Path, value: int) -> None:
 
 
 def read_int(path: Path) -> int:
+    """Read a numeric file. A writer that truncates and rewrites it (govcore pinning a plain file
+    of a fake tree; real sysfs writes are atomic) can leave it empty for an instant: retry."""
+    for _ in range(200):
+        text = path.read_text().strip()
+        if text:
+            try:
+                return int(text)
+            except ValueError:
+                pass
+        time.sleep(0.0005)
     return int(path.read_text().strip())
 
 

@@ -1,0 +1,159 @@
+"""``pydvfs run [--policy online|mlg|ffg|rules|maxn] ... -- CMD...``: govern a whole training run.
+
+See docs/online.md. Exits with CMD's status (128+N if signal N ended it); 130 on Ctrl-C and 143
+on SIGTERM, with the board restored either way; 2 with one line on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from .errors import InvalidValueError
+
+
+def _fmt_mhz(mhz) -> str:
+    return "MAXN (the board's own governor)" if mhz is None else f"{mhz:g} MHz"
+
+
+def _trajectory_rows(trajectory: list[dict]) -> list[tuple]:
+    """Consecutive windows at the same clock and phase, folded into one row each."""
+    rows: list[list] = []
+    for w in trajectory:
+        key = (w["freq_mhz"], w["phase"], w["round"])
+        if rows and rows[-1][0] == key:
+            rows[-1][1].append(w)
+        else:
+            rows.append([key, [w]])
+    out = []
+    for (mhz, phase, rnd), ws in rows:
+        jps = sorted(w["j_per_step"] for w in ws)
+        out.append((ws[0]["t_s"] - ws[0]["duration_s"], mhz, jps[len(jps) // 2], len(ws),
+                    sum(w["steps"] for w in ws), phase, rnd))
+    return out
+
+
+def text_report(r: dict) -> str:
+    lines = [f"command   {r['command'][0]} exited with status {r['exit_status']}"]
+    if r["policy"] == "online":
+        lines.append(f"policy    online: started at {_fmt_mhz(r['start_mhz'])} ({r['start_source']}), "
+                     + (f"fell back: {r['fallback']}" if r["fallback"] else
+                        f"{'converged on' if r['converged'] else 'best so far'} {_fmt_mhz(r['chosen_mhz'])}"))
+    else:
+        lines.append(f"policy    {r['policy']}: {_fmt_mhz(r['chosen_mhz'])}")
+    lines.append(f"time      {r['duration_s']:.2f} s")
+    e = r["cpu_gpu_energy_j"] if r["cpu_gpu_energy_j"] is not None else r["measurement"]["total_energy_j"]
+    rails = ", ".join(f"{k} {v:.3f} J" for k, v in r["energy_j"].items())
+    lines.append(f"energy    {r['energy_basis']} {e:.3f} J  ({rails})")
+    if r["steps"] is not None:
+        jps = "" if r["j_per_step"] is None else f"  {r['j_per_step']:.5g} J/step"
+        lines.append(f"steps     {r['steps']}{jps}")
+    if r["policy"] == "online":
+        if r.get("energy_at_start_clock_j") is not None:
+            lines.append(f"at start  {r['energy_at_start_clock_j']:.3f} J estimated at "
+                         f"{_fmt_mhz(r['start_mhz'])} from its probes: "
+                         f"{r['saving_vs_start_pct']:+.1f} % saved")
+        if r["trajectory"]:
+            lines.append("trajectory (windows at one clock folded; J/step is their median)")
+            lines.append(f"  {'t_s':>8} {'MHz':>7} {'J/step':>10} {'windows':>7} {'steps':>7}  phase")
+            for t, mhz, jps, n, steps, phase, rnd in _trajectory_rows(r["trajectory"]):
+                lines.append(f"  {t:8.2f} {mhz:7g} {jps:10.5g} {n:7d} {steps:7d}  {phase} {rnd}")
+        est = r["search"]["estimates"]
+        if est:
+            lines.append("estimates " + ", ".join(f"{e['freq_mhz']:g}: {e['j_per_step']:.5g}" for e in est)
+                         + " J/step")
+    lines.append("board     restored" if r["restored"] else "board     was not changed")
+    return "\n".join(lines)
+
+
+def _search_params(args):
+    from .governor.search import SearchParams
+
+    given = {k: getattr(args, k) for k in ("margin_pct", "samples", "reprobe_s") if getattr(args, k) is not None}
+    if args.start is None and not given:
+        return None
+    if args.policy != "online":
+        raise InvalidValueError("--start, --margin, --samples and --reprobe are for --policy online")
+    if "samples" in given:
+        given["max_samples"] = max(given["samples"], SearchParams.max_samples, 2 * given["samples"] - 1)
+    return SearchParams(**given)
+
+
+def _window_params(args):
+    from .governor.loop import WindowParams
+
+    given = {k: getattr(args, k) for k in ("min_window_s", "min_steps", "settle_s", "stall_s")
+             if getattr(args, k) is not None}
+    if "stall_s" in given:
+        given["progress_timeout_s"] = given["stall_s"]
+    return WindowParams(**given)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .cli import emit
+    from .governor.loop import run_governed
+    from .sweep import parse_workload
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
+    workload = parse_workload(args.workload) if args.workload else None
+    search = _search_params(args)
+    window = _window_params(args)
+    if args.policy != "online" and window != type(window)():
+        raise InvalidValueError("--window, --min-steps, --settle and --stall are for --policy online")
+    old_term = None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM unwinds like Ctrl-C: the command is stopped and the board restored
+        old_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        report = run_governed(cmd, args.policy, workload, args.progress_file, args.rate, args.model_dir,
+                              args.start, search if args.policy == "online" else None, window,
+                              args.sysfs_root, args.state_dir)
+    except (KeyboardInterrupt, SystemExit):
+        print("pydvfs run: stopped; the GPU clock was restored", file=sys.stderr, flush=True)
+        raise
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+    emit(args, report, lambda: text_report(report))
+    return report["exit_status"]
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    from .governor.loop import POLICIES
+
+    p = sub.add_parser(
+        "run", parents=[common], help="run a training command under a clock policy (online: search while it runs)",
+        description="Run CMD (no shell; its output goes to stderr) under a GPU clock policy and "
+                    "the C sampler, restore the board at the end, on Ctrl-C and on errors, and "
+                    "report time, CPU+GPU energy and energy per step. Static policies (mlg, ffg, "
+                    "rules, maxn) pin one clock chosen from --workload. 'online' starts at the "
+                    "learned model's clock (or FFG) and moves it toward lower energy per training "
+                    "step while CMD runs, from the step count CMD writes into --progress-file "
+                    "(an integer, written atomically). See docs/online.md.",
+        epilog="example: pydvfs run --progress-file /tmp/steps --workload model=bert,layers=12,"
+               "hidden=768,seq_len=13.3 -- python train.py --progress-file /tmp/steps")
+    p.add_argument("--policy", default="online", choices=POLICIES, help="default: online")
+    p.add_argument("--workload", metavar="K=V,...",
+                   help="model, layers, hidden, seq_len (avg tokens) [, util_pct, task, ...] as for sweep")
+    p.add_argument("--progress-file", metavar="F", help="where CMD writes its completed step count")
+    p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
+    p.add_argument("--model-dir", metavar="DIR", help="a trained model (pydvfs train) instead of the built-in tree")
+    g = p.add_argument_group("online search")
+    g.add_argument("--start", type=float, metavar="MHZ", help="start here instead of the model's proposal")
+    g.add_argument("--margin", dest="margin_pct", type=float, metavar="PCT",
+                   help="move only if J/step is lower by more than this (default 2)")
+    g.add_argument("--samples", type=int, metavar="N", help="windows per probe, median taken (default 3)")
+    g.add_argument("--window", dest="min_window_s", type=float, metavar="S",
+                   help="shortest measuring window (default 10 s)")
+    g.add_argument("--min-steps", type=int, metavar="N", help="fewest steps per window (default 20)")
+    g.add_argument("--settle", dest="settle_s", type=float, metavar="S",
+                   help="wait after each clock change before measuring (default 2 s)")
+    g.add_argument("--reprobe", dest="reprobe_s", type=float, metavar="S",
+                   help="search again after holding this long (default 600 s)")
+    g.add_argument("--stall", dest="stall_s", type=float, metavar="S",
+                   help="fall back to the start clock if no step is seen for this long (default 120 s)")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")
+    p.set_defaults(func=cmd_run)

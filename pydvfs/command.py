@@ -1,0 +1,53 @@
+"""Running the user's training command: start it (no shell), stop it politely, report its status.
+
+Shared by ``pydvfs sweep`` and ``pydvfs run``: the command's stdout goes to our stderr, so that
+our stdout carries only our own report (``--json``).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from typing import Mapping, Sequence
+
+from .errors import CommandError
+
+
+def start_command(cmd: Sequence[str], extra_env: Mapping[str, str] | None = None) -> subprocess.Popen:
+    """Start ``cmd`` (a list, no shell) with its stdout on our stderr; CommandError if it cannot
+    be started."""
+    env = {**os.environ, **(extra_env or {})}
+    try:
+        return subprocess.Popen(list(cmd), env=env, stdout=sys.stderr.fileno())
+    except OSError as e:
+        raise CommandError(f"cannot start {cmd[0]!r}: {e.strerror or e}") from None
+
+
+def exit_status(returncode: int) -> int:
+    """Popen's returncode (-N for a signal) as a shell reports it (128+N)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def stop_command(proc: subprocess.Popen, grace_s: float = 5.0) -> int:
+    """End ``proc`` if it still runs: give it a moment (a terminal's Ctrl-C reached it too), then
+    SIGINT, SIGTERM and SIGKILL, each after ``grace_s``. Returns its exit status."""
+    steps = [(None, min(0.5, grace_s)), (signal.SIGINT, grace_s), (signal.SIGTERM, grace_s),
+             (signal.SIGKILL, None)]
+    for sig, wait_s in steps:
+        if proc.poll() is not None:
+            break
+        if sig is not None:
+            try:
+                proc.send_signal(sig)
+            except ProcessLookupError:
+                break
+        try:
+            proc.wait(timeout=wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    return exit_status(proc.wait())
+
+
+__all__ = ["start_command", "stop_command", "exit_status"]

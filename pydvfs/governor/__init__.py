@@ -1,0 +1,8 @@
+"""Governing a whole training command: a static policy, or the online search of the clock.
+
+:mod:`.search` is the pure search (fed J/step, proposes clocks); :mod:`.loop` pins, measures
+and runs the command. See docs/online.md.
+"""
+from .search import HillClimb, Probe, SearchParams
+
+__all__ = ["HillClimb", "Probe", "SearchParams"]

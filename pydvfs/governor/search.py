@@ -16,10 +16,12 @@ The search (docs/online.md):
   Nothing within reach better by the margin: converged.
 * A probe is ``samples`` windows; its J/step is their median, so one window hit by a spike
   (CPU interference, an evaluation pass) does not decide a move. If the windows disagree by
-  more than ``spread_pct`` it takes more, up to ``max_samples``.
+  more than ``spread_pct`` it takes more, up to ``max_samples``, and the median of the lowest
+  ``samples`` counts (spikes only ever add energy per step).
 * ``hold``: stay on the chosen level; keep measuring it. After ``reprobe_s``, or at once if its
-  J/step drifts more than ``drift_pct`` above what it was at convergence (the workload
-  changed), start a new search round from it, with fresh estimates.
+  J/step (over the last ``max_samples`` windows, judged like a probe) drifts more than
+  ``drift_pct`` above what it was at convergence (the workload changed), start a new search
+  round from it, with fresh estimates (its own level measured again first).
 
 Within a round the current level only moves to a level measured strictly better by the margin,
 so a round cannot oscillate: it ends after at most ``len(levels)`` moves.
@@ -165,7 +167,7 @@ class HillClimb:
         self._samples.append(float(j_per_step))
         if not self._probe_done():
             return self.target_mhz
-        value = statistics.median(self._samples)
+        value = self._probe_value(self._samples)
         self.probes.append(Probe(self.levels_mhz[self._probing], value, len(self._samples),
                                  self._round, now_s))
         self._est[self._probing] = value
@@ -187,6 +189,12 @@ class HillClimb:
         med = statistics.median(self._samples)
         spread_pct = 100.0 * (max(self._samples) - min(self._samples)) / med
         return spread_pct <= self.params.spread_limit_pct
+
+    def _probe_value(self, samples: list[float]) -> float:
+        """The median of the probe's windows; when extra windows were taken because they
+        disagreed, the median of the lowest ``samples`` of them: a window only errs upward
+        (interference, an evaluation pass: energy spent without steps), never much downward."""
+        return statistics.median(sorted(samples)[:self.params.samples])
 
     def _better(self, j: int) -> bool:
         return self._est[j] < self._est[self._cur] * (1.0 - self.params.margin_pct / 100.0)
@@ -231,26 +239,24 @@ class HillClimb:
         self._next_reprobe_s = now_s + self.params.reprobe_s
 
     def _hold(self, j_per_step: float, now_s: float) -> None:
-        self._hold_samples = (self._hold_samples + [float(j_per_step)])[-self.params.samples:]
-        fresh = len(self._hold_samples) >= self.params.samples
-        drifted = fresh and statistics.median(self._hold_samples) > \
+        # the last max_samples windows, judged like a probe's: a lone spike is not a drift
+        self._hold_samples = (self._hold_samples + [float(j_per_step)])[-self.params.max_samples:]
+        drifted = len(self._hold_samples) >= self.params.max_samples and self._probe_value(self._hold_samples) > \
             self._hold_ref * (1.0 + self.params.drift_pct / 100.0)
         if drifted or now_s >= self._next_reprobe_s:
             self.reprobe_reasons.append((now_s, "drift" if drifted else "timer"))
-            self._start_round(now_s, fresh)
+            self._start_round()
 
-    def _start_round(self, now_s: float, fresh: bool) -> None:
+    def _start_round(self) -> None:
+        # the current level is measured afresh too: the hold windows only raised the alarm
+        # (a burst of spikes must not pose as the level's J/step in the new round)
         self._round += 1
         self.phase = self.SEARCH
         self._est = {}
         self._dir = 0
         self._samples = []
-        if fresh:  # the hold windows are a fresh probe of the current level
-            value = statistics.median(self._hold_samples)
-            self.probes.append(Probe(self.best_mhz, value, len(self._hold_samples), self._round, now_s))
-            self._est[self._cur] = value
         self._hold_samples = []
-        self._decide(now_s)
+        self._probing = self._cur
 
     def state(self) -> dict:
         """A JSON-ready summary."""

@@ -205,6 +205,7 @@ class _OnlineLoop:
         self.trajectory: list[dict] = []
         self.switches = [{"t_s": 0.0, "freq_mhz": self.pinned_mhz}]
         self.fallback: str | None = None
+        self.unusable = 0  # windows in a row without energy
         self.last_steps: int | None = None
         self.last_advance_s = 0.0
         self.settle_until_s = window.settle_s
@@ -273,6 +274,12 @@ class _OnlineLoop:
 
     def _feed(self, t: float, m, steps: int) -> None:
         j_per_step = _window_energy_j(m) / steps
+        if not (math.isfinite(j_per_step) and j_per_step > 0):
+            self.unusable += 1  # the rails read nothing (a sensor that is off, all reads failed)
+            if self.unusable >= 3:
+                self._fall_back(t, f"the power rails read no energy in {self.unusable} windows in a row")
+            return
+        self.unusable = 0
         phase, rnd = self.search.phase, self.search.round
         nxt = self.search.observe(self.pinned_mhz, j_per_step, t)
         self.trajectory.append({"t_s": t, "freq_mhz": self.pinned_mhz, "j_per_step": j_per_step,

@@ -1,0 +1,215 @@
+"""`pydvfs run` end to end: the simulated training process animates a fake Orin (it follows the
+pinned clock and writes its step count) while the real pinning code, the C sampler and the
+online search run against it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pydvfs.device.fake import build_fake_board
+from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise
+from pydvfs.sim.workloads import get_workload
+
+SCALE = 400.0  # simulated seconds per real second
+SEED = 0
+FULL = (306000000, 1300500000)  # the board's own (min, max): the state every run must leave
+FAST = ["--window", "0.15", "--min-steps", "100", "--settle", "0.05", "--rate", "1000"]
+BERT_BASE = "model=bert,layers=12,hidden=768,seq_len=13.3,task=SST-2"
+
+
+@pytest.fixture
+def orin(tmp_path):
+    return build_fake_board(tmp_path / "board", "jp6")
+
+
+def train_cmd(orin, progress, steps, model="bert-base"):
+    return [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(orin.root),
+            "--model", model, "--task", "SST-2", "--steps", str(steps), "--time-scale", str(SCALE),
+            "--tick-ms", "1", "--progress-file", str(progress), "--seed", str(SEED)]
+
+
+def sim_j_per_step(model="bert-base", setting="fixed", freq=None) -> float:
+    """The CPU+GPU J/step the animated process produces at a setting (its seeded noise
+    included), in real joules: simulated energy / SCALE."""
+    p = default_params()
+    w = get_workload(model, "SST-2")
+    op = operating_point(w, setting, freq, p)
+    tf, pf = run_noise(p, op.cpu_exposed_share, SEED, w.name, op.setting, op.freq_mhz, 0)
+    return op.cpu_gpu_power_w * pf * op.t_step_s * tf / SCALE
+
+
+def limits(orin) -> tuple[int, int]:
+    return orin.read_hz("min_freq"), orin.read_hz("max_freq")
+
+
+def test_online_finds_the_simulated_optimum_and_beats_maxn(cli, orin, tmp_path):
+    progress = tmp_path / "steps"
+    truth = {f: sim_j_per_step(freq=f) for f in ORIN_LEVELS_MHZ}
+    f_opt = min(truth, key=truth.get)
+
+    res = cli("run", "--sysfs-root", str(orin.root), "--json", "--start", "1300.5",
+              "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 10000))
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert limits(orin) == FULL and r["restored"]
+    assert r["start_mhz"] == 1300.5 and r["start_source"] == "--start"
+    assert r["converged"] and r["fallback"] is None and r["steps"] == 10000
+    # the clock found: the optimum or its neighbour, within 3 % of the lowest J/step
+    chosen = r["chosen_mhz"]
+    assert abs(ORIN_LEVELS_MHZ.index(chosen) - ORIN_LEVELS_MHZ.index(f_opt)) <= 1, (chosen, f_opt)
+    assert truth[chosen] <= truth[f_opt] * 1.03
+    # every probe measured what the simulator produces at that clock
+    for e in r["search"]["estimates"]:
+        assert e["j_per_step"] == pytest.approx(truth[e["freq_mhz"]], rel=0.04), e
+    # it walked down the U without turning back, then held
+    moves = r["search"]["moves"]
+    assert moves and all(m["to_mhz"] < m["from_mhz"] for m in moves)
+    assert r["trajectory"][-1]["phase"] == "hold" and r["trajectory"][-1]["freq_mhz"] == chosen
+    # the run's own J/step (search included) against the start clock and against MAXN
+    assert r["energy_at_start_clock_j"] == pytest.approx(10000 * truth[1300.5], rel=0.04)
+    assert r["saving_vs_start_pct"] > 10
+    maxn_progress = tmp_path / "maxn-steps"
+    res = cli("run", "--sysfs-root", str(orin.root), "--json", "--policy", "maxn",
+              "--progress-file", str(maxn_progress), "--rate", "1000", "--",
+              *train_cmd(orin, maxn_progress, 2000))
+    assert res.returncode == 0, res.stderr
+    maxn = json.loads(res.stdout)
+    assert maxn["chosen_mhz"] is None and maxn["steps"] == 2000
+    assert maxn["j_per_step"] == pytest.approx(sim_j_per_step(setting="maxn"), rel=0.05)
+    assert r["j_per_step"] < 0.9 * maxn["j_per_step"]
+    assert limits(orin) == FULL
+
+
+def test_static_policy_pins_the_learned_clock(cli, orin, tmp_path):
+    progress = tmp_path / "steps"
+    res = cli("run", "--sysfs-root", str(orin.root), "--policy", "mlg", "--workload", BERT_BASE,
+              "--progress-file", str(progress), "--rate", "1000", "--json", "--",
+              *train_cmd(orin, progress, 2000))
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert r["chosen_mhz"] == 714.0 and r["decision"]["policy"] == "mlg"
+    assert r["steps"] == 2000
+    assert r["j_per_step"] == pytest.approx(sim_j_per_step(freq=714.0), rel=0.04)
+    assert r["cpu_gpu_energy_j"] == pytest.approx(r["j_per_step"] * 2000)
+    assert r["energy_basis"] == "cpu+gpu" and set(r["energy_j"]) >= {"VDD_GPU_SOC", "VDD_CPU_CV"}
+    assert limits(orin) == FULL and r["restored"]
+    assert '"workload"' in res.stderr  # CMD's stdout went to our stderr
+
+
+def test_online_starts_where_the_learned_model_points(cli, orin, tmp_path):
+    """With a workload the search starts at mlg's clock (714 MHz for BERT-base), which is the
+    simulated optimum: it checks both neighbours and stays."""
+    progress = tmp_path / "steps"
+    res = cli("run", "--sysfs-root", str(orin.root), "--workload", BERT_BASE, "--progress-file",
+              str(progress), *FAST, "--", *train_cmd(orin, progress, 5000))
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "started at 714 MHz (mlg)" in out and "converged on 714 MHz" in out
+    assert "trajectory" in out and "board     restored" in out
+    assert limits(orin) == FULL
+
+
+def _wait_for(cond, timeout_s=20.0):
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
+def test_a_signal_restores_the_board_and_stops_the_command(orin, tmp_path, sig, status):
+    progress = tmp_path / "steps"
+    args = [sys.executable, "-m", "pydvfs", "run", "--sysfs-root", str(orin.root), "--start", "510",
+            "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 10 ** 7)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=os.environ.copy())
+    try:
+        _wait_for(lambda: progress.exists() and limits(orin) == (510000000, 510000000))
+        time.sleep(0.3)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == status, err
+    assert "Traceback" not in err and "restored" in err
+    assert limits(orin) == FULL
+    # the training command is gone: its step count no longer moves
+    before = progress.read_text()
+    time.sleep(0.3)
+    assert progress.read_text() == before
+
+
+def test_no_progress_file_falls_back_to_the_start_clock(cli, orin, tmp_path):
+    progress = tmp_path / "never"
+    res = cli("run", "--sysfs-root", str(orin.root), "--start", "612", "--progress-file", str(progress),
+              "--window", "0.1", "--stall", "0.3", "--json", "--",
+              sys.executable, "-c", "import time; time.sleep(1.2)")
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert "showed no step count" in r["fallback"] and "showed no step count" in res.stderr
+    assert r["chosen_mhz"] == 612.0 and r["final_mhz"] == 612.0 and r["trajectory"] == []
+    assert r["steps"] is None and r["j_per_step"] is None and r["energy_at_start_clock_j"] is None
+    assert limits(orin) == FULL
+
+
+@pytest.mark.parametrize("rails_on", [True, False], ids=["stalled-count", "dead-rails"])
+def test_a_stalled_count_or_dead_rails_fall_back_to_the_start_clock(cli, orin, tmp_path, rails_on):
+    """The count advances, then stops: the search had moved off the start clock and goes back.
+    With rails that read nothing there is no J/step to compare: back to the start too."""
+    progress = tmp_path / "steps"
+    if rails_on:  # static rails: every clock looks alike, the search probes a few and holds
+        orin.set_rail("VDD_GPU_SOC", 5000, 2000)
+        orin.set_rail("VDD_CPU_CV", 5000, 400)
+    writer = (
+        "import os, sys, time\n"
+        "p = sys.argv[1]\n"
+        "for i in range(1, 120):\n"
+        "    open(p + '.tmp', 'w').write(str(i)); os.replace(p + '.tmp', p); time.sleep(0.01)\n"
+        "time.sleep(1.0)\n")
+    res = cli("run", "--sysfs-root", str(orin.root), "--start", "918", "--progress-file", str(progress),
+              "--window", "0.05", "--min-steps", "3", "--settle", "0", "--samples", "1",
+              "--stall", "0.4", "--json", "--", sys.executable, "-c", writer, str(progress))
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert ("stopped advancing" if rails_on else "read no energy") in r["fallback"]
+    assert r["final_mhz"] == 918.0 and r["chosen_mhz"] == 918.0
+    if rails_on:
+        assert len(r["switches"]) >= 2  # it had moved off 918 to probe before the stall
+        assert len(r["trajectory"]) >= 2
+    else:
+        assert r["trajectory"] == []
+    assert r["steps"] == 119
+    assert limits(orin) == FULL
+
+
+def test_bad_input_is_one_line_and_leaves_the_board(cli, orin, tmp_path):
+    root = ["--sysfs-root", str(orin.root)]
+    p = ["--progress-file", str(tmp_path / "steps")]
+    cases = [
+        ["run", *root, *p],  # no command
+        ["run", *root, "--", "true"],  # online without a progress file
+        ["run", *root, "--policy", "mlg", "--", "true"],  # static without a workload
+        ["run", *root, "--policy", "mlg", "--workload", "model=toaster,layers=1,hidden=1,seq_len=1", "--", "true"],
+        ["run", *root, "--policy", "ffg", "--workload", BERT_BASE, "--start", "510", "--", "true"],
+        ["run", *root, "--policy", "ffg", "--workload", BERT_BASE, "--window", "1", "--", "true"],
+        ["run", *root, *p, "--margin", "-1", "--", "true"],
+        ["run", *root, *p, "--window", "0", "--", "true"],
+        ["run", *root, *p, "--samples", "0", "--", "true"],
+        ["run", *root, *p, "--start", "fast", "--", "true"],
+        ["run", *root, *p, "--policy", "turbo", "--", "true"],
+        ["run", *root, *p, "--", "/no/such/program"],
+        ["run", "--sysfs-root", str(tmp_path / "nothing"), *p, "--", "true"],
+    ]
+    for args in cases:
+        res = cli(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, (args, res.stderr)
+        assert limits(orin) == FULL, args

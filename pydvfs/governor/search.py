@@ -12,7 +12,8 @@ The search (docs/online.md):
   last move first (the lower one at the start). Move to a measured level only if its J/step is
   lower than the current level's by more than ``margin_pct`` (hysteresis); after a move only the
   level further on is new, so each step down the U costs one probe. If a neighbour is better
-  but not by the margin, also measure the level beyond it (up to ``lookahead`` levels away).
+  but not by the margin (or, in the direction of travel, not worse by the margin), also
+  measure the level beyond it (up to ``lookahead`` levels away).
   Nothing within reach better by the margin: converged.
 * A probe is ``samples`` windows; its J/step is their median, so one window hit by a spike
   (CPU interference, an evaluation pass) does not decide a move. If the windows disagree by
@@ -220,13 +221,14 @@ class HillClimb:
             if j in inside and j not in self._est:
                 self._probing = j
                 return
-        # 3. no neighbour better by the margin, but one better at all: look one level further
-        #    that way (near the top of the table adjacent levels can differ by less than the
-        #    noise; two apart they do not)
+        # 3. no neighbour better by the margin, but one better at all (or, in the direction
+        #    we have been moving, not worse by the margin): look one level further that way.
+        #    Adjacent levels can differ by less than the noise; two apart they do not.
         for d in order:
+            slack = self.params.margin_pct / 100.0 if d == self._dir else 0.0
             for k in range(2, reach + 1):
                 j, prev = self._cur + k * d, self._cur + (k - 1) * d
-                if j not in inside or self._est[prev] >= self._est[self._cur]:
+                if j not in inside or self._est[prev] >= self._est[self._cur] * (1.0 + slack):
                     break
                 if j not in self._est:
                     self._probing = j

@@ -213,3 +213,15 @@ def test_bad_input_is_one_line_and_leaves_the_board(cli, orin, tmp_path):
         assert res.returncode == 2, (args, res.stderr)
         assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, (args, res.stderr)
         assert limits(orin) == FULL, args
+
+
+def test_read_progress(tmp_path):
+    from pydvfs.governor.loop import read_progress
+
+    f = tmp_path / "steps"
+    assert read_progress(f) is None  # not there yet
+    for text, value in (("", None), ("  \n", None), ("abc", None), ("-3", None), ("nan", None),
+                        ("42\n", 42), ("42.9", 42), ("0", 0)):
+        f.write_text(text)
+        assert read_progress(f) == value, text
+    assert read_progress(tmp_path) is None  # a folder

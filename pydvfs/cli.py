@@ -16,6 +16,7 @@ from .errors import PydvfsError
 # Modules that add verbs: each has register(subparsers, common) -> None.
 COMMAND_MODULES = [
     "pydvfs.cli_board",
+    "pydvfs.analysis.cli",
 ]
 
 EXIT_USAGE = 2

@@ -162,8 +162,12 @@ int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st)
     if (rc < 0)
         return rc;
     f = fopen(path, "re");
-    if (!f)
-        return -errno;
+    if (!f) {
+        rc = -errno;
+        if (rc != -ENOENT)
+            set_err(b, "cannot read state file %s: %s", path, strerror(-rc));
+        return rc;
+    }
     memset(st, 0, sizeof *st);
     while (fgets(line, sizeof line, f)) {
         char *eq = strchr(line, '='), *nl = strchr(line, '\n');

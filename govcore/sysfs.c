@@ -49,7 +49,8 @@ int gc_sysfs_write(const char *path, const char *text)
     ssize_t n;
     int fd, err = 0;
 
-    fd = open(path, O_WRONLY | O_CLOEXEC);
+    /* O_TRUNC as `echo v > file` does: sysfs ignores it, a regular file needs it. */
+    fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     do {

@@ -16,6 +16,10 @@ from .errors import PydvfsError
 # Modules that add verbs: each has register(subparsers, common) -> None.
 COMMAND_MODULES = [
     "pydvfs.cli_board",
+    "pydvfs.policy.cli",
+    "pydvfs.sim.cli",
+    "pydvfs.demo",
+    "pydvfs.cli_measure",
     "pydvfs.analysis.cli",
 ]
 
@@ -29,22 +33,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def common_options() -> argparse.ArgumentParser:
-    """Options every verb accepts."""
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
-    p.add_argument(
-        "--sysfs-root",
-        metavar="DIR",
-        default=None,
-        help="resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)",
-    )
-    p.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        default=None,
-        help="where the clock state saved before the first change is kept (env PYDVFS_STATE_DIR)",
-    )
+def add_common_options(p: argparse.ArgumentParser, suppress: bool) -> argparse.ArgumentParser:
+    """Options every verb accepts, before or after the verb. After the verb they are added with
+    SUPPRESS defaults so that they do not overwrite a value given before it."""
+    default = argparse.SUPPRESS if suppress else None
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS if suppress else False,
+                   help="print machine-readable JSON on stdout")
+    p.add_argument("--sysfs-root", metavar="DIR", default=default,
+                   help="resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)")
+    p.add_argument("--state-dir", metavar="DIR", default=default,
+                   help="where the clock state saved before the first change is kept "
+                        "(env PYDVFS_STATE_DIR)")
     return p
 
 
@@ -75,9 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
             "run on a real board and on a simulated one."
         ),
     )
+    add_common_options(parser, suppress=False)
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
-    common = common_options()
+    common = add_common_options(argparse.ArgumentParser(add_help=False), suppress=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub, common)
     return parser

@@ -31,3 +31,7 @@ class BoardIOError(PydvfsError):
 
 class StateFileError(PydvfsError):
     """The saved clock state could not be written or read back."""
+
+
+class CommandError(PydvfsError):
+    """A command pydvfs was asked to run (``measure -- CMD``) could not be started."""

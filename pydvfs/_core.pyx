@@ -1,0 +1,332 @@
+# cython: language_level=3
+"""Thin binding over govcore: discovery, clock pinning and restore.
+
+Validation happens here, with the GIL held; the C calls that touch the board run without it.
+C error codes become Python exceptions in one place: ``check``.
+"""
+from libc.errno cimport EACCES, EPERM, ENODEV, ENOENT, EINVAL, EIO, EROFS, ENAMETOOLONG
+from libc.string cimport strerror
+
+from pydvfs import errors
+
+
+cdef int check(int rc, const char *detail) except -1:
+    """Map a govcore return code (0 or -errno) to the pydvfs error hierarchy."""
+    if rc >= 0:
+        return 0
+    msg = detail.decode("utf-8", "replace") if detail != NULL and detail[0] != 0 else ""
+    if not msg:
+        msg = strerror(-rc).decode()
+    if rc == -ENODEV:
+        raise errors.DeviceNotFoundError(msg)
+    if rc == -EACCES or rc == -EPERM or rc == -EROFS:
+        raise errors.BoardPermissionError(msg)
+    if rc == -EINVAL or rc == -ENAMETOOLONG:
+        raise errors.InvalidValueError(msg)
+    if rc == -EIO:
+        raise errors.ClockVerifyError(msg)
+    raise errors.BoardIOError(msg)
+
+
+def mhz_to_hz(double mhz):
+    """The one MHz -> Hz conversion (0 for a value that is not a clock)."""
+    return gc_mhz_to_hz(mhz)
+
+
+def default_state_dir():
+    """Where saved clock states live when no folder is given."""
+    cdef char out[512]
+    check(gc_default_state_dir(out, sizeof(out)), NULL)
+    return out.decode()
+
+
+cdef bytes _opt(s):
+    return b"" if s is None else str(s).encode()
+
+
+cdef class Board:
+    """A discovered Jetson board under a sysfs root."""
+
+    def __cinit__(self, sysfs_root="/"):
+        cdef bytes root = str(sysfs_root).encode()
+        cdef const char *c_root = root
+        cdef int rc
+        with nogil:
+            rc = gc_board_open(&self.b, c_root)
+        check(rc, self.b.err)
+
+    @property
+    def sysfs_root(self):
+        return self.b.sysfs_root.decode()
+
+    @property
+    def model(self):
+        return self.b.model.decode("utf-8", "replace")
+
+    @property
+    def gpu_name(self):
+        return self.b.gpu_name.decode()
+
+    @property
+    def devfreq_dir(self):
+        return self.b.devfreq_dir.decode()
+
+    @property
+    def load_path(self):
+        return self.b.load_path.decode()
+
+    @property
+    def sensor_interval_ms(self):
+        return self.b.sensor_interval_ms
+
+    @property
+    def freqs_hz(self):
+        return tuple(self.b.freqs_hz[i] for i in range(self.b.n_freqs))
+
+    @property
+    def rails(self):
+        """(name, kind, voltage_path, current_path, power_path) per rail."""
+        cdef gc_rail *r
+        cdef int i
+        out = []
+        for i in range(self.b.n_rails):
+            r = &self.b.rails[i]
+            kind = "hwmon" if r.kind == GC_RAIL_HWMON else "ina3221x"
+            out.append((r.name.decode(), kind, r.voltage_path.decode(), r.current_path.decode(),
+                        r.power_path.decode()))
+        return tuple(out)
+
+    def clock_state(self):
+        """(cur_hz, min_hz, max_hz, governor)."""
+        cdef gc_clock_state st
+        cdef int rc
+        with nogil:
+            rc = gc_clock_read(&self.b, &st)
+        check(rc, self.b.err)
+        return st.cur_hz, st.min_hz, st.max_hz, st.governor.decode()
+
+    def load_permille(self):
+        """GPU load in tenths of a percent, or None where the board has no load file."""
+        cdef int v = 0
+        cdef int rc
+        with nogil:
+            rc = gc_gpu_load_permille(&self.b, &v)
+        if rc == -ENOENT:
+            return None
+        check(rc, self.b.err)
+        return v
+
+    def snap_hz(self, uint64_t want_hz):
+        cdef uint64_t level = 0
+        if want_hz == 0:
+            raise errors.InvalidValueError("not a clock: 0 Hz")
+        check(gc_snap_hz(&self.b, want_hz, &level), NULL)
+        return level
+
+    def state_path(self, state_dir=None):
+        cdef char out[512]
+        cdef bytes d = _opt(state_dir)
+        check(gc_state_path(&self.b, d, out, sizeof(out)), self.b.err)
+        return out.decode()
+
+    def saved_state(self, state_dir=None):
+        """(min_hz, max_hz, governor) saved before the first change, or None."""
+        cdef gc_clock_state st
+        cdef bytes d = _opt(state_dir)
+        cdef int rc = gc_state_load(&self.b, d, &st)
+        if rc == -ENOENT:
+            return None
+        check(rc, self.b.err)
+        return st.min_hz, st.max_hz, st.governor.decode()
+
+    def pin_hz(self, uint64_t want_hz, state_dir=None):
+        """Pin the GPU clock to the level nearest want_hz; returns the level (Hz)."""
+        cdef uint64_t level = 0
+        cdef bytes d = _opt(state_dir)
+        cdef const char *c_dir = d
+        cdef int rc
+        if want_hz == 0:
+            raise errors.InvalidValueError("not a clock: 0 MHz")
+        with nogil:
+            rc = gc_pin_hz(&self.b, want_hz, c_dir, &level)
+        check(rc, self.b.err)
+        return level
+
+    def restore(self, state_dir=None):
+        """Put the saved state back; True if there was one."""
+        cdef int restored = 0
+        cdef bytes d = _opt(state_dir)
+        cdef const char *c_dir = d
+        cdef int rc
+        with nogil:
+            rc = gc_restore(&self.b, c_dir, &restored)
+        check(rc, self.b.err)
+        return bool(restored)
+include "_policy.pxi"
+
+
+# ------------------------------------------------------------------------------- sampler ---
+# The INA3221 sampler thread (govcore/sampler.c). Arguments are checked here with the GIL;
+# every C call that may wait (start waits for the first sample, stop for the thread) or copy
+# (snapshot, trace) runs without it.
+
+from array import array
+from cpython cimport array as carray
+from libc.math cimport NAN
+
+
+cdef class Snapshot:
+    """Cumulative energy/load counters at one instant (opaque: subtract two with
+    ``Sampler.window``)."""
+
+    @property
+    def t_ns(self):
+        """CLOCK_MONOTONIC time of the snapshot, ns (time.monotonic_ns on Linux)."""
+        return self.snap.t_ns
+
+
+cdef class Sampler:
+    """The C sampler over the rails of the board under ``sysfs_root``.
+
+    rate_hz: > 0 samples per second; 0 follows the sensor's update_interval; < 0 flat out.
+    rails: names to sample (None: all). ring_capacity: samples kept for ``trace`` (0: 65536).
+    A sampler runs once: start, stop, then read out.
+    """
+
+    def __cinit__(self, sysfs_root="/", double rate_hz=0.0, rails=None, ring_capacity=0):
+        cdef bytes root = str(sysfs_root).encode()
+        cdef const char *c_root = root
+        cdef gc_sampler_config cfg
+        cdef int rc, i
+        self.s = NULL
+        self.rail_names = ()
+        if rate_hz != rate_hz or rate_hz > GC_SAMPLER_MAX_RATE_HZ:
+            raise errors.InvalidValueError(
+                f"sampling rate must be a number of Hz up to {GC_SAMPLER_MAX_RATE_HZ:.0f}")
+        if not 0 <= ring_capacity <= GC_SAMPLER_RING_MAX:
+            raise errors.InvalidValueError(f"ring capacity must be 0..{GC_SAMPLER_RING_MAX}")
+        with nogil:
+            rc = gc_board_open(&self.b, c_root)
+        check(rc, self.b.err)
+        cfg.rate_hz = rate_hz
+        cfg.ring_capacity = ring_capacity
+        cfg.rail_mask = 0
+        if rails is not None:
+            names = [self.b.rails[i].name.decode() for i in range(self.b.n_rails)]
+            wanted = [rails] if isinstance(rails, str) else list(rails)
+            if not wanted:
+                raise errors.InvalidValueError("rails: give at least one rail name (or None for all)")
+            for name in wanted:
+                if name not in names:
+                    raise errors.InvalidValueError(
+                        f"no rail {name!r} on this board (rails: {', '.join(names) or 'none'})")
+                cfg.rail_mask |= 1u << names.index(name)
+        with nogil:
+            rc = gc_sampler_create(&self.s, &self.b, &cfg)
+        check(rc, self.b.err)
+        self.rail_names = tuple(gc_sampler_rail_name(self.s, i).decode()
+                                for i in range(gc_sampler_n_rails(self.s)))
+        self.has_load = gc_sampler_has_load(self.s) != 0
+
+    def __dealloc__(self):
+        if self.s != NULL:
+            with nogil:
+                gc_sampler_free(self.s)
+            self.s = NULL
+
+    def start(self):
+        """Start the thread (waits at most 2 s for the first sample). No-op if running."""
+        cdef int rc
+        with nogil:
+            rc = gc_sampler_start(self.s)
+        if rc == -EINVAL:
+            raise errors.InvalidValueError("this sampler has been stopped; a sampler runs once")
+        check(rc, NULL)
+
+    def stop(self):
+        """Stop the thread (bounded wait; see docs/sampler.md). Safe to call again."""
+        with nogil:
+            gc_sampler_stop(self.s)
+
+    def snapshot(self):
+        """The counters now."""
+        cdef Snapshot snap = Snapshot.__new__(Snapshot)
+        with nogil:
+            gc_sampler_snapshot(self.s, &snap.snap)
+        return snap
+
+    def window(self, Snapshot a not None, Snapshot b not None):
+        """What happened between snapshots a and b, as a dict (units in the keys)."""
+        cdef gc_window w
+        cdef int i
+        check(gc_window_diff(&a.snap, &b.snap, &w), b"snapshots out of order or of another sampler")
+        return {
+            "duration_ns": w.duration_ns,
+            "energy_nj": {self.rail_names[i]: w.energy_nj[i] for i in range(w.n_rails)},
+            "energy_j": {self.rail_names[i]: w.energy_j[i] for i in range(w.n_rails)},
+            "avg_power_w": {self.rail_names[i]: w.avg_power_w[i] for i in range(w.n_rails)},
+            "gpu_util_pct": w.gpu_util_pct if w.gpu_util_pct >= 0 else None,
+            "samples": w.samples,
+            "read_errors": w.read_errors,
+            "rate_hz": w.rate_hz,
+        }
+
+    def stats(self):
+        """Thread counters: samples, read_errors, overruns, reopens, thread_cpu_ns, ..."""
+        cdef gc_sampler_stats st
+        with nogil:
+            gc_sampler_get_stats(self.s, &st)
+        return {
+            "running": bool(st.running),
+            "rate_hz": st.rate_hz,
+            "period_ns": st.period_ns,
+            "samples": st.samples,
+            "read_errors": st.read_errors,
+            "overruns": st.overruns,
+            "reopens": st.reopens,
+            "first_t_ns": st.first_t_ns,
+            "last_t_ns": st.last_t_ns,
+            "thread_cpu_ns": st.thread_cpu_ns,
+            "ring_count": st.ring_count,
+            "ring_capacity": st.ring_capacity,
+            "abandoned": bool(st.abandoned),
+        }
+
+    def trace(self):
+        """The ring buffer, oldest first: (t_ns array('q'), {rail: array('d') mW (NaN where a
+        read failed)}, GPU load array('d') % (NaN where missing) or None)."""
+        cdef gc_sampler_stats st
+        cdef size_t n = 0, j, cap
+        cdef int k, nr = len(self.rail_names)
+        cdef carray.array t = array("q")
+        cdef carray.array p = array("i")
+        cdef carray.array ld = array("h")
+        cdef carray.array col
+        cdef int32_t v
+        with nogil:
+            gc_sampler_get_stats(self.s, &st)
+        cap = st.ring_capacity
+        carray.resize(t, cap)
+        carray.resize(p, cap * nr)
+        carray.resize(ld, cap)
+        with nogil:
+            gc_sampler_trace(self.s, <int64_t *>t.data.as_longlongs, <int32_t *>p.data.as_ints,
+                             <int16_t *>ld.data.as_shorts,
+                             cap, &n)
+        carray.resize(t, n)
+        power = {}
+        for k in range(nr):
+            col = array("d")
+            carray.resize(col, n)
+            for j in range(n):
+                v = p.data.as_ints[j * nr + k]
+                col.data.as_doubles[j] = NAN if v == GC_SAMPLE_MISSING else v / 1000.0  # uW -> mW
+            power[self.rail_names[k]] = col
+        load = None
+        if self.has_load:
+            col = array("d")
+            carray.resize(col, n)
+            for j in range(n):
+                col.data.as_doubles[j] = NAN if ld.data.as_shorts[j] < 0 else ld.data.as_shorts[j] / 10.0
+            load = col
+        return t, power, load

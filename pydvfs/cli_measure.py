@@ -1,0 +1,95 @@
+"""``pydvfs measure [--rate HZ] [--json] -- CMD...``: run a command and report its energy.
+
+The command is started directly (a list, no shell) while the C sampler thread integrates the
+INA3221 rails. pydvfs exits with the command's status (128+N if signal N ended it), or 2 with
+one line if the command cannot be started: the same contract as ``govcore measure``, and the
+same JSON keys.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import threading
+
+from .errors import CommandError, InvalidValueError
+
+
+def register(subparsers, common) -> None:
+    p = subparsers.add_parser(
+        "measure",
+        parents=[common],
+        help="run a command and report its energy per rail",
+        description=(
+            "Run CMD (no shell) while a C thread samples the INA3221 power rails; print its "
+            "time, energy per rail, CPU+GPU energy, average power, GPU load and sample count. "
+            "Exits with CMD's exit status (128+N if signal N ended it); 2 if CMD cannot be "
+            "started."
+        ),
+    )
+    p.add_argument("--rate", metavar="HZ", type=float, default=None,
+                   help="samples per second (default: the sensor's update interval)")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...",
+                   help="the command and its arguments, after --")
+    p.set_defaults(func=run)
+
+
+def _exit_status(returncode: int) -> int:
+    """Popen's returncode (-N for a signal) as a shell reports it (128+N)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _wait(proc: subprocess.Popen) -> int:
+    """Wait for proc. Like time(1), Ctrl-C goes to the command (same process group) and we
+    still report what it used: while waiting, SIGINT/SIGQUIT get a no-op handler (a handler,
+    not SIG_IGN, so the command does not inherit "ignored")."""
+    if threading.current_thread() is not threading.main_thread():
+        return proc.wait()
+    old = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        return proc.wait()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def text_report(data: dict) -> str:
+    """The human-readable report (the same layout as ``govcore measure``)."""
+    dur = data["duration_s"]
+    lines = [f"command   {data['command'][0]} exited with status {data['exit_status']}",
+             f"time      {dur:.3f} s"]
+    for i, (name, e) in enumerate(data["energy_j"].items()):
+        lines.append(f"{'energy' if i == 0 else '':<9} {name:<16} {e:12.3f} J  "
+                     f"{data['avg_power_w'][name]:8.3f} W avg")
+    lines.append(f"{'':<9} {'total':<16} {data['total_energy_j']:12.3f} J  "
+                 f"{data['total_avg_power_w']:8.3f} W avg")
+    if data["cpu_gpu_energy_j"] is not None:
+        e = data["cpu_gpu_energy_j"]
+        lines.append(f"cpu+gpu   {e:.3f} J  {e / dur if dur > 0 else 0.0:.3f} W avg")
+    if data["gpu_util_pct"] is not None:
+        lines.append(f"gpu load  {data['gpu_util_pct']:.1f} %")
+    lines.append(f"samples   {data['samples']} at {data['rate_hz']:.1f} Hz, "
+                 f"{data['read_errors']} read errors")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from . import cli
+    from .sampler import Sampler
+
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise InvalidValueError("measure needs a command after `--`, e.g. `pydvfs measure -- sleep 1`")
+    sampler = Sampler(rate_hz=args.rate, sysfs_root=args.sysfs_root)
+    with sampler:
+        try:
+            proc = subprocess.Popen(cmd)
+        except OSError as e:
+            raise CommandError(f"cannot run {cmd[0]!r}: {e.strerror or e}") from e
+        status = _exit_status(_wait(proc))
+    m = sampler.measurement
+    data = {"command": cmd, "exit_status": status, **m.to_dict()}
+    cli.emit(args, data, lambda: text_report(data))
+    return status

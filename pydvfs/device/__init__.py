@@ -1,0 +1,211 @@
+"""The board as Python sees it: discovery, clock state, pinning and restoring.
+
+All the work happens in govcore (C); this module turns Hz into MHz at the user boundary and
+returns small immutable records. Every path resolves under a sysfs root: the argument, else
+``$PYDVFS_SYSFS_ROOT``, else ``/``.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass
+
+from .. import _core
+from ..errors import InvalidValueError
+
+SYSFS_ROOT_ENV = "PYDVFS_SYSFS_ROOT"
+
+
+def resolve_sysfs_root(sysfs_root: str | os.PathLike | None = None) -> str:
+    """The sysfs root to use: the argument, else $PYDVFS_SYSFS_ROOT, else '/'."""
+    if sysfs_root is not None and str(sysfs_root) != "":
+        return str(sysfs_root)
+    return os.environ.get(SYSFS_ROOT_ENV) or "/"
+
+
+def hz_to_mhz(hz: int) -> float:
+    return hz / 1e6
+
+
+def mhz_to_hz(mhz: float) -> int:
+    """MHz (user input) to Hz (what devfreq holds); InvalidValueError if it is not a clock."""
+    try:
+        value = float(mhz)
+    except (TypeError, ValueError):
+        raise InvalidValueError(f"not a clock: {mhz!r} (expected a number of MHz)") from None
+    hz = _core.mhz_to_hz(value) if math.isfinite(value) else 0
+    if hz == 0:
+        raise InvalidValueError(f"not a clock: {mhz!r} MHz (expected a positive number)")
+    return hz
+
+
+def _fmt_mhz(mhz: float) -> str:
+    return f"{mhz:g}"
+
+
+@dataclass(frozen=True)
+class ClockState:
+    """The GPU clock as devfreq reports it. Units: MHz."""
+
+    cur_mhz: float
+    min_mhz: float
+    max_mhz: float
+    governor: str
+
+    @property
+    def pinned(self) -> bool:
+        return self.min_mhz == self.max_mhz
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "pinned": self.pinned}
+
+
+@dataclass(frozen=True)
+class PinResult:
+    """What a pin asked for and what the board was set to. Units: MHz."""
+
+    requested_mhz: float
+    freq_mhz: float
+    state_file: str
+
+    @property
+    def snapped(self) -> bool:
+        return abs(self.requested_mhz - self.freq_mhz) > 1e-6
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "snapped": self.snapped}
+
+    def describe(self) -> str:
+        text = f"pinned the GPU clock to {_fmt_mhz(self.freq_mhz)} MHz"
+        if self.snapped:
+            text += f" (asked {_fmt_mhz(self.requested_mhz)} MHz: snapped to the nearest level)"
+        return text
+
+
+@dataclass(frozen=True)
+class Rail:
+    """One INA3221 power rail. kind: 'hwmon' (mV and mA files) or 'ina3221x' (mW file)."""
+
+    name: str
+    kind: str
+
+
+class Device:
+    """A Jetson board found under a sysfs root. Use :func:`open_device`."""
+
+    def __init__(self, board: _core.Board, state_dir: str | None = None):
+        self._board = board
+        self.state_dir = state_dir
+
+    # -- what was discovered ---------------------------------------------------------------
+    @property
+    def sysfs_root(self) -> str:
+        return self._board.sysfs_root
+
+    @property
+    def model(self) -> str:
+        return self._board.model
+
+    @property
+    def gpu_name(self) -> str:
+        return self._board.gpu_name
+
+    @property
+    def devfreq_dir(self) -> str:
+        return self._board.devfreq_dir
+
+    @property
+    def available_frequencies_hz(self) -> tuple[int, ...]:
+        return self._board.freqs_hz
+
+    @property
+    def available_frequencies_mhz(self) -> tuple[float, ...]:
+        return tuple(hz_to_mhz(f) for f in self._board.freqs_hz)
+
+    @property
+    def rails(self) -> tuple[Rail, ...]:
+        return tuple(Rail(name, kind) for name, kind, *_ in self._board.rails)
+
+    @property
+    def sensor_interval_ms(self) -> int | None:
+        """INA3221 update interval (ms) where the driver exposes it."""
+        return self._board.sensor_interval_ms or None
+
+    # -- reading -----------------------------------------------------------------------------
+    def state(self) -> ClockState:
+        cur, lo, hi, gov = self._board.clock_state()
+        return ClockState(hz_to_mhz(cur), hz_to_mhz(lo), hz_to_mhz(hi), gov)
+
+    def gpu_load_pct(self) -> float | None:
+        permille = self._board.load_permille()
+        return None if permille is None else permille / 10.0
+
+    def snap_mhz(self, mhz: float) -> float:
+        """The available level nearest to mhz."""
+        return hz_to_mhz(self._board.snap_hz(mhz_to_hz(mhz)))
+
+    def state_file(self) -> str:
+        return self._board.state_path(self.state_dir)
+
+    def saved_state(self) -> ClockState | None:
+        """The state saved before the first change (cur_mhz is not saved: NaN), or None."""
+        saved = self._board.saved_state(self.state_dir)
+        if saved is None:
+            return None
+        lo, hi, gov = saved
+        return ClockState(float("nan"), hz_to_mhz(lo), hz_to_mhz(hi), gov)
+
+    # -- changing the board ------------------------------------------------------------------
+    def pin(self, mhz: float) -> PinResult:
+        """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first."""
+        level_hz = self._board.pin_hz(mhz_to_hz(mhz), self.state_dir)
+        return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file())
+
+    def restore(self) -> bool:
+        """Put back the state saved before the first change. True if there was one."""
+        return self._board.restore(self.state_dir)
+
+    def status(self) -> dict:
+        """Everything ``pydvfs status --json`` prints."""
+        st = self.state()
+        saved = self.saved_state()
+        return {
+            "sysfs_root": self.sysfs_root,
+            "model": self.model,
+            "gpu": self.gpu_name,
+            "devfreq_dir": self.devfreq_dir,
+            "governor": st.governor,
+            "cur_mhz": st.cur_mhz,
+            "min_mhz": st.min_mhz,
+            "max_mhz": st.max_mhz,
+            "pinned": st.pinned,
+            "available_mhz": list(self.available_frequencies_mhz),
+            "gpu_load_pct": self.gpu_load_pct(),
+            "rails": [{"name": r.name, "kind": r.kind} for r in self.rails],
+            "sensor_interval_ms": self.sensor_interval_ms,
+            "saved_state": None if saved is None else {
+                "path": self.state_file(),
+                "governor": saved.governor,
+                "min_mhz": saved.min_mhz,
+                "max_mhz": saved.max_mhz,
+            },
+        }
+
+    def __repr__(self) -> str:
+        return f"Device(model={self.model!r}, gpu={self.gpu_name!r}, sysfs_root={self.sysfs_root!r})"
+
+
+def open_device(sysfs_root: str | os.PathLike | None = None, state_dir: str | None = None) -> Device:
+    """Discover the board. Raises DeviceNotFoundError where there is no Jetson GPU."""
+    return Device(_core.Board(resolve_sysfs_root(sysfs_root)), state_dir)
+
+
+def pin(mhz: float, sysfs_root: str | os.PathLike | None = None,
+        state_dir: str | None = None) -> PinResult:
+    """Pin the GPU clock of the board under ``sysfs_root`` (see :meth:`Device.pin`)."""
+    return open_device(sysfs_root, state_dir).pin(mhz)
+
+
+def restore(sysfs_root: str | os.PathLike | None = None, state_dir: str | None = None) -> bool:
+    """Restore the state saved before the first change; safe to call any number of times."""
+    return open_device(sysfs_root, state_dir).restore()

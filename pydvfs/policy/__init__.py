@@ -1,0 +1,1 @@
+"""The frequency model and the policies: workloads, features, training, evaluation, apply."""

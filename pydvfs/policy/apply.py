@@ -1,0 +1,92 @@
+"""``pydvfs.apply``: choose the energy-optimal clock for a workload and pin it.
+
+The choice is made in C (govcore/policy.c), by the tree built into the extension or by one that
+``pydvfs train`` compiled into a model folder, so Python and the ``govcore`` binary decide alike.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from .. import _core
+from ..device import hz_to_mhz, open_device
+from .workload import Workload
+
+_trees: dict[str | None, "_core.Tree"] = {}
+
+
+def load_tree(model_dir: str | os.PathLike | None = None) -> "_core.Tree":
+    """The built-in tree (None) or a trained one; loaded once per process."""
+    key = None if model_dir is None else os.path.realpath(model_dir)
+    if key not in _trees:
+        _trees[key] = _core.Tree(key)
+    return _trees[key]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a policy chose. ``freq_mhz`` is the board level set (None: MAXN, the board's own
+    governor); ``proposed_mhz`` what the policy asked for before the clamp to the table."""
+
+    freq_mhz: float | None
+    proposed_mhz: float | None
+    policy: str
+    features: dict = field(default_factory=dict)
+    workload: dict = field(default_factory=dict)
+    model: str = ""
+
+    def to_dict(self) -> dict:
+        return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
+                "features": self.features, "workload": self.workload, "model": self.model}
+
+    def describe(self) -> str:
+        if self.freq_mhz is None:
+            return f"policy {self.policy}: MAXN (the board's own governor)"
+        return f"policy {self.policy}: GPU clock {self.freq_mhz:g} MHz"
+
+
+def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: bool, **overrides) -> Decision:
+    wl = Workload.from_any(workload, **overrides)
+    tree = load_tree(model_dir)
+    board = open_device(sysfs_root, state_dir)._board
+    run = _core.apply if pin else _core.decide
+    args = (board, tree, policy, wl.as_core()) + ((state_dir,) if pin else ())
+    proposed, level_hz = run(*args)
+    maxn = level_hz == 0  # the maxn policy, or a tree that keeps a spiky workload at MAXN
+    return Decision(
+        freq_mhz=None if maxn else hz_to_mhz(level_hz),
+        proposed_mhz=None if maxn else proposed,
+        policy=policy,
+        features=dict(zip(tree.feature_names, tree.features(wl.as_core()))),
+        workload=wl.to_dict(),
+        model=tree.name,
+    )
+
+
+def decide(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, state_dir=None,
+           **overrides) -> Decision:
+    """The clock a policy would set on this board, without touching it."""
+    return _decide(workload, policy, model_dir, sysfs_root, state_dir, False, **overrides)
+
+
+def apply(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, state_dir=None,
+          **overrides) -> Decision:
+    """Choose the clock for ``workload`` and pin it (``maxn``: restore the board's default).
+
+    ``workload``: a :class:`pydvfs.Workload`, a dict, or a Hugging Face config or model (then give
+    ``seq_len=`` and optionally ``util_pct=``). The original clock state is saved first; call
+    :func:`pydvfs.restore` (or use :func:`governed`) to put it back."""
+    return _decide(workload, policy, model_dir, sysfs_root, state_dir, True, **overrides)
+
+
+@contextlib.contextmanager
+def governed(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, state_dir=None,
+             **overrides) -> Iterator[Decision]:
+    """``with pydvfs.governed(w): train()`` - apply, and restore on exit whatever happens."""
+    dev = open_device(sysfs_root, state_dir)
+    try:
+        yield apply(workload, policy, model_dir, sysfs_root, state_dir, **overrides)
+    finally:
+        dev.restore()

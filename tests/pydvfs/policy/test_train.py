@@ -1,0 +1,80 @@
+"""Training: labels, leave-one-out selection by regret, the comparison table, the model folder."""
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+
+import synthetic
+from pydvfs.errors import InvalidValueError
+from pydvfs.policy.curves import curves_from_frame, read_dataset
+from pydvfs.policy.train import FixedClock, loocv, score
+
+
+def test_curves_and_labels(syn_csv):
+    curves = curves_from_frame(read_dataset(syn_csv))
+    assert len(curves) == 8 * 5
+    for c in curves:
+        assert c.best_mhz == synthetic.true_optimum(c.workload.layers, c.workload.seq_len)
+        assert c.regret(c.best_mhz) == 0.0
+        assert c.saving_vs_maxn(None) == 0.0
+        assert c.nearest_mhz(700) == 714.0
+
+
+def test_ffg_and_loocv(syn_csv):
+    curves = curves_from_frame(read_dataset(syn_csv), tasks=["sst2"])
+    ffg = FixedClock().fit(curves)
+    assert ffg.mhz in curves[0].freqs_mhz
+    choices = loocv(FixedClock, curves)
+    s = score("ffg", curves, choices)
+    assert s.mean_regret_pct >= 0 and 0 <= s.accuracy <= 1
+
+
+def test_model_folder(trained):
+    out, metrics = trained
+    for name in ("model.pkl", "meta.json", "metrics.json", "rules.txt", "policy_tree.c", "policy.so",
+                 "tree.png", "tree.svg"):
+        assert (out / name).is_file(), name
+    assert (out / "policy_tree.c").read_text().startswith("/* GENERATED")
+    names = [r["name"] for r in metrics["table"]]
+    for expected in ("ffg (best fixed clock)", "rules (paper A)", "knn (k=3)", "random forest",
+                     "gradient boosting", "curve regression (random forest, argmin)", "oracle (best clock per workload)"):
+        assert expected in names
+    assert any(n.startswith("tree (paper") for n in names) and any(n.startswith("tree (roofline") for n in names)
+    # the synthetic rule is a depth-2 tree on layers and seq_len: LOOCV finds it exactly
+    assert metrics["selected"]["mean_regret_pct"] == pytest.approx(0.0, abs=1e-9)
+    assert metrics["selected"]["loocv_accuracy"] == 1.0
+    oracle = next(r for r in metrics["table"] if r["name"].startswith("oracle"))
+    assert all(r["mean_regret_pct"] >= oracle["mean_regret_pct"] for r in metrics["table"])
+    meta = json.loads((out / "meta.json").read_text())
+    clf = pickle.loads((out / "model.pkl").read_bytes())
+    assert meta["classes_mhz"] == [float(c) for c in clf.classes_]
+    assert "MHz" in (out / "rules.txt").read_text()
+
+
+def test_train_cli(cli, syn_csv, tmp_path):
+    out = cli("train", "--data", str(syn_csv), "--out", str(tmp_path / "m"), "--exclude-tasks", "rte,cola", "--json")
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert d["n_workloads"] == 24 and (tmp_path / "m" / "policy.so").is_file()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--data", "/nonexistent.csv"], "no such dataset"),
+    (["--data", "{bad}"], "lacks column"),
+    (["--data", "{syn}", "--tasks", "nosuchtask"], "no workload"),
+])
+def test_train_bad_input(cli, syn_csv, tmp_path, args, message):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    args = [a.replace("{bad}", str(bad)).replace("{syn}", str(syn_csv)) for a in args]
+    out = cli("train", *args, "--out", str(tmp_path / "m"))
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_too_few_workloads(syn_csv, tmp_path):
+    from pydvfs.policy.train import train
+    curves = curves_from_frame(read_dataset(syn_csv))[:2]
+    with pytest.raises(InvalidValueError, match="at least 3"):
+        train(curves, tmp_path, source="x")

@@ -1,0 +1,87 @@
+import math
+
+import pytest
+
+from pydvfs.errors import InvalidValueError
+from pydvfs.sim.model import (ORIN_LEVELS_MHZ, default_params, operating_point, simulate_run,
+                              vf_table)
+from pydvfs.sim.sweep import sweep_rows
+from pydvfs.sim.workloads import ARCHITECTURES, TASKS, get_workload
+
+
+def test_param_counts_match_published():
+    for a in ARCHITECTURES.values():
+        assert a.params == pytest.approx(a.params_published, rel=0.03), a.name
+
+
+def test_tasks_are_stored_with_lengths():
+    assert set(TASKS) == {"SST-2", "QNLI", "MRPC", "QQP", "RTE", "CoLA", "STS-B", "MNLI", "WNLI"}
+    for t in TASKS.values():
+        assert 5 < t.avg_tokens < t.padded_b16 < 200
+    assert "ESTIMATE" in TASKS["MNLI"].length_source
+
+
+def test_vf_table_monotone():
+    mv = [v for _, v in vf_table(default_params())]
+    assert mv == sorted(mv) and mv[0] < mv[-1]
+
+
+def test_time_falls_and_power_rises_with_clock():
+    w = get_workload("bert-base", "QNLI")
+    ops = [operating_point(w, "fixed", f) for f in ORIN_LEVELS_MHZ]
+    t = [o.t_step_s for o in ops]
+    pw = [o.cpu_gpu_power_w for o in ops]
+    assert t == sorted(t, reverse=True)
+    assert pw == sorted(pw)
+
+
+def test_maxn_follows_load():
+    busy = operating_point(get_workload("pythia-1b", "QNLI"), "maxn")
+    assert busy.mean_freq_mhz > 1250  # GPU-bound: podgov stays at the top
+    light = operating_point(get_workload("bert-tiny", "SST-2"), "maxn")
+    assert light.mean_freq_mhz < 700  # launch-bound: podgov lowers the clock
+
+
+def test_power_mode_caps():
+    w = get_workload("bert-large", "SST-2")
+    for mode, cap in (("15w", 408), ("30w", 612), ("50w", 816)):
+        op = operating_point(w, mode)
+        assert op.mean_freq_mhz <= cap + 1
+    assert operating_point(w, "15w").t_step_s > operating_point(w, "50w").t_step_s
+
+
+def test_bad_setting():
+    w = get_workload("bert-base", "SST-2")
+    with pytest.raises(InvalidValueError):
+        operating_point(w, "turbo")
+    with pytest.raises(InvalidValueError):
+        get_workload("bert-huge", "SST-2")
+
+
+def test_seeded_runs_are_deterministic():
+    kw = dict(models=["bert-mini", "bert-base"], tasks=["MRPC"], repeats=2)
+    a = list(sweep_rows(seed=7, **kw))
+    b = list(sweep_rows(seed=7, **kw))
+    c = list(sweep_rows(seed=8, **kw))
+    assert a == b
+    assert [r["energy_cpu_gpu_j"] for r in a] != [r["energy_cpu_gpu_j"] for r in c]
+    # repeats differ from each other (run-to-run noise), by a few percent at most for a GPU-bound model
+    base = [r for r in a if r["workload"] == "bert-base/MRPC" and r["freq_mhz"] == 714.0]
+    assert base[0]["energy_cpu_gpu_j"] != base[1]["energy_cpu_gpu_j"]
+    assert base[0]["energy_cpu_gpu_j"] == pytest.approx(base[1]["energy_cpu_gpu_j"], rel=0.08)
+
+
+def test_small_models_are_spikier_than_large():
+    def spread(model):
+        rs = [simulate_run(get_workload(model, "SST-2"), "fixed", f, repeat=r, seed=1)
+              for f in ORIN_LEVELS_MHZ for r in range(4)]
+        return max(x.time_factor for x in rs) - 1.0
+
+    assert spread("bert-tiny") > 2 * spread("bert-large")
+
+
+def test_virtual_energy_is_power_times_time():
+    w = get_workload("pythia-160m", "SST-2")
+    r = simulate_run(w, "fixed", 816, seed=3)
+    assert r.avg_power_w * r.duration_s == pytest.approx(r.energy_cpu_gpu_j)
+    assert math.isfinite(r.duration_s) and r.duration_s > 0

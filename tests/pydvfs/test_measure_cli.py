@@ -1,0 +1,116 @@
+"""`pydvfs measure` and `govcore measure`: same report, same JSON keys, same exit statuses."""
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pydvfs import cli
+from pydvfs.device.fake import build_fake_board
+
+REPO = Path(__file__).resolve().parents[2]
+KEYS = ["command", "exit_status", "duration_s", "energy_j", "total_energy_j", "cpu_gpu_energy_j",
+        "avg_power_w", "total_avg_power_w", "gpu_util_pct", "samples", "read_errors", "rate_hz"]
+
+
+@pytest.fixture
+def board(tmp_path):
+    b = build_fake_board(tmp_path / "board")
+    b.set_rail("VDD_GPU_SOC", 5000, 2000)  # 10 W
+    b.set_rail("VDD_CPU_CV", 5000, 1000)   # 5 W
+    b.set_load(250)
+    return b
+
+
+@pytest.fixture(scope="module")
+def govcore_bin(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    out = tmp_path_factory.mktemp("bin") / "govcore"
+    src = [str(p) for p in sorted((REPO / "govcore").glob("*.c"))]
+    subprocess.run([cc, "-std=c99", "-D_GNU_SOURCE", "-O2", "-o", str(out), *src, "-lpthread", "-lm"],
+                   check=True)
+    return out
+
+
+def run_pydvfs(argv, monkeypatch, capsys):
+    # Only this module's verb: the test does not depend on other verbs' modules.
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["pydvfs.cli_measure"])
+    rc = cli.main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def run_govcore(binary, argv):
+    p = subprocess.run([str(binary), *argv], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.fixture(params=["pydvfs", "govcore"])
+def measure(request, monkeypatch, capsys):
+    """measure(board, *args) -> (rc, stdout, stderr) through either front end."""
+    if request.param == "pydvfs":
+        def go(board, *args):
+            return run_pydvfs(["measure", "--sysfs-root", str(board.root), *args], monkeypatch, capsys)
+    else:
+        binary = request.getfixturevalue("govcore_bin")
+
+        def go(board, *args):
+            return run_govcore(binary, ["--sysfs-root", str(board.root), "measure", *args])
+    return go
+
+
+def test_json_report(board, measure):
+    rc, out, _ = measure(board, "--json", "--rate", "500", "--", sys.executable, "-c",
+                         "import time; time.sleep(0.3)")
+    assert rc == 0
+    d = json.loads(out)
+    assert list(d) == KEYS
+    assert d["command"][0] == sys.executable and d["exit_status"] == 0
+    assert 0.3 <= d["duration_s"] < 5
+    assert d["energy_j"]["VDD_GPU_SOC"] == pytest.approx(10.0 * d["duration_s"], rel=1e-6)
+    assert d["cpu_gpu_energy_j"] == pytest.approx(15.0 * d["duration_s"], rel=1e-6)
+    assert d["avg_power_w"]["VDD_CPU_CV"] == pytest.approx(5.0, rel=1e-6)
+    assert d["total_avg_power_w"] == pytest.approx(15.0, rel=1e-6)
+    assert d["gpu_util_pct"] == pytest.approx(25.0)
+    assert d["samples"] > 30 and d["read_errors"] == 0
+
+
+def test_text_report(board, measure):
+    rc, out, _ = measure(board, "--", "true")
+    assert rc == 0
+    assert "true exited with status 0" in out
+    for word in ("time", "VDD_GPU_SOC", "total", "cpu+gpu", "gpu load  25.0 %", "samples"):
+        assert word in out
+
+
+def test_exit_status_is_passed_through(board, measure):
+    rc, out, _ = measure(board, "--json", "--", "sh", "-c", "exit 3")
+    assert rc == 3 and json.loads(out)["exit_status"] == 3
+    rc, out, _ = measure(board, "--json", "--", "sh", "-c", "kill -TERM $$")
+    assert rc == 128 + signal.SIGTERM and json.loads(out)["exit_status"] == 128 + signal.SIGTERM
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--", "/nonexistent/cmd"], "cannot run"),
+    ([], "needs a command"),
+    (["--rate", "0", "--", "true"], "rate"),
+])
+def test_errors_are_one_line_and_exit_2(board, measure, args, message):
+    rc, out, err = measure(board, *args)
+    assert rc == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert out == ""
+
+
+def test_no_sensor_exit_2(board, measure):
+    for d in board.hwmon_dirs:
+        (d / "name").write_text("other\n")
+    rc, _, err = measure(board, "--", "true")
+    assert rc == 2 and "no INA3221" in err

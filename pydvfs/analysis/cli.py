@@ -73,7 +73,11 @@ def _flat_row(d: dict) -> dict:
     for key, val in d.items():
         if key == "knob_values":
             continue
-        if isinstance(val, dict):
+        if key == "baselines":
+            for setting, b in val.items():
+                if setting != "maxn":  # maxn has its own columns
+                    row[f"savings_vs_{setting}_pct"] = b["savings_pct"]
+        elif isinstance(val, dict):
             for sub, v in val.items():
                 row[f"{key}_{sub}"] = v
         elif isinstance(val, list):

@@ -43,17 +43,17 @@ def plot_workload(result: WorkloadResult, table, out_dir: str) -> list[str]:
     plt = _pyplot()
     k = table["knob" if "knob" in table.columns else result.knob].to_numpy(float)
     fig, axes = plt.subplots(3, 1, figsize=(6.4, 8.0), sharex=True)
-    panels = [
-        ("energy_j", "energy (J)", result.maxn_energy_j),
-        ("power_w", "avg power (W)", result.maxn_power_w),
-        ("time_s", "time (s)", result.maxn_time_s),
-    ]
-    for ax, (col, label, maxn) in zip(axes, panels):
+    panels = [("energy_j", "energy (J)"), ("power_w", "avg power (W)"), ("time_s", "time (s)")]
+    others = [s for s in result.baselines if s != "maxn"]
+    for ax, (col, label) in zip(axes, panels):
         mean = table[f"{col}_mean"].to_numpy(float)
         std = np.nan_to_num(table[f"{col}_std"].to_numpy(float))
         ax.errorbar(k, mean, yerr=std, marker="o", ms=3.5, capsize=2.5, lw=1.2, label="fixed clock")
-        if maxn is not None:
-            ax.axhline(maxn, ls="--", color="tab:red", lw=1.0, label="MAXN")
+        if "maxn" in result.baselines:
+            ax.axhline(result.baselines["maxn"][col], ls="--", color="tab:red", lw=1.0, label="MAXN")
+        for i, setting in enumerate(others):  # nvpmodel power modes, if measured
+            ax.axhline(result.baselines[setting][col], ls=":", lw=0.9, color=f"C{(i + 3) % 10}",
+                       label=setting)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     kk = np.linspace(k.min(), k.max(), 200)

@@ -3,8 +3,8 @@
 Input: a pandas DataFrame with one row per run and at least the columns
 ``workload``, the knob (``freq_mhz`` by default; NaN on MAXN rows), ``duration_s`` and
 ``energy_j`` (the caller renames the energy column it wants analysed to ``energy_j``, or passes
-``energy_column``). Optional: ``setting`` ("fixed" | "maxn"; inferred from a NaN knob when
-absent), ``repeat``, ``exit_status`` (rows != 0 are dropped), ``layers``, ``seq_len``.
+``energy_column``). Optional: ``setting`` ("fixed" | "maxn" | a power mode such as "30w";
+inferred from the knob when absent: NaN = maxn), ``repeat``, ``exit_status`` (rows != 0 are dropped), ``layers``, ``seq_len``.
 Power is always ``energy / duration`` of the analysed energy column, so energy, time and power
 refer to the same rails. Every definition used here is written down in docs/analysis.md.
 """
@@ -66,6 +66,9 @@ class WorkloadResult:
     maxn_power_w: Optional[float] = None
     savings_vs_maxn_pct: Optional[float] = None
     time_penalty_vs_maxn_pct: Optional[float] = None
+    # every non-fixed setting (maxn, 15w, 30w, ...): {energy_j, time_s, power_w, n, savings_pct,
+    # time_penalty_pct}, savings and penalty of the sweet spot against that setting
+    baselines: dict = field(default_factory=dict)
     time_fit: Optional[dict] = None  # time_s = a / knob + b: {"a", "b", "r2"}
     power_fit: Optional[dict] = None  # power_w = slope * knob + intercept: {"slope", "intercept", "r2"}
     noise_j: float = 0.0  # tolerance used by the shape tests
@@ -125,7 +128,7 @@ def prepare(df: pd.DataFrame, knob: str = "freq_mhz", energy_column: str = "ener
     if "repeat" not in d.columns:
         d["repeat"] = 0
     d = d[(d["energy_j"] > 0) & (d["duration_s"] > 0)]
-    d = d[(d["setting"] == "maxn") | ((d["setting"] == "fixed") & d["knob"].notna())]
+    d = d[(d["setting"] != "fixed") | d["knob"].notna()]
     d["power_w"] = d["energy_j"] / d["duration_s"]
     d["workload"] = d["workload"].astype(str)
     keep = ["workload", "knob", "setting", "repeat", "duration_s", "energy_j", "power_w"]
@@ -239,13 +242,21 @@ def analyse_workload(
         savings_vs_top_pct=100.0 * (1.0 - e[i_best] / e[i_top]),
         time_penalty_vs_top_pct=100.0 * (t[i_best] / t[i_top] - 1.0),
     )
-    maxn = rows[rows["setting"] == "maxn"]
-    if len(maxn):
-        res.maxn_energy_j = float(maxn["energy_j"].mean())
-        res.maxn_time_s = float(maxn["duration_s"].mean())
-        res.maxn_power_w = float(maxn["power_w"].mean())
-        res.savings_vs_maxn_pct = 100.0 * (1.0 - e[i_best] / res.maxn_energy_j)
-        res.time_penalty_vs_maxn_pct = 100.0 * (t[i_best] / res.maxn_time_s - 1.0)
+    for setting, base in rows[rows["setting"] != "fixed"].groupby("setting", sort=True):
+        be, bt = float(base["energy_j"].mean()), float(base["duration_s"].mean())
+        res.baselines[str(setting)] = {
+            "energy_j": be,
+            "time_s": bt,
+            "power_w": float(base["power_w"].mean()),
+            "n": int(len(base)),
+            "savings_pct": 100.0 * (1.0 - e[i_best] / be),
+            "time_penalty_pct": 100.0 * (t[i_best] / bt - 1.0),
+        }
+    if "maxn" in res.baselines:
+        b = res.baselines["maxn"]
+        res.maxn_energy_j, res.maxn_time_s, res.maxn_power_w = b["energy_j"], b["time_s"], b["power_w"]
+        res.savings_vs_maxn_pct = b["savings_pct"]
+        res.time_penalty_vs_maxn_pct = b["time_penalty_pct"]
 
     tf = linear_fit(1.0 / k, t)
     if tf is not None:
@@ -305,7 +316,7 @@ def analyse(
     results, tables = [], []
     for name, grp in rows.groupby("workload", sort=True):
         if not (grp["setting"] == "fixed").any():
-            continue  # MAXN-only workload: nothing to sweep
+            continue  # only MAXN / power-mode runs: nothing to sweep
         res, table = analyse_workload(grp, knob=knob, **kw)
         results.append(res)
         tables.append(table.assign(workload=name))

@@ -150,3 +150,16 @@ def test_several_workloads_and_json_safe():
 )
 def test_significant_minima(energy, tol, expect):
     assert ucurve.significant_minima(np.array(energy, float), tol) == expect
+
+
+def test_power_modes_are_baselines_not_curve_points():
+    df = sweep(repeats=2, maxn=(1.2, 30.0))
+    mode = df[df["setting"] == "maxn"].assign(setting="30W", freq_mhz=float("nan"),
+                                              duration_s=2.0, energy_j=26.0)
+    r, curves = one(pd.concat([df, mode]))
+    assert len(curves) == 11 and set(r.baselines) == {"maxn", "30w"}
+    b = r.baselines["30w"]
+    assert b["n"] == 2 and b["power_w"] == pytest.approx(13.0)
+    assert b["savings_pct"] == pytest.approx(100 * (1 - r.sweet_energy_j / 26.0))
+    assert b["time_penalty_pct"] == pytest.approx(100 * (r.sweet_time_s / 2.0 - 1))
+    assert r.savings_vs_maxn_pct == r.baselines["maxn"]["savings_pct"]

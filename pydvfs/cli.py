@@ -17,7 +17,7 @@ from .errors import PydvfsError
 COMMAND_MODULES = [
     "pydvfs.cli_board",
     "pydvfs.policy.cli",
-    "pydvfs.sim.cli",
+    "pydvfs.cli_sweep",
     "pydvfs.demo",
     "pydvfs.cli_measure",
     "pydvfs.analysis.cli",

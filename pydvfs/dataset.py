@@ -39,14 +39,14 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     Column("workload", str, "", True, "workload name, e.g. bert-base/QNLI"),
     Column("model", str, "", True, "model family: bert | pythia (gemma: calibration only)"),
-    Column("model_size", str, "", True, "size tag: tiny..xlarge (BERT), 31m..1b (Pythia)"),
+    Column("model_size", str, "", False, "size tag: tiny..xlarge (BERT), 31m..1b (Pythia)"),
     Column("task", str, "", True, "GLUE task, e.g. SST-2"),
     Column("layers", int, "", True, "transformer layers"),
     Column("hidden", int, "", True, "hidden size"),
-    Column("heads", int, "", True, "attention heads"),
-    Column("params", int, "", True, "parameter count"),
+    Column("heads", int, "", False, "attention heads"),
+    Column("params", int, "", False, "parameter count"),
     Column("seq_len", float, "tokens", True, "average tokens per example (the paper's feature)"),
-    Column("batch_size", int, "", True, "examples per optimizer step"),
+    Column("batch_size", int, "", False, "examples per optimizer step"),
     Column("gpu_util_pct", float, "%", False,
            "the workload's GPU utilisation feature: mean GPU load of its MAXN run"),
     Column("freq_mhz", float, "MHz", False, "pinned GPU clock; empty for maxn and power modes"),
@@ -106,6 +106,7 @@ class DatasetWriter:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         exists = self.path.exists() and self.path.stat().st_size > 0
+        self.repaired_bytes = _drop_partial_line(self.path) if exists else 0
         if exists:
             with open(self.path, newline="", encoding="utf-8") as f:
                 header = next(csv.reader(f), [])
@@ -132,6 +133,18 @@ class DatasetWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _drop_partial_line(path: Path) -> int:
+    """A crash mid-write leaves a last line without its newline: cut it off (it is re-measured
+    on resume). Returns the number of bytes dropped."""
+    with open(path, "rb+") as f:
+        data = f.read()
+        if data.endswith(b"\n"):
+            return 0
+        keep = data.rfind(b"\n") + 1
+        f.truncate(keep)
+        return len(data) - keep
 
 
 def write_rows(path: str | os.PathLike, rows: Iterable[dict]) -> int:

@@ -1,7 +1,7 @@
-"""``pydvfs simsweep``: the paper's characterisation sweep on the simulated board.
+"""``pydvfs sweep --sim``: the paper's characterisation sweep on the simulated board.
 
-The lead will fold this into ``pydvfs sweep --sim``: :func:`add_sim_arguments` adds the options
-to any parser and :func:`sim_sweep` runs them, so the real ``sweep`` verb can dispatch to it.
+:func:`add_sim_arguments` adds the simulator's own options to the ``sweep`` verb
+(pydvfs/cli_sweep.py) and :func:`sim_sweep` runs them.
 """
 from __future__ import annotations
 
@@ -15,15 +15,11 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     from .model import POWER_MODES
     from .workloads import CHARACTERISATION_TASKS, PAPER_MODELS
 
-    g = parser.add_argument_group("simulated board")
-    g.add_argument("--out", metavar="CSV", help="write the dataset here (appends if it exists)")
-    g.add_argument("--plot", metavar="DIR", help="write U-curve plots (PNG + SVG) here")
+    g = parser.add_argument_group("simulated board (--sim)")
     g.add_argument("--models", nargs="+", default=list(PAPER_MODELS), metavar="M",
                    help="catalogue models (default: all BERT and Pythia)")
     g.add_argument("--tasks", nargs="+", default=list(CHARACTERISATION_TASKS), metavar="T",
                    help="GLUE tasks (default: SST-2 QNLI MRPC)")
-    g.add_argument("--repeats", type=int, default=1)
-    g.add_argument("--seed", type=int, default=0)
     g.add_argument("--batch-size", type=int, default=16)
     g.add_argument("--epochs", type=float, default=1.0)
     g.add_argument("--power-modes", nargs="*", default=[], choices=[m for m in POWER_MODES if m != "maxn"],
@@ -69,13 +65,3 @@ def sim_sweep(args: argparse.Namespace) -> int:
 
     emit(args, summary, text)
     return 0
-
-
-def register(subparsers, common) -> None:
-    p = subparsers.add_parser(
-        "simsweep", parents=[common], help="characterisation sweep on the simulated Orin",
-        description="Run every model-task pair at every GPU clock and under MAXN on the simulated "
-                    "Jetson AGX Orin (virtual time: seconds for the whole sweep); write the "
-                    "dataset (docs/dataset.md) and/or the U-curve plots.")
-    add_sim_arguments(p)
-    p.set_defaults(func=sim_sweep)

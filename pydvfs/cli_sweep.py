@@ -1,0 +1,71 @@
+"""``pydvfs sweep``: characterise a workload over every GPU clock, on a board or simulated."""
+from __future__ import annotations
+
+import argparse
+
+from .errors import InvalidValueError
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if args.sim:
+        if cmd or args.workload:
+            raise InvalidValueError("--sim simulates the catalogue's workloads: give no --workload and no command")
+        from .sim.cli import sim_sweep
+        return sim_sweep(args)
+    if not args.out:
+        raise InvalidValueError("give --out CSV (the dataset to append to)")
+    if not args.workload:
+        raise InvalidValueError("give --workload name=...,model=...,layers=...,hidden=...,seq_len=...")
+    if not cmd:
+        raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
+    if args.plot:
+        raise InvalidValueError("--plot is for --sim; for a board's sweep run `pydvfs analyse CSV --out DIR`")
+    from .cli import emit
+    from .sweep import parse_workload, run_sweep
+
+    summary = run_sweep(cmd, parse_workload(args.workload), args.out, freqs=args.freqs, repeats=args.repeats,
+                        settle_s=args.settle, idle_s=args.idle, rate_hz=args.rate, seed=args.seed,
+                        sysfs_root=args.sysfs_root, state_dir=args.state_dir)
+
+    def text() -> str:
+        lines = [f"{summary['workload']}: {summary['runs']} runs measured, {summary['skipped']} already in "
+                 f"{summary['out']}"]
+        if summary["repaired_bytes"]:
+            lines.append(f"cut off a half-written last line ({summary['repaired_bytes']} bytes) left by an earlier crash")
+        for f in summary["failed"]:
+            what = "MAXN" if f["freq_mhz"] is None else f"{f['freq_mhz']:g} MHz"
+            lines.append(f"FAILED: {what} repeat {f['repeat']} exited {f['exit_status']} (recorded in the dataset)")
+        return "\n".join(lines)
+
+    emit(args, summary, text)
+    return 1 if summary["failed"] else 0
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    from .sim.cli import add_sim_arguments
+
+    p = sub.add_parser(
+        "sweep", parents=[common], help="measure a workload at every GPU clock and under MAXN",
+        description="Run a training command at every GPU clock level and under MAXN, in a "
+                    "random order per repeat, measuring each run with the C sampler; append one "
+                    "row per run to a dataset (docs/dataset.md). Rerunning resumes. With --sim, "
+                    "sweep the paper's workloads on the simulated AGX Orin instead (seconds).",
+        epilog="example: pydvfs sweep --out data.csv --workload name=bert-base/sst2,model=bert,"
+               "layers=12,hidden=768,seq_len=13.3,task=sst2 --repeats 3 -- "
+               "python -m pydvfs.workloads.finetune --model bert-base --task sst2 --max-steps 200")
+    p.add_argument("--sim", action="store_true", help="use the simulated AGX Orin (virtual time)")
+    p.add_argument("--out", metavar="CSV", help="dataset to append to (created if missing)")
+    p.add_argument("--plot", metavar="DIR", help="(--sim) write the U-curve plots here")
+    p.add_argument("--repeats", type=int, default=1, help="runs per setting (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the run order / the simulator")
+    g = p.add_argument_group("board sweep")
+    g.add_argument("--workload", metavar="K=V,...", help="the workload's features: name, model, layers, "
+                   "hidden, seq_len (avg tokens), and optionally task, heads, params, batch_size")
+    g.add_argument("--freqs", default="all", help="'all' (default) or MHz list, snapped to the board's table")
+    g.add_argument("--settle", type=float, default=2.0, metavar="S", help="seconds between pinning and the run")
+    g.add_argument("--idle", type=float, default=5.0, metavar="S", help="seconds of idle-power baseline first")
+    g.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
+    add_sim_arguments(p)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")
+    p.set_defaults(func=cmd_sweep)

@@ -1,0 +1,183 @@
+"""The characterisation sweep on a board (paper A, steps 1-2): run a training command at every
+GPU clock and under MAXN, measure each run with the C sampler, and append one dataset row per run.
+
+Nothing is lost: rows are flushed as they complete, a rerun of the same sweep skips what is
+already in the file, a half-written last line is cut off, and the board is restored at the end,
+on Ctrl-C and on any error.
+"""
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .dataset import RAILS, DatasetWriter, iter_rows
+from .device import open_device
+from .errors import CommandError, InvalidValueError
+from .policy.workload import Workload
+from .sampler import Sampler
+
+WORKLOAD_KEYS = ("name", "model", "task", "layers", "hidden", "seq_len", "heads", "params",
+                 "batch_size", "model_size")
+
+
+def parse_workload(spec: str) -> dict:
+    """``name=bert-base/sst2,model=bert,layers=12,hidden=768,seq_len=64,task=sst2`` -> dict."""
+    out = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not value.strip():
+            raise InvalidValueError(f"--workload: expected key=value, got {part!r}")
+        if key not in WORKLOAD_KEYS:
+            raise InvalidValueError(f"--workload: unknown key {key!r} (known: {', '.join(WORKLOAD_KEYS)})")
+        out[key] = value.strip()
+    Workload.from_any(out)  # validates model family and sizes
+    if "name" not in out:
+        out["name"] = f"{out['model']}-L{out['layers']}-H{out['hidden']}" + (f"/{out['task']}" if "task" in out else "")
+    return out
+
+
+def parse_freqs(text: str, levels_mhz: Sequence[float]) -> list[float]:
+    """``all`` or a comma list of MHz, each snapped to the board's table (duplicates dropped)."""
+    if text.strip() == "all":
+        return list(levels_mhz)
+    out = []
+    for part in text.split(","):
+        try:
+            mhz = float(part)
+        except ValueError:
+            raise InvalidValueError(f"--freqs: not a clock: {part!r} (use 'all' or e.g. 510,714,1300.5)") from None
+        if not mhz > 0:
+            raise InvalidValueError(f"--freqs: not a clock: {part!r}")
+        level = min(levels_mhz, key=lambda f: (abs(f - mhz), f))
+        if level not in out:
+            out.append(level)
+    return out
+
+
+@dataclass
+class Progress:
+    """One line on stderr per run, with an ETA from the mean duration so far."""
+
+    total: int
+    stream: object = sys.stderr
+    done: int = 0
+    seconds: list = field(default_factory=list)
+
+    def step(self, label: str, seconds: float, status: int) -> None:
+        self.done += 1
+        self.seconds.append(seconds)
+        eta = (self.total - self.done) * (sum(self.seconds) / len(self.seconds))
+        flag = "" if status == 0 else f"  FAILED (exit {status})"
+        print(f"[{self.done:>4}/{self.total}] {label:<22s} {seconds:7.1f} s  ETA {_hms(eta)}{flag}",
+              file=self.stream, flush=True)
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def _run_key(workload: str, setting: str, freq_mhz, repeat: int) -> tuple:
+    return (workload, setting, None if freq_mhz in (None, "") else round(float(freq_mhz), 3), int(repeat))
+
+
+def _idle_power_w(sampler: Sampler, seconds: float) -> float | None:
+    if seconds <= 0:
+        return None
+    sampler.begin_window("idle")
+    time.sleep(seconds)
+    m = sampler.end_window("idle")
+    return None if m.cpu_gpu_energy_j is None else m.cpu_gpu_energy_j / m.duration_s
+
+
+def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs: str = "all",
+              repeats: int = 1, settle_s: float = 2.0, idle_s: float = 5.0, rate_hz: float | None = None,
+              seed: int = 0, sysfs_root=None, state_dir=None, progress: Progress | None = None,
+              sleep: Callable[[float], None] = time.sleep) -> dict:
+    """Sweep ``cmd`` over the clocks; returns a summary (runs done, skipped, failed)."""
+    if not cmd:
+        raise InvalidValueError("no training command given (put it after --)")
+    if repeats < 1:
+        raise InvalidValueError(f"--repeats must be >= 1, got {repeats}")
+    if settle_s < 0 or idle_s < 0:
+        raise InvalidValueError("--settle and --idle must be >= 0 seconds")
+    dev = open_device(sysfs_root, state_dir)
+    levels = parse_freqs(freqs, dev.available_frequencies_mhz)
+    settings = [("fixed", f) for f in levels] + [("maxn", None)]
+    wl = Workload.from_any(workload)
+    name = workload["name"]
+
+    writer = DatasetWriter(out)  # repairs a half-written last line before we read what is done
+    done = {_run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]): r for r in iter_rows(out)}
+    plan = []
+    for rep in range(repeats):
+        order = list(settings)
+        random.Random(f"{seed}/{name}/{rep}").shuffle(order)  # randomised per repeat
+        plan += [(rep, s, f) for s, f in order if _run_key(name, s, f, rep) not in done]
+    summary = {"out": str(out), "workload": name, "planned": len(settings) * repeats,
+               "skipped": len(settings) * repeats - len(plan), "runs": 0, "failed": [],
+               "repaired_bytes": writer.repaired_bytes}
+    idle_prev = [r["idle_power_w"] for r in done.values() if r["workload"] == name and r["idle_power_w"]]
+    progress = progress or Progress(len(plan))
+    try:
+        with Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root) as sampler:
+            if plan:
+                dev.restore()
+                idle_w = idle_prev[0] if idle_prev else _idle_power_w(sampler, idle_s)
+            for rep, setting, mhz in plan:
+                if setting == "maxn":
+                    dev.restore()
+                else:
+                    dev.pin(mhz)
+                sleep(settle_s)
+                label = f"{'MAXN' if mhz is None else f'{mhz:g} MHz'} rep {rep}"
+                m, status = _measure(sampler, cmd, {"PYDVFS_SETTING": setting, "PYDVFS_FREQ_MHZ": "" if mhz is None else f"{mhz:g}"})
+                writer.write(_row(workload, wl, setting, mhz, rep, m, status, idle_w))
+                summary["runs"] += 1
+                if status != 0:
+                    summary["failed"].append({"setting": setting, "freq_mhz": mhz, "repeat": rep, "exit_status": status})
+                progress.step(label, m.duration_s, status)
+    finally:
+        writer.close()
+        dev.restore()
+    return summary
+
+
+def _measure(sampler: Sampler, cmd: Sequence[str], extra_env: dict):
+    env = {**os.environ, **extra_env}
+    sampler.begin_window("run")
+    try:
+        # the command's output goes to stderr: stdout carries the sweep's own report (--json)
+        proc = subprocess.run(list(cmd), env=env, stdout=sys.stderr.fileno())
+    except OSError as e:
+        sampler.end_window("run")
+        raise CommandError(f"cannot start {cmd[0]!r}: {e.strerror}") from None
+    m = sampler.end_window("run")
+    status = 128 - proc.returncode if proc.returncode < 0 else proc.returncode
+    return m, status
+
+
+def _row(spec: dict, wl: Workload, setting: str, mhz, rep: int, m, status: int, idle_w) -> dict:
+    energy = {f"energy_j_{r}": m.energy_j.get(r) for r in RAILS}
+    cpu_gpu = m.cpu_gpu_energy_j
+    return {
+        "workload": spec["name"], "model": wl.model, "model_size": spec.get("model_size"),
+        "task": spec.get("task", ""), "layers": wl.layers, "hidden": wl.hidden,
+        "heads": spec.get("heads"), "params": spec.get("params"), "seq_len": wl.seq_len,
+        "batch_size": spec.get("batch_size"), "gpu_util_pct": None,
+        "freq_mhz": mhz, "setting": setting, "repeat": rep, "duration_s": m.duration_s,
+        **energy, "energy_cpu_gpu_j": cpu_gpu if cpu_gpu is not None else m.total_energy_j,
+        "avg_power_w": (cpu_gpu if cpu_gpu is not None else m.total_energy_j) / m.duration_s if m.duration_s > 0 else 0.0,
+        "avg_gpu_load_pct": m.gpu_util_pct, "samples": m.samples, "sampler_errors": m.read_errors,
+        "exit_status": status, "source": "board", "idle_power_w": idle_w,
+    }
+
+
+__all__ = ["run_sweep", "parse_workload", "parse_freqs", "Progress"]

@@ -1,0 +1,100 @@
+"""`pydvfs sweep` on a board: the simulated training process animates a fake Orin while the real
+pinning code and C sampler run against it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from pydvfs.device.fake import build_fake_board
+
+WORKLOAD = "name=bert-mini/SST-2,model=bert,layers=4,hidden=256,seq_len=13.3,task=SST-2,batch_size=16"
+
+
+@pytest.fixture
+def orin(tmp_path):
+    return build_fake_board(tmp_path / "board", "jp6")
+
+
+def train_cmd(orin, steps=150):
+    return [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(orin.root),
+            "--model", "bert-mini", "--task", "SST-2", "--steps", str(steps), "--time-scale", "100"]
+
+
+def sweep_args(orin, out, *extra):
+    return ["sweep", "--sysfs-root", str(orin.root), "--out", str(out), "--workload", WORKLOAD,
+            "--freqs", "510,1300", "--settle", "0", "--idle", "0.2", "--rate", "500", *extra]
+
+
+def test_sweep_measures_every_setting_and_resumes(cli, orin, tmp_path):
+    out = tmp_path / "d.csv"
+    res = cli(*sweep_args(orin, out, "--json", "--", *train_cmd(orin)))
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["runs"] == 3 and summary["skipped"] == 0
+    assert "ETA" in res.stderr  # progress lines
+    df = pd.read_csv(out)
+    assert sorted(df["setting"]) == ["fixed", "fixed", "maxn"]
+    assert set(df["freq_mhz"].dropna()) == {510.0, 1300.5}
+    assert (df["energy_cpu_gpu_j"] > 0).all() and (df["samples"] > 10).all()
+    assert (df["exit_status"] == 0).all() and df["idle_power_w"].notna().all()
+    # the 510 MHz run takes longer than the 1300.5 MHz one: the process followed the pinned clock
+    t = df.set_index("freq_mhz")["duration_s"]
+    assert t[510.0] > t[1300.5]
+    assert orin.read_hz("max_freq") == 1300500000 and orin.read_hz("min_freq") == 306000000
+
+    res = cli(*sweep_args(orin, out, "--json", "--", *train_cmd(orin)))
+    assert json.loads(res.stdout)["runs"] == 0  # resumed: nothing left to do
+
+    # a crash mid-write: the last row is half there; the rerun cuts it and measures that run again
+    text = out.read_text()
+    lines = text.splitlines(keepends=True)
+    out.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    res = cli(*sweep_args(orin, out, "--json", "--", *train_cmd(orin)))
+    summary = json.loads(res.stdout)
+    assert summary["repaired_bytes"] > 0 and summary["runs"] == 1
+    assert len(pd.read_csv(out)) == 3
+
+
+def test_failing_command_is_recorded(cli, orin, tmp_path):
+    out = tmp_path / "d.csv"
+    res = cli(*sweep_args(orin, out, "--", sys.executable, "-c", "import sys; sys.exit(3)"))
+    assert res.returncode == 1
+    assert res.stdout.count("FAILED") == 3
+    assert set(pd.read_csv(out)["exit_status"]) == {3}
+
+
+def test_bad_input_one_line_and_board_untouched(cli, orin, tmp_path):
+    out = tmp_path / "d.csv"
+    cases = [
+        sweep_args(orin, out, "--", "/no/such/program"),
+        sweep_args(orin, out),  # no command
+        ["sweep", "--sysfs-root", str(orin.root), "--out", str(out), "--workload", "model=toaster,layers=1,hidden=1,seq_len=1", "--", "true"],
+        ["sweep", "--sysfs-root", str(orin.root), "--out", str(out), "--workload", WORKLOAD, "--freqs", "fast", "--", "true"],
+    ]
+    for args in cases:
+        res = cli(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+        assert orin.read_hz("max_freq") == 1300500000 and orin.read_hz("min_freq") == 306000000
+
+
+def test_ctrl_c_restores_the_board(orin, tmp_path):
+    out = tmp_path / "d.csv"
+    args = [sys.executable, "-m", "pydvfs", *sweep_args(orin, out, "--freqs", "306", "--", *train_cmd(orin, steps=100000))]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    deadline = time.monotonic() + 30
+    while orin.read_hz("max_freq") != 306000000 and orin.read_hz("min_freq") == 306000000 or \
+            (orin.read_hz("max_freq") == 1300500000 and time.monotonic() < deadline):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert orin.read_hz("max_freq") == 1300500000 and orin.read_hz("min_freq") == 306000000

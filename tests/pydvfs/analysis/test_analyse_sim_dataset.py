@@ -10,7 +10,7 @@ pytest.importorskip("pydvfs.sim")
 
 def test_sweet_spots_agree_with_the_sweep_and_power_modes_are_baselines(capsys, tmp_path):
     data = tmp_path / "sweep.csv"
-    assert cli.main(["simsweep", "--out", str(data), "--models", "bert-base", "pythia-70m",
+    assert cli.main(["sweep", "--sim", "--out", str(data), "--models", "bert-base", "pythia-70m",
                      "--tasks", "SST-2", "--repeats", "2", "--power-modes", "30w", "--json"]) == 0
     best = json.loads(capsys.readouterr().out)["best_mhz"]
     assert cli.main(["analyse", str(data), "--out", str(tmp_path / "a"), "--json"]) == 0

@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "pydvfs.cli_sweep",
     "pydvfs.demo",
     "pydvfs.cli_measure",
+    "pydvfs.roofline.cli",
     "pydvfs.analysis.cli",
 ]
 

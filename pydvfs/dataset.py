@@ -1,6 +1,6 @@
 """The sweep dataset: one row per measured run. The single source of truth for its columns.
 
-Both the simulated sweep (``pydvfs simsweep``) and the real-board sweep write this schema, so
+Both the simulated sweep (``pydvfs sweep --sim``) and the board sweep write this schema, so
 training, evaluation and plotting read one format. The file is CSV (comma, header row, UTF-8,
 ``\\n`` line ends); empty cells mean "not applicable / unknown". It loads with
 ``pandas.read_csv(path)``. docs/dataset.md describes every column.

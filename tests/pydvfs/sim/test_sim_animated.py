@@ -94,20 +94,21 @@ def test_clock_change_mid_run_is_followed(tmp_path):
         while not progress.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         t0, s0 = time.monotonic(), int(progress.read_text())
-        time.sleep(0.5)
+        time.sleep(1.0)
         fast = (int(progress.read_text()) - s0) / (time.monotonic() - t0)
         assert board.read_hz("cur_freq") == 1300500000
         (board.devfreq_dir / "min_freq").write_text("306000000\n")
         (board.devfreq_dir / "max_freq").write_text("306000000\n")
         time.sleep(0.1)
         t0, s0 = time.monotonic(), int(progress.read_text())
-        time.sleep(0.5)
+        time.sleep(1.0)
         slow = (int(progress.read_text()) - s0) / (time.monotonic() - t0)
         assert board.read_hz("cur_freq") == 306000000
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=10)
     ratio = operating_point(w, "fixed", 1300.5).t_step_s / operating_point(w, "fixed", 306).t_step_s
-    assert slow / fast == pytest.approx(ratio, rel=0.25)
+    # wall-clock rates on a shared machine: a loose bound, still far from "no change" (ratio ~0.3)
+    assert slow / fast == pytest.approx(ratio, rel=0.35)
     assert proc.returncode == 130
     assert int(board.rails["VDD_GPU_SOC"].current_path.read_text()) > 0  # idle values, not zero

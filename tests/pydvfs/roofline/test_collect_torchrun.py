@@ -1,0 +1,66 @@
+"""Real 2-process runs under torchrun on CPU (gloo): FSDP2 and DTensor tensor parallelism.
+
+One `pydvfs roofline collect` call launches three runs (single, tp x2, fsdp x2) of a tiny BERT;
+each launch costs ~10 s of interpreter and import start-up on a 2-core box.
+"""
+import json
+import math
+
+import pytest
+
+from pydvfs.roofline import dataset
+
+CONFIG = "L=2,d=64,h=4,ff=128,S=32,B=8"
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    import pydvfs.cli as cli
+
+    out = tmp_path_factory.mktemp("collect") / "runs.csv"
+    saved = cli.COMMAND_MODULES
+    cli.COMMAND_MODULES = ["pydvfs.roofline.cli"]
+    try:
+        rc = cli.main(["roofline", "collect", "--out", str(out), "--configs", CONFIG,
+                       "--strategies", "tp,fsdp", "--devices", "2", "--steps", "2",
+                       "--warmup", "2", "--json"])
+    finally:
+        cli.COMMAND_MODULES = saved
+    assert rc == 0
+    import pandas as pd
+    return out, pd.read_csv(out)
+
+
+def _row(df, strategy):
+    sub = df[df["strategy"] == strategy]
+    assert len(sub) == 1
+    return sub.iloc[0]
+
+
+def test_fsdp2_two_processes_gloo(collected):
+    _, df = collected
+    single, fsdp = _row(df, "single"), _row(df, "fsdp")
+    assert fsdp["n_devices"] == 2 and fsdp["backend"] == "gloo" and fsdp["hardware"] == "cpu-gloo"
+    # sharding parameters and splitting the batch must not change the maths of the first step
+    assert fsdp["first_loss"] == pytest.approx(single["first_loss"], abs=1e-5)
+    assert fsdp["time_s"] > 0
+    assert fsdp["speedup"] == pytest.approx(single["time_s"] / fsdp["time_s"])
+    assert math.isnan(fsdp["energy_j"])   # no sensor on CPU: left empty, never invented
+
+
+def test_tensor_parallel_two_processes_gloo(collected):
+    _, df = collected
+    single, tp = _row(df, "single"), _row(df, "tp")
+    assert tp["n_devices"] == 2 and tp["backend"] == "gloo"
+    assert tp["first_loss"] == pytest.approx(single["first_loss"], abs=1e-5)
+    assert tp["time_s"] > 0 and math.isnan(tp["energy_j"])
+
+
+def test_collected_csv_is_in_the_schema_and_fit_refuses_it(collected, run_cli):
+    path, df = collected
+    assert list(df.columns[: len(dataset.SCHEMA_COLUMNS)]) == dataset.SCHEMA_COLUMNS
+    loaded, fmt = dataset.load(str(path))
+    assert fmt == "pydvfs"
+    assert (loaded.loc[loaded["strategy"] != "single", "eta"] > 0).all()
+    rc, out, err = run_cli("roofline", "fit", "--data", path)
+    assert rc == 2 and "no energy measurements" in err

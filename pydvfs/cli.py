@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "pydvfs.demo",
     "pydvfs.cli_measure",
     "pydvfs.roofline.cli",
+    "pydvfs.analysis.cli",
 ]
 
 EXIT_USAGE = 2

@@ -168,6 +168,13 @@ def _plot_savings(result: dict, stem: Path) -> Path | None:
     ax.set_ylabel("energy saving vs MAXN (%)")
     ax.set_title("Unseen GLUE tasks on the simulated AGX Orin: saving of each policy vs MAXN")
     ax.legend(ncol=4)
+    return _save(fig, stem)
+
+
+def _save(fig, stem: Path) -> Path:
+    """PNG (for the report) and SVG (for print) of a figure; returns the PNG."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     for ext in ("png", "svg"):
         fig.savefig(f"{stem}.{ext}", dpi=110)
@@ -247,11 +254,7 @@ def _plot_traces(runs: dict, stem: Path) -> Path | None:
     ax.set_ylabel("CPU+GPU power (W)")
     ax.set_title("bert-base / SST-2 on the animated board, sampled by govcore at 1 kHz")
     ax.legend()
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{stem}.{ext}", dpi=110)
-    plt.close(fig)
-    return Path(f"{stem}.png")
+    return _save(fig, stem)
 
 
 def stage_real_data(ctx: DemoContext) -> dict:

@@ -98,7 +98,7 @@ def stage_characterise(ctx: DemoContext) -> dict:
     a = run_verb("analyse", ctx.path("characterisation.csv"), "--out", ctx.path("ucurves"),
                  "--energy-column", "energy_cpu_gpu_j")
     out["analysis"] = s = _ucurve_summary(a["workloads"], ctx.path("characterisation.csv"))
-    out["plots"] = sorted(ctx.rel(p) for p in ctx.path("ucurves").glob("*.png"))
+    out["plots"] = sorted(ctx.rel(p) for p in ctx.path("ucurves").rglob("*.png"))
     ctx.say(f"U-curves: sweet spots {s['sweet_spot_range_mhz'][0]:g}-{s['sweet_spot_range_mhz'][1]:g} MHz, "
             f"{s['u_shaped']}/{s['n']} U-shaped; the best clock saves {s['mean_saving_pct']:.1f} % vs MAXN "
             f"on average, {s['mean_saving_large_pct']:.1f} % above 70M parameters")
@@ -272,7 +272,7 @@ def stage_real_data(ctx: DemoContext) -> dict:
                       "top": w["top"], "savings_vs_top_pct": w["savings_vs_top_pct"],
                       "time_penalty_vs_top_pct": w["time_penalty_vs_top_pct"], "flags": w["flags"]}
                      for w in a["workloads"]]
-        out[name + "_plots"] = sorted(ctx.rel(p) for p in ctx.path("real", name).glob("*.png"))
+        out[name + "_plots"] = sorted(ctx.rel(p) for p in ctx.path("real", name).rglob("*.png"))
         saves = [w["savings_vs_top_pct"] for w in out[name]]
         ctx.say(f"{name}: {len(saves)} workloads, sweet spots save {min(saves):.1f}-{max(saves):.1f} % "
                 f"vs the top setting")

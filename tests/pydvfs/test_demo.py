@@ -24,4 +24,5 @@ def test_demo_quick_writes_a_report(cli, tmp_path):
     for line in md.splitlines():  # every picture the report shows exists
         if line.startswith("!["):
             assert (out / line.split("](", 1)[1].rstrip(")")).is_file(), line
-    assert (out / "report.html").read_text().count("<img") >= 4
+    assert "](ucurves/plots/bert-base_SST-2.png)" in md and "](real/perseus_gpt3_a100/plots/" in md
+    assert (out / "report.html").read_text().count("<img") >= 8

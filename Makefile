@@ -55,8 +55,10 @@ test: ext cross-tools test-c test-py
 demo: ext binary
 	$(PY) -m pydvfs demo --out $(DEMO_OUT)
 
+# Microbenchmarks: ratios against baselines measured in the same run -> bench/results/*.json
 bench: ext
-	$(PY) -m bench
+	$(PY) bench/bench_sampler.py --repeats 3
+	$(PY) bench/bench_policy.py --repeats 5
 
 clean:
 	$(MAKE) -s -C govcore clean

@@ -1,5 +1,6 @@
 # Policy part of the govcore binding (included by _core.pyx): trees, proposals, decide/apply.
 from libc.stdint cimport uint64_t
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 cdef extern from "policy.h" nogil:
     ctypedef struct gc_workload:
@@ -142,6 +143,23 @@ cdef class Tree:
                     best = i
             out.append(self.m.classes_mhz[best])
         return out
+
+
+    def time_propose_ns(self, tuple workload, long n):
+        """Mean ns of one gc_propose_tree call, over n calls in a C loop (for bench/)."""
+        cdef gc_workload w = _workload(workload)
+        cdef double mhz = 0
+        cdef char err[512]
+        cdef long i
+        cdef timespec t0, t1
+        if n < 1:
+            raise errors.InvalidValueError("n must be >= 1")
+        with nogil:
+            clock_gettime(CLOCK_MONOTONIC, &t0)
+            for i in range(n):
+                gc_propose_tree(&self.m, &w, &mhz, err, sizeof(err))
+            clock_gettime(CLOCK_MONOTONIC, &t1)
+        return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n
 
 
 def propose_rules(tuple workload):

@@ -15,13 +15,15 @@ from .errors import PydvfsError
 
 # Modules that add verbs: each has register(subparsers, common) -> None.
 COMMAND_MODULES = [
-    "pydvfs.cli_board",
-    "pydvfs.policy.cli",
-    "pydvfs.cli_sweep",
-    "pydvfs.demo",
-    "pydvfs.cli_measure",
-    "pydvfs.roofline.cli",
-    "pydvfs.cli_run",
+    "pydvfs.cli_board",       # status, pin, restore
+    "pydvfs.cli_measure",     # measure
+    "pydvfs.cli_sweep",       # sweep
+    "pydvfs.analysis.cli",    # analyse
+    "pydvfs.policy.cli",      # train, evaluate, apply
+    "pydvfs.roofline.cli",    # roofline fit|predict|simulate|collect
+    "pydvfs.demo",            # demo
+    "pydvfs.report",          # report
+    "pydvfs.cli_run",         # run
 ]
 
 EXIT_USAGE = 2

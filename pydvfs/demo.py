@@ -1,19 +1,27 @@
 """``pydvfs demo``: the whole pipeline on a simulated AGX Orin, ending in a report.
 
-Each stage is a function ``stage(ctx) -> dict`` that prints what it does and returns what the
-report shows. Stages run in order; the board is always restored, whatever happens.
+Each stage is a function ``stage(ctx) -> dict``: it prints what it does and returns what the
+report shows. Stages run the same verbs a user runs (through :func:`run_verb`, with ``--json``),
+on the simulated board: nothing here is special to the demo except the choice of inputs.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import shutil
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from .cli import emit
+from .errors import PydvfsError
+
+REPO_DATA = Path(__file__).resolve().parents[1] / "data" / "real"
 
 
 @dataclass
@@ -24,7 +32,26 @@ class DemoContext:
     results: dict = field(default_factory=dict)
 
     def say(self, text: str) -> None:
-        print(f"[demo] {text}", flush=True)
+        """Progress goes to stderr: stdout carries the result (--json)."""
+        print(f"[demo] {text}", file=sys.stderr, flush=True)
+
+    def path(self, *parts: str) -> Path:
+        return self.out_dir.joinpath(*parts)
+
+    def rel(self, path: Path) -> str:
+        return str(Path(path).relative_to(self.out_dir))
+
+
+def run_verb(*args: str) -> dict:
+    """Run a pydvfs verb in this process with --json; return its JSON output."""
+    from .cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main([*map(str, args), "--json"])
+    if rc != 0:
+        raise PydvfsError(f"`pydvfs {' '.join(map(str, args))}` failed (exit {rc})")
+    return json.loads(buf.getvalue())
 
 
 def stage_board(ctx: DemoContext) -> dict:
@@ -32,68 +59,275 @@ def stage_board(ctx: DemoContext) -> dict:
     from .device import open_device
     from .device.fake import build_fake_board
 
-    root = ctx.out_dir / "board"
+    root = ctx.path("board")
     shutil.rmtree(root, ignore_errors=True)
-    fb = build_fake_board(root, "jp6")
-    dev = open_device(root, state_dir=str(ctx.out_dir / "state"))
+    build_fake_board(root, "jp6")
+    dev = open_device(root, state_dir=str(ctx.path("state")))
     ctx.say(f"board: {dev.model}, GPU {dev.gpu_name}, {len(dev.available_frequencies_mhz)} levels, "
             f"rails {', '.join(r.name for r in dev.rails)}")
     before = dev.state()
     try:
         pinned = dev.pin(700)
         ctx.say(pinned.describe())
-        during = dev.state()
     finally:
         dev.restore()
     after = dev.state()
+    if (after.min_mhz, after.max_mhz) != (before.min_mhz, before.max_mhz):
+        raise PydvfsError("the board was not restored")
     ctx.say(f"restored: min {after.min_mhz:g} MHz, max {after.max_mhz:g} MHz, governor {after.governor}")
-    ok = (after.min_mhz, after.max_mhz) == (before.min_mhz, before.max_mhz)
-    if not ok:
-        raise RuntimeError("the board was not restored")
+    return {"model": dev.model, "levels_mhz": list(dev.available_frequencies_mhz),
+            "rails": [r.name for r in dev.rails], "pinned_mhz": pinned.freq_mhz}
+
+
+def stage_characterise(ctx: DemoContext) -> dict:
+    """Paper A steps 1-2 on the simulated Orin: every model on the characterisation tasks (SST-2,
+    QNLI, MRPC) and, separately, on the six unseen evaluation tasks; U-curve analysis."""
+    from .sim.workloads import CHARACTERISATION_TASKS, EVALUATION_TASKS
+
+    repeats = 1 if ctx.quick else 3
+    out = {}
+    # one seed for both: the simulator's noise is drawn per workload, so they stay independent
+    for name, tasks, seed in (("characterisation", CHARACTERISATION_TASKS, ctx.seed),
+                              ("evaluation", EVALUATION_TASKS, ctx.seed)):
+        csv = ctx.path(f"{name}.csv")
+        csv.unlink(missing_ok=True)
+        r = run_verb("sweep", "--sim", "--out", csv, "--repeats", repeats, "--seed", seed, "--tasks", *tasks)
+        ctx.say(f"{name}: {r['rows']} simulated runs ({len(r['best_mhz'])} workloads x 11 clocks + MAXN "
+                f"x {repeats}) -> {ctx.rel(csv)}")
+        out[name] = {"csv": ctx.rel(csv), "rows": r["rows"], "tasks": list(tasks)}
+    a = run_verb("analyse", ctx.path("characterisation.csv"), "--out", ctx.path("ucurves"),
+                 "--energy-column", "energy_cpu_gpu_j")
+    out["analysis"] = s = _ucurve_summary(a["workloads"], ctx.path("characterisation.csv"))
+    out["plots"] = sorted(ctx.rel(p) for p in ctx.path("ucurves").rglob("*.png"))
+    ctx.say(f"U-curves: sweet spots {s['sweet_spot_range_mhz'][0]:g}-{s['sweet_spot_range_mhz'][1]:g} MHz, "
+            f"{s['u_shaped']}/{s['n']} U-shaped; the best clock saves {s['mean_saving_pct']:.1f} % vs MAXN "
+            f"on average, {s['mean_saving_large_pct']:.1f} % above 70M parameters")
+    return out
+
+
+def _ucurve_summary(workloads: list, csv: Path) -> dict:
+    import pandas as pd
+
+    params = pd.read_csv(csv).groupby("workload")["params"].first().to_dict()
+    spots = [w["sweet_spot"] for w in workloads]
+    saving = [w["savings_vs_maxn_pct"] for w in workloads]
+    large = [w["savings_vs_maxn_pct"] for w in workloads if params.get(w["workload"], 0) > 70e6]
     return {
-        "sysfs_root": str(fb.root),
-        "model": dev.model,
-        "levels_mhz": list(dev.available_frequencies_mhz),
-        "rails": [r.name for r in dev.rails],
-        "pinned_mhz": pinned.freq_mhz,
-        "state_while_pinned": during.to_dict(),
-        "restored": after.to_dict(),
+        "n": len(workloads),
+        "sweet_spot_range_mhz": [min(spots), max(spots)],
+        "u_shaped": sum(1 for w in workloads if w["u_shaped"]),
+        "spiky": sorted(w["workload"] for w in workloads if w["spiky"]),
+        "mean_saving_pct": sum(saving) / len(saving),
+        "mean_saving_large_pct": sum(large) / len(large) if large else float("nan"),
+        "per_workload": [{"workload": w["workload"], "sweet_spot_mhz": w["sweet_spot"],
+                          "saving_vs_maxn_pct": w["savings_vs_maxn_pct"], "flags": w["flags"]} for w in workloads],
     }
 
 
-# (name, function): later stages build on the earlier ones' results.
+def stage_train(ctx: DemoContext) -> dict:
+    """Paper A steps 3-4: the tree, chosen by leave-one-out CV (energy regret), exported to C."""
+    m = run_verb("train", "--data", ctx.path("characterisation.csv"), "--out", ctx.path("model"))
+    sel = m["selected"]
+    ctx.say(f"tree: {sel['params']} - LOOCV accuracy {sel['loocv_accuracy']:.2f}, mean regret "
+            f"{sel['mean_regret_pct']:.2f} %; compiled to {ctx.rel(ctx.path('model', 'policy.so'))}")
+    return {"selected": sel, "table": m["table"], "rules": m["rules"], "ffg_mhz": m["ffg_mhz"],
+            "tree_png": ctx.rel(ctx.path("model", "tree.png"))}
+
+
+def stage_evaluate(ctx: DemoContext) -> dict:
+    """Paper A step 5: policies on the six unseen tasks, against MAXN, through the C policies."""
+    r = run_verb("evaluate", "--data", ctx.path("evaluation.csv"), "--model", ctx.path("model"))
+    s = r["summary"]
+    ctx.say(f"unseen tasks: MLG saves {s['mlg']['mean_saving_pct']:.2f} % on average (max "
+            f"{s['mlg']['max_saving_pct']:.2f} %, min {s['mlg']['min_saving_pct']:.2f} %), "
+            f"{100 * s['mlg']['share_of_oracle']:.1f} % of the oracle; FFG {s['ffg']['mean_saving_pct']:.2f} %; "
+            f"paper: 13.11 % mean, 26.73 % max")
+    plot = _plot_savings(r, ctx.path("evaluation_savings"))
+    return {"summary": s, "workloads": r["workloads"], "plot": ctx.rel(plot) if plot else None}
+
+
+def _plot_savings(result: dict, stem: Path) -> Path | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    rows = result["workloads"]
+    names = [r["workload"] for r in rows]
+    fig, ax = plt.subplots(figsize=(max(10, len(rows) * 0.22), 4.5))
+    width = 0.27
+    xs = range(len(rows))
+    for i, (pol, colour) in enumerate((("mlg", "tab:green"), ("ffg", "tab:orange"), ("rules", "tab:blue"))):
+        ax.bar([x + (i - 1) * width for x in xs], [r["policies"][pol]["saving_pct"] for r in rows], width,
+               label=pol, color=colour)
+    ax.plot(list(xs), [r["oracle_saving_pct"] for r in rows], "k_", markersize=9, label="oracle")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(names, rotation=90, fontsize=7)
+    ax.set_ylabel("energy saving vs MAXN (%)")
+    ax.set_title("Unseen GLUE tasks on the simulated AGX Orin: saving of each policy vs MAXN")
+    ax.legend(ncol=4)
+    return _save(fig, stem)
+
+
+def _save(fig, stem: Path) -> Path:
+    """PNG (for the report) and SVG (for print) of a figure; returns the PNG."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{stem}.{ext}", dpi=110)
+    plt.close(fig)
+    return Path(f"{stem}.png")
+
+
+def stage_governed_run(ctx: DemoContext) -> dict:
+    """A governed run on the animated board: the simulated training process writes the rails in
+    scaled real time; the C sampler measures it under MAXN and under the learned policy."""
+    from . import Sampler, Workload, apply, restore
+    from .device.fake import build_fake_board
+    from .sim.workloads import get_workload
+
+    from .sim.board import BoardFiles
+    from .sim.model import default_params, idle_board_power_w
+
+    root = ctx.path("animated-board")
+    shutil.rmtree(root, ignore_errors=True)
+    build_fake_board(root, "jp6")
+    BoardFiles.discover(root).write_power(idle_board_power_w(default_params()))  # an idle board
+    state = str(ctx.path("state"))
+    sw = get_workload("bert-base", "SST-2")
+    wl = Workload(model="bert", layers=sw.arch.layers, hidden=sw.arch.hidden, seq_len=sw.task.avg_tokens)
+    steps, scale = (400, 100) if ctx.quick else (1000, 100)
+    runs = {}
+    try:
+        for policy in ("maxn", "mlg"):
+            d = apply(wl, policy=policy, model_dir=ctx.path("model"), sysfs_root=root, state_dir=state)
+            cmd = [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(root), "--model",
+                   "bert-base", "--task", "SST-2", "--steps", str(steps), "--time-scale", str(scale)]
+            with Sampler(rate_hz=1000, sysfs_root=root) as s:
+                s.begin_window("run")
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                m = s.end_window("run")
+                trace = s.trace()
+            runs[policy] = {"freq_mhz": d.freq_mhz, "duration_s": m.duration_s, "energy_cpu_gpu_j": m.cpu_gpu_energy_j,
+                            "avg_power_w": m.cpu_gpu_energy_j / m.duration_s, "samples": m.samples,
+                            "rate_hz": m.rate_hz, "read_errors": m.read_errors,
+                            "trace": _trace_series(trace)}
+            ctx.say(f"{policy}: {'MAXN' if d.freq_mhz is None else f'{d.freq_mhz:g} MHz'} - "
+                    f"{m.cpu_gpu_energy_j:.1f} J (x{scale} simulated) in {m.duration_s:.2f} s, "
+                    f"{m.samples} samples at {m.rate_hz:.0f} Hz")
+    finally:
+        restore(sysfs_root=root, state_dir=state)
+    saving = 1 - runs["mlg"]["energy_cpu_gpu_j"] / runs["maxn"]["energy_cpu_gpu_j"]
+    ctx.say(f"measured by the C sampler: the learned policy saves {100 * saving:.1f} % CPU+GPU energy vs MAXN")
+    plot = _plot_traces(runs, ctx.path("governed_run_power"))
+    for r in runs.values():
+        del r["trace"]
+    return {"workload": "bert-base/SST-2", "steps": steps, "time_scale": scale, "runs": runs,
+            "saving_pct": 100 * saving, "plot": ctx.rel(plot) if plot else None}
+
+
+def _trace_series(trace) -> dict:
+    t0 = trace.t_ns[0] if len(trace) else 0
+    gpu = trace.power_mw.get("VDD_GPU_SOC", [])
+    cpu = trace.power_mw.get("VDD_CPU_CV", [])
+    step = max(1, len(trace) // 2000)
+    return {"t_s": [(t - t0) / 1e9 for t in trace.t_ns[::step]],
+            "cpu_gpu_w": [(g + c) / 1000 for g, c in zip(gpu[::step], cpu[::step])]}
+
+
+def _plot_traces(runs: dict, stem: Path) -> Path | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for policy, r in runs.items():
+        clock = "MAXN" if r["freq_mhz"] is None else f"{r['freq_mhz']:g} MHz"
+        label = f"{policy} ({clock}): {r['energy_cpu_gpu_j']:.0f} J"
+        ax.plot(r["trace"]["t_s"], r["trace"]["cpu_gpu_w"], label=label, linewidth=0.8)
+    ax.set_xlabel("time (s, scaled)")
+    ax.set_ylabel("CPU+GPU power (W)")
+    ax.set_title("bert-base / SST-2 on the animated board, sampled by govcore at 1 kHz")
+    ax.legend()
+    return _save(fig, stem)
+
+
+def stage_real_data(ctx: DemoContext) -> dict:
+    """The same U-curve analysis on real measurements from other hardware (Perseus, Zeus)."""
+    out = {}
+    perseus = REPO_DATA / "perseus_sosp24" / "gpt3-175b+a100_sxm_bf16.csv"
+    zeus = REPO_DATA / "zeus_nsdi23" / "summary_power_v100.csv"
+    for name, path, extra in (("perseus_gpt3_a100", perseus, ["--perseus-by", "total"]),
+                              ("zeus_bert_v100", zeus, ["--workloads", "*bert*"])):
+        if not path.is_file():
+            ctx.say(f"{name}: {path} not found, skipped")
+            continue
+        a = run_verb("analyse", path, "--out", ctx.path("real", name), *extra)
+        out[name] = [{"workload": w["workload"], "knob": w["knob"], "sweet_spot": w["sweet_spot"],
+                      "top": w["top"], "savings_vs_top_pct": w["savings_vs_top_pct"],
+                      "time_penalty_vs_top_pct": w["time_penalty_vs_top_pct"], "flags": w["flags"]}
+                     for w in a["workloads"]]
+        out[name + "_plots"] = sorted(ctx.rel(p) for p in ctx.path("real", name).rglob("*.png"))
+        saves = [w["savings_vs_top_pct"] for w in out[name]]
+        ctx.say(f"{name}: {len(saves)} workloads, sweet spots save {min(saves):.1f}-{max(saves):.1f} % "
+                f"vs the top setting")
+    return out
+
+
+def stage_roofline(ctx: DemoContext) -> dict:
+    """Paper B: the roofline energy law on a simulated multi-GPU sweep and on real A100 data."""
+    sim = ctx.path("roofline", "multigpu.csv")
+    sim.parent.mkdir(parents=True, exist_ok=True)
+    run_verb("roofline", "simulate", "--out", sim, "--seed", ctx.seed)
+    fit_sim = run_verb("roofline", "fit", "--data", sim, "--plot", ctx.path("roofline", "sim"))
+    real = Path(__file__).resolve().parent / "roofline" / "data" / "mlenergy_a100.csv"
+    fit_real = run_verb("roofline", "fit", "--data", real, "--plot", ctx.path("roofline", "a100"))
+    ctx.say("roofline law fitted on the simulated 8-GPU sweep and on real A100 runs")
+    return {"simulated": fit_sim, "a100": fit_real,
+            "plots": sorted(ctx.rel(p) for p in ctx.path("roofline").rglob("*.png"))}
+
+
 STAGES: list[tuple[str, Callable[[DemoContext], dict]]] = [
     ("board", stage_board),
+    ("characterise", stage_characterise),
+    ("train", stage_train),
+    ("evaluate", stage_evaluate),
+    ("governed_run", stage_governed_run),
+    ("real_data", stage_real_data),
+    ("roofline", stage_roofline),
 ]
 
 
-def write_report(ctx: DemoContext) -> Path:
-    lines = ["# pydvfs demo report", "", f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')}, seed {ctx.seed}.", ""]
-    for name, result in ctx.results.items():
-        lines += [f"## {name}", "", "```json", json.dumps(result, indent=2, default=str), "```", ""]
-    path = ctx.out_dir / "report.md"
-    path.write_text("\n".join(lines))
-    return path
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
-    ctx = DemoContext(out_dir=Path(args.out), seed=args.seed, quick=args.quick)
+    from .report import write_report
+
+    ctx = DemoContext(out_dir=Path(args.out).resolve(), seed=args.seed, quick=args.quick)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     for name, stage in STAGES:
         ctx.say(f"--- {name} ---")
+        t = time.monotonic()
         ctx.results[name] = stage(ctx)
-    report = write_report(ctx)
+        ctx.results[name]["seconds"] = round(time.monotonic() - t, 1)
+    (ctx.out_dir / "results.json").write_text(json.dumps(ctx.results, indent=2, default=str))
+    report = write_report(ctx.out_dir)
     summary = {"report": str(report), "stages": list(ctx.results), "seconds": round(time.monotonic() - t0, 1)}
-    emit(args, summary, f"[demo] done in {summary['seconds']} s; report: {report}")
+    emit(args, summary, f"[demo] done in {summary['seconds']} s; report: {report} (and report.html)")
     return 0
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("demo", parents=[common], help="run the whole pipeline on a simulated Orin",
                        description="Run the whole pipeline on a simulated AGX Orin (no board "
-                                   "needed) and write a report with plots.")
+                                   "needed): characterise, analyse, train, evaluate against MAXN, a "
+                                   "governed run measured by the C sampler, real-data checks and "
+                                   "the roofline law; write a report with plots.")
     p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--quick", action="store_true", help="fewer repeats, for a fast look")
+    p.add_argument("--quick", action="store_true", help="one repeat per setting, shorter runs")
     p.set_defaults(func=cmd_demo)

@@ -80,21 +80,21 @@ class FakeBoard:
         """Write one rail's bus voltage (mV) and current (mA), in place."""
         rail = self.rails[name]
         if rail.power_path is not None:
-            _rewrite(rail.power_path, round(voltage_mv * current_ma / 1000.0))
+            rewrite_int(rail.power_path, round(voltage_mv * current_ma / 1000.0))
             if rail.voltage_path is not None:
-                _rewrite(rail.voltage_path, round(voltage_mv))
+                rewrite_int(rail.voltage_path, round(voltage_mv))
             if rail.current_path is not None:
-                _rewrite(rail.current_path, round(current_ma))
+                rewrite_int(rail.current_path, round(current_ma))
             return
-        _rewrite(rail.voltage_path, round(voltage_mv))
-        _rewrite(rail.current_path, round(current_ma))
+        rewrite_int(rail.voltage_path, round(voltage_mv))
+        rewrite_int(rail.current_path, round(current_ma))
 
     def set_load(self, load_permille: int) -> None:
         """GPU load in tenths of a percent (0..1000), as the ``load`` file reports it."""
-        _rewrite(self.gpu_dir / "load", int(load_permille))
+        rewrite_int(self.gpu_dir / "load", int(load_permille))
 
     def set_cur_freq(self, hz: int) -> None:
-        _rewrite(self.devfreq_dir / "cur_freq", int(hz))
+        rewrite_int(self.devfreq_dir / "cur_freq", int(hz))
 
     def set_update_interval(self, interval_ms: int) -> None:
         for d in self.hwmon_dirs:
@@ -109,9 +109,10 @@ class FakeBoard:
         return (self.devfreq_dir / "governor").read_text().strip()
 
 
-def _rewrite(path: Path, value: int) -> None:
-    """Rewrite a numeric file in place with a fixed-width field (no truncate, no empty window)."""
-    text = f"{value:>{FIELD_WIDTH - 1}d}\n".encode()
+def rewrite_int(path: Path, value: int) -> None:
+    """Rewrite a numeric file in place with a fixed-width field (no truncate, so a reader holding
+    the file open never sees it empty), as a kernel driver's attribute reads."""
+    text = f"{int(value):>{FIELD_WIDTH - 1}d}\n".encode()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         os.pwrite(fd, text, 0)
@@ -166,15 +167,15 @@ def build_fake_board(
         model = model or ORIN_MODEL
 
     _write(gpu_dir / "of_node" / "name", of_name + "\n")
-    _rewrite(gpu_dir / "load", 0)
+    rewrite_int(gpu_dir / "load", 0)
     devfreq_dir = gpu_dir / "devfreq" / gpu_dir.name
     _write(devfreq_dir / "available_frequencies", " ".join(str(f) for f in levels) + "\n")
     _write(devfreq_dir / "available_governors", "nvhost_podgov userspace performance simple_ondemand\n")
     _write(devfreq_dir / "governor", "nvhost_podgov\n")
-    _rewrite(devfreq_dir / "min_freq", min(levels))
-    _rewrite(devfreq_dir / "max_freq", max(levels))
-    _rewrite(devfreq_dir / "cur_freq", max(levels))
-    _rewrite(devfreq_dir / "target_freq", max(levels))
+    rewrite_int(devfreq_dir / "min_freq", min(levels))
+    rewrite_int(devfreq_dir / "max_freq", max(levels))
+    rewrite_int(devfreq_dir / "cur_freq", max(levels))
+    rewrite_int(devfreq_dir / "target_freq", max(levels))
     _write(devfreq_dir / "polling_interval", "0\n")
     _link(devfreq_dir / "device", gpu_dir)
     _link(sys_ / "class" / "devfreq" / gpu_dir.name, devfreq_dir)
@@ -219,15 +220,15 @@ def _add_hwmon(board: FakeBoard, sys_: Path, hwmon_start: int) -> None:
                 continue
             _write(d / f"in{ch}_label", label + "\n")
             _write(d / f"in{ch}_enable", "0\n" if label == "NC" else "1\n")
-            _rewrite(d / f"in{ch}_input", 0)
-            _rewrite(d / f"curr{ch}_input", 0)
-            _rewrite(d / f"in{ch + 3}_input", 0)  # shunt voltage, uV
+            rewrite_int(d / f"in{ch}_input", 0)
+            rewrite_int(d / f"curr{ch}_input", 0)
+            rewrite_int(d / f"in{ch + 3}_input", 0)  # shunt voltage, uV
             if label != "NC":
                 board.rails[label] = FakeRail(label, d / f"in{ch}_input", d / f"curr{ch}_input")
         # The shunt-sum channel: must be skipped by discovery.
         _write(d / "in7_label", "sum of shunt voltages\n")
-        _rewrite(d / "in7_input", 0)
-        _rewrite(d / "curr4_input", 0)
+        rewrite_int(d / "in7_input", 0)
+        rewrite_int(d / "curr4_input", 0)
         board.hwmon_dirs.append(d)
 
 
@@ -239,9 +240,9 @@ def _add_ina3221x(board: FakeBoard, sys_: Path) -> None:
             if addr_ != addr:
                 continue
             _write(d / f"rail_name_{ch}", label + "\n")
-            _rewrite(d / f"in_power{ch}_input", 0)
-            _rewrite(d / f"in_voltage{ch}_input", 0)
-            _rewrite(d / f"in_current{ch}_input", 0)
+            rewrite_int(d / f"in_power{ch}_input", 0)
+            rewrite_int(d / f"in_voltage{ch}_input", 0)
+            rewrite_int(d / f"in_current{ch}_input", 0)
             board.rails[label] = FakeRail(
                 label,
                 voltage_path=d / f"in_voltage{ch}_input",

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from .. import _core
-from ..device import hz_to_mhz, open_device
+from ..device import hz_to_mhz, open_device, resolve_sysfs_root
 from .workload import Workload
 
 _trees: dict[str | None, "_core.Tree"] = {}
+_boards: dict[str, "_core.Board"] = {}
 
 
 def load_tree(model_dir: str | os.PathLike | None = None) -> "_core.Tree":
@@ -23,6 +24,15 @@ def load_tree(model_dir: str | os.PathLike | None = None) -> "_core.Tree":
     if key not in _trees:
         _trees[key] = _core.Tree(key)
     return _trees[key]
+
+
+def _board(sysfs_root) -> "_core.Board":
+    """The board under a root, discovered once per process (a board does not change while a
+    process governs it; the clock state is read afresh on every call)."""
+    root = resolve_sysfs_root(sysfs_root)
+    if root not in _boards:
+        _boards[root] = open_device(root)._board
+    return _boards[root]
 
 
 @dataclass(frozen=True)
@@ -50,7 +60,7 @@ class Decision:
 def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: bool, **overrides) -> Decision:
     wl = Workload.from_any(workload, **overrides)
     tree = load_tree(model_dir)
-    board = open_device(sysfs_root, state_dir)._board
+    board = _board(sysfs_root)
     run = _core.apply if pin else _core.decide
     args = (board, tree, policy, wl.as_core()) + ((state_dir,) if pin else ())
     proposed, level_hz = run(*args)

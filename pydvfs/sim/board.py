@@ -14,24 +14,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..device.fake import rewrite_int
 from ..errors import DeviceNotFoundError
 
 GPU_OF_NAMES = ("ga10b", "gpu")
-FIELD_WIDTH = 12  # fixed-width in-place rewrite, as the fake tree's files are laid out
 # INA3221 bus voltage written for each rail (mV). The 0x40 rails sit on the 5 V module input;
 # VDDQ_VDD2_1V8AO on its 1.8 V supply. Only V x I matters to a sampler.
 RAIL_BUS_MV = {"VDD_GPU_SOC": 5000.0, "VDD_CPU_CV": 5000.0, "VIN_SYS_5V0": 5000.0,
                "VDDQ_VDD2_1V8AO": 1800.0}
-
-
-def rewrite_int(path: Path, value: int) -> None:
-    """Rewrite a numeric sysfs-like file in place (no truncation, so readers never see it empty)."""
-    text = f"{int(value):>{FIELD_WIDTH - 1}d}\n".encode()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.pwrite(fd, text, 0)
-    finally:
-        os.close(fd)
 
 
 def read_int(path: Path) -> int:

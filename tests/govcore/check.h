@@ -28,6 +28,18 @@ static int checks_passed, checks_failed;
         }                                                                             \
     } while (0)
 
+#define CHECK_I64(a, b)                                                               \
+    do {                                                                              \
+        long long a_ = (long long)(a), b_ = (long long)(b);                           \
+        if (a_ == b_) {                                                               \
+            checks_passed++;                                                          \
+        } else {                                                                      \
+            checks_failed++;                                                          \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, \
+                    #a, a_, b_);                                                      \
+        }                                                                             \
+    } while (0)
+
 #define RUN(test)                                                                     \
     do {                                                                              \
         int before_ = checks_failed;                                                  \

@@ -5,6 +5,7 @@
  * Build and run: make -C govcore test-sampler (test-sampler-tsan: under ThreadSanitizer).
  * The board is built by hand (gc_board fields) so this test needs no devfreq tree.
  */
+#include "check.h"
 #include "sampler.h"
 
 #include <errno.h>
@@ -17,36 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (cond) {                                                                    \
-            passed++;                                                                  \
-        } else {                                                                       \
-            failed++;                                                                  \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-        }                                                                              \
-    } while (0)
-
-#define CHECK_I64(a, b)                                                                \
-    do {                                                                               \
-        long long a_ = (long long)(a), b_ = (long long)(b);                            \
-        if (a_ == b_) {                                                                \
-            passed++;                                                                  \
-        } else {                                                                       \
-            failed++;                                                                  \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__,  \
-                    #a, a_, b_);                                                       \
-        }                                                                              \
-    } while (0)
-
-#define RUN(test)                                                                      \
-    do {                                                                               \
-        int before_ = failed;                                                          \
-        test();                                                                        \
-        printf("%-44s %s\n", #test, failed == before_ ? "ok" : "FAILED");              \
-    } while (0)
 
 static char tmp_root[256];
 
@@ -558,6 +529,5 @@ int main(void)
     RUN(test_concurrent_readers_and_stoppers);
     RUN(test_flat_out);
     cleanup();
-    printf("test_sampler: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return DONE("test_sampler");
 }

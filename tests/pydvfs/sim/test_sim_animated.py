@@ -1,4 +1,5 @@
-"""The animated board: energy integrated from the rail files matches the virtual-time energy."""
+"""The animated board: the energy the C sampler integrates from the rail files matches the
+virtual-time energy of the same run."""
 import os
 import subprocess
 import sys
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pydvfs import Sampler
 from pydvfs.device.fake import build_fake_board
 from pydvfs.sim.model import RAILS, default_params, operating_point, run_noise
 from pydvfs.sim.workloads import get_workload
@@ -15,23 +17,14 @@ REPO = Path(__file__).resolve().parents[3]
 TIME_SCALE = 50.0
 
 
-def _poll_energy(board, proc, period_s=0.001):
-    """A simple rectangle-rule poller of the hwmon files (stands in for the C sampler)."""
-    paths = {name: (r.voltage_path, r.current_path) for name, r in board.rails.items()
-             if name in RAILS}
-    energy = {name: 0.0 for name in paths}
-    t_prev = time.monotonic()
-    while True:
-        running = proc.poll() is None
-        now = time.monotonic()
-        dt = now - t_prev
-        t_prev = now
-        for name, (vp, ip) in paths.items():
-            p_w = int(vp.read_text()) * int(ip.read_text()) / 1e6
-            energy[name] += p_w * dt
-        if not running:
-            return energy
-        time.sleep(period_s)
+def _measure_energy(board, cmd, env):
+    """Run the animated process while the C sampler (pydvfs.Sampler) integrates the rails."""
+    with Sampler(rate_hz=1000, sysfs_root=board.root) as s:
+        s.begin_window("run")
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = proc.communicate()
+        m = s.end_window("run")
+    return m, proc, err
 
 
 def _expected(w, setting, freq, steps, seed, repeat, **kw):
@@ -55,14 +48,13 @@ def test_animated_energy_matches_virtual_time(tmp_path, pin_mhz):
     steps = max(20, int(1.5 * TIME_SCALE / op0.t_step_s))  # about 1.5 s of real time
     progress = tmp_path / "progress"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(board.root),
-         "--model", "bert-base", "--task", "SST-2", "--steps", str(steps),
-         "--time-scale", str(TIME_SCALE), "--progress-file", str(progress), "--seed", "5"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    measured = _poll_energy(board, proc)
-    out, err = proc.communicate()
+    m, proc, err = _measure_energy(
+        board, [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(board.root),
+                "--model", "bert-base", "--task", "SST-2", "--steps", str(steps),
+                "--time-scale", str(TIME_SCALE), "--progress-file", str(progress), "--seed", "5"], env)
     assert proc.returncode == 0, err
+    assert m.read_errors == 0 and m.samples > 500
+    measured = m.energy_j
     exp, op = _expected(w, "fixed" if pin_mhz else "maxn", pin_mhz, steps, 5, 0)
     for rail in ("VDD_GPU_SOC", "VDD_CPU_CV"):
         assert measured[rail] == pytest.approx(exp[rail], rel=0.02), rail

@@ -1,0 +1,108 @@
+"""Latency of one policy decision and of apply, against baselines measured in the same run.
+
+- tree_c:         gc_propose_tree() (features + m2cgen tree + argmax) in a C loop
+- tree_py_api:    the same through Python (``_core.Tree.propose``)
+- sklearn:        ``DecisionTreeClassifier.predict`` on one sample, the same tree
+- decide:         ``pydvfs.decide`` (discovery of the board included), nothing written
+- apply_core:     ``_core.apply`` on an open board: decide + pin (two writes, read-back)
+- apply:          ``pydvfs.apply`` end to end on a fake board (discovery, state file, pin)
+
+The tree is trained by ``pydvfs train`` on a simulated characterisation, so sklearn and C hold
+the very same tree. Medians over --repeats; results in bench/results/policy.json.
+
+    PYTHONPATH=. python bench/bench_policy.py [--repeats 5]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pydvfs  # noqa: E402
+from pydvfs import _core  # noqa: E402
+from pydvfs.device.fake import build_fake_board  # noqa: E402
+from pydvfs.policy.curves import curves_from_frame, read_dataset  # noqa: E402
+from pydvfs.policy.train import features_of, train  # noqa: E402
+from pydvfs.sim.sweep import write_sweep  # noqa: E402
+
+WORKLOAD = {"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64.0, "util_pct": 80.0}
+
+
+def per_call_ns(fn, n: int) -> float:
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter_ns() - t0) / n
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "policy.json"))
+    args = ap.parse_args(argv)
+
+    # The fake board lives in tmpfs where there is one: like sysfs, in memory, and no journal
+    # to pay for on every write (on ext4 an O_TRUNC write costs tens of microseconds).
+    shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    with tempfile.TemporaryDirectory(dir=shm) as tmp:
+        tmp = Path(tmp)
+        write_sweep(tmp / "sim.csv", tasks=("SST-2", "QNLI", "MRPC"), repeats=2, seed=0)
+        curves = curves_from_frame(read_dataset(tmp / "sim.csv"))
+        train(curves, tmp / "model", source="bench")
+        clf = pickle.loads((tmp / "model" / "model.pkl").read_bytes())
+        tree = _core.Tree(tmp / "model")
+        wl = pydvfs.Workload(**{k: v for k, v in WORKLOAD.items()})
+        x = [features_of(curves[0], tree.feature_names, (50.0, 50.0))]
+        fb = build_fake_board(tmp / "board", "jp6")
+        board = _core.Board(str(fb.root))
+        state = str(tmp / "state")
+
+        runs = {k: [] for k in ("tree_c", "tree_py_api", "sklearn", "decide", "apply_core", "apply")}
+        for _ in range(args.repeats):
+            runs["tree_c"].append(tree.time_propose_ns(wl.as_core(), 200_000))
+            runs["tree_py_api"].append(per_call_ns(lambda: tree.propose(wl.as_core()), 20_000))
+            runs["sklearn"].append(per_call_ns(lambda: clf.predict(x), 300))
+            runs["decide"].append(per_call_ns(lambda: pydvfs.decide(wl, sysfs_root=fb.root, state_dir=state), 300))
+            # alternate two clocks so that every apply really writes
+            flip = iter([0, 1] * 2000)
+            runs["apply_core"].append(per_call_ns(
+                lambda: _core.apply(board, tree, "rules", (False, 80.0, 2 if next(flip) else 12, 768, 64.0), state), 2000))
+            runs["apply"].append(per_call_ns(
+                lambda: pydvfs.apply({**WORKLOAD, "layers": 2 if next(flip) else 12}, policy="rules",
+                                     sysfs_root=fb.root, state_dir=state), 1000))
+            pydvfs.restore(sysfs_root=fb.root, state_dir=state)
+
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    result = {
+        "what": "one policy decision and apply; ns per call, medians over repeats",
+        "machine": {"python": platform.python_version(), "processor": platform.machine(),
+                    "fake_board_fs": "tmpfs" if shm else "disk"},
+        "repeats": args.repeats,
+        "median_ns": {k: round(v, 1) for k, v in med.items()},
+        "ratios": {
+            "sklearn_over_tree_c": round(med["sklearn"] / med["tree_c"], 1),
+            "sklearn_over_tree_py_api": round(med["sklearn"] / med["tree_py_api"], 1),
+        },
+        "targets": {"sklearn_over_tree_c >= 1000": med["sklearn"] / med["tree_c"] >= 1000,
+                    "apply <= 100 us": med["apply"] <= 100_000,
+                    "apply_core <= 100 us": med["apply_core"] <= 100_000},
+        "raw_ns": runs,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2))
+    for k, v in med.items():
+        print(f"{k:12s} {v / 1000:10.3f} us")
+    print(json.dumps(result["ratios"]), json.dumps(result["targets"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

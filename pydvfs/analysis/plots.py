@@ -1,0 +1,113 @@
+"""Plots of the U-curve analysis (matplotlib, Agg backend, PNG + SVG)."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+import numpy as np
+
+from .ucurve import WorkloadResult
+
+FORMATS = ("png", "svg")
+KNOB_LABELS = {"freq_mhz": "GPU clock (MHz)", "power_limit_w": "GPU power limit (W)"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # never a display; safe to call more than once
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of a workload name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "workload"
+
+
+def _save(fig, out_dir: str, stem: str) -> list[str]:
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for ext in FORMATS:
+        path = os.path.join(out_dir, f"{stem}.{ext}")
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        paths.append(path)
+    return paths
+
+
+def plot_workload(result: WorkloadResult, table, out_dir: str) -> list[str]:
+    """Energy, power and time vs the knob for one workload: mean with repeat std as error bars,
+    MAXN as a dashed horizontal line, the sweet spot starred, and the fitted time/power models."""
+    plt = _pyplot()
+    k = table["knob" if "knob" in table.columns else result.knob].to_numpy(float)
+    fig, axes = plt.subplots(3, 1, figsize=(6.4, 8.0), sharex=True)
+    panels = [("energy_j", "energy (J)"), ("power_w", "avg power (W)"), ("time_s", "time (s)")]
+    others = [s for s in result.baselines if s != "maxn"]
+    for ax, (col, label) in zip(axes, panels):
+        mean = table[f"{col}_mean"].to_numpy(float)
+        std = np.nan_to_num(table[f"{col}_std"].to_numpy(float))
+        ax.errorbar(k, mean, yerr=std, marker="o", ms=3.5, capsize=2.5, lw=1.2, label="fixed clock")
+        if "maxn" in result.baselines:
+            ax.axhline(result.baselines["maxn"][col], ls="--", color="tab:red", lw=1.0, label="MAXN")
+        for i, setting in enumerate(others):  # nvpmodel power modes, if measured
+            ax.axhline(result.baselines[setting][col], ls=":", lw=0.9, color=f"C{(i + 3) % 10}",
+                       label=setting)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    kk = np.linspace(k.min(), k.max(), 200)
+    if result.power_fit:
+        f = result.power_fit
+        axes[1].plot(kk, f["slope"] * kk + f["intercept"], color="grey", lw=0.9,
+                     label=f"linear fit, R²={_r2(f['r2'])}")
+    if result.time_fit and k.min() > 0:
+        f = result.time_fit
+        axes[2].plot(kk, f["a"] / kk + f["b"], color="grey", lw=0.9,
+                     label=f"a/x + b fit, R²={_r2(f['r2'])}")
+    axes[0].plot([result.sweet_spot], [result.sweet_energy_j], marker="*", ms=14, color="tab:green",
+                 ls="none", label=f"sweet spot {result.sweet_spot:g}")
+    for ax in axes:
+        ax.legend(fontsize=7, loc="best")
+    axes[-1].set_xlabel(KNOB_LABELS.get(result.knob, result.knob))
+    title = result.workload
+    subtitle = f"saves {result.savings_vs_top_pct:.1f}% vs top"
+    if result.savings_vs_maxn_pct is not None:
+        subtitle += f", {result.savings_vs_maxn_pct:.1f}% vs MAXN"
+    if result.flags:
+        subtitle += "  [" + ", ".join(result.flags) + "]"
+    fig.suptitle(f"{title}\n{subtitle}", fontsize=9)
+    paths = _save(fig, out_dir, slug(result.workload))
+    plt.close(fig)
+    return paths
+
+
+def _r2(v: Optional[float]) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def plot_optimal_map(results: list[WorkloadResult], out_dir: str) -> list[str]:
+    """Sweet-spot clock over (sequence length, layers); [] when no workload has both columns."""
+    pts = [r for r in results if r.layers is not None and r.seq_len is not None]
+    if not pts:
+        return []
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    x = np.array([r.seq_len for r in pts], float)
+    y = np.array([r.layers for r in pts], float)
+    c = np.array([r.sweet_spot for r in pts], float)
+    sc = ax.scatter(x, y, c=c, s=140, cmap="viridis", edgecolors="k", linewidths=0.5)
+    seen: dict = {}
+    for r in pts:  # stack labels of workloads that share a point
+        n = seen.get((r.seq_len, r.layers), 0)
+        seen[(r.seq_len, r.layers)] = n + 1
+        ax.annotate(f"{r.sweet_spot:g}", (r.seq_len, r.layers), xytext=(8, 6 - 9 * n),
+                    textcoords="offset points", fontsize=7)
+    fig.colorbar(sc, ax=ax, label=KNOB_LABELS.get(pts[0].knob, pts[0].knob) + " at min energy")
+    ax.set_xlabel("average sequence length (tokens)")
+    ax.set_ylabel("layers")
+    ax.set_title("Energy-optimal setting per workload")
+    ax.grid(alpha=0.3)
+    paths = _save(fig, out_dir, "optimal_map")
+    plt.close(fig)
+    return paths

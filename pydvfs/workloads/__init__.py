@@ -1,0 +1,1 @@
+"""Real workloads for characterisation sweeps (``python -m pydvfs.workloads.finetune``)."""

@@ -1,0 +1,28 @@
+"""`pydvfs demo --quick`: the main job end to end, ending in a report."""
+from __future__ import annotations
+
+import json
+
+
+def test_demo_quick_writes_a_report(cli, tmp_path):
+    out = tmp_path / "demo"
+    res = cli("demo", "--quick", "--out", str(out), "--json", timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    summary = json.loads(res.stdout)
+    assert "[demo] --- evaluate ---" in res.stderr  # progress on stderr
+    assert summary["stages"] == ["board", "characterise", "train", "evaluate", "governed_run", "real_data", "roofline"]
+    results = json.loads((out / "results.json").read_text())
+    ev = results["evaluate"]["summary"]
+    assert ev["mlg"]["mean_saving_pct"] > 0 and ev["mlg"]["share_of_oracle"] > 0.5
+    gov = results["governed_run"]
+    assert gov["runs"]["mlg"]["energy_cpu_gpu_j"] < gov["runs"]["maxn"]["energy_cpu_gpu_j"]
+    assert gov["runs"]["maxn"]["samples"] > 100
+    md = (out / "report.md").read_text()
+    for section in ("Characterisation", "frequency model", "Evaluation on unseen tasks", "governed run",
+                    "real measurements", "roofline"):
+        assert section in md
+    for line in md.splitlines():  # every picture the report shows exists
+        if line.startswith("!["):
+            assert (out / line.split("](", 1)[1].rstrip(")")).is_file(), line
+    assert "](ucurves/plots/bert-base_SST-2.png)" in md and "](real/perseus_gpt3_a100/plots/" in md
+    assert (out / "report.html").read_text().count("<img") >= 8

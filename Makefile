@@ -59,6 +59,7 @@ demo: ext binary
 bench: ext
 	$(PY) bench/bench_sampler.py --repeats 3
 	$(PY) bench/bench_policy.py --repeats 5
+	$(PY) bench/bench_online.py
 
 clean:
 	$(MAKE) -s -C govcore clean

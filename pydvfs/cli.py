@@ -18,12 +18,12 @@ COMMAND_MODULES = [
     "pydvfs.cli_board",       # status, pin, restore
     "pydvfs.cli_measure",     # measure
     "pydvfs.cli_sweep",       # sweep
+    "pydvfs.cli_run",         # run
     "pydvfs.analysis.cli",    # analyse
     "pydvfs.policy.cli",      # train, evaluate, apply
     "pydvfs.roofline.cli",    # roofline fit|predict|simulate|collect
     "pydvfs.demo",            # demo
     "pydvfs.report",          # report
-    "pydvfs.cli_run",         # run
 ]
 
 EXIT_USAGE = 2

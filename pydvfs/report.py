@@ -81,6 +81,16 @@ def markdown(results: dict) -> str:
         L += ["", f"Saving of the learned policy vs MAXN: **{g['saving_pct']:.1f} %**.", ""]
         if g.get("plot"):
             L += [f"![power trace]({g['plot']})", ""]
+    if "online" in results:
+        o = results["online"]
+        moves = " -> ".join(f"{m['freq_mhz']:g}" for m in o["switches"])
+        L += ["## The online governor (`pydvfs run --policy online`)", "",
+              f"bert-base/SST-2 on the animated board, starting at the top clock with no model: the search "
+              f"moved {moves} MHz and settled at **{o['final_mhz']:g} MHz** (the simulator's own optimum: "
+              f"{o['simulated_optimum_mhz']:g} MHz). Whole run, search included: "
+              f"{o['saving_vs_start_pct']:.1f} % less CPU+GPU energy than staying at the start clock.", ""]
+        if o.get("plot"):
+            L += [f"![online search]({o['plot']})", ""]
     if "real_data" in results:
         r = results["real_data"]
         L += ["## The analysis on real measurements from other hardware", ""]

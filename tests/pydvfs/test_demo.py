@@ -4,13 +4,22 @@ from __future__ import annotations
 import json
 
 
+def results_online_ok(out) -> bool:
+    o = json.loads((out / "results.json").read_text())["online"]
+    # the search ends within one level of the simulator's optimum
+    levels = [306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1224, 1300.5]
+    return abs(levels.index(o["final_mhz"]) - levels.index(o["simulated_optimum_mhz"])) <= 1
+
+
 def test_demo_quick_writes_a_report(cli, tmp_path):
     out = tmp_path / "demo"
     res = cli("demo", "--quick", "--out", str(out), "--json", timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads(res.stdout)
     assert "[demo] --- evaluate ---" in res.stderr  # progress on stderr
-    assert summary["stages"] == ["board", "characterise", "train", "evaluate", "governed_run", "real_data", "roofline"]
+    assert summary["stages"] == ["board", "characterise", "train", "evaluate", "governed_run", "online",
+                                 "real_data", "roofline"]
+    assert results_online_ok(out)
     results = json.loads((out / "results.json").read_text())
     ev = results["evaluate"]["summary"]
     assert ev["mlg"]["mean_saving_pct"] > 0 and ev["mlg"]["share_of_oracle"] > 0.5
@@ -18,7 +27,7 @@ def test_demo_quick_writes_a_report(cli, tmp_path):
     assert gov["runs"]["mlg"]["energy_cpu_gpu_j"] < gov["runs"]["maxn"]["energy_cpu_gpu_j"]
     assert gov["runs"]["maxn"]["samples"] > 100
     md = (out / "report.md").read_text()
-    for section in ("Characterisation", "frequency model", "Evaluation on unseen tasks", "governed run",
+    for section in ("Characterisation", "frequency model", "Evaluation on unseen tasks", "governed run", "online governor",
                     "real measurements", "roofline"):
         assert section in md
     for line in md.splitlines():  # every picture the report shows exists

@@ -52,7 +52,8 @@ static const char usage_text[] =
     "                `pydvfs train` (default: the tree built into this binary)\n"
     "  measure [--rate HZ] -- CMD...\n"
     "                run CMD (no shell) while sampling the INA3221 rails; print its time,\n"
-    "                energy per rail, CPU+GPU energy, average power and GPU load. Exits with\n"
+    "                energy per rail, CPU+GPU energy, average power and GPU load (CMD's\n"
+    "                output goes to stderr). Exits with\n"
     "                CMD's status (128+N if a signal N ended it); 2 if CMD cannot start\n"
     "\n"
     "options:\n"
@@ -417,6 +418,9 @@ static int run_child(char **argv, int *status)
     }
     if (pid == 0) {
         close(fds[0]);
+        /* the command's stdout goes to our stderr: our stdout carries only the report */
+        if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+            _exit(127);
         execvp(argv[0], argv);
         child_errno = errno;
         if (write(fds[1], &child_errno, sizeof child_errno) < 0)

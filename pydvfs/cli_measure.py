@@ -1,7 +1,8 @@
 """``pydvfs measure [--rate HZ] [--json] -- CMD...``: run a command and report its energy.
 
 The command is started directly (a list, no shell) while the C sampler thread integrates the
-INA3221 rails. pydvfs exits with the command's status (128+N if signal N ended it), or 2 with
+INA3221 rails; its stdout goes to our stderr, so that our stdout carries only the report. pydvfs
+exits with the command's status (128+N if signal N ended it), or 2 with
 one line if the command cannot be started: the same contract as ``govcore measure``, and the
 same JSON keys.
 """
@@ -12,7 +13,8 @@ import signal
 import subprocess
 import threading
 
-from .errors import CommandError, InvalidValueError
+from .command import exit_status, start_command
+from .errors import InvalidValueError
 
 
 def register(subparsers, common) -> None:
@@ -22,7 +24,8 @@ def register(subparsers, common) -> None:
         help="run a command and report its energy per rail",
         description=(
             "Run CMD (no shell) while a C thread samples the INA3221 power rails; print its "
-            "time, energy per rail, CPU+GPU energy, average power, GPU load and sample count. "
+            "time, energy per rail, CPU+GPU energy, average power, GPU load and sample count "
+            "(CMD's own output goes to stderr). "
             "Exits with CMD's exit status (128+N if signal N ended it); 2 if CMD cannot be "
             "started."
         ),
@@ -32,11 +35,6 @@ def register(subparsers, common) -> None:
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...",
                    help="the command and its arguments, after --")
     p.set_defaults(func=run)
-
-
-def _exit_status(returncode: int) -> int:
-    """Popen's returncode (-N for a signal) as a shell reports it (128+N)."""
-    return 128 - returncode if returncode < 0 else returncode
 
 
 def _wait(proc: subprocess.Popen) -> int:
@@ -84,11 +82,8 @@ def run(args) -> int:
         raise InvalidValueError("measure needs a command after `--`, e.g. `pydvfs measure -- sleep 1`")
     sampler = Sampler(rate_hz=args.rate, sysfs_root=args.sysfs_root)
     with sampler:
-        try:
-            proc = subprocess.Popen(cmd)
-        except OSError as e:
-            raise CommandError(f"cannot run {cmd[0]!r}: {e.strerror or e}") from e
-        status = _exit_status(_wait(proc))
+        proc = start_command(cmd)
+        status = exit_status(_wait(proc))
     m = sampler.measurement
     data = {"command": cmd, "exit_status": status, **m.to_dict()}
     cli.emit(args, data, lambda: text_report(data))

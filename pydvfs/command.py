@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from typing import Mapping, Sequence
 
 from .errors import CommandError
+
+STDERR_FD = 2
 
 
 def start_command(cmd: Sequence[str], extra_env: Mapping[str, str] | None = None) -> subprocess.Popen:
@@ -19,9 +20,10 @@ def start_command(cmd: Sequence[str], extra_env: Mapping[str, str] | None = None
     be started."""
     env = {**os.environ, **(extra_env or {})}
     try:
-        return subprocess.Popen(list(cmd), env=env, stdout=sys.stderr.fileno())
+        # fd 2 itself, not sys.stderr: that may be replaced by an object with no file behind it
+        return subprocess.Popen(list(cmd), env=env, stdout=STDERR_FD)
     except OSError as e:
-        raise CommandError(f"cannot start {cmd[0]!r}: {e.strerror or e}") from None
+        raise CommandError(f"cannot run {cmd[0]!r}: {e.strerror or e}") from None
 
 
 def exit_status(returncode: int) -> int:

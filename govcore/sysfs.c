@@ -1,4 +1,6 @@
-/* sysfs.c - whole-file reads and writes of board attributes. */
+/* sysfs.c - whole-file reads and writes of board attributes: the raw I/O that the C tests
+ * replace with a mock (tests/govcore/mock_sysfs.c); the helpers built on it are in
+ * sysfs_values.c. */
 #include "sysfs.h"
 
 #include <errno.h>
@@ -64,40 +66,4 @@ int gc_sysfs_write(const char *path, const char *text)
     if (close(fd) < 0 && err == 0)
         err = -errno;
     return err;
-}
-
-int gc_sysfs_read_u64(const char *path, uint64_t *out)
-{
-    char buf[64], *end;
-    const char *p;
-    unsigned long long v;
-    int rc = gc_sysfs_read(path, buf, sizeof buf);
-
-    if (rc < 0)
-        return rc;
-    for (p = buf; *p == ' ' || *p == '\t'; p++)
-        ;
-    if (*p < '0' || *p > '9')
-        return -EINVAL;
-    errno = 0;
-    v = strtoull(p, &end, 10);
-    if (errno != 0 || (*end != '\0' && *end != ' ' && *end != '\n'))
-        return -EINVAL;
-    *out = (uint64_t)v;
-    return 0;
-}
-
-int gc_sysfs_write_u64(const char *path, uint64_t value)
-{
-    char buf[32];
-
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)value);
-    return gc_sysfs_write(path, buf);
-}
-
-int gc_sysfs_exists(const char *path)
-{
-    struct stat st;
-
-    return stat(path, &st) == 0;
 }

@@ -1,8 +1,9 @@
 /* sysfs.h - the only place govcore reads or writes a whole board file.
  *
- * Every function returns 0 or -errno. Text is trimmed of trailing whitespace. Tests link a
- * different implementation of this interface (tests/govcore/mock_sysfs.c) to inject the
- * failures a real kernel produces; production code has no test switches.
+ * Every function returns 0 or -errno. Text is trimmed of trailing whitespace. The raw reads and
+ * writes live in sysfs.c, the rest in sysfs_values.c; tests link another implementation of the
+ * raw pair (tests/govcore/mock_sysfs.c) to inject the failures a real kernel produces.
+ * Production code has no test switches.
  */
 #ifndef GOVCORE_SYSFS_H
 #define GOVCORE_SYSFS_H

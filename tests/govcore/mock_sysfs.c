@@ -1,5 +1,5 @@
-/* mock_sysfs.c - govcore's sysfs interface over real files, with the kernel's min <= max rule
- * and failure injection. */
+/* mock_sysfs.c - govcore's raw sysfs reads and writes over real files, with the kernel's
+ * min <= max rule and failure injection. The number helpers (sysfs_values.c) are the real ones. */
 #include "mock_sysfs.h"
 #include "sysfs.h"
 
@@ -36,17 +36,6 @@ int gc_sysfs_read(const char *path, char *buf, size_t buf_len)
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\0'))
         buf[--n] = '\0';
     return 0;
-}
-
-int gc_sysfs_read_u64(const char *path, uint64_t *out)
-{
-    char buf[64], *end;
-    int rc = gc_sysfs_read(path, buf, sizeof buf);
-
-    if (rc < 0)
-        return rc;
-    *out = strtoull(buf, &end, 10);
-    return (end == buf) ? -EINVAL : 0;
 }
 
 /* The sibling file of path (same folder), e.g. max_freq next to min_freq. */
@@ -86,19 +75,4 @@ int gc_sysfs_write(const char *path, const char *text)
     fputs(text, f);
     fclose(f);
     return 0;
-}
-
-int gc_sysfs_write_u64(const char *path, uint64_t value)
-{
-    char buf[32];
-
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)value);
-    return gc_sysfs_write(path, buf);
-}
-
-int gc_sysfs_exists(const char *path)
-{
-    struct stat st;
-
-    return stat(path, &st) == 0;
 }

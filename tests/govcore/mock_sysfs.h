@@ -1,6 +1,6 @@
 /* mock_sysfs.h - a sysfs layer that behaves like the devfreq driver where it matters:
  * it rejects a write that would make min_freq > max_freq (-EINVAL), logs the write order,
- * and can inject failures. Linked instead of govcore/sysfs.c by test_clock. */
+ * and can inject failures. Linked instead of govcore/sysfs.c (the raw I/O) by test_clock. */
 #ifndef GOVCORE_TEST_MOCK_SYSFS_H
 #define GOVCORE_TEST_MOCK_SYSFS_H
 

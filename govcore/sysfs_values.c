@@ -1,0 +1,43 @@
+/* sysfs_values.c - numbers and existence on top of the raw reads and writes of sysfs.c. */
+#include "sysfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+int gc_sysfs_read_u64(const char *path, uint64_t *out)
+{
+    char buf[64], *end;
+    const char *p;
+    unsigned long long v;
+    int rc = gc_sysfs_read(path, buf, sizeof buf);
+
+    if (rc < 0)
+        return rc;
+    for (p = buf; *p == ' ' || *p == '\t'; p++)
+        ;
+    if (*p < '0' || *p > '9')
+        return -EINVAL;
+    errno = 0;
+    v = strtoull(p, &end, 10);
+    if (errno != 0 || (*end != '\0' && *end != ' ' && *end != '\n'))
+        return -EINVAL;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int gc_sysfs_write_u64(const char *path, uint64_t value)
+{
+    char buf[32];
+
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)value);
+    return gc_sysfs_write(path, buf);
+}
+
+int gc_sysfs_exists(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0;
+}

@@ -271,7 +271,7 @@ static int cmd_restore(const struct options *o)
 /* The value after option argv[*i], or NULL (with an error printed) if there is none. */
 static const char *opt_value(const struct options *o, int *i)
 {
-    if (*i + 1 >= o->argc) {
+    if (*i + 1 >= o->argc || strncmp(o->argv[*i + 1], "--", 2) == 0) {
         fail("%s needs a value", o->argv[*i]);
         return NULL;
     }
@@ -284,7 +284,7 @@ static int parse_number(const char *name, const char *text, double *out)
 
     errno = 0;
     *out = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0')
+    if (errno != 0 || end == text || *end != '\0' || !isfinite(*out))
         return fail("%s: not a number: '%s'", name, text);
     return 0;
 }
@@ -293,6 +293,7 @@ static int cmd_apply(const struct options *o)
 {
     gc_workload w = {0, -1.0, 0, 0, 0};
     gc_tree_model model = gc_builtin_tree;
+    double x[GC_MAX_FEATURES];
     gc_decision d;
     gc_board b;
     const char *model_name = NULL, *model_dir = NULL, *v;
@@ -330,6 +331,7 @@ static int cmd_apply(const struct options *o)
             bit = 8;
         } else if (strcmp(a, "--util") == 0) {
             num = &w.gpu_util_pct;
+            bit = 16;
         } else {
             return fail("apply: unknown option '%s' (see govcore --help)", a);
         }
@@ -337,8 +339,10 @@ static int cmd_apply(const struct options *o)
             return EXIT_USAGE;
         have |= bit;
     }
-    if (have != 15)
+    if ((have & 15) != 15)
         return fail("apply needs --model, --layers, --hidden and --seq-len");
+    if ((have & 16) && !(w.gpu_util_pct >= 0.0 && w.gpu_util_pct <= 100.0))
+        return fail("--util must be within 0..100 %% (got %g)", w.gpu_util_pct);
     if (gc_model_family(model_name, &w.is_decoder) < 0)
         return fail("unknown model type '%s': expected an encoder (bert, roberta, deberta, ...) "
                     "or a decoder (pythia, gpt, llama, ...)", model_name);
@@ -362,7 +366,22 @@ static int cmd_apply(const struct options *o)
             printf("%.6g, \"proposed_mhz\": %.6g", gc_hz_to_mhz(d.level_hz), d.proposed_mhz);
         printf(", \"policy\": \"%s\", \"model\": ", gc_policy_name(policy));
         json_str(model.name);
-        printf(", \"dry_run\": %s}\n", dry_run ? "true" : "false");
+        printf(", \"dry_run\": %s, \"workload\": {\"model\": ", dry_run ? "true" : "false");
+        json_str(model_name);
+        printf(", \"layers\": %.17g, \"hidden\": %.17g, \"seq_len\": %.17g, \"util_pct\": ",
+               w.layers, w.hidden, w.seq_len);
+        if (w.gpu_util_pct >= 0)
+            printf("%.17g", w.gpu_util_pct);
+        else
+            printf("null");
+        printf("}, \"features\": {");
+        if (gc_features(&model, &w, x, err, sizeof err) == 0)
+            for (i = 0; i < model.n_features; i++) {
+                printf("%s", i ? ", " : "");
+                json_str(model.feature_names[i]);
+                printf(": %.17g", x[i]);
+            }
+        printf("}}\n");
     } else if (d.level_hz == 0) {
         printf("policy %s: MAXN (the board's own governor)%s\n", gc_policy_name(policy),
                dry_run ? " (dry run)" : "");
@@ -459,8 +478,10 @@ static int cmd_measure(const struct options *o)
             char *end;
             errno = 0;
             cfg.rate_hz = strtod(o->argv[++i], &end);
-            if (errno || *end || !(cfg.rate_hz > 0) || cfg.rate_hz > GC_SAMPLER_MAX_RATE_HZ)
-                return fail("--rate takes a rate in Hz, 0 < HZ <= %.0f", GC_SAMPLER_MAX_RATE_HZ);
+            if (errno || *end || !(cfg.rate_hz >= GC_SAMPLER_MIN_RATE_HZ) ||
+                cfg.rate_hz > GC_SAMPLER_MAX_RATE_HZ)
+                return fail("--rate takes a rate in Hz, %g <= HZ <= %.0f", GC_SAMPLER_MIN_RATE_HZ,
+                            GC_SAMPLER_MAX_RATE_HZ);
         } else {
             return fail("measure: unexpected '%s' (usage: govcore measure [--rate HZ] -- CMD...)",
                         o->argv[i]);

@@ -496,8 +496,10 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
                   b->sysfs_root);
         return -ENODEV;
     }
-    if (isnan(cfg->rate_hz) || cfg->rate_hz > GC_SAMPLER_MAX_RATE_HZ) {
-        board_err(b, "sampling rate must be at most %.0f Hz", GC_SAMPLER_MAX_RATE_HZ);
+    if (isnan(cfg->rate_hz) || cfg->rate_hz > GC_SAMPLER_MAX_RATE_HZ ||
+        (cfg->rate_hz > 0 && cfg->rate_hz < GC_SAMPLER_MIN_RATE_HZ)) {
+        board_err(b, "sampling rate must be within %g..%.0f Hz", GC_SAMPLER_MIN_RATE_HZ,
+                  GC_SAMPLER_MAX_RATE_HZ);
         return -EINVAL;
     }
     if (cfg->ring_capacity > GC_SAMPLER_RING_MAX) {

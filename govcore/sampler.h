@@ -31,6 +31,7 @@
 
 #define GC_SAMPLER_FALLBACK_RATE_HZ 150.0   /* sensor rate when update_interval is unknown */
 #define GC_SAMPLER_MAX_RATE_HZ 100000.0     /* above this, ask for flat out (rate < 0) */
+#define GC_SAMPLER_MIN_RATE_HZ 0.01         /* one sample per 100 s; slower integrates nothing */
 #define GC_SAMPLER_RING_DEFAULT 65536       /* samples kept for traces */
 #define GC_SAMPLER_RING_MAX (1 << 24)
 #define GC_SAMPLER_START_WAIT_MS 2000       /* start waits this long for the first sample */

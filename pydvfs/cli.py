@@ -7,11 +7,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import sys
 from typing import Any, Callable
 
 from .errors import PydvfsError
+from .signals import Terminated
 
 # Modules that add verbs: each has register(subparsers, common) -> None.
 COMMAND_MODULES = [
@@ -50,14 +52,36 @@ def add_common_options(p: argparse.ArgumentParser, suppress: bool) -> argparse.A
     return p
 
 
+def seed(text: str) -> int:
+    """argparse type of a random seed: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    return value
+
+
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
     """Print ``data`` as JSON with --json, else the human-readable ``text``."""
     if getattr(args, "json", False):
-        json.dump(data, sys.stdout, indent=2, sort_keys=False, default=_json_default)
+        json.dump(_finite(data), sys.stdout, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
         sys.stdout.write("\n")
     else:
         sys.stdout.write((text() if callable(text) else text).rstrip("\n") + "\n")
     sys.stdout.flush()
+
+
+def _finite(obj: Any) -> Any:
+    """NaN and infinities as null: JSON has no spelling for them."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def _json_default(obj: Any) -> Any:
@@ -97,10 +121,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pydvfs: interrupted", file=sys.stderr)
         return 130
+    except Terminated as e:
+        print(f"pydvfs: {e}", file=sys.stderr)
+        return e.exit_status
     except BrokenPipeError:
         # `pydvfs ... | head`: not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as e:
+        # A file we were told to read or write cannot be (a folder, a path under a file, a full
+        # disk): the user's input, said in one line. Every verb restores the board on its way out.
+        where = f": {e.filename}" if e.filename else ""
+        print(f"pydvfs: error: {e.strerror or e}{where}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

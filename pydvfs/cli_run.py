@@ -6,11 +6,10 @@ on SIGTERM, with the board restored either way; 2 with one line on bad input.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 
 from .errors import InvalidValueError
+from .signals import Terminated, terminate_as_exception
 
 
 def _fmt_mhz(mhz) -> str:
@@ -103,20 +102,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     window = _window_params(args)
     if args.policy != "online" and window != type(window)():
         raise InvalidValueError("--window, --min-steps, --settle and --stall are for --policy online")
-    old_term = None
-    if threading.current_thread() is threading.main_thread():
-        # SIGTERM unwinds like Ctrl-C: the command is stopped and the board restored
-        old_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        report = run_governed(cmd, args.policy, workload, args.progress_file, args.rate, args.model_dir,
-                              args.start, search if args.policy == "online" else None, window,
-                              args.sysfs_root, args.state_dir)
-    except (KeyboardInterrupt, SystemExit):
+        # SIGTERM/SIGHUP/SIGQUIT unwind like Ctrl-C: the command is stopped and the board restored
+        with terminate_as_exception():
+            report = run_governed(cmd, args.policy, workload, args.progress_file, args.rate, args.model_dir,
+                                  args.start, search if args.policy == "online" else None, window,
+                                  args.sysfs_root, args.state_dir)
+    except (KeyboardInterrupt, Terminated):
         print("pydvfs run: stopped; the GPU clock was restored", file=sys.stderr, flush=True)
         raise
-    finally:
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
     emit(args, report, lambda: text_report(report))
     return report["exit_status"]
 

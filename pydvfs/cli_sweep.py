@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from .cli import seed
 from .errors import InvalidValueError
 
 
@@ -58,7 +59,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--out", metavar="CSV", help="dataset to append to (created if missing)")
     p.add_argument("--plot", metavar="DIR", help="(--sim) write the U-curve plots here")
     p.add_argument("--repeats", type=int, default=1, help="runs per setting (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the run order / the simulator")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the run order / the simulator")
     g = p.add_argument_group("board sweep")
     g.add_argument("--workload", metavar="K=V,...", help="the workload's features: name, model, layers, "
                    "hidden, seq_len (avg tokens), and optionally task, heads, params, batch_size")

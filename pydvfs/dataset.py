@@ -40,7 +40,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("workload", str, "", True, "workload name, e.g. bert-base/QNLI"),
     Column("model", str, "", True, "model family: bert | pythia (gemma: calibration only)"),
     Column("model_size", str, "", False, "size tag: tiny..xlarge (BERT), 31m..1b (Pythia)"),
-    Column("task", str, "", True, "GLUE task, e.g. SST-2"),
+    Column("task", str, "", False, "GLUE task, e.g. SST-2 (empty if the workload is not one)"),
     Column("layers", int, "", True, "transformer layers"),
     Column("hidden", int, "", True, "hidden size"),
     Column("heads", int, "", False, "attention heads"),
@@ -160,11 +160,15 @@ def iter_rows(path: str | os.PathLike) -> Iterator[dict]:
         reader = csv.DictReader(f)
         if tuple(reader.fieldnames or ()) != COLUMN_NAMES:
             raise InvalidValueError(f"{path} is not a pydvfs dataset (header differs)")
-        for raw in reader:
+        for line, raw in enumerate(reader, start=2):
             out = {}
             for name, text in raw.items():
                 col = _BY_NAME[name]
-                out[name] = None if text == "" else col.kind(float(text)) if col.kind is int else col.kind(text)
+                try:
+                    out[name] = None if text == "" else col.kind(float(text)) if col.kind is int else col.kind(text)
+                except (TypeError, ValueError, OverflowError):
+                    raise InvalidValueError(f"{path}:{line}: column {name}: {text!r} is not a "
+                                            f"{col.kind.__name__}") from None
             yield out
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .cli import emit
+from .cli import emit, seed
 from .errors import PydvfsError
 
 REPO_DATA = Path(__file__).resolve().parents[1] / "data" / "real"
@@ -288,7 +288,8 @@ def stage_online(ctx: DemoContext) -> dict:
             f"staying at the start clock")
     plot = _plot_online(r, ctx.path("online_search"))
     return {"final_mhz": r["final_mhz"], "converged": r["converged"], "switches": r["switches"],
-            "simulated_optimum_mhz": best, "steps": r["steps"], "cpu_gpu_energy_j": r["cpu_gpu_energy_j"],
+            "simulated_optimum_mhz": best, "simulated_j_per_step": {f"{f:g}": e for f, e in truth.items()},
+            "steps": r["steps"], "cpu_gpu_energy_j": r["cpu_gpu_energy_j"],
             "saving_vs_start_pct": r["saving_vs_start_pct"], "j_per_step": r["j_per_step"],
             "trajectory": r["trajectory"], "plot": ctx.rel(plot) if plot else None}
 
@@ -383,6 +384,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "governed run measured by the C sampler, real-data checks and "
                                    "the roofline law; write a report with plots.")
     p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     p.add_argument("--quick", action="store_true", help="one repeat per setting, shorter runs")
     p.set_defaults(func=cmd_demo)

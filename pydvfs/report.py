@@ -125,7 +125,10 @@ def write_report(out_dir: str | Path) -> Path:
     src = out_dir / "results.json"
     if not src.is_file():
         raise InvalidValueError(f"{src} not found: run `pydvfs demo --out {out_dir}` first")
-    md = markdown(json.loads(src.read_text()))
+    try:
+        md = markdown(json.loads(src.read_text()))
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
+        raise InvalidValueError(f"{src} is not the results of a `pydvfs demo` run ({type(e).__name__}: {e})") from None
     (out_dir / "report.md").write_text(md)
     (out_dir / "report.html").write_text(_html(md))
     return out_dir / "report.md"

@@ -27,6 +27,7 @@ from .device import resolve_sysfs_root
 from .errors import InvalidValueError
 
 MAX_RATE_HZ = 100000.0
+MIN_RATE_HZ = 0.01  # GC_SAMPLER_MIN_RATE_HZ: one sample per 100 s
 
 # "CPU+GPU energy": the AGX Orin rails, else the JetPack 4 (Xavier) names.
 CPU_GPU_RAILS = (("VDD_CPU_CV", "VDD_GPU_SOC"), ("CPU", "GPU"))
@@ -120,9 +121,9 @@ def _check_rate(rate_hz) -> float:
         value = float(rate_hz)
     except (TypeError, ValueError):
         raise InvalidValueError(f"not a sampling rate: {rate_hz!r} (expected Hz)") from None
-    if not math.isfinite(value) or not 0 < value <= MAX_RATE_HZ:
+    if not math.isfinite(value) or not MIN_RATE_HZ <= value <= MAX_RATE_HZ:
         raise InvalidValueError(
-            f"sampling rate must be > 0 and at most {MAX_RATE_HZ:.0f} Hz, got {rate_hz!r}")
+            f"sampling rate must be within {MIN_RATE_HZ:g}..{MAX_RATE_HZ:.0f} Hz, got {rate_hz!r}")
     return value
 
 

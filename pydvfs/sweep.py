@@ -7,6 +7,7 @@ on Ctrl-C and on any error.
 """
 from __future__ import annotations
 
+import math
 import os
 import random
 import sys
@@ -21,6 +22,7 @@ from .device import open_device
 from .errors import CommandError, InvalidValueError
 from .policy.workload import Workload
 from .sampler import Sampler
+from .signals import terminate_as_exception
 
 WORKLOAD_KEYS = ("name", "model", "task", "layers", "hidden", "seq_len", "heads", "params",
                  "batch_size", "model_size")
@@ -38,6 +40,14 @@ def parse_workload(spec: str) -> dict:
             raise InvalidValueError(f"--workload: unknown key {key!r} (known: {', '.join(WORKLOAD_KEYS)})")
         out[key] = value.strip()
     Workload.from_any(out)  # validates model family and sizes
+    for key in ("heads", "params", "batch_size"):
+        if key in out:
+            try:
+                ok = float(out[key]) == int(float(out[key])) and int(float(out[key])) > 0
+            except (ValueError, OverflowError):
+                ok = False
+            if not ok:
+                raise InvalidValueError(f"--workload: {key} must be a positive whole number, got {out[key]!r}")
     if "name" not in out:
         out["name"] = f"{out['model']}-L{out['layers']}-H{out['hidden']}" + (f"/{out['task']}" if "task" in out else "")
     return out
@@ -53,7 +63,7 @@ def parse_freqs(text: str, levels_mhz: Sequence[float]) -> list[float]:
             mhz = float(part)
         except ValueError:
             raise InvalidValueError(f"--freqs: not a clock: {part!r} (use 'all' or e.g. 510,714,1300.5)") from None
-        if not mhz > 0:
+        if not (mhz > 0 and math.isfinite(mhz)):
             raise InvalidValueError(f"--freqs: not a clock: {part!r}")
         level = min(levels_mhz, key=lambda f: (abs(f - mhz), f))
         if level not in out:
@@ -106,8 +116,9 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
         raise InvalidValueError("no training command given (put it after --)")
     if repeats < 1:
         raise InvalidValueError(f"--repeats must be >= 1, got {repeats}")
-    if settle_s < 0 or idle_s < 0:
-        raise InvalidValueError("--settle and --idle must be >= 0 seconds")
+    for what, value in (("--settle", settle_s), ("--idle", idle_s)):
+        if not (math.isfinite(value) and 0 <= value <= 3600):
+            raise InvalidValueError(f"{what} must be within 0..3600 seconds, got {value!r}")
     dev = open_device(sysfs_root, state_dir)
     levels = parse_freqs(freqs, dev.available_frequencies_mhz)
     settings = [("fixed", f) for f in levels] + [("maxn", None)]
@@ -127,7 +138,8 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
     idle_prev = [r["idle_power_w"] for r in done.values() if r["workload"] == name and r["idle_power_w"]]
     progress = progress or Progress(len(plan))
     try:
-        with Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root) as sampler:
+        # SIGTERM/SIGHUP/SIGQUIT unwind like Ctrl-C, through the restore below
+        with terminate_as_exception(), Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root) as sampler:
             if plan:
                 dev.restore()
                 idle_w = idle_prev[0] if idle_prev else _idle_power_w(sampler, idle_s)
@@ -145,8 +157,10 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
                     summary["failed"].append({"setting": setting, "freq_mhz": mhz, "repeat": rep, "exit_status": status})
                 progress.step(label, m.duration_s, status)
     finally:
-        writer.close()
-        dev.restore()
+        try:
+            dev.restore()  # first: closing the dataset can fail too (a full disk)
+        finally:
+            writer.close()
     return summary
 
 

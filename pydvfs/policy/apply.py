@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 from .. import _core
 from ..device import hz_to_mhz, open_device, resolve_sysfs_root
+from ..signals import terminate_as_exception
 from .workload import Workload
 
 _trees: dict[str | None, "_core.Tree"] = {}
@@ -94,9 +95,12 @@ def apply(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, s
 @contextlib.contextmanager
 def governed(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, state_dir=None,
              **overrides) -> Iterator[Decision]:
-    """``with pydvfs.governed(w): train()`` - apply, and restore on exit whatever happens."""
+    """``with pydvfs.governed(w): train()`` - apply, and restore on exit whatever happens: an
+    exception, Ctrl-C, or (in the main thread) SIGTERM/SIGHUP/SIGQUIT, which raise
+    :class:`pydvfs.signals.Terminated` inside the block."""
     dev = open_device(sysfs_root, state_dir)
-    try:
-        yield apply(workload, policy, model_dir, sysfs_root, state_dir, **overrides)
-    finally:
-        dev.restore()
+    with terminate_as_exception():
+        try:
+            yield apply(workload, policy, model_dir, sysfs_root, state_dir, **overrides)
+        finally:
+            dev.restore()

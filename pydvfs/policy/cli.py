@@ -56,7 +56,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     run = decide if args.dry_run else apply
     d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
             state_dir=args.state_dir)
-    emit(args, d.to_dict(), lambda: d.describe() + (" (dry run: nothing written)" if args.dry_run else ""))
+    emit(args, {**d.to_dict(), "dry_run": args.dry_run},
+         lambda: d.describe() + (" (dry run: nothing written)" if args.dry_run else ""))
     return 0
 
 

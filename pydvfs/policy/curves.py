@@ -2,7 +2,6 @@
 labels come from and that every policy is scored against."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,44 +84,60 @@ def read_dataset(path: str | Path):
     return df
 
 
+def _numeric(df, column: str):
+    import pandas as pd
+
+    return pd.to_numeric(df[column], errors="coerce")
+
+
+def _util(g, maxn) -> float | None:
+    """The workload's utilisation feature: the dataset's `gpu_util_pct` (simulated sweeps fill it),
+    else the mean GPU load of its MAXN runs (what a board sweep measures), else unknown."""
+    for frame, column in ((g, "gpu_util_pct"), (maxn, "avg_gpu_load_pct")):
+        if column in frame.columns:
+            u = _numeric(frame, column).mean()
+            if u == u:  # not NaN
+                return min(max(float(u), 0.0), 100.0)
+    return None
+
+
 def curves_from_frame(df, energy_column: str = ENERGY_COLUMN, tasks=None, exclude_tasks=None) -> list[Curve]:
-    """Group a dataset into per-workload curves (mean over repeats; failed runs left out)."""
+    """Group a dataset into per-workload curves (mean over repeats). Failed runs, and runs
+    without a finite positive energy (or, swept, without a clock), are left out."""
     missing = [c for c in (*REQUIRED, energy_column) if c not in df.columns]
     if missing:
         raise InvalidValueError(f"dataset lacks column(s) {', '.join(missing)} (see docs/dataset.md)")
+    df = df.assign(_energy=_numeric(df, energy_column), _freq=_numeric(df, "freq_mhz"))
+    df = df[(df["_energy"] > 0) & (df["_energy"] < float("inf"))]
     if "exit_status" in df.columns:
-        df = df[df["exit_status"].fillna(0) == 0]
+        df = df[_numeric(df, "exit_status").fillna(0) == 0]
     if tasks and "task" in df.columns:
         df = df[df["task"].isin(tasks)]
     if exclude_tasks and "task" in df.columns:
         df = df[~df["task"].isin(exclude_tasks)]
-    # the workload's utilisation feature: the dataset's own column, else the MAXN runs' mean load
-    util_col = "gpu_util_pct" if "gpu_util_pct" in df.columns else (
-        "avg_gpu_load_pct" if "avg_gpu_load_pct" in df.columns else None)
     curves = []
     for name, g in df.groupby("workload", sort=True):
-        fixed = g[g["setting"] == "fixed"]
+        fixed = g[(g["setting"] == "fixed") & (g["_freq"] > 0) & (g["_freq"] < float("inf"))]
         maxn = g[g["setting"] == "maxn"]
         if fixed.empty or maxn.empty:
             continue  # a workload needs its clock sweep and its MAXN baseline
-        per_f = fixed.groupby("freq_mhz")[energy_column].mean().sort_index()
-        util = None
-        if util_col is not None:
-            src = maxn if maxn[util_col].notna().any() else g
-            u = float(src[util_col].mean())
-            util = None if math.isnan(u) else min(max(u, 0.0), 100.0)
+        per_f = fixed.groupby("_freq")["_energy"].mean().sort_index()
         first = g.iloc[0]
-        wl = Workload(model=str(first["model"]), layers=int(first["layers"]), hidden=int(first["hidden"]),
-                      seq_len=float(first["seq_len"]), util_pct=util, name=str(name))
+        try:
+            wl = Workload.from_any({"model": first["model"], "layers": first["layers"], "hidden": first["hidden"],
+                                    "seq_len": first["seq_len"], "util_pct": _util(g, maxn), "name": str(name)})
+        except InvalidValueError as e:
+            raise InvalidValueError(f"workload {name!r} in the dataset: {e}") from None
+        params = _numeric(g, "params").iloc[0] if "params" in g.columns else float("nan")
         curves.append(Curve(
             workload=wl,
-            task=str(first.get("task", "")),
-            params=float(first["params"]) if "params" in g.columns else float("nan"),
+            task="" if first.get("task") != first.get("task") else str(first.get("task", "")),  # NaN: none
+            params=float(params),
             freqs_mhz=tuple(float(f) for f in per_f.index),
             energy_j=tuple(float(e) for e in per_f.values),
-            maxn_energy_j=float(maxn[energy_column].mean()),
+            maxn_energy_j=float(maxn["_energy"].mean()),
         ))
     if not curves:
         raise InvalidValueError("no workload in the dataset has both a clock sweep and a MAXN run "
-                                "(after the task filters)")
+                                "with measured energy (after the task filters)")
     return curves

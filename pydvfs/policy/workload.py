@@ -14,6 +14,14 @@ def _is_decoder(model: str) -> bool:
     return _core.model_is_decoder(model)
 
 
+def _whole(value, what: str) -> int:
+    """A count given as int, float or text: it must be a whole, finite number."""
+    v = float(value)
+    if not math.isfinite(v) or v != int(v):
+        raise InvalidValueError(f"workload {what} must be a whole number, got {value!r}")
+    return int(v)
+
+
 @dataclass(frozen=True)
 class Workload:
     """A fine-tuning workload. ``seq_len`` is the average number of tokens per training sample
@@ -32,7 +40,7 @@ class Workload:
             value = getattr(self, field_name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise InvalidValueError(f"workload {field_name} must be a positive number, got {value!r}")
-        if self.util_pct is not None and not (0.0 <= float(self.util_pct) <= 100.0):
+        if self.util_pct is not None and not (0.0 <= float(self.util_pct) <= 100.0):  # NaN fails too
             raise InvalidValueError(f"workload util_pct must be within 0..100, got {self.util_pct!r}")
 
     @property
@@ -72,11 +80,11 @@ class Workload:
         if missing:
             raise InvalidValueError(f"workload is missing {', '.join(missing)}")
         try:
-            return cls(model=str(d["model"]), layers=int(float(d["layers"])),
-                       hidden=int(float(d["hidden"])), seq_len=float(d["seq_len"]),
+            return cls(model=str(d["model"]), layers=_whole(d["layers"], "layers"),
+                       hidden=_whole(d["hidden"], "hidden"), seq_len=float(d["seq_len"]),
                        util_pct=None if d.get("util_pct") in (None, "") else float(d["util_pct"]),
                        name=d.get("name"))
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise InvalidValueError(f"bad workload value: {e}") from None
 
     @classmethod

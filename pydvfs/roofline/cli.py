@@ -7,6 +7,7 @@ import math
 import os
 import sys
 
+from ..cli import seed
 from ..errors import InvalidValueError
 
 BUNDLED_A100 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mlenergy_a100.csv")
@@ -53,7 +54,7 @@ def register(subparsers, common) -> None:
                        description="Simulated RTX 2080 Ti-like 8-GPU node: single, TP and FSDP "
                                    "runs on 1-8 GPUs, with known exponents.")
     s.add_argument("--out", required=True, metavar="CSV")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=seed, default=0)
     s.add_argument("--n", type=int, default=410, help="number of runs (default 410)")
     s.add_argument("--energy-noise", type=float, default=0.12, help="log-normal sigma")
     s.set_defaults(func=cmd_simulate)

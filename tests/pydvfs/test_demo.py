@@ -6,9 +6,11 @@ import json
 
 def results_online_ok(out) -> bool:
     o = json.loads((out / "results.json").read_text())["online"]
-    # the search ends within one level of the simulator's optimum
-    levels = [306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1224, 1300.5]
-    return abs(levels.index(o["final_mhz"]) - levels.index(o["simulated_optimum_mhz"])) <= 1
+    # the search ends on a clock whose true (simulated) energy per step is within 5 % of the
+    # optimum's: near the bottom of the U, levels closer than the search margin (2 %) plus the
+    # noise of short windows on a loaded machine are all good answers
+    truth = o["simulated_j_per_step"]
+    return truth[f"{o['final_mhz']:g}"] <= 1.05 * truth[f"{o['simulated_optimum_mhz']:g}"]
 
 
 def test_demo_quick_writes_a_report(cli, tmp_path):

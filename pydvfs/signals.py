@@ -1,0 +1,43 @@
+"""Termination signals as exceptions, so that every path that changed the board unwinds through
+its ``finally`` and restores it. Ctrl-C already does this (KeyboardInterrupt); SIGTERM (a job
+scheduler, ``kill``), SIGHUP (a closed terminal or ssh session) and SIGQUIT do not by default.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import Iterator
+
+SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+class Terminated(BaseException):
+    """A termination signal arrived; like KeyboardInterrupt it is not an ordinary error."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def terminate_as_exception() -> Iterator[None]:
+    """While inside, SIGTERM/SIGHUP/SIGQUIT raise :class:`Terminated` (main thread only; the
+    previous handlers come back on exit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame):
+        raise Terminated(signum)
+
+    old = {s: signal.signal(s, handler) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

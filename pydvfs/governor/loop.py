@@ -8,6 +8,11 @@ the command runs, from energy per training step: the CPU+GPU energy the C sample
 over a window divided by the steps the command completed in it (the integer it writes,
 atomically, into the progress file). The board is restored when the command ends, on Ctrl-C,
 on SIGTERM (see cli_run) and on any error.
+
+Once the command runs, nothing the board does stops it: the search covers only the levels up to
+the board's max_freq at the start (a power mode caps it), a level the board still refuses is
+dropped from the search, and if the board refuses even the clock that held before, the loop
+falls back to the board's own state and lets the command run to its end.
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from typing import Callable, Sequence
 
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
-from ..errors import InvalidValueError
+from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
 from ..sampler import Sampler
 from .search import HillClimb, SearchParams
 
@@ -99,6 +104,21 @@ def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | 
     return levels[len(levels) // 2], "middle of the table" + note
 
 
+def board_cap_mhz(dev) -> float:
+    """The board's own max_freq (MHz): what it was before pydvfs changed it (the saved state,
+    if an earlier run left one), else what it is now. Under a power mode (nvpmodel) levels above
+    it cannot take."""
+    saved = dev.saved_state()
+    return (saved if saved is not None else dev.state()).max_mhz
+
+
+def capped_levels(levels_mhz, cap_mhz: float) -> tuple[float, ...]:
+    """The levels at or below ``cap_mhz`` (half a MHz of rounding allowed); the lowest level
+    alone if none is."""
+    levels = sorted(levels_mhz)
+    return tuple(f for f in levels if f <= cap_mhz + 0.5) or (levels[0],)
+
+
 def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | None = None,
                  progress_file: str | Path | None = None, rate_hz: float | None = None,
                  model_dir=None, start_mhz: float | None = None,
@@ -129,8 +149,17 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
 
     report: dict = {"command": cmd, "policy": policy, "progress_file": None if progress is None else str(progress)}
     if online:
+        # read before anything is pinned: levels above the board's own max_freq cannot take
+        cap = board_cap_mhz(dev)
+        levels = capped_levels(dev.available_frequencies_mhz, cap)
         start, source = choose_start(dev, workload, model_dir, start_mhz)
-        report.update(start_mhz=start, start_source=source)
+        if start > levels[-1]:
+            start, source = levels[-1], f"{source}, capped at the board's max_freq {cap:g} MHz"
+        report.update(start_mhz=start, start_source=source, board_max_mhz=cap,
+                      search_levels_mhz=list(levels))
+        if len(levels) < len(dev.available_frequencies_mhz):
+            print(f"pydvfs run: the board's max_freq is {cap:g} MHz (a power-mode cap?): "
+                  f"searching {levels[0]:g}..{levels[-1]:g} MHz", file=log, flush=True)
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)  # fails before any change
     if progress is not None and progress.exists():
         # a count left by an earlier run would read as steps of this one
@@ -153,8 +182,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             proc = start_command(cmd, {"PYDVFS_POLICY": policy})
             try:
                 if online:
-                    loop = _OnlineLoop(dev, sampler, HillClimb(dev.available_frequencies_mhz, start,
-                                                              search_params, 0.0),
+                    loop = _OnlineLoop(dev, sampler, HillClimb(levels, start, search_params, 0.0),
                                        window, progress, clock, t0, log)
                     loop.run(proc, sleep)
                     report.update(loop.report())
@@ -181,11 +209,16 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         measurement=m.to_dict(),
     )
     if online:
-        report["chosen_mhz"] = start if report["fallback"] else report["search"]["best_mhz"]
+        report["chosen_mhz"] = report["final_mhz"] if report["fallback"] else report["search"]["best_mhz"]
+        # Like with like: the start clock's J/step was measured over steps, so it is compared
+        # with the span of counted steps only (first count seen .. last advance seen), never
+        # with the start-up before the first step or the tail after the last one.
         est = report["search"]["start_estimate_j_per_step"]
-        if est is not None and steps:
-            report["energy_at_start_clock_j"] = est * steps
-            report["saving_vs_start_pct"] = 100.0 * (1.0 - energy / (est * steps))
+        span = report["counted_span"]
+        if est is not None and span is not None and span["steps"] > 0:
+            at_start_j = est * span["steps"]
+            report["energy_at_start_clock_j"] = energy - span["energy_j"] + at_start_j
+            report["saving_vs_start_pct"] = 100.0 * (1.0 - span["energy_j"] / at_start_j)
         else:
             report["energy_at_start_clock_j"] = None
             report["saving_vs_start_pct"] = None
@@ -201,10 +234,16 @@ class _OnlineLoop:
                  progress: Path, clock, t0: float, log):
         self.dev, self.sampler, self.search, self.w = dev, sampler, search, window
         self.progress, self.clock, self.t0, self.log = progress, clock, t0, log
-        self.pinned_mhz = search.target_mhz
+        self.pinned_mhz: float | None = search.target_mhz  # None: the board's own state
         self.trajectory: list[dict] = []
         self.switches = [{"t_s": 0.0, "freq_mhz": self.pinned_mhz}]
+        self.dropped: list[dict] = []  # levels the board refused: t_s, freq_mhz, error
         self.fallback: str | None = None
+        # the counted-step span: the "span" window opens at the first count seen; "tail"
+        # reopens at every advance, so span - tail is the energy up to the last advance seen
+        self.span_first: tuple[float, int] | None = None  # (t_s, count) when the first count was seen
+        self.span_last: tuple[float, int] | None = None  # (t_s, count) at the last advance seen
+        self.span_steps = 0  # steps counted inside the span (a count that goes back adds none)
         self.unusable = 0  # windows in a row without energy
         self.last_steps: int | None = None
         self.last_advance_s = 0.0
@@ -226,21 +265,82 @@ class _OnlineLoop:
             return self.last_steps
         if self.last_steps is None:
             self.last_steps, self.last_advance_s = steps, t
+            self.sampler.begin_window("span")
+            self.sampler.begin_window("tail")
+            self.span_first = self.span_last = (t, steps)
         elif steps != self.last_steps:
             if steps < self.last_steps:  # the count went back (a restart): measure afresh
                 self._close_window()
+            else:
+                self.span_steps += steps - self.last_steps
+            self.sampler.end_window("tail")
+            self.sampler.begin_window("tail")
+            self.span_last = (t, steps)
             self.last_steps, self.last_advance_s = steps, t
         return self.last_steps
 
-    def _fall_back(self, t: float, why: str) -> None:
+    def _counted_span(self) -> dict | None:
+        if self.span_first is None:
+            return None
+        tail = self.sampler.end_window("tail")
+        whole = self.sampler.end_window("span")
+        return {"t_begin_s": self.span_first[0], "t_end_s": self.span_last[0],
+                "first_count": self.span_first[1], "last_count": self.span_last[1],
+                "steps": self.span_steps, "energy_j": _window_energy_j(whole) - _window_energy_j(tail)}
+
+    def _record_pin(self, t: float, mhz: float | None) -> None:
+        if mhz != self.pinned_mhz:
+            self.switches.append({"t_s": t, "freq_mhz": mhz})
+        self.pinned_mhz = mhz
+
+    def _unpinned(self, t: float, why: str) -> None:
+        """The board refused the clock: govcore put its own state back. Stop searching, leave
+        it there and let the command run on."""
         self._close_window()
         self.fallback = why
+        self._record_pin(t, None)
+        self._say(f"{why}: searching stopped, the board stays at its own clock state")
+
+    def _move_to(self, t: float, nxt: float) -> None:
+        """Pin the search's next clock. A level the board refuses (ClockVerifyError; govcore has
+        put the original state back) is dropped from the search, the current clock is pinned
+        again, and the search's next proposal is tried. If the current clock does not take
+        again either, or the board cannot be written at all, fall back to the board's state."""
+        while nxt != self.pinned_mhz:
+            try:
+                self.dev.pin(nxt)
+            except ClockVerifyError as e:
+                self.dropped.append({"t_s": t, "freq_mhz": nxt, "error": str(e)})
+                self._say(f"the board refused {nxt:g} MHz ({e}): dropped from the search")
+                refused = nxt
+                try:
+                    nxt = self.search.drop(refused, t)
+                except InvalidValueError as e2:  # the last level: cannot happen while one held
+                    return self._unpinned(t, str(e2))
+                try:
+                    self.dev.pin(self.pinned_mhz)
+                except PydvfsError as e2:
+                    return self._unpinned(t, f"the board refused {refused:g} MHz, then {self.pinned_mhz:g} "
+                                             f"MHz, which had held: {e2}")
+                self.settle_until_s = t + self.w.settle_s  # it was off for a moment
+            except PydvfsError as e:  # no permission, an I/O error: nothing to search on
+                return self._unpinned(t, f"cannot pin {nxt:g} MHz: {e}")
+            self._record_pin(t, nxt)
+            self.settle_until_s = t + self.w.settle_s
+        return None
+
+    def _fall_back(self, t: float, why: str) -> None:
+        self._close_window()
         start = self.search.start_mhz
         if self.pinned_mhz != start:
-            self.dev.pin(start)
-            self.pinned_mhz = start
-            self.switches.append({"t_s": t, "freq_mhz": start})
+            try:
+                self.dev.pin(start)
+            except PydvfsError as e:
+                return self._unpinned(t, f"{why}; the start clock {start:g} MHz did not take either ({e})")
+            self._record_pin(t, start)
+        self.fallback = why
         self._say(f"{why}: searching stopped, staying at the start clock {start:g} MHz")
+        return None
 
     def run(self, proc, sleep) -> None:
         poll_s = self.w.poll_interval_s
@@ -289,10 +389,7 @@ class _OnlineLoop:
             self._say(f"converged on {self.search.best_mhz:g} MHz after {t:.1f} s "
                       f"({len(self.search.probes)} probes)")
         if nxt != self.pinned_mhz:
-            self.dev.pin(nxt)
-            self.pinned_mhz = nxt
-            self.switches.append({"t_s": t, "freq_mhz": nxt})
-            self.settle_until_s = t + self.w.settle_s
+            self._move_to(t, nxt)
 
     def report(self) -> dict:
         self._close_window()
@@ -300,7 +397,8 @@ class _OnlineLoop:
         state["start_estimate_j_per_step"] = self.search.estimate(self.search.start_mhz)
         return {"trajectory": self.trajectory, "switches": self.switches, "search": state,
                 "converged": self.search.converged, "fallback": self.fallback,
-                "final_mhz": self.pinned_mhz, "window": self.w.to_dict()}
+                "final_mhz": self.pinned_mhz, "dropped": self.dropped,
+                "counted_span": self._counted_span(), "window": self.w.to_dict()}
 
 
-__all__ = ["run_governed", "read_progress", "choose_start", "WindowParams", "POLICIES", "STATIC_POLICIES"]
+__all__ = ["run_governed", "read_progress", "choose_start", "board_cap_mhz", "capped_levels", "WindowParams", "POLICIES", "STATIC_POLICIES"]

@@ -26,6 +26,10 @@ The search (docs/online.md):
 
 Within a round the current level only moves to a level measured strictly better by the margin,
 so a round cannot oscillate: it ends after at most ``len(levels)`` moves.
+
+A level the board refuses (a power-mode cap the table does not show) is removed with
+:meth:`HillClimb.drop`: from then on the search runs on the table without it and never
+proposes it again.
 """
 from __future__ import annotations
 
@@ -117,6 +121,7 @@ class HillClimb:
         self.probes: list[Probe] = []  # every finished probe, all rounds
         self.moves: list[tuple[float, float, float]] = []  # (t_s, from_mhz, to_mhz) of accepted moves
         self.reprobe_reasons: list[tuple[float, str]] = []
+        self.dropped_mhz: list[float] = []  # levels the board refused, removed from the table
         self._last_t = now_s
 
     # -- what it proposes ------------------------------------------------------------------
@@ -140,9 +145,9 @@ class HillClimb:
 
     def estimate(self, freq_mhz: float) -> float | None:
         """The latest J/step measured at the level nearest ``freq_mhz`` (any round), or None."""
-        i = self._index(freq_mhz)
+        level = self.levels_mhz[self._index(freq_mhz)]
         for p in reversed(self.probes):
-            if self._index(p.freq_mhz) == i:
+            if p.freq_mhz == level:
                 return p.j_per_step
         return None
 
@@ -173,6 +178,35 @@ class HillClimb:
                                  self._round, now_s))
         self._est[self._probing] = value
         self._samples = []
+        self._decide(now_s)
+        return self.target_mhz
+
+    def drop(self, freq_mhz: float, now_s: float) -> float:
+        """The board refused the level nearest ``freq_mhz`` (a clock it cannot take): remove it
+        from the table, for good. Its earlier probes stay in :attr:`probes`; the search goes on
+        as if the table never had it (a neighbour's neighbour becomes its neighbour). Returns
+        the clock to run next. Raises InvalidValueError if it is the last level left."""
+        i = self._index(freq_mhz)
+        if len(self.levels_mhz) == 1:
+            raise InvalidValueError(f"{self.levels_mhz[0]:g} MHz is the only level left: cannot drop it")
+        self._last_t = now_s
+        self.dropped_mhz.append(self.levels_mhz[i])
+
+        def shift(k: int) -> int:
+            return k if k < i else k - 1
+
+        self.levels_mhz = self.levels_mhz[:i] + self.levels_mhz[i + 1:]
+        self._est = {shift(k): v for k, v in self._est.items() if k != i}
+        if self._cur == i:  # the accepted level itself: the best measured level left, else a neighbour
+            self._cur = min(self._est, key=self._est.get) if self._est else max(i - 1, 0)
+        else:
+            self._cur = shift(self._cur)
+        if self._probing != i:
+            self._probing = shift(self._probing)
+            return self.target_mhz
+        # the level being measured (or held) is gone: its windows with it; decide afresh
+        self._samples, self._hold_samples = [], []
+        self.phase = self.SEARCH
         self._decide(now_s)
         return self.target_mhz
 
@@ -268,6 +302,7 @@ class HillClimb:
                 "probes": [p.to_dict() for p in self.probes],
                 "moves": [{"t_s": t, "from_mhz": a, "to_mhz": b} for t, a, b in self.moves],
                 "reprobes": [{"t_s": t, "reason": r} for t, r in self.reprobe_reasons],
+                "levels_mhz": list(self.levels_mhz), "dropped_mhz": list(self.dropped_mhz),
                 "params": self.params.to_dict()}
 
 

@@ -225,3 +225,105 @@ def test_read_progress(tmp_path):
         f.write_text(text)
         assert read_progress(f) == value, text
     assert read_progress(tmp_path) is None  # a folder
+
+
+# -- a board that refuses levels (a power mode), and the saving on a like-for-like basis --------
+
+@pytest.mark.parametrize("start", [["--start", "612"], ["--workload", BERT_BASE]], ids=["from-612", "mlg-714-capped"])
+def test_a_power_mode_cap_keeps_the_search_at_or_below_it(cli, orin, tmp_path, start):
+    """nvpmodel 30 W caps max_freq at 612 MHz. The search covers only the levels up to the cap
+    (bert-base's optimum, 714 MHz, is above it), a start above it is capped, and the training
+    command runs to its end."""
+    from pydvfs.device.fake import rewrite_int
+
+    rewrite_int(orin.devfreq_dir / "max_freq", 612000000)
+    progress = tmp_path / "steps"
+    res = cli("run", "--sysfs-root", str(orin.root), "--json", *start, "--progress-file", str(progress),
+              *FAST, "--", *train_cmd(orin, progress, 3000))
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert r["exit_status"] == 0 and r["steps"] == 3000 and r["fallback"] is None and r["dropped"] == []
+    assert r["board_max_mhz"] == 612.0 and r["search_levels_mhz"] == [f for f in ORIN_LEVELS_MHZ if f <= 612]
+    assert r["start_mhz"] == 612.0
+    if start[0] == "--workload":
+        assert r["start_source"] == "mlg, capped at the board's max_freq 612 MHz"
+    pinned = [s["freq_mhz"] for s in r["switches"]] + [w["freq_mhz"] for w in r["trajectory"]]
+    assert max(pinned) == 612.0 and 510.0 in pinned  # it searched, downward only
+    assert "max_freq is 612 MHz" in res.stderr
+    assert limits(orin) == (306000000, 612000000)
+
+
+@pytest.mark.parametrize("refuse_after", [False, True], ids=["714-dropped", "everything-refused"])
+def test_a_refused_level_is_dropped_and_training_goes_on(orin, tmp_path, monkeypatch, refuse_after):
+    """The board refuses 714 MHz the way gc_pin_hz does (the original min/max put back, then
+    ClockVerifyError). The level leaves the search for good and the command is not stopped;
+    if the board then refuses every clock, even the one that held, the loop leaves the board at
+    its own state and the command still runs to its end."""
+    import io
+
+    from pydvfs.device import Device
+    from pydvfs.errors import ClockVerifyError
+    from pydvfs.governor.loop import WindowParams, run_governed
+
+    real_pin, asked = Device.pin, []
+
+    def pin(self, mhz):
+        level = self.snap_mhz(mhz)
+        asked.append(level)
+        if level == 714.0 or (refuse_after and 714.0 in asked):
+            self.restore()
+            raise ClockVerifyError(f"clock did not take: asked min {level:.2f} max {level:.2f} MHz, board "
+                                   "reports min 306.00 max 612.00 MHz (a power-mode cap? check nvpmodel); "
+                                   "original clock state restored")
+        return real_pin(self, mhz)
+
+    monkeypatch.setattr(Device, "pin", pin)
+    progress, log = tmp_path / "steps", io.StringIO()
+    r = run_governed(train_cmd(orin, progress, 4000), "online", progress_file=progress, rate_hz=1000,
+                     start_mhz=612, window=WindowParams(min_window_s=0.15, min_steps=100, settle_s=0.05),
+                     sysfs_root=orin.root, log=log)
+    assert r["exit_status"] == 0 and r["steps"] == 4000
+    assert asked.count(714.0) == 1 and r["dropped"][0]["freq_mhz"] == 714.0
+    assert "dropped from the search" in log.getvalue()
+    assert 714.0 not in r["search"]["levels_mhz"] and 714.0 in r["search"]["dropped_mhz"]
+    assert 714.0 not in [s["freq_mhz"] for s in r["switches"]] + [w["freq_mhz"] for w in r["trajectory"]]
+    assert [d["freq_mhz"] for d in r["dropped"]] == [714.0]
+    if refuse_after:  # 714 dropped, then the clock that held (510, probed before 714) refused too
+        assert r["fallback"].startswith("the board refused 714 MHz, then 510 MHz, which had held")
+        assert "board stays at its own clock state" in log.getvalue()
+        assert r["final_mhz"] is None and r["chosen_mhz"] is None and r["switches"][-1]["freq_mhz"] is None
+    else:
+        assert r["fallback"] is None and r["final_mhz"] in r["search"]["levels_mhz"]
+        assert len(r["search"]["probes"]) >= 3  # it went on searching (816 became 612's neighbour)
+    assert limits(orin) == FULL
+
+
+def test_the_saving_vs_start_excludes_the_start_up(cli, orin, tmp_path):
+    """Constant power at every clock, a 2 s start-up before the first step, then a steady step
+    rate: the start clock would have cost exactly what the run cost, so the saving is ~0 %
+    (dividing the whole run's energy by the steps' estimate said about -80 %)."""
+    orin.set_rail("VDD_GPU_SOC", 5000, 2000)
+    orin.set_rail("VDD_CPU_CV", 5000, 400)
+    progress = tmp_path / "steps"
+    writer = (
+        "import os, sys, time\n"
+        "p = sys.argv[1]\n"
+        "time.sleep(2.0)\n"
+        "t0 = time.monotonic()\n"
+        "for i in range(1, 1251):\n"
+        "    d = t0 + i * 0.002 - time.monotonic()\n"
+        "    if d > 0: time.sleep(d)\n"
+        "    open(p + '.tmp', 'w').write(str(i)); os.replace(p + '.tmp', p)\n")
+    res = cli("run", "--sysfs-root", str(orin.root), "--start", "918", "--progress-file", str(progress),
+              "--window", "0.2", "--min-steps", "50", "--settle", "0", "--rate", "1000", "--json", "--",
+              sys.executable, "-c", writer, str(progress))
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert r["steps"] == 1250 and r["search"]["start_estimate_j_per_step"] is not None
+    span = r["counted_span"]
+    assert span["t_begin_s"] > 1.5 and span["steps"] == span["last_count"] - span["first_count"] > 1000
+    assert span["energy_j"] < 0.7 * r["cpu_gpu_energy_j"]  # the start-up is outside it
+    assert abs(r["saving_vs_start_pct"]) < 3.0, r["saving_vs_start_pct"]
+    assert r["energy_at_start_clock_j"] == pytest.approx(r["cpu_gpu_energy_j"], rel=0.03)
+    naive = 100 * (1 - r["cpu_gpu_energy_j"] / (r["search"]["start_estimate_j_per_step"] * r["steps"]))
+    assert naive < -40  # the old, unlike comparison

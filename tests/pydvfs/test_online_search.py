@@ -200,3 +200,41 @@ def test_state_is_json_ready():
     assert state["phase"] == "hold" and state["best_mhz"] == 510.0
     assert state["moves"][0]["from_mhz"] == 1300.5
     assert {e["freq_mhz"] for e in state["estimates"]} >= {408.0, 510.0, 612.0}
+
+
+def test_a_dropped_level_is_never_proposed_again():
+    """The board refuses a level (a power-mode cap): the search goes on over the table without
+    it, and lands on the best level it can take."""
+    curve = CURVES["u-714"]
+    s = HillClimb(LEVELS, 612.0, SearchParams(samples=1, reprobe_s=20.0))
+    s.observe(612.0, curve(612.0), 1.0)
+    assert s.target_mhz == 510.0  # the lower neighbour first
+    s.observe(510.0, curve(510.0), 2.0)
+    assert s.target_mhz == 714.0
+    assert s.drop(714.0, 2.5) == 816.0  # 612's upper neighbour now
+    assert s.dropped_mhz == [714.0] and 714.0 not in s.levels_mhz
+    ran = drive(s, curve, 200, t0=3.0)
+    assert 714.0 not in ran and s.converged and s.round >= 5
+    best_left = min(curve(f) for f in s.levels_mhz)  # 816 MHz, 0.9 % below 612: inside the margin
+    assert s.best_mhz in (612.0, 816.0) and curve(s.best_mhz) <= best_left * 1.02
+    assert s.estimate(612.0) == curve(612.0) and s.state()["dropped_mhz"] == [714.0]
+
+
+def test_dropping_the_level_being_held_or_the_last_one():
+    curve = CURVES["u-510"]
+    s = HillClimb(LEVELS, 714.0, SearchParams(samples=1, reprobe_s=math.inf))
+    drive(s, curve, 30)
+    assert s.converged and s.best_mhz == 510.0
+    # the held level itself: the best measured level left is accepted, and searched from
+    nxt = s.drop(510.0, 31.0)
+    assert 510.0 not in s.levels_mhz and nxt != 510.0
+    ran = drive(s, curve, 30, t0=32.0)
+    assert 510.0 not in ran and s.converged and s.best_mhz in (408.0, 612.0)
+    # dropping a level nobody is measuring changes nothing else
+    target = s.target_mhz
+    assert s.drop(1300.5, 70.0) == target and 1300.5 not in s.levels_mhz
+    one = HillClimb([612.0, 714.0], 714.0, SearchParams(samples=1))
+    assert one.drop(714.0, 1.0) == 612.0
+    with pytest.raises(InvalidValueError):
+        one.drop(612.0, 2.0)
+    assert one.levels_mhz == (612.0,)

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pydvfs.device.fake import build_fake_board  # noqa: E402
-from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise  # noqa: E402
+from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, energy_per_step_j, operating_point, run_noise  # noqa: E402
 from pydvfs.sim.workloads import get_workload  # noqa: E402
 
 TASK = "SST-2"
@@ -33,8 +33,8 @@ def truth(model: str, setting: str, freq, scale: float) -> tuple[float, float]:
     p = default_params()
     w = get_workload(model, TASK)
     op = operating_point(w, setting, freq, p)
-    tf, pf = run_noise(p, op.cpu_exposed_share, 0, w.name, op.setting, op.freq_mhz, 0)
-    return op.cpu_gpu_power_w * pf * op.t_step_s * tf / scale, op.t_step_s * tf / scale
+    tf, _ = run_noise(p, op.cpu_exposed_share, 0, w.name, op.setting, op.freq_mhz, 0)
+    return energy_per_step_j(w, setting, freq, p=p) / scale, op.t_step_s * tf / scale
 
 
 def pydvfs_run(root: Path, model: str, steps: int, scale: float, extra: list[str]) -> dict:

@@ -41,6 +41,11 @@ def text_report(r: dict) -> str:
                         f"{'converged on' if r['converged'] else 'best so far'} {_fmt_mhz(r['chosen_mhz'])}"))
     else:
         lines.append(f"policy    {r['policy']}: {_fmt_mhz(r['chosen_mhz'])}")
+    levels = r.get("search_levels_mhz") or []
+    if r["policy"] == "online" and levels:
+        refused = ", ".join(f"{d['freq_mhz']:g}" for d in r.get("dropped") or []) or "none"
+        lines.append(f"levels    searched {min(levels):g}..{max(levels):g} MHz (the board's max_freq was "
+                     f"{r['board_max_mhz']:g} MHz); refused by the board: {refused}")
     lines.append(f"time      {r['duration_s']:.2f} s")
     e = r["cpu_gpu_energy_j"] if r["cpu_gpu_energy_j"] is not None else r["measurement"]["total_energy_j"]
     rails = ", ".join(f"{k} {v:.3f} J" for k, v in r["energy_j"].items())

@@ -263,7 +263,7 @@ def stage_online(ctx: DemoContext) -> dict:
     """The online governor (`pydvfs run --policy online`) on the animated board: it starts at the
     top clock, knowing nothing of the workload, and searches energy per step while it trains."""
     from .device.fake import build_fake_board
-    from .sim.model import operating_point
+    from .sim.model import ORIN_LEVELS_MHZ, energy_per_step_j
     from .sim.workloads import get_workload
 
     root = ctx.path("online-board")
@@ -278,10 +278,7 @@ def stage_online(ctx: DemoContext) -> dict:
                  "--task", "SST-2", "--steps", steps, "--time-scale", scale, "--progress-file", progress)
     # the simulator's own energy per step at each level: where the bottom of the U really is
     w = get_workload("bert-base", "SST-2")
-    truth = {}
-    for f in (306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0, 1122.0, 1224.0, 1300.5):
-        op = operating_point(w, "fixed", f)
-        truth[f] = sum(op.power_w[k] for k in ("VDD_GPU_SOC", "VDD_CPU_CV")) * op.t_step_s
+    truth = {f: energy_per_step_j(w, "fixed", f) for f in ORIN_LEVELS_MHZ}
     best = min(truth, key=truth.get)
     ctx.say(f"online: started at 1300.5 MHz, settled at {r['final_mhz']:g} MHz after {len(r['switches'])} moves "
             f"(the simulator's optimum: {best:g} MHz); {r['saving_vs_start_pct']:.1f} % less energy than "

@@ -397,6 +397,16 @@ def run_noise(p: SimParams, cpu_exposed_share: float, seed: int, workload: str, 
     return max(0.5, time_f), max(0.5, power_f)
 
 
+def energy_per_step_j(w: Workload, setting: str = "fixed", freq_mhz: float | None = None,
+                      seed: int = 0, repeat: int = 0, p: SimParams | None = None) -> float:
+    """CPU+GPU energy of one training step (simulated J) at a setting, with the run's seeded
+    noise: what the animated process (``train_process --seed S --repeat R``) spends per step."""
+    p = p or default_params()
+    op = operating_point(w, setting, freq_mhz, p)
+    tf, pf = run_noise(p, op.cpu_exposed_share, seed, w.name, op.setting, op.freq_mhz, repeat)
+    return op.cpu_gpu_power_w * pf * op.t_step_s * tf
+
+
 def simulate_run(w: Workload, setting: str = "fixed", freq_mhz: float | None = None,
                  repeat: int = 0, seed: int = 0, p: SimParams | None = None,
                  noise: bool = True, op: OperatingPoint | None = None) -> RunResult:

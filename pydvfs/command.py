@@ -10,6 +10,7 @@ import signal
 import subprocess
 from typing import Mapping, Sequence
 
+from . import signals
 from .errors import CommandError
 
 STDERR_FD = 2
@@ -19,11 +20,20 @@ def start_command(cmd: Sequence[str], extra_env: Mapping[str, str] | None = None
     """Start ``cmd`` (a list, no shell) with its stdout on our stderr; CommandError if it cannot
     be started."""
     env = {**os.environ, **(extra_env or {})}
+    # A SIGTERM raised in the middle of Popen would leave a started child that no caller knows
+    # of: hold it until the child is ours, then stop the child and raise.
+    signals.hold()
     try:
         # fd 2 itself, not sys.stderr: that may be replaced by an object with no file behind it
-        return subprocess.Popen(list(cmd), env=env, stdout=STDERR_FD)
+        proc = subprocess.Popen(list(cmd), env=env, stdout=STDERR_FD)
     except OSError as e:
         raise CommandError(f"cannot run {cmd[0]!r}: {e.strerror or e}") from None
+    finally:
+        signum = signals.release()
+    if signum is not None:
+        stop_command(proc)
+        raise signals.Terminated(signum)
+    return proc
 
 
 def exit_status(returncode: int) -> int:

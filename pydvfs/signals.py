@@ -24,6 +24,28 @@ class Terminated(BaseException):
         return 128 + self.signum
 
 
+# While > 0 a termination signal is noted, not raised: see hold().
+_held = 0
+_pending: int | None = None
+
+
+def hold() -> None:
+    """Note termination signals instead of raising until :func:`release`: for a moment in which
+    an exception would lose track of something, such as a child process half started."""
+    global _held
+    _held += 1
+
+
+def release() -> int | None:
+    """End a :func:`hold`; returns the signal that arrived meanwhile (once), or None."""
+    global _held, _pending
+    _held -= 1
+    if _held > 0 or _pending is None:
+        return None
+    signum, _pending = _pending, None
+    return signum
+
+
 @contextlib.contextmanager
 def terminate_as_exception() -> Iterator[None]:
     """While inside, SIGTERM/SIGHUP/SIGQUIT raise :class:`Terminated` (main thread only; the
@@ -33,6 +55,10 @@ def terminate_as_exception() -> Iterator[None]:
         return
 
     def handler(signum, _frame):
+        global _pending
+        if _held:
+            _pending = signum
+            return
         raise Terminated(signum)
 
     old = {s: signal.signal(s, handler) for s in SIGNALS}

@@ -172,3 +172,29 @@ def test_a_nan_energy_cannot_become_the_oracle(cli, tmp_path):
     oracle = {w["workload"]: w["oracle_mhz"] for w in d["workloads"]}
     assert oracle == {"a": 714.0, "b": 714.0}
     assert d["summary"]["mlg"]["oracle_mean_saving_pct"] == pytest.approx(35.0)
+
+
+def test_a_sigterm_while_the_command_starts_leaves_no_orphan(tmp_path):
+    """SIGTERM arriving inside Popen (after the fork): the child is stopped, then Terminated."""
+    marker = tmp_path / "child-pid"
+    code = f"""
+import os, signal, subprocess, sys, time
+from pydvfs import command, signals
+orig = subprocess.Popen.__init__
+def init_then_signal(self, *a, **k):
+    orig(self, *a, **k)
+    open({str(marker)!r}, "w").write(str(self.pid))
+    os.kill(os.getpid(), signal.SIGTERM)
+subprocess.Popen.__init__ = init_then_signal
+with signals.terminate_as_exception():
+    try:
+        command.start_command([sys.executable, "-c", "import time; time.sleep(60)"])
+    except signals.Terminated as e:
+        sys.exit(e.exit_status)
+sys.exit(0)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 143, proc.stderr
+    child = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):  # reaped: gone
+        os.kill(child, 0)

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import threading
 
-from .command import exit_status, start_command
+from .command import command_after_dashes, exit_status, start_command
 from .errors import InvalidValueError
 
 
@@ -75,9 +75,7 @@ def run(args) -> int:
     from . import cli
     from .sampler import Sampler
 
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
+    cmd = command_after_dashes(args.cmd)
     if not cmd:
         raise InvalidValueError("measure needs a command after `--`, e.g. `pydvfs measure -- sleep 1`")
     sampler = Sampler(rate_hz=args.rate, sysfs_root=args.sysfs_root)

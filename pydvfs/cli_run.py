@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .command import command_after_dashes
 from .errors import InvalidValueError
 from .signals import Terminated, terminate_as_exception
 
@@ -99,7 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .governor.loop import run_governed
     from .sweep import parse_workload
 
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    cmd = command_after_dashes(args.cmd)
     if not cmd:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
     workload = parse_workload(args.workload) if args.workload else None

@@ -4,11 +4,12 @@ from __future__ import annotations
 import argparse
 
 from .cli import seed
+from .command import command_after_dashes
 from .errors import InvalidValueError
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    cmd = command_after_dashes(args.cmd)
     if args.sim:
         if cmd or args.workload:
             raise InvalidValueError("--sim simulates the catalogue's workloads: give no --workload and no command")

@@ -16,6 +16,12 @@ from .errors import CommandError
 STDERR_FD = 2
 
 
+def command_after_dashes(rest: Sequence[str]) -> list[str]:
+    """The command that argparse.REMAINDER collected, without the `--` that introduces it."""
+    rest = list(rest)
+    return rest[1:] if rest[:1] == ["--"] else rest
+
+
 def start_command(cmd: Sequence[str], extra_env: Mapping[str, str] | None = None) -> subprocess.Popen:
     """Start ``cmd`` (a list, no shell) with its stdout on our stderr; CommandError if it cannot
     be started."""
@@ -62,4 +68,4 @@ def stop_command(proc: subprocess.Popen, grace_s: float = 5.0) -> int:
     return exit_status(proc.wait())
 
 
-__all__ = ["start_command", "stop_command", "exit_status"]
+__all__ = ["command_after_dashes", "start_command", "stop_command", "exit_status"]

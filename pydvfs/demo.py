@@ -6,19 +6,16 @@ on the simulated board: nothing here is special to the demo except the choice of
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .cli import emit, seed
 from .errors import PydvfsError
 
 REPO_DATA = Path(__file__).resolve().parents[1] / "data" / "real"
@@ -357,33 +354,3 @@ STAGES: list[tuple[str, Callable[[DemoContext], dict]]] = [
     ("real_data", stage_real_data),
     ("roofline", stage_roofline),
 ]
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from .report import write_report
-
-    ctx = DemoContext(out_dir=Path(args.out).resolve(), seed=args.seed, quick=args.quick)
-    ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
-    for name, stage in STAGES:
-        ctx.say(f"--- {name} ---")
-        t = time.monotonic()
-        ctx.results[name] = stage(ctx)
-        ctx.results[name]["seconds"] = round(time.monotonic() - t, 1)
-    (ctx.out_dir / "results.json").write_text(json.dumps(ctx.results, indent=2, default=str))
-    report = write_report(ctx.out_dir)
-    summary = {"report": str(report), "stages": list(ctx.results), "seconds": round(time.monotonic() - t0, 1)}
-    emit(args, summary, f"[demo] done in {summary['seconds']} s; report: {report} (and report.html)")
-    return 0
-
-
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("demo", parents=[common], help="run the whole pipeline on a simulated Orin",
-                       description="Run the whole pipeline on a simulated AGX Orin (no board "
-                                   "needed): characterise, analyse, train, evaluate against MAXN, a "
-                                   "governed run measured by the C sampler, real-data checks and "
-                                   "the roofline law; write a report with plots.")
-    p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
-    p.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
-    p.add_argument("--quick", action="store_true", help="one repeat per setting, shorter runs")
-    p.set_defaults(func=cmd_demo)

@@ -1,7 +1,6 @@
 """``pydvfs report DIR``: the demo's results (DIR/results.json) as Markdown and HTML with plots."""
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import time
@@ -183,19 +182,3 @@ def _inline(text: str) -> str:
     t = "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
     parts = t.split("`")
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from .cli import emit
-
-    path = write_report(args.dir)
-    emit(args, {"report": str(path), "html": str(path.with_suffix(".html"))}, f"report: {path} (and report.html)")
-    return 0
-
-
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("report", parents=[common], help="write the report of a demo run",
-                       description="Write DIR/report.md and DIR/report.html (with plots) from the "
-                                   "results a `pydvfs demo --out DIR` run left in DIR/results.json.")
-    p.add_argument("dir", nargs="?", default="demo-out", help="the demo's output folder (default demo-out)")
-    p.set_defaults(func=cmd_report)

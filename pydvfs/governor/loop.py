@@ -7,7 +7,7 @@ command starts. ``online`` starts at a proposed clock and lets :class:`HillClimb
 the command runs, from energy per training step: the CPU+GPU energy the C sampler integrates
 over a window divided by the steps the command completed in it (the integer it writes,
 atomically, into the progress file). The board is restored when the command ends, on Ctrl-C,
-on SIGTERM (see cli_run) and on any error.
+on SIGTERM (see cli/run.py) and on any error.
 
 Once the command runs, nothing the board does stops it: the search covers only the levels up to
 the board's max_freq at the start (a power mode caps it), a level the board still refuses is

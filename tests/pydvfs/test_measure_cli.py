@@ -41,7 +41,7 @@ def govcore_bin(tmp_path_factory):
 
 def run_pydvfs(argv, monkeypatch, capsys):
     # Only this module's verb: the test does not depend on other verbs' modules.
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["pydvfs.cli_measure"])
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["pydvfs.cli.measure"])
     rc = cli.main(argv)
     out, err = capsys.readouterr()
     return rc, out, err

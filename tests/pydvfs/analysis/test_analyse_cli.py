@@ -14,7 +14,7 @@ REAL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "real")
 @pytest.fixture(autouse=True)
 def only_analyse(monkeypatch):
     # Build the real parser with just this verb, so the test does not depend on other verbs.
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["pydvfs.analysis.cli"])
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["pydvfs.cli.analyse"])
 
 
 def run(capsys, *argv):

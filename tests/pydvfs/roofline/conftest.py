@@ -10,7 +10,7 @@ def run_cli(monkeypatch, capsys):
     """
     import pydvfs.cli as cli
 
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["pydvfs.roofline.cli"])
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["pydvfs.cli.roofline"])
 
     def run(*argv):
         try:

@@ -19,7 +19,7 @@ def collected(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("collect") / "runs.csv"
     saved = cli.COMMAND_MODULES
-    cli.COMMAND_MODULES = ["pydvfs.roofline.cli"]
+    cli.COMMAND_MODULES = ["pydvfs.cli.roofline"]
     try:
         rc = cli.main(["roofline", "collect", "--out", str(out), "--configs", CONFIG,
                        "--strategies", "tp,fsdp", "--devices", "2", "--steps", "2",

@@ -7,7 +7,7 @@ import math
 import os
 import sys
 
-from ..cli import seed
+from .common import seed
 from ..errors import InvalidValueError
 
 BUNDLED_A100 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mlenergy_a100.csv")
@@ -73,19 +73,19 @@ def register(subparsers, common) -> None:
 
 
 def _load(path):
-    from . import dataset
+    from ..roofline import dataset
 
     return dataset.load(path)
 
 
 def cmd_fit(args) -> int:
-    from ..cli import emit
-    from . import pipeline
+    from .common import emit
+    from ..roofline import pipeline
 
     df, fmt = _load(args.data)
     result = pipeline.analyse(df, fmt)
     if args.plot:
-        from . import plots
+        from ..roofline import plots
         result["plots"] = plots.write_all(df, result, args.plot)
     if args.save:
         _write_json(args.save, result)
@@ -96,8 +96,8 @@ def cmd_fit(args) -> int:
 def cmd_predict(args) -> int:
     import pandas as pd
 
-    from ..cli import emit
-    from . import dataset, law, speedup
+    from .common import emit
+    from ..roofline import dataset, law, speedup
 
     if args.fit:
         try:
@@ -107,7 +107,7 @@ def cmd_predict(args) -> int:
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise InvalidValueError(f"{args.fit}: not a saved roofline fit ({e.__class__.__name__})") from None
     else:
-        from . import pipeline
+        from ..roofline import pipeline
         df, fmt = _load(args.data)
         result = pipeline.analyse(df, fmt)
     groups = result["groups"]
@@ -154,8 +154,8 @@ def cmd_predict(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    from ..cli import emit
-    from . import multigpu_sim
+    from .common import emit
+    from ..roofline import multigpu_sim
 
     if args.n < 20:
         raise InvalidValueError("--n must be at least 20")
@@ -170,8 +170,8 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_collect(args) -> int:
-    from ..cli import emit
-    from . import collect
+    from .common import emit
+    from ..roofline import collect
 
     configs = collect.parse_configs(args.configs or collect.DEFAULT_CONFIGS)
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
@@ -206,7 +206,7 @@ def _write_csv(df, path):
 
 
 def _write_json(path, data):
-    from ..cli import _json_default
+    from .common import _json_default
 
     try:
         with open(path, "w") as fh:

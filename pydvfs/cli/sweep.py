@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from .cli import seed
-from .command import command_after_dashes
-from .errors import InvalidValueError
+from .common import seed
+from ..command import command_after_dashes
+from ..errors import InvalidValueError
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -13,7 +13,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.sim:
         if cmd or args.workload:
             raise InvalidValueError("--sim simulates the catalogue's workloads: give no --workload and no command")
-        from .sim.cli import sim_sweep
+        from .sim import sim_sweep
         return sim_sweep(args)
     if not args.out:
         raise InvalidValueError("give --out CSV (the dataset to append to)")
@@ -23,8 +23,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
     if args.plot:
         raise InvalidValueError("--plot is for --sim; for a board's sweep run `pydvfs analyse CSV --out DIR`")
-    from .cli import emit
-    from .sweep import parse_workload, run_sweep
+    from .common import emit
+    from ..sweep import parse_workload, run_sweep
 
     summary = run_sweep(cmd, parse_workload(args.workload), args.out, freqs=args.freqs, repeats=args.repeats,
                         settle_s=args.settle, idle_s=args.idle, rate_hz=args.rate, seed=args.seed,
@@ -45,7 +45,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from .sim.cli import add_sim_arguments
+    from .sim import add_sim_arguments
 
     p = sub.add_parser(
         "sweep", parents=[common], help="measure a workload at every GPU clock and under MAXN",

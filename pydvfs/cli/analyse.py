@@ -88,8 +88,8 @@ def _flat_row(d: dict) -> dict:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from .. import cli
-    from . import adapters, ucurve
+    from . import common as cli
+    from ..analysis import adapters, ucurve
 
     for name in ("noise_floor_pct", "noise_sigmas", "spiky_ratio"):
         v = getattr(args, name)
@@ -140,7 +140,7 @@ def _handle(args: argparse.Namespace) -> int:
     files.append(path)
 
     if not args.no_plots:
-        from . import plots
+        from ..analysis import plots
 
         plot_dir = os.path.join(args.out, "plots")
         for r in results:

@@ -1,7 +1,7 @@
 """``pydvfs sweep --sim``: the paper's characterisation sweep on the simulated board.
 
 :func:`add_sim_arguments` adds the simulator's own options to the ``sweep`` verb
-(pydvfs/cli_sweep.py) and :func:`sim_sweep` runs them.
+(pydvfs/cli/sweep.py) and :func:`sim_sweep` runs them.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from ..errors import InvalidValueError
 
 
 def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
-    from .model import POWER_MODES
-    from .workloads import CHARACTERISATION_TASKS, PAPER_MODELS
+    from ..sim.model import POWER_MODES
+    from ..sim.workloads import CHARACTERISATION_TASKS, PAPER_MODELS
 
     g = parser.add_argument_group("simulated board (--sim)")
     g.add_argument("--models", nargs="+", default=list(PAPER_MODELS), metavar="M",
@@ -27,8 +27,8 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def sim_sweep(args: argparse.Namespace) -> int:
-    from ..cli import emit
-    from .sweep import plot_curves, sweep_rows
+    from .common import emit
+    from ..sim.sweep import plot_curves, sweep_rows
     from ..dataset import DatasetWriter
 
     if not args.out and not args.plot:

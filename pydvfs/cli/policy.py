@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..cli import emit
+from .common import emit
 from ..errors import InvalidValueError
 
 
@@ -13,8 +13,8 @@ def _task_list(text: str | None) -> list[str] | None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from .curves import curves_from_frame, read_dataset
-    from .train import format_table, train
+    from ..policy.curves import curves_from_frame, read_dataset
+    from ..policy.train import format_table, train
 
     df = read_dataset(args.data)
     curves = curves_from_frame(df, args.energy_column, tasks=_task_list(args.tasks),
@@ -37,9 +37,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .apply import load_tree
-    from .curves import curves_from_frame, read_dataset
-    from .evaluate import evaluate, format_report
+    from ..policy.apply import load_tree
+    from ..policy.curves import curves_from_frame, read_dataset
+    from ..policy.evaluate import evaluate, format_report
 
     df = read_dataset(args.data)
     curves = curves_from_frame(df, args.energy_column, tasks=_task_list(args.tasks))
@@ -49,7 +49,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from .apply import apply, decide
+    from ..policy.apply import apply, decide
 
     workload = {"model": args.model, "layers": args.layers, "hidden": args.hidden,
                 "seq_len": args.seq_len, "util_pct": args.util}

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from .cli import emit
-from .device import open_device
+from .common import emit
+from ..device import open_device
 
 
 def _fmt(mhz: float) -> str:

@@ -13,8 +13,8 @@ import signal
 import subprocess
 import threading
 
-from .command import command_after_dashes, exit_status, start_command
-from .errors import InvalidValueError
+from ..command import command_after_dashes, exit_status, start_command
+from ..errors import InvalidValueError
 
 
 def register(subparsers, common) -> None:
@@ -72,8 +72,8 @@ def text_report(data: dict) -> str:
 
 
 def run(args) -> int:
-    from . import cli
-    from .sampler import Sampler
+    from . import common as cli
+    from ..sampler import Sampler
 
     cmd = command_after_dashes(args.cmd)
     if not cmd:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .command import command_after_dashes
-from .errors import InvalidValueError
-from .signals import Terminated, terminate_as_exception
+from ..command import command_after_dashes
+from ..errors import InvalidValueError
+from ..signals import Terminated, terminate_as_exception
 
 
 def _fmt_mhz(mhz) -> str:
@@ -73,7 +73,7 @@ def text_report(r: dict) -> str:
 
 
 def _search_params(args):
-    from .governor.search import SearchParams
+    from ..governor.search import SearchParams
 
     given = {k: getattr(args, k) for k in ("margin_pct", "samples", "reprobe_s") if getattr(args, k) is not None}
     if args.start is None and not given:
@@ -86,7 +86,7 @@ def _search_params(args):
 
 
 def _window_params(args):
-    from .governor.loop import WindowParams
+    from ..governor.loop import WindowParams
 
     given = {k: getattr(args, k) for k in ("min_window_s", "min_steps", "settle_s", "stall_s")
              if getattr(args, k) is not None}
@@ -96,9 +96,9 @@ def _window_params(args):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .cli import emit
-    from .governor.loop import run_governed
-    from .sweep import parse_workload
+    from .common import emit
+    from ..governor.loop import run_governed
+    from ..sweep import parse_workload
 
     cmd = command_after_dashes(args.cmd)
     if not cmd:
@@ -122,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from .governor.loop import POLICIES
+    from ..governor.loop import POLICIES
 
     p = sub.add_parser(
         "run", parents=[common], help="run a training command under a clock policy (online: search while it runs)",

@@ -1,0 +1,75 @@
+"""The ``pydvfs`` command line. Each verb lives in its own module and registers itself here.
+
+Every verb takes ``--json``; bad input ends in one line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from ..errors import PydvfsError
+from ..signals import Terminated
+from .common import EXIT_USAGE, _Parser, add_common_options
+
+# Modules that add verbs: each has register(subparsers, common) -> None.
+COMMAND_MODULES = [
+    "pydvfs.cli.board",       # status, pin, restore
+    "pydvfs.cli.measure",     # measure
+    "pydvfs.cli.sweep",       # sweep
+    "pydvfs.cli.run",         # run
+    "pydvfs.cli.analyse",     # analyse
+    "pydvfs.cli.policy",      # train, evaluate, apply
+    "pydvfs.cli.roofline",    # roofline fit|predict|simulate|collect
+    "pydvfs.cli.demo",        # demo
+    "pydvfs.cli.report",      # report
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="pydvfs",
+        description=(
+            "Energy-optimal GPU clock governor for fine-tuning small language models on NVIDIA "
+            "Jetson boards. Every board path resolves under --sysfs-root, so the same commands "
+            "run on a real board and on a simulated one."
+        ),
+    )
+    add_common_options(parser, suppress=False)
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    sub.required = True
+    common = add_common_options(argparse.ArgumentParser(add_help=False), suppress=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except PydvfsError as e:
+        print(f"pydvfs: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("pydvfs: interrupted", file=sys.stderr)
+        return 130
+    except Terminated as e:
+        print(f"pydvfs: {e}", file=sys.stderr)
+        return e.exit_status
+    except BrokenPipeError:
+        # `pydvfs ... | head`: not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as e:
+        # A file we were told to read or write cannot be (a folder, a path under a file, a full
+        # disk): the user's input, said in one line. Every verb restores the board on its way out.
+        where = f": {e.filename}" if e.filename else ""
+        print(f"pydvfs: error: {e.strerror or e}{where}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,6 +10,7 @@ GOVCORE_SOURCES = [
     "govcore/policy.c",
     "govcore/policy_tree.c",
     "govcore/sampler.c",
+    "govcore/lock.c",
 ]
 
 core = Extension(

@@ -5,6 +5,7 @@
  * Errors are one line on stderr and exit status 2.
  */
 #include "govcore.h"
+#include "lock.h"
 #include "policy.h"
 #include "sampler.h"
 
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #define EXIT_USAGE 2
+#define LOCK_WAIT_MS 1000 /* a verb waits this long for another one's moment with the board */
 
 struct options {
     const char *sysfs_root; /* NULL: $PYDVFS_SYSFS_ROOT, else "/" */
@@ -43,7 +45,9 @@ static const char usage_text[] =
     "  status        board, GPU clock state, available levels, power rails\n"
     "  pin MHZ       pin the GPU clock to the available level nearest MHZ; the original\n"
     "                governor/min/max are saved first\n"
-    "  restore       put back the state saved before the first change (idempotent)\n"
+    "  restore [--force]\n"
+    "                put back the state saved before the first change (idempotent); while\n"
+    "                another process governs the GPU only with --force\n"
     "  apply --model M --layers L --hidden D --seq-len S [--util PCT] [--policy P]\n"
     "        [--model-dir DIR] [--dry-run]\n"
     "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
@@ -210,6 +214,7 @@ static int parse_mhz(const char *text, double *mhz)
 static int cmd_pin(const struct options *o)
 {
     gc_board b;
+    gc_lock lk;
     double mhz;
     uint64_t level_hz;
     char state_path[GC_PATH_MAX];
@@ -221,7 +226,11 @@ static int cmd_pin(const struct options *o)
         return fail("not a clock: '%s' (expected a positive number of MHz)", o->argv[0]);
     if ((rc = open_board(o, &b)) != 0)
         return rc;
+    gc_lock_init(&lk);
+    if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) < 0)
+        return fail_board(&b, rc);
     rc = gc_pin_hz(&b, gc_mhz_to_hz(mhz), o->state_dir, &level_hz);
+    gc_lock_release(&lk);
     if (rc < 0)
         return fail_board(&b, rc);
     gc_state_path(&b, o->state_dir, state_path, sizeof state_path);
@@ -243,14 +252,23 @@ static int cmd_pin(const struct options *o)
 static int cmd_restore(const struct options *o)
 {
     gc_board b;
+    gc_lock lk;
     gc_clock_state st;
-    int rc, restored;
+    int rc, restored, force = o->argc == 1 && strcmp(o->argv[0], "--force") == 0;
 
-    if (o->argc != 0)
-        return fail("restore takes no arguments");
+    if (o->argc != 0 && !force)
+        return fail("restore takes no arguments but --force");
     if ((rc = open_board(o, &b)) != 0)
         return rc;
-    if ((rc = gc_restore(&b, o->state_dir, &restored)) < 0)
+    gc_lock_init(&lk);
+    rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk);
+    if (rc == -EBUSY && force)
+        fprintf(stderr, "govcore: warning: %s; restoring anyway (--force)\n", b.err);
+    else if (rc < 0)
+        return fail_board(&b, rc);
+    rc = gc_restore(&b, o->state_dir, &restored);
+    gc_lock_release(&lk);
+    if (rc < 0)
         return fail_board(&b, rc);
     if ((rc = gc_clock_read(&b, &st)) < 0)
         return fail_board(&b, rc);
@@ -296,6 +314,7 @@ static int cmd_apply(const struct options *o)
     double x[GC_MAX_FEATURES];
     gc_decision d;
     gc_board b;
+    gc_lock lk;
     const char *model_name = NULL, *model_dir = NULL, *v;
     char err[GC_ERR_MAX] = "";
     void *handle = NULL;
@@ -352,8 +371,13 @@ static int cmd_apply(const struct options *o)
         gc_tree_close(handle);
         return rc;
     }
-    rc = dry_run ? gc_decide(&b, &model, policy, &w, &d)
-                 : gc_apply(&b, &model, policy, &w, o->state_dir, &d);
+    gc_lock_init(&lk);
+    if (dry_run) {
+        rc = gc_decide(&b, &model, policy, &w, &d);
+    } else if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) == 0) {
+        rc = gc_apply(&b, &model, policy, &w, o->state_dir, &d);
+        gc_lock_release(&lk);
+    }
     if (rc < 0) {
         gc_tree_close(handle);
         return fail_board(&b, rc);

@@ -29,6 +29,7 @@ _EXPORTS = {
     "BoardPermissionError": "pydvfs.errors",
     "InvalidValueError": "pydvfs.errors",
     "ClockVerifyError": "pydvfs.errors",
+    "BoardBusyError": "pydvfs.errors",
 }
 
 __all__ = sorted(_EXPORTS)

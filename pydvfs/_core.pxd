@@ -51,6 +51,20 @@ cdef extern from "govcore.h" nogil:
     int gc_restore(gc_board *b, const char *state_dir, int *restored)
 
 
+# One owner per GPU (govcore/lock.h): flock on a file next to the state file.
+cdef extern from "lock.h" nogil:
+    ctypedef int pid_t
+    ctypedef struct gc_lock:
+        int fd                     # the locked file; -1 when not held
+        char path[512]             # the lock file
+
+    void gc_lock_init(gc_lock *lk)
+    int gc_lock_path(const gc_board *b, const char *state_dir, char *out, size_t length)
+    int gc_lock_acquire(gc_board *b, const char *state_dir, int wait_ms, gc_lock *lk)
+    int gc_lock_holder(gc_board *b, const char *state_dir, pid_t *pid)
+    void gc_lock_release(gc_lock *lk)
+
+
 # The sampler (govcore/sampler.h). Units: power uW, energy nJ (twice-integral: nJ + fJ
 # remainder), time CLOCK_MONOTONIC ns, GPU load permille.
 cdef extern from "sampler.h" nogil:
@@ -121,6 +135,10 @@ cdef class Board:
     cdef gc_board b                # the discovered board; read-only after __cinit__
 
 cdef int check(int rc, const char *detail) except -1
+
+
+cdef class Lock:
+    cdef gc_lock lk                # held from __cinit__ until release() or deallocation
 
 
 cdef class Snapshot:

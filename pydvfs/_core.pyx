@@ -4,7 +4,7 @@
 Validation happens here, with the GIL held; the C calls that touch the board run without it.
 C error codes become Python exceptions in one place: ``check``.
 """
-from libc.errno cimport EACCES, EPERM, ENODEV, ENOENT, EINVAL, EIO, EROFS, ENAMETOOLONG
+from libc.errno cimport EACCES, EPERM, ENODEV, ENOENT, EINVAL, EIO, EROFS, ENAMETOOLONG, EBUSY
 from libc.string cimport strerror
 
 from pydvfs import errors
@@ -25,7 +25,16 @@ cdef int check(int rc, const char *detail) except -1:
         raise errors.InvalidValueError(msg)
     if rc == -EIO:
         raise errors.ClockVerifyError(msg)
+    if rc == -EBUSY:
+        raise errors.BoardBusyError(msg)
     raise errors.BoardIOError(msg)
+
+
+def raise_for(int rc, str message):
+    """Raise the pydvfs error for a govcore code (0 or -errno) and message: for codes that come
+    from elsewhere than this process, such as the govcore daemon's replies."""
+    cdef bytes m = message.encode("utf-8", "replace")
+    check(rc if rc < 0 else -EIO, m)
 
 
 def mhz_to_hz(double mhz):
@@ -162,6 +171,45 @@ cdef class Board:
             rc = gc_restore(&self.b, c_dir, &restored)
         check(rc, self.b.err)
         return bool(restored)
+
+
+cdef class Lock:
+    """The board's owner lock (govcore/lock.h), taken in the constructor (waiting up to wait_ms;
+    BoardBusyError naming the holder's pid) and held until release(). One per process and board:
+    flock locks of two open files conflict even within one process."""
+
+    def __cinit__(self, Board board not None, state_dir=None, int wait_ms=0):
+        cdef bytes d = _opt(state_dir)
+        cdef const char *c_dir = d
+        cdef int rc
+        gc_lock_init(&self.lk)
+        with nogil:
+            rc = gc_lock_acquire(&board.b, c_dir, wait_ms, &self.lk)
+        check(rc, board.b.err)
+
+    @property
+    def path(self):
+        return self.lk.path.decode()
+
+    @property
+    def held(self):
+        return self.lk.fd >= 0
+
+    def release(self):
+        gc_lock_release(&self.lk)
+
+    def __dealloc__(self):
+        gc_lock_release(&self.lk)
+
+
+def lock_holder(Board board not None, state_dir=None):
+    """The pid holding the board's lock: 0 if none, -1 if a holder has not written its pid yet."""
+    cdef bytes d = _opt(state_dir)
+    cdef pid_t pid = 0
+    check(gc_lock_holder(&board.b, d, &pid), board.b.err)
+    return pid
+
+
 include "_policy.pxi"
 
 

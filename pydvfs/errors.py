@@ -25,6 +25,10 @@ class ClockVerifyError(PydvfsError):
     """The clock was written but the board reports something else (e.g. a power-mode cap)."""
 
 
+class BoardBusyError(PydvfsError):
+    """Another process governs the GPU (it holds the board's lock, or the daemon's pin)."""
+
+
 class BoardIOError(PydvfsError):
     """Reading or writing a board file failed for another reason."""
 

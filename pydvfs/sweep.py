@@ -139,7 +139,9 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
     progress = progress or Progress(len(plan))
     try:
         # SIGTERM/SIGHUP/SIGQUIT unwind like Ctrl-C, through the restore below
-        with terminate_as_exception(), Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root) as sampler:
+        # one owner per GPU for the whole sweep, MAXN runs (restored board) included
+        with terminate_as_exception(), dev.governing(), \
+                Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root) as sampler:
             if plan:
                 dev.restore()
                 idle_w = idle_prev[0] if idle_prev else _idle_power_w(sampler, idle_s)

@@ -50,7 +50,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     dev = open_device(args.sysfs_root, args.state_dir)
-    restored = dev.restore()
+    restored = dev.restore(force=args.force)
     st = dev.state()
     data = {"restored": restored, "governor": st.governor, "min_mhz": st.min_mhz, "max_mhz": st.max_mhz}
     text = (f"restored governor {st.governor}, min {_fmt(st.min_mhz)} MHz, max {_fmt(st.max_mhz)} MHz"
@@ -75,5 +75,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("restore", parents=[common], help="put back the saved clock state",
                        description="Put back the governor/min/max saved before the first change. "
                                    "Safe to run any number of times, and from a new process after "
-                                   "a crash.")
+                                   "a crash. While another process governs the GPU (holds its "
+                                   "lock) it is refused, naming that process, unless --force.")
+    p.add_argument("--force", action="store_true",
+                   help="restore even while another process governs the GPU")
     p.set_defaults(func=cmd_restore)

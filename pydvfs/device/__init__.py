@@ -6,12 +6,15 @@ returns small immutable records. Every path resolves under a sysfs root: the arg
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from dataclasses import asdict, dataclass
+from typing import Iterator
 
 from .. import _core
-from ..errors import InvalidValueError
+from ..errors import BoardBusyError, InvalidValueError
+from . import ownership
 
 SYSFS_ROOT_ENV = "PYDVFS_SYSFS_ROOT"
 
@@ -156,13 +159,33 @@ class Device:
         return ClockState(float("nan"), hz_to_mhz(lo), hz_to_mhz(hi), gov)
 
     # -- changing the board ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def governing(self) -> Iterator[None]:
+        """Hold the board for the whole block (one owner per GPU): no other process may pin or
+        restore it meanwhile. BoardBusyError, naming the holder's pid, if another governs it."""
+        with ownership.governing(self._board, self.state_dir):
+            yield
+
     def pin(self, mhz: float) -> PinResult:
-        """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first."""
-        level_hz = self._board.pin_hz(mhz_to_hz(mhz), self.state_dir)
+        """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first.
+        From here until :meth:`restore` (or the end of the process) this process owns the board."""
+        want_hz = mhz_to_hz(mhz)
+        with ownership.governing(self._board, self.state_dir) as owner:
+            level_hz = self._board.pin_hz(want_hz, self.state_dir)
+            owner.pinned = True
         return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file())
 
-    def restore(self) -> bool:
-        """Put back the state saved before the first change. True if there was one."""
+    def restore(self, force: bool = False) -> bool:
+        """Put back the state saved before the first change. True if there was one.
+        While another process governs the board: BoardBusyError, unless ``force``."""
+        try:
+            with ownership.governing(self._board, self.state_dir) as owner:
+                restored = self._board.restore(self.state_dir)
+                owner.pinned = False
+                return restored
+        except BoardBusyError:
+            if not force:
+                raise
         return self._board.restore(self.state_dir)
 
     def status(self) -> dict:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from .. import _core
-from ..device import hz_to_mhz, open_device, resolve_sysfs_root
+from ..device import hz_to_mhz, open_device, ownership, resolve_sysfs_root
 from ..signals import terminate_as_exception
 from .workload import Workload
 
@@ -62,9 +62,12 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
     wl = Workload.from_any(workload, **overrides)
     tree = load_tree(model_dir)
     board = _board(sysfs_root)
-    run = _core.apply if pin else _core.decide
-    args = (board, tree, policy, wl.as_core()) + ((state_dir,) if pin else ())
-    proposed, level_hz = run(*args)
+    if pin:
+        with ownership.governing(board, state_dir) as owner:
+            proposed, level_hz = _core.apply(board, tree, policy, wl.as_core(), state_dir)
+            owner.pinned = level_hz != 0  # maxn restored the board
+    else:
+        proposed, level_hz = _core.decide(board, tree, policy, wl.as_core())
     maxn = level_hz == 0  # the maxn policy, or a tree that keeps a spiky workload at MAXN
     return Decision(
         freq_mhz=None if maxn else hz_to_mhz(level_hz),
@@ -99,7 +102,7 @@ def governed(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None
     exception, Ctrl-C, or (in the main thread) SIGTERM/SIGHUP/SIGQUIT, which raise
     :class:`pydvfs.signals.Terminated` inside the block."""
     dev = open_device(sysfs_root, state_dir)
-    with terminate_as_exception():
+    with terminate_as_exception(), dev.governing():
         try:
             yield apply(workload, policy, model_dir, sysfs_root, state_dir, **overrides)
         finally:

@@ -4,10 +4,13 @@
  *
  * Errors are one line on stderr and exit status 2.
  */
+#include "client.h"
 #include "govcore.h"
 #include "lock.h"
 #include "policy.h"
+#include "report.h"
 #include "sampler.h"
+#include "serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,6 +62,14 @@ static const char usage_text[] =
     "                energy per rail, CPU+GPU energy, average power and GPU load (CMD's\n"
     "                output goes to stderr). Exits with\n"
     "                CMD's status (128+N if a signal N ended it); 2 if CMD cannot start\n"
+    "  serve [--socket PATH] [--group NAME] [--policy-dir DIR]\n"
+    "                the daemon through which members of group NAME (default pydvfs) govern\n"
+    "                the GPU without root (default socket " GC_SERVE_SOCKET ");\n"
+    "                see README \"Without root\"\n"
+    "\n"
+    "Without root, status/pin/restore/apply go through the daemon (PYDVFS_SOCKET names its\n"
+    "socket). A pin made through it lasts as long as the connection: the board is restored\n"
+    "when this command exits.\n"
     "\n"
     "options:\n"
     "  --sysfs-root DIR  resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)\n"
@@ -82,21 +93,6 @@ static int fail_board(const gc_board *b, int rc)
     return fail("%s", b->err[0] ? b->err : strerror(-rc));
 }
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 static int open_board(const struct options *o, gc_board *b)
 {
     const char *root = o->sysfs_root;
@@ -108,96 +104,113 @@ static int open_board(const struct options *o, gc_board *b)
     return rc < 0 ? fail_board(b, rc) : 0;
 }
 
+static const char no_daemon[] =
+    "cannot change the GPU clock without root: run as root, or start the daemon (`sudo "
+    "systemctl enable --now govcore` or `sudo govcore serve`) and join its group (`sudo usermod "
+    "-aG pydvfs $USER`, then log in again)";
+
+/* The daemon's socket when a verb should go through `govcore serve`: $PYDVFS_SOCKET, else (not
+ * root, and the clock files not writable here) the default socket if it exists. NULL: act on
+ * the board directly (b NULL: the board is not open yet, only the variable counts). */
+static const char *daemon_socket(const gc_board *b)
+{
+    const char *env = getenv("PYDVFS_SOCKET");
+    char path[GC_PATH_MAX];
+
+    if (env && *env)
+        return env;
+    if (!b || geteuid() == 0)
+        return NULL;
+    snprintf(path, sizeof path, "%s/max_freq", b->devfreq_dir);
+    if (access(path, W_OK) == 0)
+        return NULL;
+    return access(GC_SERVE_SOCKET, F_OK) == 0 ? GC_SERVE_SOCKET : NULL;
+}
+
+/* One request to the daemon; its reply (one line of JSON, the verb's --json record) is printed
+ * as it is, an error reply as our one-line error. */
+static int via_daemon(const char *socket_path, const char *request, int pinning)
+{
+    static char reply[GC_CLIENT_REPLY_MAX];
+    char err[GC_ERR_MAX];
+    int rc;
+
+    if ((rc = gc_client_request(socket_path, request, reply, sizeof reply, err, sizeof err)) < 0)
+        return fail("%s", err);
+    if (gc_client_reply_error(reply, err, sizeof err))
+        return fail("%s", err);
+    puts(reply);
+    if (pinning)
+        fprintf(stderr, "govcore: note: a pin through the daemon lasts while its connection "
+                        "does: the board is restored now that this command ends (govern a run "
+                        "with `pydvfs run` or the Python API)\n");
+    return 0;
+}
+
+/* A number in the protocol's plain decimal (no exponent). */
+static void plain_decimal(char *out, size_t len, double v)
+{
+    size_t n;
+
+    snprintf(out, len, "%.6f", v);
+    n = strlen(out);
+    while (n > 1 && out[n - 1] == '0')
+        out[--n] = '\0';
+    if (n > 1 && out[n - 1] == '.')
+        out[--n] = '\0';
+}
+
 static int cmd_status(const struct options *o)
 {
     gc_board b;
-    gc_clock_state st, saved;
-    char state_path[GC_PATH_MAX];
-    int rc, i, load = -1, have_saved;
+    gc_status st;
+    int rc, i;
 
+    if (daemon_socket(NULL))
+        return via_daemon(daemon_socket(NULL), "status", 0);
     if ((rc = open_board(o, &b)) != 0)
         return rc;
-    if ((rc = gc_clock_read(&b, &st)) < 0)
+    if ((rc = gc_status_read(&b, o->state_dir, &st)) < 0)
         return fail_board(&b, rc);
-    gc_gpu_load_permille(&b, &load);
-    if ((rc = gc_state_path(&b, o->state_dir, state_path, sizeof state_path)) < 0)
-        return fail_board(&b, rc);
-    rc = gc_state_load(&b, o->state_dir, &saved);
-    if (rc < 0 && rc != -ENOENT)
-        return fail_board(&b, rc);
-    have_saved = rc == 0;
-
     if (o->json) {
-        printf("{\n  \"sysfs_root\": ");
-        json_str(b.sysfs_root);
-        printf(",\n  \"model\": ");
-        json_str(b.model);
-        printf(",\n  \"gpu\": ");
-        json_str(b.gpu_name);
-        printf(",\n  \"devfreq_dir\": ");
-        json_str(b.devfreq_dir);
-        printf(",\n  \"governor\": ");
-        json_str(st.governor);
-        printf(",\n  \"cur_mhz\": %.6g,\n  \"min_mhz\": %.6g,\n  \"max_mhz\": %.6g,\n",
-               gc_hz_to_mhz(st.cur_hz), gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
-        printf("  \"pinned\": %s,\n  \"available_mhz\": [", st.min_hz == st.max_hz ? "true" : "false");
-        for (i = 0; i < b.n_freqs; i++)
-            printf("%s%.6g", i ? ", " : "", gc_hz_to_mhz(b.freqs_hz[i]));
-        printf("],\n  \"gpu_load_pct\": ");
-        if (load >= 0)
-            printf("%.1f", load / 10.0);
-        else
-            printf("null");
-        printf(",\n  \"rails\": [");
-        for (i = 0; i < b.n_rails; i++) {
-            printf("%s{\"name\": ", i ? ", " : "");
-            json_str(b.rails[i].name);
-            printf(", \"kind\": \"%s\"}", b.rails[i].kind == GC_RAIL_HWMON ? "hwmon" : "ina3221x");
-        }
-        printf("],\n  \"sensor_interval_ms\": ");
-        if (b.sensor_interval_ms > 0)
-            printf("%d", b.sensor_interval_ms);
-        else
-            printf("null");
-        printf(",\n  \"saved_state\": ");
-        if (have_saved) {
-            printf("{\"path\": ");
-            json_str(state_path);
-            printf(", \"governor\": ");
-            json_str(saved.governor);
-            printf(", \"min_mhz\": %.6g, \"max_mhz\": %.6g}", gc_hz_to_mhz(saved.min_hz),
-                   gc_hz_to_mhz(saved.max_hz));
-        } else {
-            printf("null");
-        }
-        printf("\n}\n");
+        gc_json_status(stdout, &b, &st, 0);
+        putchar('\n');
         return 0;
     }
     printf("board     %s\n", b.model[0] ? b.model : "(unknown model)");
     printf("sysfs     %s\n", b.sysfs_root);
     printf("gpu       %s (%s)\n", b.gpu_name, b.devfreq_dir);
-    printf("governor  %s\n", st.governor);
-    printf("clock     %g MHz (min %g, max %g MHz)%s\n", gc_hz_to_mhz(st.cur_hz),
-           gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz),
-           st.min_hz == st.max_hz ? ", pinned" : "");
+    printf("governor  %s\n", st.clock.governor);
+    printf("clock     %g MHz (min %g, max %g MHz)%s\n", gc_hz_to_mhz(st.clock.cur_hz),
+           gc_hz_to_mhz(st.clock.min_hz), gc_hz_to_mhz(st.clock.max_hz),
+           st.clock.min_hz == st.clock.max_hz ? ", pinned" : "");
     printf("levels   ");
     for (i = 0; i < b.n_freqs; i++)
         printf(" %g", gc_hz_to_mhz(b.freqs_hz[i]));
     printf(" MHz (%d)\n", b.n_freqs);
-    if (load >= 0)
-        printf("gpu load  %.1f %%\n", load / 10.0);
+    if (st.load_permille >= 0)
+        printf("gpu load  %.1f %%\n", st.load_permille / 10.0);
     printf("rails    ");
     for (i = 0; i < b.n_rails; i++)
         printf("%s %s", i ? "," : "", b.rails[i].name);
     if (b.n_rails == 0)
         printf(" none found (no INA3221 sensor)");
     printf("\n");
-    if (have_saved)
+    if (st.have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
-               state_path, saved.governor, gc_hz_to_mhz(saved.min_hz), gc_hz_to_mhz(saved.max_hz));
+               st.state_path, st.saved.governor, gc_hz_to_mhz(st.saved.min_hz), gc_hz_to_mhz(st.saved.max_hz));
     else
         printf("saved     nothing (the board is as it was)\n");
     return 0;
+}
+
+/* 1 if this process may write the GPU's clock files. */
+static int board_writable(const gc_board *b)
+{
+    char path[GC_PATH_MAX];
+
+    snprintf(path, sizeof path, "%s/max_freq", b->devfreq_dir);
+    return access(path, W_OK) == 0;
 }
 
 static int parse_mhz(const char *text, double *mhz)
@@ -217,6 +230,8 @@ static int cmd_pin(const struct options *o)
     gc_lock lk;
     double mhz;
     uint64_t level_hz;
+    char request[64] = "pin ";
+    const char *socket_path;
     char state_path[GC_PATH_MAX];
     int rc, snapped;
 
@@ -224,8 +239,21 @@ static int cmd_pin(const struct options *o)
         return fail("pin takes one clock in MHz, e.g. `govcore pin 714`");
     if (parse_mhz(o->argv[0], &mhz) < 0)
         return fail("not a clock: '%s' (expected a positive number of MHz)", o->argv[0]);
+    if (daemon_socket(NULL)) {
+        plain_decimal(request + 4, sizeof request - 4, mhz);
+        return via_daemon(daemon_socket(NULL), request, 1);
+    }
     if ((rc = open_board(o, &b)) != 0)
         return rc;
+    if ((socket_path = daemon_socket(&b))) {
+        /* the daemon takes only clocks of the table: snap here, as a local pin does */
+        if (gc_snap_hz(&b, gc_mhz_to_hz(mhz), &level_hz) < 0)
+            return fail("not a clock: '%s'", o->argv[0]);
+        plain_decimal(request + 4, sizeof request - 4, gc_hz_to_mhz(level_hz));
+        return via_daemon(socket_path, request, 1);
+    }
+    if (!board_writable(&b))
+        return fail("%s", no_daemon);
     gc_lock_init(&lk);
     if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) < 0)
         return fail_board(&b, rc);
@@ -236,10 +264,8 @@ static int cmd_pin(const struct options *o)
     gc_state_path(&b, o->state_dir, state_path, sizeof state_path);
     snapped = level_hz != gc_mhz_to_hz(mhz);
     if (o->json) {
-        printf("{\"requested_mhz\": %.6g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
-               mhz, gc_hz_to_mhz(level_hz), snapped ? "true" : "false");
-        json_str(state_path);
-        printf("}\n");
+        gc_json_pin(stdout, mhz, level_hz, state_path);
+        putchar('\n');
     } else if (snapped) {
         printf("pinned the GPU clock to %g MHz (asked %g MHz: snapped to the nearest level)\n",
                gc_hz_to_mhz(level_hz), mhz);
@@ -258,8 +284,14 @@ static int cmd_restore(const struct options *o)
 
     if (o->argc != 0 && !force)
         return fail("restore takes no arguments but --force");
+    if (daemon_socket(NULL))
+        return via_daemon(daemon_socket(NULL), "restore", 0);
     if ((rc = open_board(o, &b)) != 0)
         return rc;
+    if (daemon_socket(&b))
+        return via_daemon(daemon_socket(&b), "restore", 0);
+    if (!board_writable(&b))
+        return fail("%s", no_daemon);
     gc_lock_init(&lk);
     rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk);
     if (rc == -EBUSY && force)
@@ -273,10 +305,8 @@ static int cmd_restore(const struct options *o)
     if ((rc = gc_clock_read(&b, &st)) < 0)
         return fail_board(&b, rc);
     if (o->json) {
-        printf("{\"restored\": %s, \"governor\": ", restored ? "true" : "false");
-        json_str(st.governor);
-        printf(", \"min_mhz\": %.6g, \"max_mhz\": %.6g}\n", gc_hz_to_mhz(st.min_hz),
-               gc_hz_to_mhz(st.max_hz));
+        gc_json_restore(stdout, restored, &st);
+        putchar('\n');
     } else if (restored) {
         printf("restored governor %s, min %g MHz, max %g MHz\n", st.governor,
                gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
@@ -307,11 +337,31 @@ static int parse_number(const char *name, const char *text, double *out)
     return 0;
 }
 
+static int apply_via_daemon(const char *socket_path, int policy, const char *model_name,
+                            const gc_workload *w, const char *model_dir, int dry_run)
+{
+    char request[GC_PATH_MAX], layers[32], hidden[32], seq_len[32], util[48] = "";
+
+    if (model_dir)
+        return fail("through the daemon only the built-in tree or one root installed can be used "
+                    "(`pydvfs` passes tree=NAME for " GC_SERVE_POLICY_DIR "/NAME); not --model-dir");
+    plain_decimal(layers, sizeof layers, w->layers);
+    plain_decimal(hidden, sizeof hidden, w->hidden);
+    plain_decimal(seq_len, sizeof seq_len, w->seq_len);
+    if (w->gpu_util_pct >= 0) {
+        strcpy(util, " util_pct=");
+        plain_decimal(util + strlen(util), sizeof util - strlen(util), w->gpu_util_pct);
+    }
+    snprintf(request, sizeof request, "apply policy=%s model=%s layers=%s hidden=%s seq_len=%s%s%s",
+             gc_policy_name(policy), model_name, layers, hidden, seq_len, util,
+             dry_run ? " dry_run=1" : "");
+    return via_daemon(socket_path, request, !dry_run && policy != GC_POLICY_MAXN);
+}
+
 static int cmd_apply(const struct options *o)
 {
     gc_workload w = {0, -1.0, 0, 0, 0};
     gc_tree_model model = gc_builtin_tree;
-    double x[GC_MAX_FEATURES];
     gc_decision d;
     gc_board b;
     gc_lock lk;
@@ -365,11 +415,21 @@ static int cmd_apply(const struct options *o)
     if (gc_model_family(model_name, &w.is_decoder) < 0)
         return fail("unknown model type '%s': expected an encoder (bert, roberta, deberta, ...) "
                     "or a decoder (pythia, gpt, llama, ...)", model_name);
+    if (daemon_socket(NULL))
+        return apply_via_daemon(daemon_socket(NULL), policy, model_name, &w, model_dir, dry_run);
     if (model_dir && (rc = gc_tree_load(model_dir, &model, &handle, err, sizeof err)) < 0)
         return fail("%s", err);
     if ((rc = open_board(o, &b)) != 0) {
         gc_tree_close(handle);
         return rc;
+    }
+    if (!dry_run && daemon_socket(&b)) {
+        gc_tree_close(handle);
+        return apply_via_daemon(daemon_socket(&b), policy, model_name, &w, model_dir, dry_run);
+    }
+    if (!dry_run && !board_writable(&b)) {
+        gc_tree_close(handle);
+        return fail("%s", no_daemon);
     }
     gc_lock_init(&lk);
     if (dry_run) {
@@ -383,29 +443,8 @@ static int cmd_apply(const struct options *o)
         return fail_board(&b, rc);
     }
     if (o->json) {
-        printf("{\"freq_mhz\": ");
-        if (d.level_hz == 0)
-            printf("null, \"proposed_mhz\": null");
-        else
-            printf("%.6g, \"proposed_mhz\": %.6g", gc_hz_to_mhz(d.level_hz), d.proposed_mhz);
-        printf(", \"policy\": \"%s\", \"model\": ", gc_policy_name(policy));
-        json_str(model.name);
-        printf(", \"dry_run\": %s, \"workload\": {\"model\": ", dry_run ? "true" : "false");
-        json_str(model_name);
-        printf(", \"layers\": %.17g, \"hidden\": %.17g, \"seq_len\": %.17g, \"util_pct\": ",
-               w.layers, w.hidden, w.seq_len);
-        if (w.gpu_util_pct >= 0)
-            printf("%.17g", w.gpu_util_pct);
-        else
-            printf("null");
-        printf("}, \"features\": {");
-        if (gc_features(&model, &w, x, err, sizeof err) == 0)
-            for (i = 0; i < model.n_features; i++) {
-                printf("%s", i ? ", " : "");
-                json_str(model.feature_names[i]);
-                printf(": %.17g", x[i]);
-            }
-        printf("}}\n");
+        gc_json_decision(stdout, &model, model_name, &w, &d, dry_run);
+        putchar('\n');
     } else if (d.level_hz == 0) {
         printf("policy %s: MAXN (the board's own governor)%s\n", gc_policy_name(policy),
                dry_run ? " (dry run)" : "");
@@ -414,29 +453,6 @@ static int cmd_apply(const struct options *o)
                dry_run ? " (dry run: nothing written)" : "");
     }
     gc_tree_close(handle);
-    return 0;
-}
-
-/* Rails that make up "CPU+GPU energy": the AGX Orin names, else the JetPack 4 ones. */
-static const char *const cpu_gpu_rails[2][2] = {{"VDD_CPU_CV", "VDD_GPU_SOC"}, {"CPU", "GPU"}};
-
-/* Sum of the CPU and GPU rails' energy; 0 with *found = 0 if the board has neither set. */
-static double cpu_gpu_energy_j(const gc_sampler *s, const gc_window *w, int *found)
-{
-    int set, k, j;
-    double sum = 0;
-
-    for (set = 0; set < 2; set++) {
-        *found = 0;
-        for (j = 0; j < 2; j++)
-            for (k = 0; k < w->n_rails; k++)
-                if (strcmp(gc_sampler_rail_name(s, k), cpu_gpu_rails[set][j]) == 0) {
-                    sum += w->energy_j[k];
-                    *found = 1;
-                }
-        if (*found)
-            return sum;
-    }
     return 0;
 }
 
@@ -534,42 +550,17 @@ static int cmd_measure(const struct options *o)
                   : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     for (i = 0; i < w.n_rails; i++)
         total_j += w.energy_j[i];
-    cpu_gpu_j = cpu_gpu_energy_j(s, &w, &have_cpu_gpu);
+    cpu_gpu_j = gc_cpu_gpu_energy_j(s, &w, &have_cpu_gpu);
 
     if (o->json) {
-        double dur_s = (double)w.duration_ns / 1e9;
-
         printf("{\n  \"command\": [");
         for (i = 0; i < o->cmd_argc; i++) {
             printf("%s", i ? ", " : "");
-            json_str(o->cmd_argv[i]);
+            gc_json_str(stdout, o->cmd_argv[i]);
         }
-        printf("],\n  \"exit_status\": %d,\n  \"duration_s\": %.9g,\n  \"energy_j\": {",
-               exit_status, dur_s);
-        for (i = 0; i < w.n_rails; i++) {
-            printf("%s", i ? ", " : "");
-            json_str(gc_sampler_rail_name(s, i));
-            printf(": %.9g", w.energy_j[i]);
-        }
-        printf("},\n  \"total_energy_j\": %.9g,\n  \"cpu_gpu_energy_j\": ", total_j);
-        if (have_cpu_gpu)
-            printf("%.9g", cpu_gpu_j);
-        else
-            printf("null");
-        printf(",\n  \"avg_power_w\": {");
-        for (i = 0; i < w.n_rails; i++) {
-            printf("%s", i ? ", " : "");
-            json_str(gc_sampler_rail_name(s, i));
-            printf(": %.9g", w.avg_power_w[i]);
-        }
-        printf("},\n  \"total_avg_power_w\": %.9g,\n  \"gpu_util_pct\": ",
-               dur_s > 0 ? total_j / dur_s : 0.0);
-        if (w.gpu_util_pct >= 0)
-            printf("%.6g", w.gpu_util_pct);
-        else
-            printf("null");
-        printf(",\n  \"samples\": %llu,\n  \"read_errors\": %llu,\n  \"rate_hz\": %.6g\n}\n",
-               (unsigned long long)w.samples, (unsigned long long)w.read_errors, w.rate_hz);
+        printf("],\n  \"exit_status\": %d,\n  ", exit_status);
+        gc_json_window_fields(stdout, s, &w, "\n  ");
+        printf("\n}\n");
     } else {
         double dur_s = (double)w.duration_ns / 1e9;
 
@@ -592,6 +583,34 @@ static int cmd_measure(const struct options *o)
     return exit_status;
 }
 
+static int cmd_serve(const struct options *o)
+{
+    gc_serve_config cfg = {0};
+    const char *v;
+    int i;
+
+    cfg.sysfs_root = o->sysfs_root && *o->sysfs_root ? o->sysfs_root : getenv("PYDVFS_SYSFS_ROOT");
+    cfg.state_dir = o->state_dir;
+    for (i = 0; i < o->argc; i++) {
+        const char *a = o->argv[i];
+
+        if (strcmp(a, "--socket") != 0 && strcmp(a, "--group") != 0 && strcmp(a, "--policy-dir") != 0)
+            return fail("serve: unknown option '%s' (usage: govcore serve [--socket PATH] "
+                        "[--group NAME] [--policy-dir DIR])", a);
+        if (!(v = opt_value(o, &i)))
+            return EXIT_USAGE;
+        if (strcmp(a, "--socket") == 0)
+            cfg.socket_path = v;
+        else if (strcmp(a, "--group") == 0)
+            cfg.group = v;
+        else
+            cfg.policy_dir = v;
+    }
+    if (cfg.sysfs_root && !*cfg.sysfs_root)
+        cfg.sysfs_root = NULL;
+    return gc_serve(&cfg);
+}
+
 struct verb {
     const char *name;
     int (*run)(const struct options *o);
@@ -603,6 +622,7 @@ static const struct verb verbs[] = {
     {"restore", cmd_restore},
     {"apply", cmd_apply},
     {"measure", cmd_measure},
+    {"serve", cmd_serve},
     {NULL, NULL},
 };
 

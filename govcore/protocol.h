@@ -1,0 +1,63 @@
+/* protocol.h - the requests of `govcore serve`: one line each, at most GC_REQ_MAX bytes,
+ * parsed strictly (this file is pure: no I/O, no board; it is fuzzed on its own).
+ *
+ *   version
+ *   status
+ *   pin MHZ                      MHZ: a clock of the board's table (checked by the daemon)
+ *   restore
+ *   apply KEY=VALUE...           keys: model, layers, hidden, seq_len (required), util_pct,
+ *                                policy (mlg|ffg|rules|maxn), tree (a policy installed by root),
+ *                                dry_run (0|1); each at most once
+ *   begin NAME / end NAME        a sampler window; NAME is 1..63 of [A-Za-z0-9_.:-]
+ *
+ * Grammar: printable ASCII only, tokens separated by exactly one space, no leading or trailing
+ * space, lower-case verbs and keys, numbers in plain decimal (digits, at most one '.', no sign,
+ * no exponent, no hex). The line's "\n" is not part of the request.
+ *
+ * Every reply is one line of JSON: the record (the same keys as the verb's --json output), or
+ * {"error": MESSAGE, "errno": N}.
+ */
+#ifndef GOVCORE_PROTOCOL_H
+#define GOVCORE_PROTOCOL_H
+
+#include "policy.h"
+
+#include <stddef.h>
+
+#define GC_PROTOCOL_VERSION 1
+#define GC_REQ_MAX 512          /* bytes of one request, without its newline */
+#define GC_WINDOW_NAME_MAX 64   /* a window name's buffer (63 characters) */
+#define GC_TREE_NAME_MAX 64     /* an installed policy's name's buffer */
+#define GC_MODEL_NAME_MAX 32    /* a model type's buffer (bert, pythia, ...) */
+#define GC_NUMBER_DIGITS 12     /* digits (both sides of the point) a number may have */
+
+enum gc_req_kind {
+    GC_REQ_VERSION = 1,
+    GC_REQ_STATUS,
+    GC_REQ_PIN,
+    GC_REQ_RESTORE,
+    GC_REQ_APPLY,
+    GC_REQ_BEGIN,
+    GC_REQ_END,
+};
+
+typedef struct gc_request {
+    int kind;                         /* enum gc_req_kind */
+    double mhz;                       /* pin: the clock asked for, MHz */
+    char name[GC_WINDOW_NAME_MAX];    /* begin/end: the window */
+    /* apply */
+    int policy;                       /* enum gc_policy */
+    gc_workload workload;             /* gpu_util_pct < 0: not given */
+    char model[GC_MODEL_NAME_MAX];    /* the model type, a known family */
+    char tree[GC_TREE_NAME_MAX];      /* "" : the built-in tree */
+    int dry_run;
+} gc_request;
+
+/* Parse one request (len bytes, no newline; need not be NUL-terminated). 0, or -EINVAL with a
+ * one-line reason in err (never echoing the input's bytes). */
+int gc_request_parse(const char *line, size_t len, gc_request *req, char *err, size_t err_len);
+
+/* 1 if s (NUL-terminated) is a valid window or tree name. */
+int gc_protocol_name_ok(const char *s);
+
+#endif

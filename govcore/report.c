@@ -1,0 +1,197 @@
+/* report.c - the records govcore reports, as JSON (see report.h). */
+#include "report.h"
+
+#include <errno.h>
+#include <string.h>
+
+int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
+{
+    int rc;
+
+    memset(st, 0, sizeof *st);
+    st->load_permille = -1;
+    if ((rc = gc_clock_read(b, &st->clock)) < 0)
+        return rc;
+    if (gc_gpu_load_permille(b, &st->load_permille) < 0)
+        st->load_permille = -1;
+    if ((rc = gc_state_path(b, state_dir, st->state_path, sizeof st->state_path)) < 0)
+        return rc;
+    rc = gc_state_load(b, state_dir, &st->saved);
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
+    st->have_saved = rc == 0;
+    return 0;
+}
+
+void gc_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_line)
+{
+    const char *sep = one_line ? " " : "\n  ", *first = one_line ? "" : "\n  ";
+    int i;
+
+    fprintf(f, "{%s\"sysfs_root\": ", first);
+    gc_json_str(f, b->sysfs_root);
+    fprintf(f, ",%s\"model\": ", sep);
+    gc_json_str(f, b->model);
+    fprintf(f, ",%s\"gpu\": ", sep);
+    gc_json_str(f, b->gpu_name);
+    fprintf(f, ",%s\"devfreq_dir\": ", sep);
+    gc_json_str(f, b->devfreq_dir);
+    fprintf(f, ",%s\"governor\": ", sep);
+    gc_json_str(f, st->clock.governor);
+    fprintf(f, ",%s\"cur_mhz\": %.6g,%s\"min_mhz\": %.6g,%s\"max_mhz\": %.6g,", sep,
+            gc_hz_to_mhz(st->clock.cur_hz), sep, gc_hz_to_mhz(st->clock.min_hz), sep,
+            gc_hz_to_mhz(st->clock.max_hz));
+    fprintf(f, "%s\"pinned\": %s,%s\"available_mhz\": [", sep,
+            st->clock.min_hz == st->clock.max_hz ? "true" : "false", sep);
+    for (i = 0; i < b->n_freqs; i++)
+        fprintf(f, "%s%.6g", i ? ", " : "", gc_hz_to_mhz(b->freqs_hz[i]));
+    fprintf(f, "],%s\"gpu_load_pct\": ", sep);
+    if (st->load_permille >= 0)
+        fprintf(f, "%.1f", st->load_permille / 10.0);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",%s\"rails\": [", sep);
+    for (i = 0; i < b->n_rails; i++) {
+        fprintf(f, "%s{\"name\": ", i ? ", " : "");
+        gc_json_str(f, b->rails[i].name);
+        fprintf(f, ", \"kind\": \"%s\"}", b->rails[i].kind == GC_RAIL_HWMON ? "hwmon" : "ina3221x");
+    }
+    fprintf(f, "],%s\"sensor_interval_ms\": ", sep);
+    if (b->sensor_interval_ms > 0)
+        fprintf(f, "%d", b->sensor_interval_ms);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",%s\"saved_state\": ", sep);
+    if (st->have_saved) {
+        fprintf(f, "{\"path\": ");
+        gc_json_str(f, st->state_path);
+        fprintf(f, ", \"governor\": ");
+        gc_json_str(f, st->saved.governor);
+        fprintf(f, ", \"min_mhz\": %.6g, \"max_mhz\": %.6g}", gc_hz_to_mhz(st->saved.min_hz),
+                gc_hz_to_mhz(st->saved.max_hz));
+    } else {
+        fprintf(f, "null");
+    }
+    fprintf(f, "%s}", one_line ? "" : "\n");
+}
+
+void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path)
+{
+    fprintf(f, "{\"requested_mhz\": %.6g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
+            requested_mhz, gc_hz_to_mhz(level_hz),
+            level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
+    gc_json_str(f, state_path);
+    fputc('}', f);
+}
+
+void gc_json_restore(FILE *f, int restored, const gc_clock_state *now)
+{
+    fprintf(f, "{\"restored\": %s, \"governor\": ", restored ? "true" : "false");
+    gc_json_str(f, now->governor);
+    fprintf(f, ", \"min_mhz\": %.6g, \"max_mhz\": %.6g}", gc_hz_to_mhz(now->min_hz),
+            gc_hz_to_mhz(now->max_hz));
+}
+
+void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
+                      const gc_decision *d, int dry_run)
+{
+    double x[GC_MAX_FEATURES];
+    char err[GC_ERR_MAX];
+    int i;
+
+    fprintf(f, "{\"freq_mhz\": ");
+    if (d->level_hz == 0)
+        fprintf(f, "null, \"proposed_mhz\": null");
+    else
+        fprintf(f, "%.6g, \"proposed_mhz\": %.6g", gc_hz_to_mhz(d->level_hz), d->proposed_mhz);
+    fprintf(f, ", \"policy\": \"%s\", \"model\": ", gc_policy_name(d->policy));
+    gc_json_str(f, m->name);
+    fprintf(f, ", \"dry_run\": %s, \"workload\": {\"model\": ", dry_run ? "true" : "false");
+    gc_json_str(f, model_name);
+    fprintf(f, ", \"layers\": %.17g, \"hidden\": %.17g, \"seq_len\": %.17g, \"util_pct\": ",
+            w->layers, w->hidden, w->seq_len);
+    if (w->gpu_util_pct >= 0)
+        fprintf(f, "%.17g", w->gpu_util_pct);
+    else
+        fprintf(f, "null");
+    fprintf(f, "}, \"features\": {");
+    if (gc_features(m, w, x, err, sizeof err) == 0)
+        for (i = 0; i < m->n_features; i++) {
+            fprintf(f, "%s", i ? ", " : "");
+            gc_json_str(f, m->feature_names[i]);
+            fprintf(f, ": %.17g", x[i]);
+        }
+    fprintf(f, "}}");
+}
+
+/* Rails that make up "CPU+GPU energy": the AGX Orin names, else the JetPack 4 ones. */
+static const char *const cpu_gpu_rails[2][2] = {{"VDD_CPU_CV", "VDD_GPU_SOC"}, {"CPU", "GPU"}};
+
+double gc_cpu_gpu_energy_j(const gc_sampler *s, const gc_window *w, int *found)
+{
+    int set, k, j;
+    double sum = 0;
+
+    for (set = 0; set < 2; set++) {
+        *found = 0;
+        for (j = 0; j < 2; j++)
+            for (k = 0; k < w->n_rails; k++)
+                if (strcmp(gc_sampler_rail_name(s, k), cpu_gpu_rails[set][j]) == 0) {
+                    sum += w->energy_j[k];
+                    *found = 1;
+                }
+        if (*found)
+            return sum;
+    }
+    return 0;
+}
+
+void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)
+{
+    double dur_s = (double)w->duration_ns / 1e9, total_j = 0, cpu_gpu_j;
+    int i, have_cpu_gpu;
+
+    for (i = 0; i < w->n_rails; i++)
+        total_j += w->energy_j[i];
+    cpu_gpu_j = gc_cpu_gpu_energy_j(s, w, &have_cpu_gpu);
+    fprintf(f, "\"duration_s\": %.9g,%s\"energy_j\": {", dur_s, sep);
+    for (i = 0; i < w->n_rails; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        gc_json_str(f, gc_sampler_rail_name(s, i));
+        fprintf(f, ": %.9g", w->energy_j[i]);
+    }
+    fprintf(f, "},%s\"total_energy_j\": %.9g,%s\"cpu_gpu_energy_j\": ", sep, total_j, sep);
+    if (have_cpu_gpu)
+        fprintf(f, "%.9g", cpu_gpu_j);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",%s\"avg_power_w\": {", sep);
+    for (i = 0; i < w->n_rails; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        gc_json_str(f, gc_sampler_rail_name(s, i));
+        fprintf(f, ": %.9g", w->avg_power_w[i]);
+    }
+    fprintf(f, "},%s\"total_avg_power_w\": %.9g,%s\"gpu_util_pct\": ", sep,
+            dur_s > 0 ? total_j / dur_s : 0.0, sep);
+    if (w->gpu_util_pct >= 0)
+        fprintf(f, "%.6g", w->gpu_util_pct);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",%s\"samples\": %llu,%s\"read_errors\": %llu,%s\"rate_hz\": %.6g", sep,
+            (unsigned long long)w->samples, sep, (unsigned long long)w->read_errors, sep, w->rate_hz);
+}

@@ -1,0 +1,47 @@
+/* report.h - the records govcore reports, as JSON: one writer per record, shared by the verbs
+ * (indented, on stdout) and by `govcore serve` (one line per reply). The pydvfs CLI prints the
+ * same keys (tests compare the two).
+ *
+ * Writers print no trailing newline. `one_line` = 0 gives the verbs' indented layout.
+ */
+#ifndef GOVCORE_REPORT_H
+#define GOVCORE_REPORT_H
+
+#include "govcore.h"
+#include "policy.h"
+#include "sampler.h"
+
+#include <stdio.h>
+
+/* What `status` shows: the clock now, the GPU load and the saved state. */
+typedef struct gc_status {
+    gc_clock_state clock;
+    int load_permille;              /* -1 if the board has no load file */
+    int have_saved;                 /* a state is saved (the board was changed) */
+    gc_clock_state saved;           /* governor/min/max saved before the first change */
+    char state_path[GC_PATH_MAX];
+} gc_status;
+
+/* Read the status of a board. -errno with b->err. */
+int gc_status_read(gc_board *b, const char *state_dir, gc_status *st);
+
+/* A JSON string literal (control characters escaped). */
+void gc_json_str(FILE *f, const char *s);
+
+void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_line);
+void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path);
+void gc_json_restore(FILE *f, int restored, const gc_clock_state *now);
+/* An apply decision: the clock, the policy, the model and the features the tree saw. */
+void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
+                      const gc_decision *d, int dry_run);
+
+/* Sum of the CPU and GPU rails' energy (J): VDD_CPU_CV + VDD_GPU_SOC, else the JetPack 4 names
+ * CPU + GPU; 0 with *found = 0 if the board has neither. */
+double gc_cpu_gpu_energy_j(const gc_sampler *s, const gc_window *w, int *found);
+
+/* A window's fields (the Measurement of pydvfs), without the braces: duration_s, energy_j,
+ * total_energy_j, cpu_gpu_energy_j, avg_power_w, total_avg_power_w, gpu_util_pct, samples,
+ * read_errors, rate_hz. sep goes between two fields. */
+void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep);
+
+#endif

@@ -614,14 +614,13 @@ static int fail(const char *fmt, ...)
     return 2;
 }
 
-/* Bind the socket: one instance (a lock on SOCKET.lock, then a connect test), a stale socket
- * unlinked, mode 0660 root:group. */
-static int open_socket(struct server *sv)
+/* Claim the socket path: one instance (a lock on SOCKET.lock, then a connect test), a stale
+ * socket unlinked, never another kind of file. */
+static int claim_socket(struct server *sv)
 {
     struct sockaddr_un sa;
     struct stat st;
     char dir[GC_PATH_MAX], *slash;
-    mode_t old_mask;
     int fd, rc;
 
     memset(&sa, 0, sizeof sa);
@@ -655,6 +654,19 @@ static int open_socket(struct server *sv)
             return fail("cannot remove the stale socket %s: %s", sv->socket_path, strerror(errno));
         logmsg("removed a stale socket %s", sv->socket_path);
     }
+    return 0;
+}
+
+/* Listen on the claimed path: mode 0660, owned by the group. */
+static int bind_socket(struct server *sv)
+{
+    struct sockaddr_un sa;
+    mode_t old_mask;
+    int rc;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, sv->socket_path, strlen(sv->socket_path) + 1);
     sv->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (sv->listen_fd < 0)
         return fail("socket: %s", strerror(errno));
@@ -814,11 +826,15 @@ int gc_serve(const gc_serve_config *cfg)
         return fail("%s", sv.board.err[0] ? sv.board.err : strerror(-rc));
     if (install_signals() < 0)
         return fail("cannot install signal handlers: %s", strerror(errno));
-    if ((rc = open_socket(&sv)) != 0) {
+    if ((rc = claim_socket(&sv)) != 0) {
         shutdown_server(&sv);
         return rc;
     }
-    restore_left_state(&sv);
+    restore_left_state(&sv); /* before any client can connect */
+    if ((rc = bind_socket(&sv)) != 0) {
+        shutdown_server(&sv);
+        return rc;
+    }
     logmsg("serving %s (group %s) on %s, pid %ld", sv.board.sysfs_root, group, sv.socket_path,
            (long)getpid());
     rc = serve_loop(&sv);

@@ -139,6 +139,15 @@ class Sampler:
     All methods may be called from any thread.
     """
 
+    def __new__(cls, *args, **kwargs):
+        # where $PYDVFS_SOCKET asks for it, measure through the govcore daemon (device/remote.py)
+        if cls is Sampler:
+            from .device import remote
+
+            if remote.sampler_socket():
+                cls = remote.RemoteSampler
+        return super().__new__(cls)
+
     def __init__(self, rate_hz: float | None = None, sysfs_root: str | os.PathLike | None = None,
                  rails: Iterable[str] | None = None, trace_capacity: int | None = None):
         self._rate_cfg = _check_rate(rate_hz)

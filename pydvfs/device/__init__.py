@@ -219,8 +219,11 @@ class Device:
 
 
 def open_device(sysfs_root: str | os.PathLike | None = None, state_dir: str | None = None) -> Device:
-    """Discover the board. Raises DeviceNotFoundError where there is no Jetson GPU."""
-    return Device(_core.Board(resolve_sysfs_root(sysfs_root)), state_dir)
+    """Discover the board. Raises DeviceNotFoundError where there is no Jetson GPU. Without
+    root, or with $PYDVFS_SOCKET set, the board may be the govcore daemon's (device/remote.py)."""
+    from . import remote
+
+    return Device(remote.open_board(resolve_sysfs_root(sysfs_root)), state_dir)
 
 
 def pin(mhz: float, sysfs_root: str | os.PathLike | None = None,

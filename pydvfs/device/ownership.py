@@ -40,6 +40,9 @@ def governing(board, state_dir: str | None) -> Iterator[Owner]:
     if not isinstance(board, _core.Board):
         yield Owner(None)
         return
+    from .remote import check_writable
+
+    check_writable(board)
     key = board.state_path(state_dir)
     with _mutex:
         owner = _owners.get(key)

@@ -60,8 +60,12 @@ class Decision:
 
 def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: bool, **overrides) -> Decision:
     wl = Workload.from_any(workload, **overrides)
-    tree = load_tree(model_dir)
     board = _board(sysfs_root)
+    if not isinstance(board, _core.Board):  # the govcore daemon's board (device/remote.py)
+        d = board.apply(policy, wl.as_core(), wl.model, model_dir, dry_run=not pin)
+        return Decision(freq_mhz=d["freq_mhz"], proposed_mhz=d["proposed_mhz"], policy=policy,
+                        features=d["features"], workload=wl.to_dict(), model=d["model"])
+    tree = load_tree(model_dir)
     if pin:
         with ownership.governing(board, state_dir) as owner:
             proposed, level_hz = _core.apply(board, tree, policy, wl.as_core(), state_dir)

@@ -1,0 +1,273 @@
+"""The board through ``govcore serve``: what pydvfs uses when it cannot write the board itself.
+
+Chosen here, in one place (:func:`open_board`, :func:`sampler_socket`): with ``$PYDVFS_SOCKET``
+set, always the daemon at that socket; as root, never; otherwise the daemon at the default
+socket when the GPU's clock files are not writable by this process. Without root and without
+a daemon, changing the clock fails with one line that says what to do.
+
+:class:`RemoteBoard` answers what ``_core.Board`` answers, so :class:`pydvfs.Device`, ``apply``,
+``governed``, ``run`` and ``sweep`` work unchanged; :class:`RemoteSampler` measures through the
+daemon's sampler windows. A pin belongs to the connection: this process keeps one connection
+per socket, and when the process ends (kill -9 included) the daemon restores the board.
+Protocol: govcore/protocol.h.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from types import MappingProxyType
+
+from .. import _core
+from ..errors import BoardIOError, BoardPermissionError, InvalidValueError
+from ..sampler import Measurement, Sampler
+
+SOCKET_ENV = "PYDVFS_SOCKET"
+DEFAULT_SOCKET = "/run/pydvfs/govcore.sock"      # GC_SERVE_SOCKET (govcore/serve.h)
+POLICY_DIR = "/usr/local/lib/pydvfs/policies"    # GC_SERVE_POLICY_DIR: trees root installed
+REQUEST_MAX_BYTES = 512                          # GC_REQ_MAX (govcore/protocol.h)
+REPLY_TIMEOUT_S = 30.0
+
+NO_DAEMON = ("cannot change the GPU clock without root: run as root, or start the daemon "
+             "(`sudo systemctl enable --now govcore` or `sudo govcore serve`) and join its group "
+             "(`sudo usermod -aG pydvfs $USER`, then log in again)")
+
+
+def sampler_socket() -> str | None:
+    """The daemon's socket a Sampler measures through: only where $PYDVFS_SOCKET asks for it
+    (the rails are readable without root)."""
+    return os.environ.get(SOCKET_ENV) or None
+
+
+def _writable(board: _core.Board) -> bool:
+    return os.access(os.path.join(board.devfreq_dir, "max_freq"), os.W_OK)
+
+
+def open_board(sysfs_root: str):
+    """The board to govern: a RemoteBoard or the local _core.Board (see the module doc)."""
+    path = os.environ.get(SOCKET_ENV)
+    if path:
+        return RemoteBoard(path)
+    board = _core.Board(sysfs_root)
+    if os.geteuid() != 0 and not _writable(board) and os.path.exists(DEFAULT_SOCKET):
+        return RemoteBoard(DEFAULT_SOCKET)
+    return board
+
+
+def check_writable(board) -> None:
+    """Before a local change: without root and without write access, the one line of what to do."""
+    if isinstance(board, _core.Board) and os.geteuid() != 0 and not _writable(board):
+        raise BoardPermissionError(NO_DAEMON)
+
+
+def plain_decimal(value: float) -> str:
+    """A number as the protocol takes it: digits and at most one point, no exponent."""
+    text = f"{float(value):.6f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+class Connection:
+    """One connection to the daemon, kept for the life of the process (it owns our pins)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._lock = threading.Lock()
+        self._buf = b""
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.connect(path)
+        except OSError as e:
+            self._sock.close()
+            if isinstance(e, PermissionError):
+                raise BoardPermissionError(
+                    f"cannot reach the govcore daemon at {path}: permission denied (join its group: "
+                    "`sudo usermod -aG pydvfs $USER`, then log in again)") from None
+            raise BoardIOError(
+                f"cannot reach the govcore daemon at {path}: {e.strerror or e} (start it: "
+                "`sudo systemctl start govcore` or `sudo govcore serve`)") from None
+        self._sock.settimeout(REPLY_TIMEOUT_S)
+
+    def request(self, line: str) -> dict:
+        """Send one request, return its reply; an error reply raises the matching PydvfsError."""
+        data = line.encode("ascii", "replace")
+        if len(data) > REQUEST_MAX_BYTES or b"\n" in data:
+            raise InvalidValueError(f"request too long or not one line ({len(data)} bytes)")
+        with self._lock:
+            try:
+                try:
+                    self._sock.sendall(data + b"\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # a daemon that refused us closed at once: its reply says why
+                while b"\n" not in self._buf:
+                    chunk = self._sock.recv(65536)
+                    if not chunk:
+                        raise ConnectionResetError("closed")
+                    self._buf += chunk
+            except OSError as e:
+                raise BoardIOError(f"lost the connection to the govcore daemon at {self.path}: "
+                                   f"{e.strerror or e}") from None
+            raw, self._buf = self._buf.split(b"\n", 1)
+        reply = json.loads(raw)
+        if "error" in reply:
+            _core.raise_for(-int(reply.get("errno") or 5), reply["error"])
+        return reply
+
+
+_connections: dict[str, Connection] = {}
+_connections_lock = threading.Lock()
+
+
+def connection(path: str) -> Connection:
+    with _connections_lock:
+        if path not in _connections:
+            _connections[path] = Connection(path)
+        return _connections[path]
+
+
+def _hz(mhz: float) -> int:
+    return _core.mhz_to_hz(float(mhz))
+
+
+class RemoteBoard:
+    """The daemon's board, with the interface of ``_core.Board`` (Hz in, Hz out)."""
+
+    def __init__(self, socket_path: str):
+        self.socket_path = socket_path
+        self._conn = connection(socket_path)
+        self._status = self._conn.request("status")
+        self._state_file = ""
+
+    def _fresh(self) -> dict:
+        self._status = self._conn.request("status")
+        return self._status
+
+    sysfs_root = property(lambda self: self._status["sysfs_root"])
+    model = property(lambda self: self._status["model"])
+    gpu_name = property(lambda self: self._status["gpu"])
+    devfreq_dir = property(lambda self: self._status["devfreq_dir"])
+    load_path = property(lambda self: "")
+    sensor_interval_ms = property(lambda self: self._status["sensor_interval_ms"] or 0)
+
+    @property
+    def freqs_hz(self) -> tuple[int, ...]:
+        return tuple(_hz(m) for m in self._status["available_mhz"])
+
+    @property
+    def rails(self) -> tuple:
+        return tuple((r["name"], r["kind"], "", "", "") for r in self._status["rails"])
+
+    def clock_state(self):
+        st = self._fresh()
+        return _hz(st["cur_mhz"]), _hz(st["min_mhz"]), _hz(st["max_mhz"]), st["governor"]
+
+    def load_permille(self):
+        pct = self._fresh()["gpu_load_pct"]
+        return None if pct is None else round(pct * 10)
+
+    def snap_hz(self, want_hz: int) -> int:
+        """The nearest level (ties to the lower), as gc_snap_hz."""
+        if want_hz <= 0:
+            raise InvalidValueError("not a clock: 0 Hz")
+        return min(self.freqs_hz, key=lambda f: (abs(f - want_hz), f))
+
+    def state_path(self, state_dir=None) -> str:
+        saved = self._fresh()["saved_state"]
+        return saved["path"] if saved else self._state_file
+
+    def saved_state(self, state_dir=None):
+        saved = self._fresh()["saved_state"]
+        return None if saved is None else (_hz(saved["min_mhz"]), _hz(saved["max_mhz"]), saved["governor"])
+
+    def pin_hz(self, want_hz: int, state_dir=None) -> int:
+        level_hz = self.snap_hz(want_hz)  # the daemon takes only clocks of the table
+        reply = self._conn.request(f"pin {plain_decimal(level_hz / 1e6)}")
+        self._state_file = reply["state_file"]
+        return _hz(reply["freq_mhz"])
+
+    def restore(self, state_dir=None) -> bool:
+        return bool(self._conn.request("restore")["restored"])
+
+    def apply(self, policy: str, workload: tuple, model: str, model_dir=None, dry_run: bool = False) -> dict:
+        """Decide (and unless dry_run pin) in the daemon; its decision record."""
+        is_decoder, util, layers, hidden, seq_len = workload
+        parts = [f"apply policy={policy}", f"model={model}", f"layers={plain_decimal(layers)}",
+                 f"hidden={plain_decimal(hidden)}", f"seq_len={plain_decimal(seq_len)}"]
+        if util is not None:
+            parts.append(f"util_pct={plain_decimal(util)}")
+        if model_dir is not None:
+            real = os.path.realpath(model_dir)
+            if os.path.dirname(real) != POLICY_DIR:
+                raise InvalidValueError(
+                    f"through the govcore daemon only the built-in tree or one root installed under "
+                    f"{POLICY_DIR}/NAME can be used, not {model_dir}")
+            parts.append(f"tree={os.path.basename(real)}")
+        if dry_run:
+            parts.append("dry_run=1")
+        return self._conn.request(" ".join(parts))
+
+
+class RemoteSampler(Sampler):
+    """pydvfs.Sampler through the daemon's sampler: windows only (no trace); the daemon samples
+    at the sensor's rate. Chosen by Sampler() itself where $PYDVFS_SOCKET is set."""
+
+    _count = 0
+
+    def __init__(self, rate_hz=None, sysfs_root=None, rails=None, trace_capacity=None):
+        self._conn = connection(sampler_socket() or DEFAULT_SOCKET)
+        status = self._conn.request("status")
+        self._rail_names = tuple(r["name"] for r in status["rails"])
+        if rails is not None:
+            wanted = [rails] if isinstance(rails, str) else list(rails)
+            unknown = [r for r in wanted if r not in self._rail_names]
+            if unknown or not wanted:
+                raise InvalidValueError(f"no rail {unknown!r} on this board (rails: {', '.join(self._rail_names)})")
+        interval = status["sensor_interval_ms"]
+        self._rate = 1000.0 / interval if interval else 0.0
+        RemoteSampler._count += 1
+        self._prefix = f"p{os.getpid()}s{RemoteSampler._count}-"
+        self._lock = threading.Lock()
+        self._windows: set[str] = set()
+        self.measurement = None
+
+    rails = property(lambda self: self._rail_names)
+    rate_hz = property(lambda self: self._rate)
+    running = property(lambda self: bool(self._windows))
+
+    def start(self):
+        return self
+
+    def stop(self) -> None:
+        """Windows still open stay open in the daemon until ended or this process exits."""
+
+    def begin_window(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise InvalidValueError(f"a window needs a non-empty name, got {name!r}")
+        with self._lock:
+            if name in self._windows:
+                raise InvalidValueError(f"window {name!r} is already open")
+            reply = self._conn.request(f"begin {self._prefix}{name}")
+            self._rate = reply["rate_hz"] or self._rate
+            self._windows.add(name)
+
+    def end_window(self, name: str) -> Measurement:
+        with self._lock:
+            if name not in self._windows:
+                raise InvalidValueError(f"no open window {name!r}")
+            self._windows.discard(name)
+            w = self._conn.request(f"end {self._prefix}{name}")
+        return Measurement(
+            duration_s=w["duration_s"], energy_j=MappingProxyType(dict(w["energy_j"])),
+            avg_power_w=MappingProxyType(dict(w["avg_power_w"])), total_energy_j=w["total_energy_j"],
+            total_avg_power_w=w["total_avg_power_w"], cpu_gpu_energy_j=w["cpu_gpu_energy_j"],
+            gpu_util_pct=w["gpu_util_pct"], samples=int(w["samples"]),
+            read_errors=int(w["read_errors"]), rate_hz=float(w["rate_hz"]))
+
+    def trace(self):
+        raise InvalidValueError("sample traces are not available through the govcore daemon")
+
+    def stats(self) -> dict:
+        return {"running": self.running, "rate_hz": self._rate, "remote": self._conn.path}
+
+    def __repr__(self) -> str:
+        return f"RemoteSampler(socket={self._conn.path!r}, rails={list(self.rails)!r})"

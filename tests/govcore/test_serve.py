@@ -1,0 +1,388 @@
+"""`govcore serve` as root on a fake board, its clients as an unprivileged user (setpriv to
+nobody with a test group): pin, apply, windows and restore through the Python API and the
+govcore verbs; a client outside the group refused; a client SIGKILLed while pinned -> board
+restored within 1 s; two clients -> the second refused; the daemon SIGKILLed -> the next start
+restores. The daemon is the AddressSanitizer + UBSan build (make -C govcore build/govcore-asan);
+a hypothesis client throws random, oversized, partial and binary requests at it."""
+from __future__ import annotations
+
+import grp
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pydvfs.device.fake import build_fake_board
+
+REPO = Path(__file__).resolve().parents[2]
+GOVCORE = REPO / "govcore"
+ASAN_BIN = GOVCORE / "build" / "govcore-asan"
+GROUP = "pydvfs-test"
+ORIGINAL = (306000000, 1300500000, "nvhost_podgov")
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                                reason="needs root (to run the daemon) and setpriv (to run clients as nobody)")
+
+
+def _client_python() -> str | None:
+    """An interpreter nobody may run (the venv's may live under /root)."""
+    for exe in (sys.executable, "/usr/bin/python3"):
+        ok = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", exe, "-c", "pass"],
+                            capture_output=True, cwd="/")
+        if ok.returncode == 0:
+            return exe
+    return None
+
+
+@pytest.fixture(scope="module")
+def group_gid():
+    created = False
+    try:
+        gid = grp.getgrnam(GROUP).gr_gid
+    except KeyError:
+        if shutil.which("groupadd") is None:
+            pytest.skip("no groupadd to create the test group")
+        subprocess.run(["groupadd", GROUP], check=True)
+        created = True
+        gid = grp.getgrnam(GROUP).gr_gid
+    yield gid
+    if created:
+        subprocess.run(["groupdel", GROUP], check=False)
+
+
+@pytest.fixture(scope="module")
+def asan_govcore():
+    subprocess.run(["make", "-s", "-C", str(GOVCORE), "govcore", "build/govcore-asan"], check=True,
+                   capture_output=True)
+    return str(ASAN_BIN)
+
+
+@pytest.fixture(scope="module")
+def client_python():
+    exe = _client_python()
+    if exe is None:
+        pytest.skip("no Python interpreter the user nobody may run")
+    return exe
+
+
+class Daemon:
+    def __init__(self, binary, work: Path, board):
+        self.binary, self.work, self.board = binary, work, board
+        self.sock = work / "run" / "govcore.sock"
+        self.log = work / "daemon.log"
+        self.proc = None
+
+    def _serving(self) -> int:
+        return self.log.read_text().count("serving ") if self.log.exists() else 0
+
+    def start(self):
+        before = self._serving()
+        env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=99",
+               "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98"}
+        self.proc = subprocess.Popen(
+            [self.binary, "--sysfs-root", str(self.board.root), "--state-dir", str(self.work / "state"),
+             "serve", "--socket", str(self.sock), "--group", GROUP],
+            stderr=open(self.log, "ab"), env=env)
+        deadline = time.monotonic() + 30
+        while self._serving() == before:  # (a stale socket may exist before)
+            assert self.proc.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, "daemon did not start"
+            time.sleep(0.02)
+        return self
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+        return self.proc.returncode
+
+    def request(self, *lines: str) -> list[dict]:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(str(self.sock))
+            f = s.makefile("rw")
+            out = []
+            for line in lines:
+                f.write(line + "\n")
+                f.flush()
+                out.append(json.loads(f.readline()))
+            return out
+
+
+@pytest.fixture
+def work():
+    # /tmp/pytest-of-root may be 0700: nobody must reach the socket and the fake board
+    d = Path(tempfile.mkdtemp(prefix="pydvfs-serve-", dir="/tmp"))
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(work, asan_govcore, group_gid):
+    board = build_fake_board(work / "board", "jp5")
+    (work / "run").mkdir(mode=0o755)
+    (work / "state").mkdir(mode=0o755)
+    d = Daemon(asan_govcore, work, board).start()
+    yield d
+    rc = d.stop()
+    log = d.log.read_text()
+    assert rc == 0, log  # 99/98: a sanitizer report
+    assert "ERROR: AddressSanitizer" not in log and "runtime error" not in log, log
+    assert _state(board) == ORIGINAL, log  # every test ends with the board as it was
+
+
+def _state(board):
+    """The board's clock state; a file caught between the daemon's truncate and write is read again."""
+    for _ in range(100):
+        try:
+            return board.read_hz("min_freq"), board.read_hz("max_freq"), board.governor()
+        except ValueError:
+            time.sleep(0.001)
+    raise AssertionError("a devfreq file stayed empty")
+
+
+def _as_nobody(gid: int | str, argv: list[str], sock, **kw) -> subprocess.Popen:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "PYDVFS_SOCKET": str(sock),
+           "PYDVFS_SYSFS_ROOT": "/nonexistent", "HOME": "/tmp"}
+    return subprocess.Popen(["setpriv", "--reuid=nobody", f"--regid={gid}", "--clear-groups", *argv],
+                            env=env, cwd="/", text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+CLIENT_API = """
+import pydvfs
+st = pydvfs.open_device().status()
+assert st["pinned"] is False, st
+r = pydvfs.pin(700)                      # snapped to the table by the client
+assert r.freq_mhz == 714, r
+assert pydvfs.open_device().state().pinned
+d = pydvfs.apply(pydvfs.Workload(model="bert", layers=12, hidden=768, seq_len=64))
+assert d.freq_mhz is not None and d.features, d
+dry = pydvfs.decide({"model": "pythia", "layers": 6, "hidden": 512, "seq_len": 128})
+with pydvfs.Sampler(rate_hz=1000) as s:
+    sum(range(200000))
+m = s.measurement
+assert m.duration_s > 0 and "VDD_GPU_SOC" in m.energy_j and m.samples >= 0, m
+s2 = pydvfs.Sampler()
+s2.begin_window("a"); s2.begin_window("b")
+ma = s2.end_window("a"); mb = s2.end_window("b")
+assert ma.duration_s > 0 and mb.duration_s > 0 and set(ma.energy_j) == set(mb.energy_j)
+assert pydvfs.restore() is True
+assert not pydvfs.open_device().state().pinned
+w = pydvfs.Workload(model="bert", layers=24, hidden=1024, seq_len=128)
+with pydvfs.governed(w) as dec:
+    assert pydvfs.open_device().state().pinned
+assert not pydvfs.open_device().state().pinned
+print("ok", dec.freq_mhz)
+"""
+
+
+def test_unprivileged_client_governs_through_the_daemon(daemon, client_python, group_gid):
+    p = _as_nobody(group_gid, [client_python, "-c", CLIENT_API], daemon.sock)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert out.startswith("ok"), out
+    assert _state(daemon.board) == ORIGINAL
+    # the govcore verbs too (their reply: the verb's JSON record)
+    gc = str(GOVCORE / "govcore")
+    p = _as_nobody(group_gid, [gc, "status"], daemon.sock)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and json.loads(out)["gpu"] == "ga10b", err
+    p = _as_nobody(group_gid, [gc, "pin", "714"], daemon.sock)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and json.loads(out)["freq_mhz"] == 714, err
+    p = _as_nobody(group_gid, [gc, "pin", "not-a-clock"], daemon.sock)
+    assert p.communicate(timeout=60) and p.returncode == 2
+
+
+def test_pydvfs_run_works_unprivileged(daemon, client_python, group_gid):
+    p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", "run", "--json", "--policy", "rules", "--workload",
+                               "model=bert,layers=12,hidden=768,seq_len=64", "--", "sleep", "0.5"], daemon.sock)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    report = json.loads(out)
+    assert report["restored"] is True and report["decision"]["freq_mhz"] == 816  # rules: > 7 layers, seq_len > 53
+
+
+def test_a_client_outside_the_group_is_refused(daemon, client_python, group_gid):
+    code = ("import pydvfs\ntry:\n    pydvfs.pin(714)\nexcept pydvfs.PydvfsError as e:\n    print(e)\n"
+            "    raise SystemExit(3)")
+    # the socket's mode (0660 root:group) refuses it first ...
+    p = _as_nobody("nogroup", [client_python, "-c", code], daemon.sock)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3 and "permission denied" in out and "usermod -aG pydvfs" in out, (out, err)
+    # ... and the credentials check (SO_PEERCRED) where the socket's mode would let it in
+    os.chmod(daemon.sock, 0o666)
+    p = _as_nobody("nogroup", [client_python, "-c", code], daemon.sock)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3 and "not a member of the daemon's group" in out, (out, err)
+    assert _state(daemon.board) == ORIGINAL
+    assert "uid 65534 gid 65534: refused: not root and not in group" in daemon.log.read_text()
+
+
+HOLD = """
+import sys, time, pydvfs
+pydvfs.pin(float(sys.argv[1]))
+print("pinned", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_client_s_pin_is_restored_within_a_second(daemon, client_python, group_gid):
+    timings_ms = []
+    for mhz in ("510", "918", "1224"):
+        p = _as_nobody(group_gid, [client_python, "-c", HOLD, mhz], daemon.sock)
+        assert p.stdout.readline().strip() == "pinned", p.stderr.read()
+        assert _state(daemon.board)[0] == _state(daemon.board)[1] == int(mhz) * 1000000
+        t0 = time.monotonic()
+        os.kill(p.pid, signal.SIGKILL)
+        while _state(daemon.board) != ORIGINAL and time.monotonic() - t0 < 10:
+            time.sleep(0.001)
+        timings_ms.append((time.monotonic() - t0) * 1000)
+        p.wait()
+        assert _state(daemon.board) == ORIGINAL
+    print(f"kill -9 -> board restored in {', '.join(f'{t:.1f}' for t in timings_ms)} ms")
+    assert max(timings_ms) < 1000, timings_ms
+
+
+def test_a_second_client_is_refused_naming_the_holder(daemon, client_python, group_gid):
+    first = _as_nobody(group_gid, [client_python, "-c", HOLD, "714"], daemon.sock)
+    try:
+        assert first.stdout.readline().strip() == "pinned"
+        code = ("import pydvfs\ntry:\n    pydvfs.pin(510)\nexcept pydvfs.BoardBusyError as e:\n    print(e)\n"
+                "    raise SystemExit(3)")
+        second = _as_nobody(group_gid, [client_python, "-c", code], daemon.sock)
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == 3, (out, err)
+        assert "pinned by another client" in out and str(first.pid) in out or "pid " in out
+        # nor may it restore the holder's pin, and a root process governing directly is refused too
+        assert daemon.request("restore")[0]["errno"] == 16
+        direct = subprocess.run([str(GOVCORE / "govcore"), "--sysfs-root", str(daemon.board.root),
+                                 "--state-dir", str(daemon.work / "state"), "pin", "510"],
+                                capture_output=True, text=True, env={**os.environ, "PYDVFS_SOCKET": ""})
+        assert direct.returncode == 2 and f"pid {daemon.proc.pid}" in direct.stderr, direct.stderr
+        assert _state(daemon.board)[1] == 714000000
+    finally:
+        first.kill()
+        first.wait()
+    deadline = time.monotonic() + 5
+    while _state(daemon.board) != ORIGINAL and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_daemon_killed_while_pinned_is_restored_by_the_next_start(daemon, asan_govcore):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(daemon.sock))
+        s.sendall(b"pin 612\n")
+        assert json.loads(s.makefile().readline())["freq_mhz"] == 612
+        daemon.proc.send_signal(signal.SIGKILL)
+        daemon.proc.wait()
+    assert _state(daemon.board)[1] == 612000000  # nobody restored it: the daemon died
+    assert daemon.sock.exists()  # a stale socket is left behind
+    daemon.start()  # removes the stale socket, restores the state the dead one left
+    assert _state(daemon.board) == ORIGINAL
+    log = daemon.log.read_text()
+    assert "removed a stale socket" in log and "restored the board from a state left" in log
+
+
+def test_a_second_daemon_refuses_to_start(daemon, asan_govcore):
+    out = subprocess.run([asan_govcore, "--sysfs-root", str(daemon.board.root), "serve", "--socket",
+                          str(daemon.sock), "--group", GROUP], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "another govcore serve" in out.stderr
+    assert daemon.request("version")[0]["protocol"] == 1  # the first one still serves
+
+
+def test_sigterm_restores_the_board(daemon):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(daemon.sock))
+        s.sendall(b"pin 408\n")
+        assert json.loads(s.makefile().readline())["freq_mhz"] == 408
+        assert daemon.stop(signal.SIGTERM) == 0
+    assert _state(daemon.board) == ORIGINAL
+    assert not daemon.sock.exists()
+    daemon.start()  # for the fixture's clean stop
+
+
+def test_requests_are_bounded_and_strict(daemon):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(daemon.sock))
+        s.sendall(b"x" * 5000)  # no newline, longer than 512 bytes
+        reply = json.loads(s.makefile().readline())
+        assert "longer than 512" in reply["error"]
+        try:  # and closed (a reset: the rest of what it sent was never read)
+            assert s.recv(10) == b""
+        except ConnectionResetError:
+            pass
+    # a slow client does not block another
+    slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    slow.connect(str(daemon.sock))
+    slow.sendall(b"stat")
+    assert daemon.request("status")[0]["gpu"] == "ga10b"
+    slow.close()
+    assert daemon.request("version")[0]["version"] == __import__("pydvfs").__version__
+
+
+def _printable_line(draw_text: str) -> str:
+    return draw_text
+
+
+REQUESTS = st.one_of(
+    st.binary(max_size=700),                                               # anything
+    st.binary(min_size=513, max_size=3000),                                # oversized
+    st.sampled_from(["pin", "begin", "end", "apply", "restore x", "status ", "pin 714.0.0", "pin -714",
+                     "pin 7e2", "pin 0x2ca", "begin ..", "apply model=bert", "apply layers=1 layers=2"])
+    .map(str.encode),
+    st.lists(st.sampled_from(["pin", "apply", "begin", "end", "model=bert", "layers=12", "hidden=768",
+                              "seq_len=64", "policy=ffg", "tree=../x", "dry_run=2", "714", "1300.5",
+                              "util_pct=101", "\x00", "\t", "", "é"]), max_size=8)
+    .map(lambda ws: " ".join(ws).encode("utf-8")),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=REQUESTS, split=st.integers(0, 50))
+def _fuzz_one(daemon, counter, data, split):
+    counter[0] += 1
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(daemon.sock))
+        # partial: the request arrives in two pieces
+        s.sendall(data[:split])
+        s.sendall(data[split:] + b"\n")
+        buf = b""
+        try:
+            while b"\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        except ConnectionResetError:
+            pass
+    assert daemon.proc.poll() is None, daemon.log.read_text()[-3000:]
+    for line in buf.split(b"\n")[:-1]:
+        reply = json.loads(line)  # every reply is one line of JSON
+        if "error" in reply:  # a refused request leaves the board as it was
+            assert _state(daemon.board) == ORIGINAL
+    # whatever it asked, the board goes back when the connection has gone
+    for _ in range(200):
+        if _state(daemon.board) == ORIGINAL:
+            break
+        time.sleep(0.005)
+    assert _state(daemon.board) == ORIGINAL
+
+
+def test_hypothesis_client_never_crashes_the_daemon(daemon):
+    counter = [0]
+    _fuzz_one(daemon, counter)
+    print(f"hypothesis client: {counter[0]} requests sent over the socket; daemon alive, board unchanged")
+    assert counter[0] >= 100
+    assert daemon.request("status")[0]["pinned"] is False

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .common import emit
 from ..device import open_device
@@ -43,8 +44,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
-    result = open_device(args.sysfs_root, args.state_dir).pin(args.mhz)
+    dev = open_device(args.sysfs_root, args.state_dir)
+    result = dev.pin(args.mhz)
     emit(args, result.to_dict(), result.describe)
+    if dev.through_daemon:
+        print("pydvfs: note: a pin through the govcore daemon lasts while this process does: the "
+              "board is restored now (govern a run with `pydvfs run` or the Python API)", file=sys.stderr)
     return 0
 
 

@@ -158,6 +158,12 @@ class Device:
         lo, hi, gov = saved
         return ClockState(float("nan"), hz_to_mhz(lo), hz_to_mhz(hi), gov)
 
+    @property
+    def through_daemon(self) -> bool:
+        """True if the board is governed through `govcore serve` (no root here): a pin then
+        lasts as long as this process."""
+        return not isinstance(self._board, _core.Board)
+
     # -- changing the board ------------------------------------------------------------------
     @contextlib.contextmanager
     def governing(self) -> Iterator[None]:

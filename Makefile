@@ -1,13 +1,14 @@
 # pydvfs - the two commands that do all setup on a fresh machine:
 #   make demo   the whole pipeline on the simulated Orin, ending in a report (in demo-out/)
-#   make test   C unit tests, both govcore binaries (aarch64 under qemu) and pytest
+#   make test   C unit tests (with ASan/UBSan and a libFuzzer run where clang is), both govcore
+#               binaries (aarch64 under qemu) and pytest
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-out
 
-.PHONY: all install ext binary cross-tools test test-c test-py demo bench clean
+.PHONY: all install ext binary cross-tools fuzz-tools test test-c test-py demo bench clean
 all: ext binary
 
 # torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build.
@@ -44,13 +45,25 @@ cross-tools:
 		echo "cross tools: not installed and no root apt; the aarch64 test will be skipped"; \
 	fi
 
+# clang and its libFuzzer runtime fuzz govcore serve's request parser in make test; installed like
+# the cross tools, else that run is skipped, saying why.
+fuzz-tools:
+	@if $(MAKE) -s -C govcore fuzz-probe >/dev/null 2>&1; then \
+		echo "fuzz tools: present"; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang libclang-rt-dev) \
+			>/dev/null 2>&1 || echo "fuzz tools: could not be installed; the fuzz run will be skipped"; \
+	else \
+		echo "fuzz tools: clang not installed and no root apt; the fuzz run will be skipped"; \
+	fi
+
 test-c:
 	$(MAKE) -s -C govcore test
 
 test-py: ext
 	$(PY) -m pytest -q
 
-test: ext cross-tools test-c test-py
+test: ext cross-tools fuzz-tools test-c test-py
 
 demo: ext binary
 	$(PY) -m pydvfs demo --out $(DEMO_OUT)

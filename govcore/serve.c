@@ -2,6 +2,7 @@
 #include "serve.h"
 #include "govcore.h"
 #include "lock.h"
+#include "peer.h"
 #include "policy.h"
 #include "protocol.h"
 #include "report.h"
@@ -9,9 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -31,7 +30,6 @@
 
 #define LISTEN_BACKLOG 16
 #define REPLY_RESERVE 8192   /* out-buffer room kept free before the next request is read */
-#define MAX_GROUPS 1024      /* supplementary groups looked at per user */
 
 struct window {
     char name[GC_WINDOW_NAME_MAX];
@@ -102,27 +100,6 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int gc_serve_peer_allowed(unsigned uid, unsigned gid, unsigned group_gid)
-{
-    struct passwd pw, *res = NULL;
-    char buf[4096];
-    gid_t groups[MAX_GROUPS];
-    int n = MAX_GROUPS, i;
-
-    if (uid == 0 || gid == group_gid)
-        return 1;
-    if (getpwuid_r((uid_t)uid, &pw, buf, sizeof buf, &res) != 0 || !res)
-        return 0;
-    if (pw.pw_gid == (gid_t)group_gid)
-        return 1;
-    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
-        n = MAX_GROUPS; /* more groups than we look at: the first MAX_GROUPS were filled */
-    for (i = 0; i < n && i < MAX_GROUPS; i++)
-        if (groups[i] == (gid_t)group_gid)
-            return 1;
-    return 0;
-}
-
 /* ------------------------------------------------------------------------- replies */
 
 /* Queue text for c; the connection is closed if it will not fit (a reply is never cut). */
@@ -136,7 +113,7 @@ static void queue(struct client *c, const char *text, size_t len)
     c->out_len += len;
 }
 
-static void reply_error(struct server *sv, struct client *c, int rc, const char *fmt, ...)
+static void reply_error(struct client *c, int rc, const char *fmt, ...)
 {
     char msg[GC_ERR_MAX], line[GC_ERR_MAX * 2 + 64];
     FILE *f;
@@ -155,7 +132,6 @@ static void reply_error(struct server *sv, struct client *c, int rc, const char 
     gc_json_str(f, msg);
     fprintf(f, ", \"errno\": %d}\n", rc < 0 ? -rc : rc);
     fclose(f);
-    (void)sv;
     queue(c, line, strlen(line));
 }
 
@@ -192,7 +168,6 @@ static int is_table_level(const gc_board *b, uint64_t hz)
 /* Make c the owner (taking the board's lock) unless another client or process governs. */
 static int take_ownership(struct server *sv, int ci)
 {
-    struct client *c = &sv->clients[ci];
     int rc;
 
     if (sv->owner == ci)
@@ -206,7 +181,6 @@ static int take_ownership(struct server *sv, int ci)
     if ((rc = gc_lock_acquire(&sv->board, sv->cfg->state_dir, 0, &sv->lock)) < 0)
         return rc;
     sv->owner = ci;
-    (void)c;
     return 0;
 }
 
@@ -232,20 +206,20 @@ static void handle_pin(struct server *sv, int ci, const gc_request *rq)
     FILE *f;
 
     if (!is_table_level(&sv->board, want_hz))
-        return reply_error(sv, c, -EINVAL, "not a clock of the board's table: %.6g MHz (see "
+        return reply_error(c, -EINVAL, "not a clock of the board's table: %.6g MHz (see "
                                            "available_mhz in status)", rq->mhz);
     if ((rc = take_ownership(sv, ci)) < 0)
-        return reply_error(sv, c, rc, "%s", sv->board.err);
+        return reply_error(c, rc, "%s", sv->board.err);
     rc = gc_pin_hz(&sv->board, want_hz, sv->cfg->state_dir, &level_hz);
     if (rc < 0) {
         if (!was_owner)
             drop_ownership(sv); /* gc_pin_hz put the original state back */
-        return reply_error(sv, c, rc, "%s", sv->board.err);
+        return reply_error(c, rc, "%s", sv->board.err);
     }
     logmsg("pid %ld uid %u: pinned %.6g MHz", (long)c->pid, (unsigned)c->uid, gc_hz_to_mhz(level_hz));
     gc_state_path(&sv->board, sv->cfg->state_dir, state_path, sizeof state_path);
     if (!(f = reply_begin(&buf, &len)))
-        return reply_error(sv, c, -ENOMEM, "out of memory");
+        return reply_error(c, -ENOMEM, "out of memory");
     gc_json_pin(f, rq->mhz, level_hz, state_path);
     reply_end(c, f, &buf, &len);
 }
@@ -260,17 +234,17 @@ static void handle_restore(struct server *sv, int ci)
     FILE *f;
 
     if ((rc = take_ownership(sv, ci)) < 0)
-        return reply_error(sv, c, rc, "%s", sv->board.err);
+        return reply_error(c, rc, "%s", sv->board.err);
     rc = restore_board(sv, &restored);
     if (rc < 0) /* keep the lock: the board is still changed, and ours */
-        return reply_error(sv, c, rc, "%s", sv->board.err);
+        return reply_error(c, rc, "%s", sv->board.err);
     drop_ownership(sv);
     if (restored)
         logmsg("pid %ld uid %u: restored the board", (long)c->pid, (unsigned)c->uid);
     if ((rc = gc_clock_read(&sv->board, &now)) < 0)
-        return reply_error(sv, c, rc, "%s", sv->board.err);
+        return reply_error(c, rc, "%s", sv->board.err);
     if (!(f = reply_begin(&buf, &len)))
-        return reply_error(sv, c, -ENOMEM, "out of memory");
+        return reply_error(c, -ENOMEM, "out of memory");
     gc_json_restore(f, restored, &now);
     reply_end(c, f, &buf, &len);
 }
@@ -291,7 +265,7 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
         /* only a tree root installed: a name under the policy folder, never a path */
         snprintf(dir, sizeof dir, "%s/%s", policy_dir, rq->tree);
         if ((rc = gc_tree_load(dir, &model, &handle, err, sizeof err)) < 0)
-            return reply_error(sv, c, rc, "%s", err);
+            return reply_error(c, rc, "%s", err);
     }
     if (rq->dry_run) {
         rc = gc_decide(&sv->board, &model, rq->policy, &rq->workload, &d);
@@ -303,7 +277,7 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
     }
     if (rc < 0) {
         gc_tree_close(handle);
-        return reply_error(sv, c, rc, "%s", sv->board.err);
+        return reply_error(c, rc, "%s", sv->board.err);
     }
     if (!rq->dry_run)
         logmsg("pid %ld uid %u: apply %s: %s%.6g MHz", (long)c->pid, (unsigned)c->uid,
@@ -313,7 +287,7 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
         gc_json_decision(f, &model, rq->model, &rq->workload, &d, rq->dry_run);
         reply_end(c, f, &buf, &len);
     } else {
-        reply_error(sv, c, -ENOMEM, "out of memory");
+        reply_error(c, -ENOMEM, "out of memory");
     }
     gc_tree_close(handle);
 }
@@ -327,9 +301,9 @@ static void handle_status(struct server *sv, struct client *c)
     FILE *f;
 
     if ((rc = gc_status_read(&sv->board, sv->cfg->state_dir, &st)) < 0)
-        return reply_error(sv, c, rc, "%s", sv->board.err);
+        return reply_error(c, rc, "%s", sv->board.err);
     if (!(f = reply_begin(&buf, &len)))
-        return reply_error(sv, c, -ENOMEM, "out of memory");
+        return reply_error(c, -ENOMEM, "out of memory");
     gc_json_status(f, &sv->board, &st, 1);
     reply_end(c, f, &buf, &len);
 }
@@ -341,7 +315,7 @@ static void handle_version(struct server *sv, struct client *c)
     FILE *f;
 
     if (!(f = reply_begin(&buf, &len)))
-        return reply_error(sv, c, -ENOMEM, "out of memory");
+        return reply_error(c, -ENOMEM, "out of memory");
     fprintf(f, "{\"version\": ");
     gc_json_str(f, GC_VERSION);
     fprintf(f, ", \"protocol\": %d, \"sysfs_root\": ", GC_PROTOCOL_VERSION);
@@ -371,17 +345,17 @@ static void handle_begin(struct server *sv, struct client *c, const gc_request *
 
     for (i = 0; i < c->n_windows; i++)
         if (strcmp(c->windows[i].name, rq->name) == 0)
-            return reply_error(sv, c, -EINVAL, "window %s is already open", rq->name);
+            return reply_error(c, -EINVAL, "window %s is already open", rq->name);
     if (c->n_windows == GC_SERVE_MAX_WINDOWS)
-        return reply_error(sv, c, -EINVAL, "too many open windows (at most %d per connection)",
+        return reply_error(c, -EINVAL, "too many open windows (at most %d per connection)",
                            GC_SERVE_MAX_WINDOWS);
     if (!sv->sampler) {
         if ((rc = gc_sampler_create(&sv->sampler, &sv->board, &cfg)) < 0)
-            return reply_error(sv, c, rc, "%s", sv->board.err);
+            return reply_error(c, rc, "%s", sv->board.err);
         if ((rc = gc_sampler_start(sv->sampler)) < 0) {
             gc_sampler_free(sv->sampler);
             sv->sampler = NULL;
-            return reply_error(sv, c, rc, "cannot start the sampler: %s", strerror(-rc));
+            return reply_error(c, rc, "cannot start the sampler: %s", strerror(-rc));
         }
     }
     snprintf(c->windows[c->n_windows].name, GC_WINDOW_NAME_MAX, "%s", rq->name);
@@ -390,7 +364,7 @@ static void handle_begin(struct server *sv, struct client *c, const gc_request *
     sv->open_windows++;
     gc_sampler_get_stats(sv->sampler, &stats);
     if (!(f = reply_begin(&buf, &len)))
-        return reply_error(sv, c, -ENOMEM, "out of memory");
+        return reply_error(c, -ENOMEM, "out of memory");
     fprintf(f, "{\"window\": ");
     gc_json_str(f, rq->name);
     fprintf(f, ", \"rails\": [");
@@ -421,12 +395,12 @@ static void handle_end(struct server *sv, struct client *c, const gc_request *rq
     for (i = 0; i < c->n_windows && strcmp(c->windows[i].name, rq->name) != 0; i++)
         ;
     if (i == c->n_windows)
-        return reply_error(sv, c, -EINVAL, "no open window %s", rq->name);
+        return reply_error(c, -EINVAL, "no open window %s", rq->name);
     gc_sampler_snapshot(sv->sampler, &z);
     rc = gc_window_diff(&c->windows[i].begin, &z, &w);
     close_window(sv, c, i);
     if (rc < 0) {
-        reply_error(sv, c, rc, "window %s: snapshots out of order", rq->name);
+        reply_error(c, rc, "window %s: snapshots out of order", rq->name);
     } else if ((f = reply_begin(&buf, &len))) {
         fprintf(f, "{\"window\": ");
         gc_json_str(f, rq->name);
@@ -435,7 +409,7 @@ static void handle_end(struct server *sv, struct client *c, const gc_request *rq
         fputc('}', f);
         reply_end(c, f, &buf, &len);
     } else {
-        reply_error(sv, c, -ENOMEM, "out of memory");
+        reply_error(c, -ENOMEM, "out of memory");
     }
     sampler_release_if_idle(sv);
 }
@@ -449,7 +423,7 @@ static void handle_line(struct server *sv, int ci, const char *line, size_t len)
     gc_request rq;
 
     if (gc_request_parse(line, len, &rq, err, sizeof err) < 0)
-        return reply_error(sv, c, -EINVAL, "%s", err);
+        return reply_error(c, -EINVAL, "%s", err);
     switch (rq.kind) {
     case GC_REQ_VERSION:
         return handle_version(sv, c);
@@ -483,7 +457,7 @@ static void serve_input(struct server *sv, int ci)
         c->in_len -= used;
     }
     if (!c->closing && c->in_len == sizeof c->in && !memchr(c->in, '\n', c->in_len)) {
-        reply_error(sv, c, -E2BIG, "request longer than %d bytes: closing the connection",
+        reply_error(c, -E2BIG, "request longer than %d bytes: closing the connection",
                     GC_REQ_MAX);
         c->closing = 1;
     }
@@ -552,7 +526,7 @@ static void accept_clients(struct server *sv)
             close(fd);
             continue;
         }
-        if (!gc_serve_peer_allowed(cr.uid, cr.gid, sv->group_gid)) {
+        if (!gc_peer_allowed(cr.uid, cr.gid, sv->group_gid)) {
             static const char msg[] = "{\"error\": \"permission denied: not root and not a member "
                                       "of the daemon's group\", \"errno\": 13}\n";
             logmsg("pid %ld uid %u gid %u: refused: not root and not in group %s", (long)cr.pid,
@@ -806,8 +780,6 @@ int gc_serve(const gc_serve_config *cfg)
 {
     static struct server sv; /* large (client buffers): not on the stack */
     const char *group = cfg->group ? cfg->group : GC_SERVE_GROUP;
-    struct group gr, *gres = NULL;
-    char grbuf[8192];
     int rc, i;
 
     memset(&sv, 0, sizeof sv);
@@ -818,10 +790,9 @@ int gc_serve(const gc_serve_config *cfg)
     gc_lock_init(&sv.lock);
     for (i = 0; i < GC_SERVE_MAX_CLIENTS; i++)
         sv.clients[i].fd = -1;
-    if (getgrnam_r(group, &gr, grbuf, sizeof grbuf, &gres) != 0 || !gres)
+    if (gc_group_gid(group, &sv.group_gid) < 0)
         return fail("no group '%s': create it (`groupadd %s`) and add the users who may govern the "
                     "GPU, or name another with --group", group, group);
-    sv.group_gid = gr.gr_gid;
     if ((rc = gc_board_open(&sv.board, cfg->sysfs_root ? cfg->sysfs_root : "/")) < 0)
         return fail("%s", sv.board.err[0] ? sv.board.err : strerror(-rc));
     if (install_signals() < 0)

@@ -30,8 +30,4 @@ typedef struct gc_serve_config {
  * 2 (with one line on stderr) if it cannot start. */
 int gc_serve(const gc_serve_config *cfg);
 
-/* 1 if a peer (uid, effective gid) may use the daemon: root, or a member of group (its gid, its
- * passwd group, or a supplementary group of its user per getgrouplist). */
-int gc_serve_peer_allowed(unsigned uid, unsigned gid, unsigned group_gid);
-
 #endif

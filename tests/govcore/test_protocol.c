@@ -3,6 +3,7 @@
 #include "check.h"
 #include "fake_tree.h"
 #include "lock.h"
+#include "peer.h"
 #include "protocol.h"
 
 #include <errno.h>
@@ -127,10 +128,80 @@ static void test_lock_one_owner(void)
     fake_tree_remove(root);
 }
 
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void test_peer_files(void)
+{
+    char dir[] = "/tmp/gc-peer-XXXXXX", pw[64], gr[64];
+    gid_t gid = 0;
+
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(pw, sizeof pw, "%s/passwd", dir);
+    snprintf(gr, sizeof gr, "%s/group", dir);
+    write_file(pw, "root:x:0:0:root:/root:/bin/sh\nann:x:1000:1000::/home/ann:/bin/sh\n"
+                   "bob:x:1001:1001::/home/bob:/bin/sh\ncid:x:1002:1500::/home/cid:/bin/sh\n"
+                   "broken line\ndan:x:12x:1:::\n");
+    write_file(gr, "root:x:0:\nann:x:1000:\nbob:x:1001:\npydvfs:x:1500:bob,eve\nother:x:1600:ann\n");
+    CHECK(gc_group_gid_files(gr, "pydvfs", &gid) == 0 && gid == 1500);
+    CHECK(gc_group_gid_files(gr, "nope", &gid) == -ENOENT);
+    CHECK(gc_peer_allowed_files(pw, gr, 0, 0, 1500) == 1);         /* root */
+    CHECK(gc_peer_allowed_files(pw, gr, 1001, 1001, 1500) == 1);   /* supplementary member */
+    CHECK(gc_peer_allowed_files(pw, gr, 1002, 1002, 1500) == 1);   /* passwd (primary) group */
+    CHECK(gc_peer_allowed_files(pw, gr, 1000, 1500, 1500) == 1);   /* running with the group */
+    CHECK(gc_peer_allowed_files(pw, gr, 1000, 1000, 1500) == 0);   /* in another group only */
+    CHECK(gc_peer_allowed_files(pw, gr, 4242, 4242, 1500) == 0);   /* no such user */
+    CHECK(gc_peer_allowed_files(pw, "/nonexistent", 1000, 1000, 1500) == 0);
+    unlink(pw);
+    unlink(gr);
+    rmdir(dir);
+}
+
+/* On this machine's own files, the NSS answer (the usual build) and the files answer (the
+ * static release) agree for every user and every group. */
+static void test_peer_nss_matches_files(void)
+{
+    FILE *pw = fopen(GC_PASSWD_FILE, "r"), *gr;
+    char pl[1024], gl[1024];
+    unsigned long uid, pgid, gid;
+    int disagree = 0, pairs = 0;
+
+    if (!pw)
+        return;
+    while (fgets(pl, sizeof pl, pw) && pairs < 20000) {
+        if (sscanf(pl, "%*[^:]:%*[^:]:%lu:%lu", &uid, &pgid) != 2)
+            continue;
+        if (!(gr = fopen(GC_GROUP_FILE, "r")))
+            break;
+        while (fgets(gl, sizeof gl, gr)) {
+            if (sscanf(gl, "%*[^:]:%*[^:]:%lu", &gid) != 1)
+                continue;
+            pairs++;
+            disagree += gc_peer_allowed((uid_t)uid, (gid_t)pgid, (gid_t)gid) !=
+                        gc_peer_allowed_files(GC_PASSWD_FILE, GC_GROUP_FILE, (uid_t)uid,
+                                              (gid_t)pgid, (gid_t)gid);
+        }
+        fclose(gr);
+    }
+    fclose(pw);
+    CHECK(pairs > 0);
+    CHECK_I64(disagree, 0);
+}
+
 int main(void)
 {
     RUN(test_accepted);
     RUN(test_refused);
     RUN(test_lock_one_owner);
+    RUN(test_peer_files);
+    RUN(test_peer_nss_matches_files);
     return DONE("test_protocol");
 }

@@ -320,6 +320,8 @@ static void handle_version(struct server *sv, struct client *c)
     gc_json_str(f, GC_VERSION);
     fprintf(f, ", \"protocol\": %d, \"sysfs_root\": ", GC_PROTOCOL_VERSION);
     gc_json_str(f, sv->board.sysfs_root);
+    fprintf(f, ", \"policy_dir\": ");
+    gc_json_str(f, sv->cfg->policy_dir ? sv->cfg->policy_dir : GC_SERVE_POLICY_DIR);
     fputc('}', f);
     reply_end(c, f, &buf, &len);
 }

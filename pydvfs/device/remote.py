@@ -25,7 +25,6 @@ from ..sampler import Measurement, Sampler
 
 SOCKET_ENV = "PYDVFS_SOCKET"
 DEFAULT_SOCKET = "/run/pydvfs/govcore.sock"      # GC_SERVE_SOCKET (govcore/serve.h)
-POLICY_DIR = "/usr/local/lib/pydvfs/policies"    # GC_SERVE_POLICY_DIR: trees root installed
 REQUEST_MAX_BYTES = 512                          # GC_REQ_MAX (govcore/protocol.h)
 REPLY_TIMEOUT_S = 30.0
 
@@ -196,11 +195,13 @@ class RemoteBoard:
         if util is not None:
             parts.append(f"util_pct={plain_decimal(util)}")
         if model_dir is not None:
+            # root loads no code of ours: only a tree installed in the daemon's policy folder
+            policy_dir = os.path.realpath(self._conn.request("version")["policy_dir"])
             real = os.path.realpath(model_dir)
-            if os.path.dirname(real) != POLICY_DIR:
+            if os.path.dirname(real) != policy_dir:
                 raise InvalidValueError(
                     f"through the govcore daemon only the built-in tree or one root installed under "
-                    f"{POLICY_DIR}/NAME can be used, not {model_dir}")
+                    f"{policy_dir}/NAME can be used, not {model_dir}")
             parts.append(f"tree={os.path.basename(real)}")
         if dry_run:
             parts.append("dry_run=1")

@@ -91,7 +91,7 @@ class Daemon:
                "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98"}
         self.proc = subprocess.Popen(
             [self.binary, "--sysfs-root", str(self.board.root), "--state-dir", str(self.work / "state"),
-             "serve", "--socket", str(self.sock), "--group", GROUP],
+             "serve", "--socket", str(self.sock), "--group", GROUP, "--policy-dir", str(self.work / "policies")],
             stderr=open(self.log, "ab"), env=env)
         deadline = time.monotonic() + 30
         while self._serving() == before:  # (a stale socket may exist before)
@@ -205,6 +205,44 @@ def test_unprivileged_client_governs_through_the_daemon(daemon, client_python, g
     assert p.communicate(timeout=60) and p.returncode == 2
 
 
+@pytest.fixture(scope="module")
+def trained_model(tmp_path_factory):
+    """A model folder from `pydvfs train` on the policy tests' synthetic data."""
+    sys.path.insert(0, str(REPO / "tests" / "pydvfs" / "policy"))
+    import synthetic
+
+    from pydvfs.policy.curves import curves_from_frame, read_dataset
+    from pydvfs.policy.train import train
+
+    csv = tmp_path_factory.mktemp("syn") / "syn.csv"
+    synthetic.write(csv)
+    out = tmp_path_factory.mktemp("model")
+    train(curves_from_frame(read_dataset(csv), tasks=["sst2", "qnli", "mrpc"]), out, source="synthetic")
+    return out
+
+
+def test_apply_with_a_tree_root_installed(daemon, client_python, group_gid, trained_model):
+    installed = daemon.work / "policies" / "ours"
+    shutil.copytree(trained_model, installed)
+    wl = {"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64}
+    code = ("import json, sys, pydvfs\n"
+            f"d = pydvfs.apply({wl!r}, model_dir=sys.argv[1])\n"
+            "print(json.dumps(d.to_dict()))\n"
+            "try:\n    pydvfs.apply({wl!r}, model_dir='/tmp')\nexcept pydvfs.InvalidValueError as e:\n"
+            "    print('refused:', e)\n").replace("{wl!r}", repr(wl))
+    p = _as_nobody(group_gid, [client_python, "-c", code, str(installed)], daemon.sock)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    first, second = out.splitlines()
+    decision = json.loads(first)
+    assert decision["model"] != daemon.request("apply dry_run=1 " + " ".join(f"{k}={v}" for k, v in wl.items()))[0]["model"]
+    local = __import__("pydvfs").decide(wl, model_dir=trained_model, sysfs_root=daemon.board.root)
+    assert decision["freq_mhz"] == local.freq_mhz and decision["model"] == local.model
+    assert second.startswith("refused:") and "policies" in second
+    # a name that leads out of the policy folder is refused by the parser
+    assert "tree" in daemon.request("apply model=bert layers=1 hidden=1 seq_len=1 tree=../x")[0]["error"]
+
+
 def test_pydvfs_run_works_unprivileged(daemon, client_python, group_gid):
     p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", "run", "--json", "--policy", "rules", "--workload",
                                "model=bert,layers=12,hidden=768,seq_len=64", "--", "sleep", "0.5"], daemon.sock)
@@ -212,6 +250,13 @@ def test_pydvfs_run_works_unprivileged(daemon, client_python, group_gid):
     assert p.returncode == 0, err
     report = json.loads(out)
     assert report["restored"] is True and report["decision"]["freq_mhz"] == 816  # rules: > 7 layers, seq_len > 53
+    p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", "measure", "--json", "--", "sleep", "0.3"],
+                   daemon.sock)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    m = json.loads(out)
+    assert m["duration_s"] >= 0.3 and set(m["energy_j"]) == {"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0",
+                                                              "VDDQ_VDD2_1V8AO"}
 
 
 def test_a_client_outside_the_group_is_refused(daemon, client_python, group_gid):
@@ -264,7 +309,7 @@ def test_a_second_client_is_refused_naming_the_holder(daemon, client_python, gro
         second = _as_nobody(group_gid, [client_python, "-c", code], daemon.sock)
         out, err = second.communicate(timeout=60)
         assert second.returncode == 3, (out, err)
-        assert "pinned by another client" in out and str(first.pid) in out or "pid " in out
+        assert "pinned by another client" in out and f"(pid {first.pid})" in out, out
         # nor may it restore the holder's pin, and a root process governing directly is refused too
         assert daemon.request("restore")[0]["errno"] == 16
         direct = subprocess.run([str(GOVCORE / "govcore"), "--sysfs-root", str(daemon.board.root),
@@ -346,10 +391,6 @@ def test_requests_are_bounded_and_strict(daemon):
     assert daemon.request("status")[0]["gpu"] == "ga10b"
     slow.close()
     assert daemon.request("version")[0]["version"] == __import__("pydvfs").__version__
-
-
-def _printable_line(draw_text: str) -> str:
-    return draw_text
 
 
 REQUESTS = st.one_of(

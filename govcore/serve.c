@@ -113,28 +113,6 @@ static void queue(struct client *c, const char *text, size_t len)
     c->out_len += len;
 }
 
-static void reply_error(struct client *c, int rc, const char *fmt, ...)
-{
-    char msg[GC_ERR_MAX], line[GC_ERR_MAX * 2 + 64];
-    FILE *f;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    logmsg("pid %ld uid %u: refused: %s", (long)c->pid, (unsigned)c->uid, msg);
-    f = fmemopen(line, sizeof line, "w");
-    if (!f) {
-        c->closing = 1;
-        return;
-    }
-    fputs("{\"error\": ", f);
-    gc_json_str(f, msg);
-    fprintf(f, ", \"errno\": %d}\n", rc < 0 ? -rc : rc);
-    fclose(f);
-    queue(c, line, strlen(line));
-}
-
 /* A reply built by writer into memory, then queued as one line. */
 static FILE *reply_begin(char **buf, size_t *len)
 {
@@ -151,6 +129,27 @@ static void reply_end(struct client *c, FILE *f, char **buf, size_t *len)
     }
     free(*buf);
     *buf = NULL;
+}
+
+static void reply_error(struct client *c, int rc, const char *fmt, ...)
+{
+    char msg[GC_ERR_MAX], *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    logmsg("pid %ld uid %u: refused: %s", (long)c->pid, (unsigned)c->uid, msg);
+    if (!(f = reply_begin(&buf, &len))) {
+        c->closing = 1;
+        return;
+    }
+    fputs("{\"error\": ", f);
+    gc_json_str(f, msg);
+    fprintf(f, ", \"errno\": %d}", rc < 0 ? -rc : rc);
+    reply_end(c, f, &buf, &len);
 }
 
 /* ------------------------------------------------------------------------- the board */
@@ -724,8 +723,10 @@ static int serve_loop(struct server *sv)
     for (;;) {
         pfd[0].fd = signal_pipe[0];
         pfd[0].events = POLLIN;
+        pfd[0].revents = 0;
         pfd[1].fd = sv->listen_fd;
         pfd[1].events = POLLIN;
+        pfd[1].revents = 0;
         n = 2;
         for (i = 0; i < GC_SERVE_MAX_CLIENTS; i++) {
             struct client *c = &sv->clients[i];

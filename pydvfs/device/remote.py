@@ -107,7 +107,12 @@ class Connection:
                 raise BoardIOError(f"lost the connection to the govcore daemon at {self.path}: "
                                    f"{e.strerror or e}") from None
             raw, self._buf = self._buf.split(b"\n", 1)
-        reply = json.loads(raw)
+        try:
+            reply = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            raise BoardIOError(f"the govcore daemon at {self.path} sent a reply that is not JSON") from None
+        if not isinstance(reply, dict):
+            raise BoardIOError(f"the govcore daemon at {self.path} sent a reply that is not a record")
         if "error" in reply:
             _core.raise_for(-int(reply.get("errno") or 5), reply["error"])
         return reply

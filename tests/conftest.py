@@ -12,6 +12,13 @@ from pydvfs.device.fake import ORIN_11_LEVELS_HZ, ORIN_13_LEVELS_HZ, build_fake_
 
 REPO = Path(__file__).resolve().parents[1]
 
+# As root, pydvfs loads a model folder's policy.so only from a path that no one else can write
+# (pydvfs/policy/manifest.py, govcore/policy_load.c); /tmp is world-writable. So the tests, which
+# run as root on CI, keep their temp folders under the checkout's build/ folder instead.
+if os.geteuid() == 0 and "PYTEST_DEBUG_TEMPROOT" not in os.environ:
+    (REPO / "build" / "tmp").mkdir(parents=True, exist_ok=True)
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = str(REPO / "build" / "tmp")
+
 
 @pytest.fixture(autouse=True)
 def _hermetic_env(tmp_path_factory, monkeypatch):

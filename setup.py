@@ -26,16 +26,26 @@ def lines_of(name: str) -> list:
 
 
 def version() -> str:
-    return re.search(r'^__version__ = "(.*)"$', (HERE / "pydvfs" / "__init__.py").read_text(), re.M)[1]
+    return re.search(r'^__version__ = "(.*)"$', (HERE / "pydvfs" / "__init__.py").read_text(), re.MULTILINE)[1]
 
 
 def git_describe() -> str:
     try:
         out = subprocess.run(["git", "-C", str(HERE), "describe", "--tags", "--always", "--dirty"],
-                             capture_output=True, text=True, timeout=30)
+                             capture_output=True, text=True, timeout=30, check=False)
     except OSError:
         return ""
     return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def describe_stamp(text: str) -> str:
+    """A file that changes only when the version or `git describe` does: listed in the
+    extension's depends, so that a new commit rebuilds (and --version tells the truth)."""
+    path = HERE / "build" / "describe.setup"
+    path.parent.mkdir(exist_ok=True)
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+    return str(path.relative_to(HERE))
 
 
 def c_string(s: str) -> str:
@@ -53,13 +63,16 @@ class build_py_with_headers(build_py):
             shutil.copy2(h, dest / h.name)
 
 
+VERSION, GIT_DESCRIBE = version(), git_describe()
 core = Extension(
     "pydvfs._core",
     sources=["pydvfs/_core.pyx", *(f"govcore/{s}" for s in lines_of("sources.txt"))],
     include_dirs=["govcore"],
+    depends=[describe_stamp(f"{VERSION} {GIT_DESCRIBE}\n"), "govcore/sources.txt", "govcore/warnings.txt",
+             *(str(p.relative_to(HERE)) for p in sorted(GOVCORE.glob("*.h")))],
     define_macros=[
-        ("GC_VERSION", c_string(version())),
-        ("GC_GIT_DESCRIBE", c_string(git_describe())),
+        ("GC_VERSION", c_string(VERSION)),
+        ("GC_GIT_DESCRIBE", c_string(GIT_DESCRIBE)),
         ("GC_TREE_SHA256", c_string(hashlib.sha256((GOVCORE / "policy_tree.c").read_bytes()).hexdigest())),
     ],
     extra_compile_args=["-std=c99", "-D_GNU_SOURCE", "-O2", *lines_of("warnings.txt")],

@@ -22,8 +22,8 @@ import datetime as _dt
 import hashlib
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .. import _core
 from ..errors import ForeignPolicyError
@@ -55,8 +55,8 @@ def provenance(data_path: str | os.PathLike | None, label: str | None = None) ->
 
 
 def _format(fields: dict) -> str:
-    lines = ["# pydvfs model manifest: written by `pydvfs train`, checked before policy.so is "
-             "loaded. Do not edit: train again instead."]
+    lines = [("# pydvfs model manifest: written by `pydvfs train`, checked before policy.so is "
+              "loaded. Do not edit: train again instead.")]
     for key, value in fields.items():
         text = " ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
         if "\n" in text:
@@ -128,7 +128,7 @@ def rebuild_policy(model_dir: str | os.PathLike, cc: str | None = None) -> Path:
     return d / POLICY_SO
 
 
-def load_model_dir(model_dir: str | os.PathLike) -> "_core.Tree":
+def load_model_dir(model_dir: str | os.PathLike) -> _core.Tree:
     """The tree of a model folder, through govcore's checked loader. A policy.so built for
     another CPU is rebuilt here from policy_tree.c (when a C compiler is present)."""
     try:

@@ -53,3 +53,26 @@ def cli():
                               text=True, env=full_env, timeout=timeout)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def syn_csv(tmp_path_factory):
+    """A synthetic characterisation dataset with known optima (tests/pydvfs/policy/synthetic.py)."""
+    sys.path.insert(0, str(REPO / "tests" / "pydvfs" / "policy"))
+    import synthetic
+
+    path = tmp_path_factory.mktemp("syn") / "syn.csv"
+    synthetic.write(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def trained(syn_csv, tmp_path_factory):
+    """A model folder trained by `pydvfs train` on the synthetic data's first three tasks."""
+    from pydvfs.policy.curves import curves_from_frame, read_dataset
+    from pydvfs.policy.train import train
+
+    out = tmp_path_factory.mktemp("model")
+    curves = curves_from_frame(read_dataset(syn_csv), tasks=["sst2", "qnli", "mrpc"])
+    metrics = train(curves, out, source="synthetic", data_path=syn_csv)
+    return out, metrics

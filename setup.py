@@ -30,6 +30,9 @@ def version() -> str:
 
 
 def git_describe() -> str:
+    """`git describe` of the checkout this is built from; "" for an unpacked sdist."""
+    if not (HERE / ".git").exists():
+        return ""
     try:
         out = subprocess.run(["git", "-C", str(HERE), "describe", "--tags", "--always", "--dirty"],
                              capture_output=True, text=True, timeout=30, check=False)

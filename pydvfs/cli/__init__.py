@@ -34,7 +34,8 @@ class _VersionAction(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         from ..version import format_version, version_info
 
-        parser.exit(0, format_version("pydvfs", version_info()) + "\n")
+        print(format_version("pydvfs", version_info()))
+        parser.exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -116,7 +116,9 @@ def test_govcore_builds_from_the_sdist(dists):
 
 
 def make_venv(path: Path, timings, name) -> Path:
-    timings.run(f"venv {name}", lambda: sh([sys.executable, "-m", "venv", path], path.parent))
+    """A venv without pip or setuptools of its own (no ensurepip: quicker, and the venv's old
+    bundled setuptools cannot shadow the build requirements)."""
+    timings.run(f"venv {name}", lambda: sh([sys.executable, "-m", "venv", "--without-pip", path], path.parent))
     return path / "bin"
 
 
@@ -135,8 +137,10 @@ def assert_installed_copy(venv_bin: Path, cwd: Path) -> None:
 
 def test_wheel_in_a_fresh_venv_without_extras(dists, tmp_path, timings):
     venv = make_venv(tmp_path / "core", timings, "core")
+    # this environment's pip installs into the venv (pip --python): the venv holds pydvfs alone
     timings.run("pip install wheel", lambda: sh(
-        [venv / "python", "-m", "pip", "install", "-q", "--no-index", "--no-deps", dists["wheel"]], tmp_path))
+        [sys.executable, "-m", "pip", "--python", venv / "python", "install", "-q", "--no-index", "--no-deps",
+         dists["wheel"]], tmp_path))
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
     assert_installed_copy(venv, cwd)
@@ -158,8 +162,9 @@ def test_wheel_in_a_fresh_venv_without_extras(dists, tmp_path, timings):
 
 def test_sdist_in_a_venv_with_extras_trains_applies_and_runs_the_demo(dists, tmp_path, timings):
     venv = make_venv(tmp_path / "extras", timings, "extras")
-    # the heavy extras (torch, scikit-learn, ...) come from this test's environment: a .pth line
-    # appends its site-packages after the venv's own, so the venv's pydvfs comes first
+    # the heavy extras (torch, scikit-learn, ...) and the build requirements come from this test's
+    # environment: a .pth line appends its site-packages after the venv's own, so the venv's
+    # pydvfs comes first
     here = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     (site_packages(venv) / "test-environment.pth").write_text("\n".join(sorted(here)) + "\n")
     timings.run("pip install sdist", lambda: sh(

@@ -218,3 +218,16 @@ def test_foreign_arch_pydvfs_without_a_compiler(cli, foreign, board, marker):
     res = run_pydvfs(cli, foreign, board, env={"CC": "/bin/false"})
     assert_refused([res], marker, "built for aarch64", "rebuilding it here failed")
     assert (foreign / "policy.so").read_bytes()[18] == 183  # left as it was
+
+
+def test_laptop_policy_on_the_board_names_both_cpus(model, board, marker):
+    """The case users meet: a policy.so compiled on an x86_64 laptop, loaded by the aarch64
+    govcore on the board (here under qemu-aarch64)."""
+    missing = [t for t in ("aarch64-linux-gnu-gcc", "qemu-aarch64") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"cross tools not installed ({', '.join(missing)}): run `make cross-tools`")
+    subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "govcore-aarch64"], check=True, capture_output=True)
+    res = subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(REPO / "govcore" / "govcore-aarch64"),
+                          *APPLY, "--sysfs-root", str(board.root), "--model-dir", str(model)],
+                         capture_output=True, text=True)
+    assert_refused([res], marker, "built for x86_64, but this program runs on aarch64", "policy_tree.c")

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -222,12 +223,20 @@ def test_foreign_arch_pydvfs_without_a_compiler(cli, foreign, board, marker):
 
 def test_laptop_policy_on_the_board_names_both_cpus(model, board, marker):
     """The case users meet: a policy.so compiled on an x86_64 laptop, loaded by the aarch64
-    govcore on the board (here under qemu-aarch64)."""
-    missing = [t for t in ("aarch64-linux-gnu-gcc", "qemu-aarch64") if shutil.which(t) is None]
+    govcore on the board (here under qemu-aarch64). Run as nobody: qemu's -L sysroot also
+    stands in for "/" in the root walk, which a real board does not have."""
+    missing = [t for t in ("aarch64-linux-gnu-gcc", "qemu-aarch64", "setpriv") if shutil.which(t) is None]
     if missing:
-        pytest.skip(f"cross tools not installed ({', '.join(missing)}): run `make cross-tools`")
+        pytest.skip(f"tools not installed ({', '.join(missing)}): run `make cross-tools`")
     subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "govcore-aarch64"], check=True, capture_output=True)
-    res = subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(REPO / "govcore" / "govcore-aarch64"),
-                          *APPLY, "--sysfs-root", str(board.root), "--model-dir", str(model)],
-                         capture_output=True, text=True)
+    readable = Path(tempfile.mkdtemp(dir=REPO / "build", prefix="laptop-model-"))
+    try:
+        os.chmod(readable, 0o755)
+        shutil.copytree(model, readable / "model")
+        res = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                              "qemu-aarch64", "-L", "/usr/aarch64-linux-gnu",
+                              str(REPO / "govcore" / "govcore-aarch64"), *APPLY, "--sysfs-root", str(board.root),
+                              "--model-dir", str(readable / "model")], capture_output=True, text=True)
+    finally:
+        shutil.rmtree(readable)
     assert_refused([res], marker, "built for x86_64, but this program runs on aarch64", "policy_tree.c")

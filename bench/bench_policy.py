@@ -52,13 +52,17 @@ def main(argv=None) -> int:
     # The fake board lives in tmpfs where there is one: like sysfs, in memory, and no journal
     # to pay for on every write (on ext4 an O_TRUNC write costs tens of microseconds).
     shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
-    with tempfile.TemporaryDirectory(dir=shm) as tmp:
-        tmp = Path(tmp)
+    # The model folder stays under the checkout's build/: /dev/shm and /tmp are world-writable,
+    # and as root a policy.so loads only from a folder no one else can write (docs/policy.md).
+    build_dir = Path(__file__).resolve().parents[1] / "build"
+    build_dir.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=shm) as tmp, tempfile.TemporaryDirectory(dir=build_dir) as models:
+        tmp, model_dir = Path(tmp), Path(models) / "model"
         write_sweep(tmp / "sim.csv", tasks=("SST-2", "QNLI", "MRPC"), repeats=2, seed=0)
         curves = curves_from_frame(read_dataset(tmp / "sim.csv"))
-        train(curves, tmp / "model", source="bench")
-        clf = pickle.loads((tmp / "model" / "model.pkl").read_bytes())
-        tree = _core.Tree(tmp / "model")
+        train(curves, model_dir, source="bench")
+        clf = pickle.loads((model_dir / "model.pkl").read_bytes())
+        tree = _core.Tree(model_dir)
         wl = pydvfs.Workload(**{k: v for k, v in WORKLOAD.items()})
         x = [features_of(curves[0], tree.feature_names, (50.0, 50.0))]
         fb = build_fake_board(tmp / "board", "jp6")

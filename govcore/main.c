@@ -40,6 +40,7 @@ struct options {
 
 static const char usage_text[] =
     "usage: govcore [--sysfs-root DIR] [--state-dir DIR] [--json] VERB [ARGS]\n"
+    "       govcore --version\n"
     "\n"
     "The on-board half of pydvfs: discover the Jetson GPU and its INA3221 power rails,\n"
     "pin and restore the GPU clock.\n"
@@ -74,7 +75,29 @@ static const char usage_text[] =
     "options:\n"
     "  --sysfs-root DIR  resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)\n"
     "  --state-dir DIR   folder of saved clock states (env PYDVFS_STATE_DIR)\n"
-    "  --json            machine-readable output\n";
+    "  --json            machine-readable output\n"
+    "  --version         version, git describe and the built-in tree's provenance\n";
+
+/* The same lines as `pydvfs --version` (pydvfs/version.py). */
+static int print_version(void)
+{
+    const gc_tree_model *t = &gc_builtin_tree;
+
+    printf("govcore %s", gc_version);
+    if (gc_git_describe[0])
+        printf(" (git %s)", gc_git_describe);
+    printf("\ntree      %s\n", t->name);
+    printf("data      %s", t->data_file && t->data_file[0] ? t->data_file : "?");
+    if (t->data_sha256 && t->data_sha256[0])
+        printf(" (sha256 %s)", t->data_sha256);
+    printf("\ntrained   %s\n", t->trained_utc && t->trained_utc[0] ? t->trained_utc : "?");
+    printf("tree hash sha256 %s (its policy_tree.c)\n",
+           gc_builtin_tree_sha256[0] ? gc_builtin_tree_sha256 : "?");
+    printf("build     %s\n", gc_can_load_policies
+                                 ? "dynamic: --model-dir loads a trained policy.so"
+                                 : "static, tree compiled in: no loader, no --model-dir");
+    return 0;
+}
 
 static int fail(const char *fmt, ...)
 {
@@ -644,6 +667,8 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0) {
             fputs(usage_text, stdout);
             return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            return print_version();
         } else if (strcmp(a, "--json") == 0) {
             o.json = 1;
         } else if (strcmp(a, "--sysfs-root") == 0 || strcmp(a, "--state-dir") == 0) {

@@ -1,7 +1,6 @@
 /* policy.c - feature vectors, the policies' proposals, and the clamp to the board's table. */
 #include "policy.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -176,35 +175,4 @@ int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload 
     if (d->level_hz == 0)
         return gc_restore(b, state_dir, &restored);
     return gc_pin_hz(b, d->level_hz, state_dir, &level);
-}
-
-int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t len)
-{
-    char path[GC_PATH_MAX];
-    const gc_tree_model *m;
-    void *h;
-
-    snprintf(path, sizeof path, "%s/policy.so", model_dir);
-    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(err, len, "cannot load the model %s: %s (run `pydvfs train` to make one)", path,
-                 dlerror());
-        return -ENOENT;
-    }
-    m = (const gc_tree_model *)dlsym(h, "gc_tree");
-    if (!m || !m->score || m->n_classes < 1 || m->n_features > GC_MAX_FEATURES ||
-        m->n_classes > GC_MAX_CLASSES) {
-        snprintf(err, len, "%s is not a pydvfs policy (no valid gc_tree symbol)", path);
-        dlclose(h);
-        return -EINVAL;
-    }
-    *out = *m;
-    *handle = h;
-    return 0;
-}
-
-void gc_tree_close(void *handle)
-{
-    if (handle)
-        dlclose(handle);
 }

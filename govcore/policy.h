@@ -12,6 +12,9 @@
 
 #define GC_MAX_FEATURES 16
 #define GC_MAX_CLASSES 32
+/* The layout of gc_tree_model a policy.so is built against, and the format of a model folder's
+ * manifest.txt (written by `pydvfs train`). A folder of another format is refused. */
+#define GC_MODEL_FORMAT 1
 
 enum gc_policy {
     GC_POLICY_MLG = 0,   /* the learned decision tree */
@@ -39,10 +42,21 @@ typedef struct gc_tree_model {
     const double *classes_mhz;            /* class i means classes_mhz[i]; 0 means MAXN */
     double default_util_pct[2];           /* used when util is unknown: encoder, decoder */
     double ffg_mhz;                       /* the best fixed clock of the same training data */
+    const char *data_file;                /* provenance: the training data (file name) */
+    const char *data_sha256;              /* its SHA-256 (hex; "" if it was not a file) */
+    const char *trained_utc;              /* when the tree was fitted, ISO 8601 UTC */
 } gc_tree_model;
 
-/* The tree compiled into this build (govcore/policy_tree.c, generated). */
+/* The tree compiled into this build (govcore/policy_tree.c, generated, or the POLICY of a
+ * release build) and the SHA-256 of that C file (version.c). */
 extern const gc_tree_model gc_builtin_tree;
+extern const char gc_builtin_tree_sha256[];
+
+/* This build: the package version, `git describe` of the tree it was built from ("" if not
+ * built from a clone), and whether it can load a policy.so (the static release cannot). */
+extern const char gc_version[];
+extern const char gc_git_describe[];
+extern const int gc_can_load_policies;
 
 /* The family of a model type name (case-insensitive): *is_decoder = 0 for encoders (bert,
  * roberta, deberta, ...), 1 for decoders (pythia, gpt, llama, ...). -EINVAL if unknown. */
@@ -74,9 +88,19 @@ int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload
 int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
              const char *state_dir, gc_decision *d);
 
-/* Load a tree compiled by `pydvfs train` (model_dir/policy.so, symbol gc_tree). The handle
- * must stay open while the model is used; close it with gc_tree_close. */
+/* Load a tree compiled by `pydvfs train` (model_dir/policy.so, symbol gc_tree), after the
+ * checks of policy_load.c. The handle must stay open while the model is used; close it with
+ * gc_tree_close. Errors, with err saying why and what to do:
+ *   -EPERM    as root: a folder or file is not owned by root/the real uid, is writable by
+ *             group or others, or is a symlink
+ *   -EBADMSG  manifest.txt is missing a field, of another format, or does not match the files
+ *   -ENOEXEC  policy.so is built for another CPU (or is not ELF)
+ *   -ENOTSUP  this is the static build, which loads no code
+ *   -ENOENT   a file of the folder is missing; -EINVAL: policy.so has no valid gc_tree */
 int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t len);
 void gc_tree_close(void *handle);
+
+/* "x86_64", "aarch64", ... for an ELF e_machine value. */
+const char *gc_elf_machine_name(int e_machine);
 
 #endif

@@ -39,6 +39,9 @@ const gc_tree_model GC_TREE_SYMBOL = {
     feature_names,
     5,
     classes_mhz,
-    {95.32, 98.40000000000002},
+    {95.32000000000001, 98.40000000000002},
     714.0,
+    "simulated AGX Orin characterisation (seed 0)",
+    "38c4283a4128f6475cef59c6a4cee3068142075b86b803d1a8ab02f144ffbc15",
+    "2026-11-30T12:14:12Z",
 };

@@ -24,10 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef GC_VERSION
-#define GC_VERSION "0.1.0" /* the package version (pydvfs.__version__) */
-#endif
-
 #define LISTEN_BACKLOG 16
 #define REPLY_RESERVE 8192   /* out-buffer room kept free before the next request is read */
 
@@ -316,7 +312,7 @@ static void handle_version(struct server *sv, struct client *c)
     if (!(f = reply_begin(&buf, &len)))
         return reply_error(c, -ENOMEM, "out of memory");
     fprintf(f, "{\"version\": ");
-    gc_json_str(f, GC_VERSION);
+    gc_json_str(f, gc_version);
     fprintf(f, ", \"protocol\": %d, \"sysfs_root\": ", GC_PROTOCOL_VERSION);
     gc_json_str(f, sv->board.sysfs_root);
     fprintf(f, ", \"policy_dir\": ");

@@ -1,5 +1,6 @@
 # Policy part of the govcore binding (included by _core.pyx): trees, proposals, decide/apply.
 from libc.stdint cimport uint64_t
+from libc.errno cimport EBADMSG, ENOEXEC
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 cdef extern from "policy.h" nogil:
@@ -19,6 +20,9 @@ cdef extern from "policy.h" nogil:
         const double *classes_mhz
         double default_util_pct[2]
         double ffg_mhz
+        const char *data_file      # provenance: training data file, its sha256, when
+        const char *data_sha256
+        const char *trained_utc
 
     ctypedef struct gc_decision:
         int policy
@@ -26,6 +30,11 @@ cdef extern from "policy.h" nogil:
         uint64_t level_hz          # 0 for maxn
 
     const gc_tree_model gc_builtin_tree
+    const char gc_builtin_tree_sha256[]
+    const char gc_version[]
+    const char gc_git_describe[]
+    const int gc_can_load_policies
+    int GC_MODEL_FORMAT
     int gc_model_family(const char *model, int *is_decoder)
     int GC_MAX_FEATURES
     int GC_MAX_CLASSES
@@ -38,6 +47,37 @@ cdef extern from "policy.h" nogil:
                  const char *state_dir, gc_decision *d)
     int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t n)
     void gc_tree_close(void *handle)
+
+
+MODEL_FORMAT = GC_MODEL_FORMAT
+
+
+cdef str _cstr(const char *s):
+    return s.decode("utf-8", "replace") if s != NULL else ""
+
+
+def build_info():
+    """What this extension was built from: version, git describe, and the built-in tree's
+    SHA-256 (of its policy_tree.c)."""
+    return {"version": gc_version.decode(), "git_describe": gc_git_describe.decode(),
+            "builtin_tree_sha256": gc_builtin_tree_sha256.decode(),
+            "can_load_policies": bool(gc_can_load_policies)}
+
+
+cdef int check_tree_load(int rc, const char *detail) except -1:
+    """gc_tree_load's refusals (policy.h) as their own exceptions; the rest as ``check``."""
+    if rc >= 0:
+        return 0
+    msg = detail.decode("utf-8", "replace")
+    if rc == -EPERM:
+        raise errors.UntrustedPolicyError(msg)
+    if rc == -EBADMSG:
+        raise errors.ManifestMismatchError(msg)
+    if rc == -ENOEXEC:
+        raise errors.ForeignPolicyError(msg)
+    if rc == -ENOENT:
+        raise errors.PolicyLoadError(msg)
+    return check(rc, detail)
 
 
 def model_is_decoder(str model):
@@ -83,7 +123,7 @@ cdef class Tree:
             self.m = gc_builtin_tree
         else:
             d = str(model_dir).encode()
-            check(gc_tree_load(d, &self.m, &self.handle, err, sizeof(err)), err)
+            check_tree_load(gc_tree_load(d, &self.m, &self.handle, err, sizeof(err)), err)
 
     def __dealloc__(self):
         gc_tree_close(self.handle)
@@ -91,6 +131,12 @@ cdef class Tree:
     @property
     def name(self):
         return self.m.name.decode()
+
+    @property
+    def provenance(self):
+        """data_file, data_sha256 and trained_utc of the tree."""
+        return {"data_file": _cstr(self.m.data_file), "data_sha256": _cstr(self.m.data_sha256),
+                "trained_utc": _cstr(self.m.trained_utc)}
 
     @property
     def feature_names(self):

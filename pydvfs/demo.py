@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import PydvfsError
-
-REPO_DATA = Path(__file__).resolve().parents[1] / "data" / "real"
+from .package_data import package_file
 
 
 @dataclass
@@ -312,8 +311,9 @@ def _plot_online(r: dict, stem: Path) -> Path | None:
 def stage_real_data(ctx: DemoContext) -> dict:
     """The same U-curve analysis on real measurements from other hardware (Perseus, Zeus)."""
     out = {}
-    perseus = REPO_DATA / "perseus_sosp24" / "gpt3-175b+a100_sxm_bf16.csv"
-    zeus = REPO_DATA / "zeus_nsdi23" / "summary_power_v100.csv"
+    real_data = package_file("data", "real")
+    perseus = real_data / "perseus_sosp24" / "gpt3-175b+a100_sxm_bf16.csv"
+    zeus = real_data / "zeus_nsdi23" / "summary_power_v100.csv"
     for name, path, extra in (("perseus_gpt3_a100", perseus, ["--perseus-by", "total"]),
                               ("zeus_bert_v100", zeus, ["--workloads", "*bert*"])):
         if not path.is_file():
@@ -337,7 +337,7 @@ def stage_roofline(ctx: DemoContext) -> dict:
     sim.parent.mkdir(parents=True, exist_ok=True)
     run_verb("roofline", "simulate", "--out", sim, "--seed", ctx.seed)
     fit_sim = run_verb("roofline", "fit", "--data", sim, "--plot", ctx.path("roofline", "sim"))
-    real = Path(__file__).resolve().parent / "roofline" / "data" / "mlenergy_a100.csv"
+    real = package_file("roofline", "data", "mlenergy_a100.csv")
     fit_real = run_verb("roofline", "fit", "--data", real, "--plot", ctx.path("roofline", "a100"))
     ctx.say("roofline law fitted on the simulated 8-GPU sweep and on real A100 runs")
     return {"simulated": fit_sim, "a100": fit_real,

@@ -39,3 +39,20 @@ class StateFileError(PydvfsError):
 
 class CommandError(PydvfsError):
     """A command pydvfs was asked to run (``measure -- CMD``) could not be started."""
+
+
+class PolicyLoadError(PydvfsError):
+    """A model folder's compiled policy (policy.so) was refused before any of its code ran."""
+
+
+class UntrustedPolicyError(PolicyLoadError):
+    """As root: the policy, or a folder above it, is not owned by root (or the real user), is
+    writable by group or others, or is reached through a symlink."""
+
+
+class ManifestMismatchError(PolicyLoadError):
+    """The model folder's manifest.txt is missing, of another format, or does not match its files."""
+
+
+class ForeignPolicyError(PolicyLoadError):
+    """policy.so is built for another CPU (e.g. trained on x86_64, applied on the aarch64 board)."""

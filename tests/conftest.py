@@ -12,6 +12,13 @@ from pydvfs.device.fake import ORIN_11_LEVELS_HZ, ORIN_13_LEVELS_HZ, build_fake_
 
 REPO = Path(__file__).resolve().parents[1]
 
+# As root, pydvfs loads a model folder's policy.so only from a path that no one else can write
+# (pydvfs/policy/manifest.py, govcore/policy_load.c); /tmp is world-writable. So the tests, which
+# run as root on CI, keep their temp folders under the checkout's build/ folder instead.
+if os.geteuid() == 0 and "PYTEST_DEBUG_TEMPROOT" not in os.environ:
+    (REPO / "build" / "tmp").mkdir(parents=True, exist_ok=True)
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = str(REPO / "build" / "tmp")
+
 
 @pytest.fixture(autouse=True)
 def _hermetic_env(tmp_path_factory, monkeypatch):
@@ -46,3 +53,26 @@ def cli():
                               text=True, env=full_env, timeout=timeout)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def syn_csv(tmp_path_factory):
+    """A synthetic characterisation dataset with known optima (tests/pydvfs/policy/synthetic.py)."""
+    sys.path.insert(0, str(REPO / "tests" / "pydvfs" / "policy"))
+    import synthetic
+
+    path = tmp_path_factory.mktemp("syn") / "syn.csv"
+    synthetic.write(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def trained(syn_csv, tmp_path_factory):
+    """A model folder trained by `pydvfs train` on the synthetic data's first three tasks."""
+    from pydvfs.policy.curves import curves_from_frame, read_dataset
+    from pydvfs.policy.train import train
+
+    out = tmp_path_factory.mktemp("model")
+    curves = curves_from_frame(read_dataset(syn_csv), tasks=["sst2", "qnli", "mrpc"])
+    metrics = train(curves, out, source="synthetic", data_path=syn_csv)
+    return out, metrics

@@ -21,6 +21,7 @@ sys.path.insert(0, str(REPO))
 
 from pydvfs.policy.curves import curves_from_frame, read_dataset  # noqa: E402
 from pydvfs.policy.export import tree_to_c  # noqa: E402
+from pydvfs.policy.manifest import provenance  # noqa: E402
 from pydvfs.policy.train import Classifier, FEATURE_SETS, FixedClock, default_util, select_tree, tree_maker  # noqa: E402
 
 from pydvfs.sim.workloads import CHARACTERISATION_TASKS  # noqa: E402
@@ -50,13 +51,14 @@ def main(argv=None) -> int:
             data, source = Path(tmp) / "sim.csv", f"simulated AGX Orin characterisation (seed {args.seed})"
             simulated_dataset(data, args.seed)
         curves = curves_from_frame(read_dataset(data), tasks=tasks)
+        prov = provenance(data, source)
     best, per_set = select_tree(curves)
     params = {k: v for k, v in best.params.items() if k != "features"}
     feats = FEATURE_SETS[best.params["features"]]
     clf = Classifier("tree", tree_maker(**params), feats).fit(curves).model
     ffg = FixedClock().fit(curves).mhz
     code = tree_to_c(clf, feats, default_util(curves), ffg,
-                     name=f"builtin: {source}, tasks {'/'.join(tasks)}", source=source)
+                     name=f"builtin: {source}, tasks {'/'.join(tasks)}", source=source, provenance=prov)
     Path(args.out).write_text(code)
     print(f"{args.out}: tree {params} on {best.params['features']} features, {len(curves)} workloads; "
           f"LOOCV accuracy {best.accuracy:.2f}, mean regret {best.mean_regret_pct:.2f} %; FFG {ffg:g} MHz")

@@ -27,6 +27,17 @@ COMMAND_MODULES = [
 ]
 
 
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ..version import format_version, version_info
+
+        print(format_version("pydvfs", version_info()))
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pydvfs",
@@ -37,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     add_common_options(parser, suppress=False)
+    parser.add_argument("--version", action=_VersionAction,
+                        help="print the version, git describe and the built-in tree's provenance")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     common = add_common_options(argparse.ArgumentParser(add_help=False), suppress=True)

@@ -21,7 +21,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                                exclude_tasks=_task_list(args.exclude_tasks))
     if not args.json:
         print(f"training on {len(curves)} workloads from {args.data} (leave-one-out CV) ...", flush=True)
-    metrics = train(curves, args.out, source=Path(args.data).name)
+    metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data)
     sel = metrics["selected"]
 
     def text() -> str:
@@ -30,7 +30,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"selected: {sel['name']} {sel['params']} - LOOCV accuracy {sel['loocv_accuracy']:.2f}, "
             f"mean regret {sel['mean_regret_pct']:.2f} %", "",
             "rules:", metrics["rules"].rstrip(), "",
-            f"model written to {args.out} (policy.so, rules.txt, tree.png, metrics.json)"])
+            f"model written to {args.out} (policy.so, manifest.txt, rules.txt, tree.png, metrics.json)"])
 
     emit(args, {"model_dir": str(args.out), **metrics}, text)
     return 0

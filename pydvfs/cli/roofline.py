@@ -9,8 +9,9 @@ import sys
 
 from .common import seed
 from ..errors import InvalidValueError
+from ..package_data import package_file
 
-BUNDLED_A100 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mlenergy_a100.csv")
+BUNDLED_A100 = package_file("roofline", "data", "mlenergy_a100.csv")
 
 
 def register(subparsers, common) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 from .. import _core
 from ..device import hz_to_mhz, open_device, ownership, resolve_sysfs_root
 from ..signals import terminate_as_exception
+from .manifest import load_model_dir
 from .workload import Workload
 
 _trees: dict[str | None, "_core.Tree"] = {}
@@ -23,7 +24,7 @@ def load_tree(model_dir: str | os.PathLike | None = None) -> "_core.Tree":
     """The built-in tree (None) or a trained one; loaded once per process."""
     key = None if model_dir is None else os.path.realpath(model_dir)
     if key not in _trees:
-        _trees[key] = _core.Tree(key)
+        _trees[key] = _core.Tree(None) if key is None else load_model_dir(key)
     return _trees[key]
 
 

@@ -33,8 +33,11 @@ def _c_double(x: float) -> str:
 
 
 def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, source: str,
-              tool: str = "tools/export_policy.py") -> str:
-    """C source for a fitted DecisionTreeClassifier whose classes are clocks in MHz."""
+              provenance: dict, tool: str = "tools/export_policy.py") -> str:
+    """C source for a fitted DecisionTreeClassifier whose classes are clocks in MHz.
+
+    ``provenance`` (:func:`pydvfs.policy.manifest.provenance`): data_file, data_sha256 and
+    trained_utc, compiled into the tree so that ``govcore --version`` can name them."""
     import m2cgen
 
     classes = [float(c) for c in clf.classes_]  # 0.0 means "MAXN"
@@ -72,6 +75,9 @@ def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, s
         "    classes_mhz,",
         f"    {{{_c_double(default_util_pct[0])}, {_c_double(default_util_pct[1])}}},",
         f"    {_c_double(ffg_mhz)},",
+        f"    {_c_string(provenance['data_file'])},",
+        f"    {_c_string(provenance['data_sha256'])},",
+        f"    {_c_string(provenance['trained_utc'])},",
         "};",
         "",
     ]
@@ -79,12 +85,18 @@ def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, s
 
 
 def govcore_include_dir() -> Path:
-    """Where govcore's headers are (the source tree next to the package)."""
+    """Where govcore's headers are: inside the installed package (setup.py copies them to
+    pydvfs/_govcore_include), else in the source tree next to the package (a checkout)."""
+    from importlib import resources
+
+    shipped = resources.files("pydvfs") / "_govcore_include"
+    if shipped.is_dir() and (shipped / "policy.h").is_file():
+        return Path(str(shipped))
     here = Path(__file__).resolve().parents[2] / "govcore"
     if (here / "policy.h").is_file():
         return here
-    raise ModelError(f"govcore headers not found at {here}: compiling a policy needs the pydvfs "
-                     "source tree (install with `pip install -e .`)")
+    raise ModelError(f"govcore headers not found (neither {shipped} nor {here}): this pydvfs "
+                     "was installed without them; reinstall it from its sdist or wheel")
 
 
 def compile_policy(c_path: Path, out_path: Path, cc: str | None = None) -> Path:

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 from ..errors import InvalidValueError
 from .curves import Curve
+from . import manifest
 from .export import compile_policy, tree_to_c
 from .features import PAPER_FEATURES, ROOFLINE_FEATURES, feature_vector
 
@@ -230,8 +231,10 @@ def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
 
 
 # ------------------------------------------------------------------ the model folder
-def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | None = None) -> dict:
-    """Select, fit on all workloads, and write the model folder. Returns the metrics."""
+def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | None = None,
+          data_path: str | Path | None = None) -> dict:
+    """Select, fit on all workloads, and write the model folder. Returns the metrics.
+    ``data_path``: the training data file, hashed into the folder's manifest."""
     if len(curves) < 3:
         raise InvalidValueError(f"need at least 3 workloads to train with leave-one-out CV, got {len(curves)}")
     out = Path(out_dir)
@@ -259,9 +262,12 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
     from sklearn.tree import export_text
     rules = export_text(clf, feature_names=list(feats), class_names=class_names(clf), decimals=1)
     (out / "rules.txt").write_text(rules)
-    c_src = tree_to_c(clf, feats, util, ffg, name=f"trained: {source}", source=source, tool="pydvfs train")
+    prov = manifest.provenance(data_path, source)
+    c_src = tree_to_c(clf, feats, util, ffg, name=f"trained: {source}", source=source,
+                      provenance=prov, tool="pydvfs train")
     (out / "policy_tree.c").write_text(c_src)
     compile_policy(out / "policy_tree.c", out / "policy.so", cc)
+    manifest.write_manifest(out, feats, clf.classes_, prov)
     _plot_tree(clf, feats, out)
     metrics = {
         "n_workloads": len(curves),

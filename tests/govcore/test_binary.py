@@ -2,12 +2,14 @@
 the aarch64 build under qemu-aarch64 (our proof that it runs on the Jetson's CPU)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
 
 import pytest
 
+from pydvfs import __version__
 from pydvfs.device.fake import ORIN_13_LEVELS_HZ, build_fake_board
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
@@ -90,3 +92,25 @@ def test_binary_links_only_libc(native):
     names = {line.split()[0] for line in libs.splitlines() if line.strip()}
     allowed = ("linux-vdso", "libc.so", "libm.so", "libpthread", "libdl", "ld-linux", "/lib64/ld-linux")
     assert all(n.startswith(allowed) or "ld-linux" in n for n in names), names
+
+
+def test_version_names_the_same_tree_as_pydvfs(native, cli):
+    c = run(native, "--version")
+    py = cli("--version")
+    assert c.returncode == 0 and py.returncode == 0, c.stderr + py.stderr
+    c_lines, py_lines = c.stdout.splitlines(), py.stdout.splitlines()
+    assert c_lines[0].startswith(f"govcore {__version__}") and py_lines[0].startswith(f"pydvfs {__version__}")
+    assert c_lines[1:] == py_lines[1:]  # tree, data, trained, tree hash, build
+    tree_sha = hashlib.sha256((GOVCORE / "policy_tree.c").read_bytes()).hexdigest()
+    assert f"tree hash sha256 {tree_sha} (its policy_tree.c)" in c_lines
+
+
+def test_one_source_list_and_warning_set(native):
+    """The Makefile builds from govcore/sources.txt with govcore/warnings.txt (as setup.py does)."""
+    def lines(name):
+        return [t.strip() for t in (GOVCORE / name).read_text().splitlines() if t.strip() and not t.startswith("#")]
+    cmd = subprocess.run(["make", "-n", "-B", "-C", str(GOVCORE), "govcore"], capture_output=True, text=True).stdout
+    compile_line = next(line for line in cmd.splitlines() if " -o govcore " in line)
+    words = compile_line.split()
+    assert all(src in words for src in lines("sources.txt"))
+    assert all(flag in words for flag in lines("warnings.txt")) and "-Wextra" in words

@@ -57,7 +57,7 @@ static void test_decide_clamps_to_table(void)
 {
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     double classes[1];
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
     gc_workload w = {0, 60.0, 12, 768, 64};
     gc_board b;
     gc_decision d;
@@ -88,7 +88,7 @@ static void test_features_match_sklearn_float32(void)
     const char *const names[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len",
                                  "log10_c_tok", "intensity"};
     double cls[1] = {510.0}, x[8];
-    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0};
+    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0, "", "", ""};
     gc_workload w = {1, -1.0, 12, 768, 0.1};
     char err[128];
 
@@ -99,7 +99,7 @@ static void test_features_match_sklearn_float32(void)
     CHECK(fabs(x[5] - log10(12.0 * 12 * 768 * 768 + 3.0 * 12 * 0.1 * 768)) < 1e-6);
     {
         const char *const bad[] = {"shoe_size"};
-        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0};
+        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0, "", "", ""};
         CHECK(gc_features(&mb, &w, x, err, sizeof err) == -EINVAL);
         CHECK(strstr(err, "shoe_size") != NULL);
     }

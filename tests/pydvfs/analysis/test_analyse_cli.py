@@ -8,7 +8,7 @@ import pytest
 
 from pydvfs import cli
 
-REAL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "real")
+REAL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "pydvfs", "data", "real")
 
 
 @pytest.fixture(autouse=True)

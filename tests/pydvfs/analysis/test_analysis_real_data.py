@@ -1,6 +1,6 @@
 """The analysis finds the documented minima in real measurements (Perseus SOSP'24, Zeus NSDI'23).
 
-The expected numbers were computed from the shipped files (data/real/) and written down in
+The expected numbers were computed from the shipped files (pydvfs/data/real/) and written down in
 docs/analysis.md; they are what the data say, not what we would like them to say.
 """
 import os
@@ -10,7 +10,7 @@ import pytest
 
 from pydvfs.analysis import adapters, ucurve
 
-REAL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "real")
+REAL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "pydvfs", "data", "real")
 PERSEUS = os.path.join(REAL, "perseus_sosp24")
 ZEUS = os.path.join(REAL, "zeus_nsdi23")
 

@@ -3,26 +3,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
+sys.path.insert(0, str(Path(__file__).parent))  # test modules import synthetic
 
-sys.path.insert(0, str(Path(__file__).parent))
-import synthetic  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def syn_csv(tmp_path_factory):
-    path = tmp_path_factory.mktemp("syn") / "syn.csv"
-    synthetic.write(path)
-    return path
-
-
-@pytest.fixture(scope="session")
-def trained(syn_csv, tmp_path_factory):
-    """A model folder trained by `pydvfs train` on the synthetic data's first three tasks."""
-    from pydvfs.policy.curves import curves_from_frame, read_dataset
-    from pydvfs.policy.train import train
-
-    out = tmp_path_factory.mktemp("model")
-    curves = curves_from_frame(read_dataset(syn_csv), tasks=["sst2", "qnli", "mrpc"])
-    metrics = train(curves, out, source="synthetic")
-    return out, metrics
+# syn_csv and trained (a model folder from `pydvfs train`) live in tests/conftest.py: the
+# release binary's tests (tests/govcore/) compile the same trained tree in.

@@ -1,0 +1,390 @@
+/* policy_load.c - load a tree that `pydvfs train` compiled into a model folder (policy.so).
+ *
+ * Loading a shared object runs its code. Before that happens:
+ *  - as root (euid 0), the folder, every folder above it up to / and the files read from it
+ *    must be owned by root or by the caller's real uid and writable by neither group nor others
+ *    (the rule sshd's StrictModes and sudo apply to the files root reads). The path is resolved
+ *    once, then walked from / one component at a time with O_NOFOLLOW, checking each open
+ *    folder with fstat; files are opened relative to the checked folder with O_NOFOLLOW, and
+ *    policy.so is loaded through /proc/self/fd/N: what is checked is what is loaded, even if a
+ *    path is swapped for a symlink in between;
+ *  - manifest.txt must match the folder: its format is this build's, policy_tree.c and
+ *    policy.so have the SHA-256 it records;
+ *  - policy.so must be an ELF object for this CPU (e_machine); the message names both.
+ * After loading, the tree's feature names and class clocks must be the manifest's.
+ */
+#include "policy.h"
+#include "sha256.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef GC_NO_DLOPEN
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define GC_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define GC_ELF_MACHINE EM_AARCH64
+#elif defined(__arm__)
+#define GC_ELF_MACHINE EM_ARM
+#elif defined(__i386__)
+#define GC_ELF_MACHINE EM_386
+#elif defined(__riscv)
+#define GC_ELF_MACHINE EM_RISCV
+#else
+#define GC_ELF_MACHINE EM_NONE
+#endif
+#endif
+
+#define MANIFEST_NAME "manifest.txt"
+#define MANIFEST_MAX_BYTES 65536
+
+const char *gc_elf_machine_name(int e_machine)
+{
+    switch (e_machine) {
+    case 62: return "x86_64";   /* EM_X86_64 */
+    case 183: return "aarch64"; /* EM_AARCH64 */
+    case 40: return "arm";      /* EM_ARM */
+    case 3: return "i386";      /* EM_386 */
+    case 243: return "riscv";   /* EM_RISCV */
+    default: return "an unknown CPU";
+    }
+}
+
+#ifdef GC_NO_DLOPEN
+
+int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t len)
+{
+    (void)out;
+    *handle = NULL;
+    snprintf(err, len, "--model-dir %s: this govcore is a static build that loads no code; its "
+             "tree is compiled in (govcore --version). Rebuild it with your tree: make -C govcore "
+             "release POLICY=%s/policy_tree.c", model_dir, model_dir);
+    return -ENOTSUP;
+}
+
+void gc_tree_close(void *handle)
+{
+    (void)handle;
+}
+
+#else
+
+/* Owned by root or the real uid, writable by neither group nor others. */
+static int trusted(const struct stat *st)
+{
+    return (st->st_uid == 0 || st->st_uid == getuid()) && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static int refuse_untrusted(const char *what, const struct stat *st, char *err, size_t len)
+{
+    snprintf(err, len, "refusing to load a policy as root: %s is %s (owner uid %u, mode %04o); "
+             "every folder above policy.so and the files in it must be owned by root (or you) "
+             "and writable by no one else: chown root and chmod go-w, or keep the model folder "
+             "under a root-owned path such as /opt or /usr/local/share",
+             what, (st->st_mode & (S_IWGRP | S_IWOTH)) ? "writable by group or others"
+                                                      : "owned by another user",
+             (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
+    return -EPERM;
+}
+
+/* The model folder, opened. As root, walked from / with every folder checked (see top). */
+static int open_model_dir(const char *model_dir, int as_root, int *dirfd, char *err, size_t len)
+{
+    char real[PATH_MAX], walked[PATH_MAX] = "", *comp, *save = NULL;
+    struct stat st;
+    int fd, next, rc;
+
+    if (!as_root) {
+        fd = open(model_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            rc = -errno;
+            snprintf(err, len, "cannot open the model folder %s: %s (run `pydvfs train` to make "
+                     "one)", model_dir, strerror(-rc));
+            return rc;
+        }
+        *dirfd = fd;
+        return 0;
+    }
+    if (!realpath(model_dir, real)) {
+        rc = -errno;
+        snprintf(err, len, "cannot open the model folder %s: %s", model_dir, strerror(-rc));
+        return rc;
+    }
+    fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        rc = -errno;
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    if (!trusted(&st)) {
+        close(fd);
+        return refuse_untrusted("/", &st, err, len);
+    }
+    for (comp = strtok_r(real, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+        size_t used = strlen(walked);
+
+        snprintf(walked + used, sizeof walked - used, "/%s", comp);
+        next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        rc = -errno;
+        close(fd);
+        if (next < 0) {
+            snprintf(err, len, "refusing to load a policy as root: %s changed while it was "
+                     "checked (%s): a symlink was swapped in, or it was removed", walked,
+                     strerror(-rc));
+            return rc == -ELOOP || rc == -ENOTDIR ? -EPERM : rc;
+        }
+        fd = next;
+        if (fstat(fd, &st) < 0) {
+            rc = -errno;
+            close(fd);
+            return rc;
+        }
+        if (!trusted(&st)) {
+            rc = refuse_untrusted(walked, &st, err, len);
+            close(fd);
+            return rc;
+        }
+    }
+    *dirfd = fd;
+    return 0;
+}
+
+/* A regular file in the model folder, never through a symlink; as root, checked like the
+ * folders. */
+static int open_model_file(int dirfd, const char *model_dir, const char *name, int as_root,
+                           int *out_fd, char *err, size_t len)
+{
+    struct stat st;
+    int fd, rc;
+
+    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        rc = -errno;
+        if (rc == -ELOOP) {
+            snprintf(err, len, "refusing to load %s/%s: it is a symbolic link (a model folder "
+                     "holds its own files)", model_dir, name);
+            return -EPERM;
+        }
+        snprintf(err, len, "cannot open %s/%s: %s (a model folder from `pydvfs train` holds "
+                 "policy.so, policy_tree.c and " MANIFEST_NAME "; train again to make one)",
+                 model_dir, name, strerror(-rc));
+        return rc;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, len, "%s/%s is not a regular file", model_dir, name);
+        close(fd);
+        return -EINVAL;
+    }
+    if (as_root && !trusted(&st)) {
+        char what[GC_PATH_MAX];
+
+        snprintf(what, sizeof what, "%s/%s", model_dir, name);
+        rc = refuse_untrusted(what, &st, err, len);
+        close(fd);
+        return rc;
+    }
+    *out_fd = fd;
+    return 0;
+}
+
+static int elf_machine_of_fd(int fd, int *e_machine)
+{
+    unsigned char h[EI_NIDENT + 4];
+    ssize_t n;
+
+    n = pread(fd, h, sizeof h, 0);
+    if (n < 0)
+        return -errno;
+    if (n < (ssize_t)sizeof h || memcmp(h, ELFMAG, SELFMAG) != 0)
+        return -ENOEXEC;
+    /* e_machine follows e_ident and the 2-byte e_type, in the file's byte order */
+    *e_machine = h[EI_DATA] == ELFDATA2MSB ? (h[EI_NIDENT + 2] << 8 | h[EI_NIDENT + 3])
+                                           : (h[EI_NIDENT + 3] << 8 | h[EI_NIDENT + 2]);
+    return 0;
+}
+
+struct manifest {
+    char text[MANIFEST_MAX_BYTES + 1];
+    int format;
+    const char *features;      /* space-separated names, in score() order */
+    const char *classes_mhz;   /* space-separated clocks */
+    const char *tree_sha256;   /* of policy_tree.c */
+    const char *policy_so_sha256;
+};
+
+/* "key value" lines; '#' starts a comment line. Unknown keys are allowed (newer writers). */
+static int manifest_parse(int fd, struct manifest *m, const char *model_dir, char *err, size_t len)
+{
+    char *line, *save = NULL, *val;
+    ssize_t n;
+
+    memset(m, 0, sizeof *m);
+    m->format = -1;
+    n = pread(fd, m->text, MANIFEST_MAX_BYTES + 1, 0);
+    if (n < 0 || n > MANIFEST_MAX_BYTES) {
+        snprintf(err, len, "%s/" MANIFEST_NAME " cannot be read or is too large", model_dir);
+        return -EBADMSG;
+    }
+    m->text[n] = '\0';
+    for (line = strtok_r(m->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '#' || !(val = strchr(line, ' ')))
+            continue;
+        *val++ = '\0';
+        if (strcmp(line, "format") == 0)
+            m->format = atoi(val);
+        else if (strcmp(line, "features") == 0)
+            m->features = val;
+        else if (strcmp(line, "classes_mhz") == 0)
+            m->classes_mhz = val;
+        else if (strcmp(line, "tree_sha256") == 0)
+            m->tree_sha256 = val;
+        else if (strcmp(line, "policy_so_sha256") == 0)
+            m->policy_so_sha256 = val;
+    }
+    if (m->format != GC_MODEL_FORMAT) {
+        snprintf(err, len, "%s/" MANIFEST_NAME ": model format %d, this build reads format %d: "
+                 "train the model again with this version", model_dir, m->format, GC_MODEL_FORMAT);
+        return -EBADMSG;
+    }
+    if (!m->features || !m->classes_mhz || !m->tree_sha256 || !m->policy_so_sha256) {
+        snprintf(err, len, "%s/" MANIFEST_NAME " lacks features, classes_mhz, tree_sha256 or "
+                 "policy_so_sha256", model_dir);
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+static int check_hash(int fd, const char *want, const char *model_dir, const char *name,
+                      char *err, size_t len)
+{
+    char hex[GC_SHA256_HEX_LEN + 1];
+    int rc;
+
+    if ((rc = gc_sha256_fd(fd, hex)) < 0)
+        return rc;
+    if (strcmp(hex, want) != 0) {
+        snprintf(err, len, "refusing the model %s: %s does not match " MANIFEST_NAME " (sha256 "
+                 "%.12s..., the manifest says %.12s...): the folder was changed after `pydvfs "
+                 "train`; train again", model_dir, name, hex, want);
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+/* The loaded tree's feature names and class clocks are the manifest's. */
+static int tree_matches(const gc_tree_model *t, const struct manifest *m)
+{
+    char buf[MANIFEST_MAX_BYTES + 1], *tok, *save = NULL, *end;
+    int i = 0;
+
+    snprintf(buf, sizeof buf, "%s", m->features);
+    for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save), i++)
+        if (i >= t->n_features || strcmp(tok, t->feature_names[i]) != 0)
+            return 0;
+    if (i != t->n_features)
+        return 0;
+    snprintf(buf, sizeof buf, "%s", m->classes_mhz);
+    i = 0;
+    save = NULL;
+    for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save), i++)
+        if (i >= t->n_classes || strtod(tok, &end) != t->classes_mhz[i] || *end)
+            return 0;
+    return i == t->n_classes;
+}
+
+int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t len)
+{
+    struct manifest *man = NULL;
+    const gc_tree_model *m;
+    char proc_path[64];
+    int as_root = geteuid() == 0, dirfd = -1, mfd = -1, tfd = -1, sofd = -1, machine = 0, rc;
+    void *h = NULL;
+
+    *handle = NULL;
+    if (!(man = malloc(sizeof *man)))
+        return -ENOMEM;
+    if ((rc = open_model_dir(model_dir, as_root, &dirfd, err, len)) < 0)
+        goto free_manifest;
+    if ((rc = open_model_file(dirfd, model_dir, MANIFEST_NAME, as_root, &mfd, err, len)) < 0)
+        goto close_dir;
+    if ((rc = manifest_parse(mfd, man, model_dir, err, len)) < 0)
+        goto close_manifest;
+    if ((rc = open_model_file(dirfd, model_dir, "policy_tree.c", as_root, &tfd, err, len)) < 0)
+        goto close_manifest;
+    if ((rc = check_hash(tfd, man->tree_sha256, model_dir, "policy_tree.c", err, len)) < 0)
+        goto close_tree;
+    if ((rc = open_model_file(dirfd, model_dir, "policy.so", as_root, &sofd, err, len)) < 0)
+        goto close_tree;
+    if ((rc = check_hash(sofd, man->policy_so_sha256, model_dir, "policy.so", err, len)) < 0)
+        goto close_so;
+    if ((rc = elf_machine_of_fd(sofd, &machine)) < 0) {
+        snprintf(err, len, "%s/policy.so is not an ELF shared object", model_dir);
+        goto close_so;
+    }
+    if (machine != GC_ELF_MACHINE) {
+        snprintf(err, len, "%s/policy.so is built for %s, but this program runs on %s: let "
+                 "`pydvfs apply --model-dir %s` rebuild it from policy_tree.c (needs a C compiler), "
+                 "or use the static govcore with the tree compiled in (make -C govcore release "
+                 "POLICY=%s/policy_tree.c)", model_dir, gc_elf_machine_name(machine),
+                 gc_elf_machine_name(GC_ELF_MACHINE), model_dir, model_dir);
+        rc = -ENOEXEC;
+        goto close_so;
+    }
+    /* the checked, open file itself, not its path */
+    snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", sofd);
+    h = dlopen(proc_path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(err, len, "cannot load %s/policy.so: %s", model_dir, dlerror());
+        rc = -ENOEXEC;
+        goto close_so;
+    }
+    m = (const gc_tree_model *)dlsym(h, "gc_tree");
+    if (!m || !m->score || m->n_classes < 1 || m->n_features > GC_MAX_FEATURES ||
+        m->n_classes > GC_MAX_CLASSES) {
+        snprintf(err, len, "%s/policy.so is not a pydvfs policy (no valid gc_tree symbol)", model_dir);
+        rc = -EINVAL;
+        goto close_handle;
+    }
+    if (!tree_matches(m, man)) {
+        snprintf(err, len, "refusing the model %s: the tree in policy.so has other features or "
+                 "class clocks than " MANIFEST_NAME "; train again", model_dir);
+        rc = -EBADMSG;
+        goto close_handle;
+    }
+    *out = *m;
+    *handle = h;
+    h = NULL;
+    rc = 0;
+close_handle:
+    if (h)
+        dlclose(h);
+close_so:
+    close(sofd);
+close_tree:
+    close(tfd);
+close_manifest:
+    close(mfd);
+close_dir:
+    close(dirfd);
+free_manifest:
+    free(man);
+    return rc;
+}
+
+void gc_tree_close(void *handle)
+{
+    if (handle)
+        dlclose(handle);
+}
+
+#endif

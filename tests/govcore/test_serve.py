@@ -120,8 +120,11 @@ class Daemon:
 
 @pytest.fixture
 def work():
-    # /tmp/pytest-of-root may be 0700: nobody must reach the socket and the fake board
-    d = Path(tempfile.mkdtemp(prefix="pydvfs-serve-", dir="/tmp"))
+    # /tmp/pytest-of-root may be 0700: nobody must reach the socket and the fake board. Not /tmp
+    # itself: root loads the installed policy from here, and refuses a world-writable folder above it.
+    base = REPO / "build" / "tmp"
+    base.mkdir(parents=True, exist_ok=True)
+    d = Path(tempfile.mkdtemp(prefix="pydvfs-serve-", dir=base))
     os.chmod(d, 0o755)
     yield d
     shutil.rmtree(d, ignore_errors=True)

@@ -4,6 +4,7 @@ from Cython.Build import cythonize
 
 GOVCORE_SOURCES = [
     "govcore/sysfs.c",
+    "govcore/sysfs_path.c",
     "govcore/sysfs_values.c",
     "govcore/board.c",
     "govcore/clock.c",

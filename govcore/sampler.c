@@ -18,6 +18,7 @@
  *   counted (caller + thread): whoever lets go last frees it.
  */
 #include "sampler.h"
+#include "sysfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +45,7 @@
 
 /* One file the thread reads. */
 struct chan {
+    const char *root;                /* the sysfs root the path must stay beneath */
     char path[GC_PATH_MAX];
     int fd;                          /* -1 while closed (vanished) */
 };
@@ -63,6 +65,7 @@ enum run_state { ST_IDLE = 0, ST_RUNNING, ST_STOPPED };
 
 struct gc_sampler {
     /* fixed after create */
+    char root[GC_PATH_MAX];          /* the board's sysfs root: every file opens beneath it */
     int n_rails;
     struct rail_state rails[GC_MAX_RAILS];
     struct chan load;                /* path "" if the board has no load file */
@@ -171,8 +174,10 @@ static struct timespec to_ts(int64_t ns)
 
 static int chan_open(struct chan *c)
 {
-    c->fd = open(c->path, O_RDONLY | O_CLOEXEC);
-    return c->fd < 0 ? -errno : 0;
+    int fd = gc_sysfs_open(c->root, c->path, O_RDONLY);
+
+    c->fd = fd < 0 ? -1 : fd;
+    return fd < 0 ? fd : 0;
 }
 
 static void chan_close(struct chan *c)
@@ -182,8 +187,9 @@ static void chan_close(struct chan *c)
     c->fd = -1;
 }
 
-static int chan_init(struct chan *c, const char *path)
+static int chan_init(struct chan *c, const char *root, const char *path)
 {
+    c->root = root;
     snprintf(c->path, sizeof c->path, "%s", path);
     c->fd = -1;
     return chan_open(c);
@@ -516,6 +522,7 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
     for (k = 0; k < GC_MAX_RAILS; k++)
         s->rails[k].v.fd = s->rails[k].i.fd = s->rails[k].p.fd = -1;
     s->load.fd = -1;
+    snprintf(s->root, sizeof s->root, "%s", b->sysfs_root);
 
     if (cfg->rate_hz < 0) {
         s->period_ns = 0;
@@ -542,9 +549,9 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
         snprintf(r->name, sizeof r->name, "%s", src->name);
         r->kind = src->kind;
         if (src->kind == GC_RAIL_INA3221X)
-            rc = chan_init(&r->p, src->power_path);
-        else if ((rc = chan_init(&r->v, src->voltage_path)) == 0)
-            rc = chan_init(&r->i, src->current_path);
+            rc = chan_init(&r->p, s->root, src->power_path);
+        else if ((rc = chan_init(&r->v, s->root, src->voltage_path)) == 0)
+            rc = chan_init(&r->i, s->root, src->current_path);
         if (rc < 0) {
             board_err(b, "cannot open the %s sensor files (%s): %s", src->name,
                       src->kind == GC_RAIL_INA3221X ? src->power_path : src->voltage_path,
@@ -554,7 +561,7 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
     }
     if (b->load_path[0]) {
         /* the load file is optional: a board without one measures energy all the same */
-        s->has_load = chan_init(&s->load, b->load_path) == 0;
+        s->has_load = chan_init(&s->load, s->root, b->load_path) == 0;
         if (!s->has_load)
             s->load.path[0] = '\0';
     }

@@ -45,7 +45,7 @@ cdef extern from "govcore.h" nogil:
     int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz)
     int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
     int gc_default_state_dir(char *out, size_t length)
-    int gc_state_path(const gc_board *b, const char *state_dir, char *out, size_t length)
+    int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t length)
     int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st)
     int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz)
     int gc_restore(gc_board *b, const char *state_dir, int *restored)

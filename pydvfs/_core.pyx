@@ -5,6 +5,11 @@ Validation happens here, with the GIL held; the C calls that touch the board run
 C error codes become Python exceptions in one place: ``check``.
 """
 from libc.errno cimport EACCES, EPERM, ENODEV, ENOENT, EINVAL, EIO, EROFS, ENAMETOOLONG
+
+cdef extern from "<errno.h>":
+    enum:
+        EBADMSG
+        EDESTADDRREQ
 from libc.string cimport strerror
 
 from pydvfs import errors
@@ -25,6 +30,9 @@ cdef int check(int rc, const char *detail) except -1:
         raise errors.InvalidValueError(msg)
     if rc == -EIO:
         raise errors.ClockVerifyError(msg)
+    if rc == -EBADMSG or rc == -EDESTADDRREQ:
+        # a state file or folder we will not trust, or no private folder for one
+        raise errors.StateFileError(msg)
     raise errors.BoardIOError(msg)
 
 
@@ -36,7 +44,11 @@ def mhz_to_hz(double mhz):
 def default_state_dir():
     """Where saved clock states live when no folder is given."""
     cdef char out[512]
-    check(gc_default_state_dir(out, sizeof(out)), NULL)
+    cdef int rc = gc_default_state_dir(out, sizeof(out))
+    if rc == -EDESTADDRREQ:
+        check(rc, b"no private folder for the saved clock state: $XDG_RUNTIME_DIR is not set; "
+                  b"pass --state-dir DIR (or set PYDVFS_STATE_DIR)")
+    check(rc, NULL)
     return out.decode()
 
 

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #define EXIT_USAGE 2
+#define EXIT_BAD_READINGS 3 /* measure --strict: more than GC_SAMPLER_MAX_INTERPOLATED_PCT of a
+                               rail's window interpolated, or a negative reading */
 
 struct options {
     const char *sysfs_root; /* NULL: $PYDVFS_SYSFS_ROOT, else "/" */
@@ -50,10 +52,12 @@ static const char usage_text[] =
     "                (learned tree, default), ffg (best fixed clock), rules (paper A) or\n"
     "                maxn (restore the board's own governor); DIR holds a tree compiled by\n"
     "                `pydvfs train` (default: the tree built into this binary)\n"
-    "  measure [--rate HZ] -- CMD...\n"
+    "  measure [--rate HZ] [--strict] -- CMD...\n"
     "                run CMD (no shell) while sampling the INA3221 rails; print its time,\n"
     "                energy per rail, CPU+GPU energy, average power and GPU load (CMD's\n"
-    "                output goes to stderr). Exits with\n"
+    "                output goes to stderr). A rail with more than %g %% of the time\n"
+    "                interpolated over failed reads, or a negative reading, is warned about\n"
+    "                (--strict: exit 3). Exits with\n"
     "                CMD's status (128+N if a signal N ended it); 2 if CMD cannot start\n"
     "\n"
     "options:\n"
@@ -111,6 +115,8 @@ static int cmd_status(const struct options *o)
     char state_path[GC_PATH_MAX];
     int rc, i, load = -1, have_saved;
 
+    if (o->argc != 0)
+        return fail("status takes no arguments (got '%s')", o->argv[0]);
     if ((rc = open_board(o, &b)) != 0)
         return rc;
     if ((rc = gc_clock_read(&b, &st)) < 0)
@@ -196,10 +202,24 @@ static int cmd_status(const struct options *o)
     return 0;
 }
 
+/* A clock as people write one: decimal digits with an optional fraction ("714", "1300.5").
+ * strtod alone would also take "0x132" (306), "1e3", "inf" and leading blanks. */
 static int parse_mhz(const char *text, double *mhz)
 {
+    const char *p = text;
     char *end;
+    int digits = 0, dots = 0;
 
+    for (; *p; p++) {
+        if (*p >= '0' && *p <= '9')
+            digits++;
+        else if (*p == '.' && dots++ == 0)
+            continue;
+        else
+            return -EINVAL;
+    }
+    if (digits == 0 || digits > 12)
+        return -EINVAL;
     errno = 0;
     *mhz = strtod(text, &end);
     if (errno != 0 || end == text || *end != '\0' || gc_mhz_to_hz(*mhz) == 0)
@@ -416,6 +436,48 @@ static double cpu_gpu_energy_j(const gc_sampler *s, const gc_window *w, int *fou
     return 0;
 }
 
+/* The reading-quality keys of `measure --json` (the same in pydvfs's Measurement.to_dict). */
+static void print_quality_json(const gc_sampler *s, const gc_window *w)
+{
+    static const char *const keys[] = {"failed_reads", "interpolated_pct", "negative_readings"};
+    int i, k, n;
+
+    for (k = 0; k < 3; k++) {
+        printf(",\n  \"%s\": {", keys[k]);
+        for (i = 0; i < w->n_rails; i++) {
+            printf("%s", i ? ", " : "");
+            json_str(gc_sampler_rail_name(s, i));
+            if (k == 1)
+                printf(": %.6g", w->interpolated_pct[i]);
+            else
+                printf(": %llu", (unsigned long long)(k == 0 ? w->failed_reads[i]
+                                                              : w->negative_readings[i]));
+        }
+        printf("}");
+    }
+    printf(",\n  \"incomplete_rails\": [");
+    for (i = 0, n = 0; i < w->n_rails; i++)
+        if (w->failed_reads[i] || w->negative_readings[i]) {
+            printf("%s", n++ ? ", " : "");
+            json_str(gc_sampler_rail_name(s, i));
+        }
+    printf("],\n  \"readings_ok\": %s", w->readings_ok ? "true" : "false");
+}
+
+/* One line on stderr per rail whose readings were bad. */
+static void warn_quality(const gc_sampler *s, const gc_window *w, int strict)
+{
+    int i;
+
+    for (i = 0; i < w->n_rails; i++)
+        if (w->interpolated_pct[i] > GC_SAMPLER_MAX_INTERPOLATED_PCT || w->negative_readings[i])
+            fprintf(stderr, "govcore: %s: rail %s: %llu failed reads, %.1f %% of the time "
+                            "interpolated or held, %llu negative readings (counted as 0 W)\n",
+                    strict ? "error" : "warning", gc_sampler_rail_name(s, i),
+                    (unsigned long long)w->failed_reads[i], w->interpolated_pct[i],
+                    (unsigned long long)w->negative_readings[i]);
+}
+
 /* Start argv; wait for it. -errno (with *exec_err) if it could not be started. A CLOEXEC pipe
  * carries the child's exec errno back: if exec succeeds the pipe just closes. */
 static int run_child(char **argv, int *status)
@@ -471,10 +533,12 @@ static int cmd_measure(const struct options *o)
     gc_window w;
     gc_board b;
     double total_j = 0, cpu_gpu_j;
-    int rc, i, status = 0, exit_status, have_cpu_gpu;
+    int rc, i, status = 0, exit_status, have_cpu_gpu, strict = 0;
 
     for (i = 0; i < o->argc; i++) {
-        if (strcmp(o->argv[i], "--rate") == 0 && i + 1 < o->argc) {
+        if (strcmp(o->argv[i], "--strict") == 0) {
+            strict = 1;
+        } else if (strcmp(o->argv[i], "--rate") == 0 && i + 1 < o->argc) {
             char *end;
             errno = 0;
             cfg.rate_hz = strtod(o->argv[++i], &end);
@@ -483,7 +547,8 @@ static int cmd_measure(const struct options *o)
                 return fail("--rate takes a rate in Hz, %g <= HZ <= %.0f", GC_SAMPLER_MIN_RATE_HZ,
                             GC_SAMPLER_MAX_RATE_HZ);
         } else {
-            return fail("measure: unexpected '%s' (usage: govcore measure [--rate HZ] -- CMD...)",
+            return fail("measure: unexpected '%s' (usage: govcore measure [--rate HZ] [--strict] "
+                        "-- CMD...)",
                         o->argv[i]);
         }
     }
@@ -544,8 +609,10 @@ static int cmd_measure(const struct options *o)
             printf("%.6g", w.gpu_util_pct);
         else
             printf("null");
-        printf(",\n  \"samples\": %llu,\n  \"read_errors\": %llu,\n  \"rate_hz\": %.6g\n}\n",
+        printf(",\n  \"samples\": %llu,\n  \"read_errors\": %llu,\n  \"rate_hz\": %.6g",
                (unsigned long long)w.samples, (unsigned long long)w.read_errors, w.rate_hz);
+        print_quality_json(s, &w);
+        printf("\n}\n");
     } else {
         double dur_s = (double)w.duration_ns / 1e9;
 
@@ -563,8 +630,13 @@ static int cmd_measure(const struct options *o)
         printf("samples   %llu at %.1f Hz, %llu read errors\n", (unsigned long long)w.samples,
                w.rate_hz, (unsigned long long)w.read_errors);
     }
-    gc_sampler_free(s);
     fflush(stdout);
+    if (!w.readings_ok) {
+        warn_quality(s, &w, strict);
+        if (strict)
+            exit_status = EXIT_BAD_READINGS;
+    }
+    gc_sampler_free(s);
     return exit_status;
 }
 
@@ -598,7 +670,7 @@ int main(int argc, char **argv)
             o.cmd_argc = argc - i - 1;
             break;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0) {
-            fputs(usage_text, stdout);
+            printf(usage_text, GC_SAMPLER_MAX_INTERPOLATED_PCT); /* the one format: the limit */
             return 0;
         } else if (strcmp(a, "--json") == 0) {
             o.json = 1;

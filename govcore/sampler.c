@@ -59,6 +59,12 @@ struct rail_state {
     int64_t last_t_ns;
     int64_t last_uw;
     gc_energy_acc acc;
+    /* reading quality, under mu: failures since the last good reading open a gap */
+    int pending_fail;                /* failed rounds since the last good reading */
+    int64_t gap_start_ns;            /* where the open gap began */
+    int64_t gap_ns;                  /* closed gaps, cumulative */
+    uint64_t failed_reads;
+    uint64_t negative_readings;
 };
 
 enum run_state { ST_IDLE = 0, ST_RUNNING, ST_STOPPED };
@@ -273,6 +279,7 @@ static int read_rail_uw(struct rail_state *r, int64_t *uw, uint64_t *errors)
 struct round {
     int64_t t_ns;
     int ok[GC_MAX_RAILS];
+    int negative[GC_MAX_RAILS];      /* the reading was below zero (clamped to 0) */
     int64_t uw[GC_MAX_RAILS];
     int load_ok;
     int64_t load_pm;
@@ -286,8 +293,13 @@ static void read_round(gc_sampler *s, struct round *rd)
 
     rd->errors = 0;
     t0 = now_ns();
-    for (k = 0; k < s->n_rails; k++)
+    for (k = 0; k < s->n_rails; k++) {
         rd->ok[k] = read_rail_uw(&s->rails[k], &rd->uw[k], &rd->errors) == 0;
+        /* a negative current is no energy drawn: never integrate it as negative energy */
+        rd->negative[k] = rd->ok[k] && rd->uw[k] < 0;
+        if (rd->negative[k])
+            rd->uw[k] = 0;
+    }
     rd->load_ok = 0;
     if (s->has_load) {
         if (chan_read(&s->load, &rd->load_pm) == 0 && rd->load_pm >= 0 && rd->load_pm <= 1000)
@@ -313,8 +325,17 @@ static void fold_round(gc_sampler *s, const struct round *rd)
             rd->ok[k] ? (int32_t)(rd->uw[k] > INT32_MAX ? INT32_MAX
                                   : rd->uw[k] <= INT32_MIN ? INT32_MIN + 1 : rd->uw[k])
                       : GC_SAMPLE_MISSING;
-        if (!rd->ok[k])
+        r->negative_readings += (uint64_t)rd->negative[k];
+        if (!rd->ok[k]) {
+            if (r->pending_fail++ == 0)
+                r->gap_start_ns = r->have_last ? r->last_t_ns : rd->t_ns;
+            r->failed_reads++;
             continue;
+        }
+        if (r->pending_fail) { /* the gap closes: the trapezoid below bridges it */
+            r->gap_ns += rd->t_ns - r->gap_start_ns;
+            r->pending_fail = 0;
+        }
         if (r->have_last)
             gc_energy_add(&r->acc, r->last_uw + rd->uw[k], rd->t_ns - r->last_t_ns);
         r->have_last = 1;
@@ -721,6 +742,10 @@ int gc_sampler_snapshot(gc_sampler *s, gc_snapshot *snap)
             gc_energy_add(&acc, 2 * r->last_uw, t - r->last_t_ns); /* hold the last reading */
         snap->e2_nj[k] = acc.e2_nj;
         snap->e2_fj[k] = acc.e2_fj;
+        snap->failed_reads[k] = r->failed_reads;
+        snap->negative_readings[k] = r->negative_readings;
+        snap->gap_ns[k] = r->gap_ns + (r->pending_fail && t > r->gap_start_ns
+                                           ? t - r->gap_start_ns : 0);
     }
     snap->load2_pm_ns = s->load2_pm_ns;
     snap->load_ns = s->load_ns;
@@ -754,7 +779,23 @@ int gc_window_diff(const gc_snapshot *a, const gc_snapshot *b, gc_window *w)
         w->energy_nj[k] = floor_div(two_nj + 1, 2);
         w->energy_j[k] = ((double)d_nj + (double)d_fj / 1e6) / 2.0 / 1e9;
         w->avg_power_w[k] = dur_s > 0 ? w->energy_j[k] / dur_s : 0.0;
+        {
+            int64_t gap = b->gap_ns[k] - a->gap_ns[k];
+
+            if (gap < 0)
+                gap = 0;
+            if (gap > w->duration_ns)
+                gap = w->duration_ns;
+            w->interpolated_pct[k] = w->duration_ns > 0 ? 100.0 * (double)gap /
+                                                              (double)w->duration_ns : 0.0;
+        }
+        w->failed_reads[k] = b->failed_reads[k] - a->failed_reads[k];
+        w->negative_readings[k] = b->negative_readings[k] - a->negative_readings[k];
     }
+    w->readings_ok = 1;
+    for (k = 0; k < a->n_rails; k++)
+        if (w->interpolated_pct[k] > GC_SAMPLER_MAX_INTERPOLATED_PCT || w->negative_readings[k])
+            w->readings_ok = 0;
     w->gpu_util_pct = b->load_ns > a->load_ns
                           ? (double)(b->load2_pm_ns - a->load2_pm_ns) / 2.0 /
                                 (double)(b->load_ns - a->load_ns) / 10.0

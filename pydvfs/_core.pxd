@@ -58,6 +58,7 @@ cdef extern from "sampler.h" nogil:
         GC_SAMPLE_MISSING          # ring entry whose reading failed
         GC_SAMPLER_MAX_RATE_HZ
         GC_SAMPLER_RING_MAX
+    double GC_SAMPLER_MAX_INTERPOLATED_PCT
 
     ctypedef struct gc_sampler:
         pass
@@ -76,6 +77,9 @@ cdef extern from "sampler.h" nogil:
         int64_t load_ns            # time the load integral covers, ns
         uint64_t samples
         uint64_t read_errors
+        uint64_t failed_reads[16]  # per rail: rounds whose reading failed
+        int64_t gap_ns[16]         # per rail: time interpolated or held over failed reads
+        uint64_t negative_readings[16]  # per rail: negative power, integrated as 0
 
     ctypedef struct gc_window:
         int64_t duration_ns
@@ -87,6 +91,10 @@ cdef extern from "sampler.h" nogil:
         uint64_t samples
         uint64_t read_errors
         double rate_hz             # samples / duration
+        uint64_t failed_reads[16]  # per rail
+        uint64_t negative_readings[16]
+        double interpolated_pct[16]  # per rail: gap time / duration, %
+        int readings_ok            # no rail above GC_SAMPLER_MAX_INTERPOLATED_PCT, no negative
 
     ctypedef struct gc_sampler_stats:
         int running

@@ -187,6 +187,11 @@ from cpython cimport array as carray
 from libc.math cimport NAN
 
 
+# Above this share of a window interpolated over failed reads (or with a negative reading), a
+# rail's energy is warned about (pydvfs.sampler, govcore measure).
+MAX_INTERPOLATED_PCT = GC_SAMPLER_MAX_INTERPOLATED_PCT
+
+
 cdef class Snapshot:
     """Cumulative energy/load counters at one instant (opaque: subtract two with
     ``Sampler.window``)."""
@@ -281,6 +286,10 @@ cdef class Sampler:
             "samples": w.samples,
             "read_errors": w.read_errors,
             "rate_hz": w.rate_hz,
+            "failed_reads": {self.rail_names[i]: w.failed_reads[i] for i in range(w.n_rails)},
+            "interpolated_pct": {self.rail_names[i]: w.interpolated_pct[i] for i in range(w.n_rails)},
+            "negative_readings": {self.rail_names[i]: w.negative_readings[i] for i in range(w.n_rails)},
+            "readings_ok": bool(w.readings_ok),
         }
 
     def stats(self):

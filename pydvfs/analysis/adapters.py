@@ -14,6 +14,7 @@ import re
 
 import pandas as pd
 
+from ..dataset import check_frame
 from ..errors import InvalidValueError
 
 PERSEUS_COLUMNS = {"stage", "instruction", "frequency", "time", "energy"}
@@ -125,7 +126,7 @@ def load(paths: list[str], fmt: str = "auto", perseus_by: str = "stage") -> tupl
         elif f == "zeus":
             frames.append(from_zeus(raw, gpu=zeus_gpu_from_path(path)))
         else:
-            frames.append(raw)
+            frames.append(check_frame(raw, path))
     if len(formats) > 1:
         raise InvalidValueError(f"files mix formats ({', '.join(sorted(formats))}); analyse them apart")
     return pd.concat(frames, ignore_index=True), formats.pop()

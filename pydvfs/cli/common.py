@@ -43,6 +43,24 @@ def seed(text: str) -> int:
     return value
 
 
+def int_range(lo: int, hi: int):
+    """argparse type of a whole number within lo..hi; state the bounds in the option's help.
+    Strict: '1e9', '0x10' and '5.0' are refused, as is anything outside the bounds (a count
+    that large would run for days, not fail)."""
+
+    def parse(text: str) -> int:
+        t = text.strip()
+        if not (t.lstrip("+-").isdigit() and t.isascii()):
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+        value = int(t)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be within {lo}..{hi}: {text!r}")
+        return value
+
+    parse.__name__ = "whole number"  # argparse names the type in its messages
+    return parse
+
+
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
     """Print ``data`` as JSON with --json, else the human-readable ``text``."""
     if getattr(args, "json", False):

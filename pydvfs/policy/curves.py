@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..dataset import check_frame
 from ..errors import InvalidValueError
 from .workload import Workload
 
@@ -81,7 +82,7 @@ def read_dataset(path: str | Path):
         df = pd.read_csv(path)
     except Exception as e:  # pandas raises many types for a file that is not CSV
         raise InvalidValueError(f"{path} is not a readable CSV: {e}") from None
-    return df
+    return check_frame(df, path)
 
 
 def _numeric(df, column: str):

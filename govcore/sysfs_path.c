@@ -5,7 +5,8 @@
  * otherwise make root write a file anywhere. The kernel checks this itself with openat2() and
  * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS (Linux 5.6+); where openat2 is missing, the opened
  * descriptor's real path is compared with the root's (after the open, so no rename can race the
- * check; nothing is read or written before it). Relative symlinks inside the tree, as sysfs
+ * check; nothing is read or written before it). The same check is the fallback when openat2
+ * keeps answering EAGAIN (renames elsewhere on a busy system racing a ".." in the walk). Relative symlinks inside the tree, as sysfs
  * uses, keep working; absolute ones are refused.
  */
 #ifndef _GNU_SOURCE
@@ -35,6 +36,7 @@ struct gc_open_how {
 };
 #define GC_RESOLVE_NO_MAGICLINKS 0x02
 #define GC_RESOLVE_BENEATH 0x08
+#define OPENAT2_TRIES 16
 
 static int is_whole_fs(const char *root)
 {
@@ -70,7 +72,7 @@ int gc_sysfs_open(const char *root, const char *path, int flags)
     struct gc_open_how how;
     size_t rlen;
     const char *rel;
-    int root_fd, fd, rc;
+    int root_fd, fd, rc, tries;
 
     if (is_whole_fs(root)) {
         fd = open(path, flags | O_CLOEXEC);
@@ -91,9 +93,15 @@ int gc_sysfs_open(const char *root, const char *path, int flags)
     memset(&how, 0, sizeof how);
     how.flags = (uint64_t)(flags | O_CLOEXEC);
     how.resolve = GC_RESOLVE_BENEATH | GC_RESOLVE_NO_MAGICLINKS;
-    fd = (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof how);
-    if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
-        /* no openat2 (older kernel, or a seccomp filter that denies it) */
+    /* EAGAIN: a rename anywhere on the system raced a ".." (sysfs links are ../../devices/..):
+     * the kernel could not prove the walk stayed inside. Retry, then check by hand. */
+    for (tries = 0; tries < OPENAT2_TRIES; tries++) {
+        fd = (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof how);
+        if (fd >= 0 || errno != EAGAIN)
+            break;
+    }
+    if (fd < 0 && (errno == ENOSYS || errno == EPERM || errno == EAGAIN)) {
+        /* no openat2 (older kernel, a seccomp filter that denies it) or a busy system */
         fd = openat(root_fd, rel, flags | O_CLOEXEC);
         if (fd >= 0 && (rc = check_fd_beneath(fd, root)) < 0) {
             close(fd);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -102,11 +103,22 @@ int gc_sysfs_open(const char *root, const char *path, int flags)
     }
     if (fd < 0 && (errno == ENOSYS || errno == EPERM || errno == EAGAIN)) {
         /* no openat2 (older kernel, a seccomp filter that denies it) or a busy system */
-        fd = openat(root_fd, rel, flags | O_CLOEXEC);
+        /* O_TRUNC only after the check: it would cut a file outside before we knew */
+        fd = openat(root_fd, rel, (flags & ~O_TRUNC) | O_CLOEXEC);
         if (fd >= 0 && (rc = check_fd_beneath(fd, root)) < 0) {
             close(fd);
             close(root_fd);
             return rc;
+        }
+        if (fd >= 0 && (flags & O_TRUNC)) {
+            struct stat st;
+
+            if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) < 0) {
+                rc = -errno;
+                close(fd);
+                close(root_fd);
+                return rc;
+            }
         }
     }
     rc = fd < 0 ? -errno : fd;

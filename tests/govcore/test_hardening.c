@@ -8,6 +8,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,6 +338,54 @@ static void test_board_file_leading_out_of_root(void)
     fake_tree_remove(root);
 }
 
+/* Without openat2 (old kernel, or seccomp says no): the descriptor check must hold, and must
+ * not truncate a file outside before it refuses. A child denies itself openat2 with seccomp. */
+static void test_fallback_without_openat2(void)
+{
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 437 /* openat2 */, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof filter / sizeof filter[0], filter};
+    int status = -1;
+    pid_t pid;
+
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        gc_board b;
+        const char *root, *outside;
+        char target[800], link[900], buf[64];
+        uint64_t level;
+        int restored, before = checks_failed;
+
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+            _exit(77);
+        root = setup(&b);
+        /* inside the root: everything works as before */
+        CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) == 0);
+        CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 1);
+        outside = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+        snprintf(target, sizeof target, "%s/victim", outside);
+        write_private(target, "1300500000\n");
+        snprintf(link, sizeof link, "%s/" DF "/max_freq", root);
+        CHECK(unlink(link) == 0 && symlink(target, link) == 0);
+        CHECK(gc_sysfs_write(root, link, "510000000") == -EXDEV);
+        fake_read(outside, "victim", buf, sizeof buf);
+        CHECK(strcmp(buf, "1300500000") == 0); /* not even truncated */
+        fake_tree_remove(outside);
+        fake_tree_remove(root);
+        _exit(checks_failed != before);
+    }
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+        printf("  (seccomp unavailable: fallback not exercised)\n");
+}
+
 /* ---------------------------------------------- bad board text refused, not echoed raw --- */
 
 static void test_negative_level_and_binary_text(void)
@@ -382,6 +434,7 @@ int main(void)
     RUN(test_restore_with_broken_governor_file);
     RUN(test_empty_governor_file);
     RUN(test_board_file_leading_out_of_root);
+    RUN(test_fallback_without_openat2);
     RUN(test_negative_level_and_binary_text);
     RUN(test_printable);
     return DONE("test_hardening");

@@ -7,6 +7,7 @@
 #include "govcore.h"
 #include "policy.h"
 #include "sampler.h"
+#include "sysfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,15 +66,18 @@ static const char usage_text[] =
     "  --state-dir DIR   folder of saved clock states (env PYDVFS_STATE_DIR)\n"
     "  --json            machine-readable output\n";
 
+/* One line on stderr, whatever the message quotes (an argument, a board file's text): control
+ * and non-ASCII bytes are shown escaped (gc_printable). */
 static int fail(const char *fmt, ...)
 {
+    char msg[GC_ERR_MAX * 2], shown[GC_ERR_MAX * 2];
     va_list ap;
 
-    fputs("govcore: error: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    gc_printable(msg, shown, sizeof shown);
+    fprintf(stderr, "govcore: error: %s\n", shown);
     return EXIT_USAGE;
 }
 

@@ -11,11 +11,22 @@ from typing import Any, Callable
 EXIT_USAGE = 2
 
 
+MAX_ERROR_CHARS = 600
+
+
+def one_line(text: str) -> str:
+    """An error message made safe to print as one line: control and other unprintable
+    characters (a newline, a terminal escape, a byte from a binary file) shown escaped, and cut
+    at MAX_ERROR_CHARS. The C side does the same with gc_printable."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    return out if len(out) <= MAX_ERROR_CHARS else out[:MAX_ERROR_CHARS - 3] + "..."
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors in one line (no usage dump) and exits 2."""
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def add_common_options(p: argparse.ArgumentParser, suppress: bool) -> argparse.ArgumentParser:

@@ -199,6 +199,7 @@ def read_dataframe(path: str | os.PathLike):
     """The dataset as a pandas DataFrame (pandas imported here, not at import time)."""
     import pandas as pd
 
+    check_row_lengths(path)
     df = pd.read_csv(path, dtype={"model_size": str, "task": str})
     missing = [c for c in COLUMN_NAMES if c not in df.columns]
     if missing:
@@ -216,13 +217,31 @@ UNIT_BOUNDS = {"MHz": (0.0, MAX_FREQ_MHZ), "J": (0.0, 1e15), "W": (0.0, 1e6), "s
 _POSITIVE_UNITS = ("MHz", "s", "tokens")
 
 
+def check_row_lengths(path: str | os.PathLike) -> None:
+    """Refuse a CSV with a row of fewer fields than its header (a truncated or short row, which
+    pandas would silently pad with empty cells). InvalidValueError naming the line."""
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if not header:
+                return
+            for row in reader:
+                if row and len(row) < len(header):
+                    raise InvalidValueError(f"{path}:{reader.line_num}: {len(row)} fields, the header "
+                                            f"has {len(header)} (a truncated row?)")
+    except csv.Error as e:
+        raise InvalidValueError(f"{path} is not a readable CSV: {e}") from None
+
+
 def check_frame(df, source) -> "object":
     """Refuse a frame whose rows are not whole, finite, plausible dataset rows.
 
-    Checks the dataset columns the frame has (other columns pass through): a required column
-    may not be empty (a truncated or short row leaves the last columns empty), a number must be
-    a finite number within its unit's range (UNIT_BOUNDS), an int column must hold whole
-    numbers. Columns named energy*/``*_j`` outside the schema must be finite and >= 0 too.
+    Checks the dataset columns the frame has (other columns pass through): a number must be a
+    finite number within its unit's range (UNIT_BOUNDS), an int column must hold whole numbers.
+    Columns named energy*/``*_j`` outside the schema must be finite and >= 0 too. An empty cell
+    (or "nan") is a missing value, which readers leave out; a row cut short is found by
+    check_row_lengths, before pandas pads it with empty cells.
     Raises InvalidValueError naming the first bad line (the header is line 1)."""
     import numpy as np
     import pandas as pd
@@ -237,8 +256,6 @@ def check_frame(df, source) -> "object":
             continue
         series = df[name]
         empty = series.isna() | (series.astype(str).str.strip() == "")
-        if col is not None and col.required and empty.any():
-            bad(np.flatnonzero(empty.to_numpy())[0], name, "empty in a row that needs it (a truncated row?)")
         if col is not None and col.kind is str:
             continue
         values = pd.to_numeric(series.where(~empty), errors="coerce")

@@ -14,7 +14,7 @@ import re
 
 import pandas as pd
 
-from ..dataset import check_frame
+from ..dataset import check_frame, check_row_lengths
 from ..errors import InvalidValueError
 
 PERSEUS_COLUMNS = {"stage", "instruction", "frequency", "time", "energy"}
@@ -117,6 +117,7 @@ def load(paths: list[str], fmt: str = "auto", perseus_by: str = "stage") -> tupl
             raise InvalidValueError(f"no such file: {path}") from None
         except (OSError, ValueError) as e:  # pandas raises ValueError subclasses on bad CSV
             raise InvalidValueError(f"cannot read {path} as CSV: {e}") from e
+        check_row_lengths(path)  # pandas pads a short row with empty cells: refuse it here
         f = detect_format(raw) if fmt == "auto" else fmt
         if f not in FORMATS:
             raise InvalidValueError(f"unknown format {fmt!r}; use auto, {', '.join(FORMATS)}")

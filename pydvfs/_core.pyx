@@ -42,12 +42,12 @@ def mhz_to_hz(double mhz):
 
 
 def default_state_dir():
-    """Where saved clock states live when no folder is given."""
+    """Where saved clock states live when no folder is given; None where there is no private
+    default (no $XDG_RUNTIME_DIR for a user: a folder must then be passed)."""
     cdef char out[512]
     cdef int rc = gc_default_state_dir(out, sizeof(out))
     if rc == -EDESTADDRREQ:
-        check(rc, b"no private folder for the saved clock state: $XDG_RUNTIME_DIR is not set; "
-                  b"pass --state-dir DIR (or set PYDVFS_STATE_DIR)")
+        return None
     check(rc, NULL)
     return out.decode()
 

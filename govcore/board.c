@@ -5,12 +5,14 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define MAX_ENTRIES 128
 
@@ -90,14 +92,21 @@ static int natural_cmp(const void *pa, const void *pb)
 
 /* Entries of dir (not . or ..), naturally sorted, as malloc'd strings. Returns the count
  * (0 if dir does not exist) or -errno. Free with free_names. */
-static int list_dir(const char *dir, char **names, int max)
+static int list_dir(const char *root, const char *dir, char **names, int max)
 {
-    DIR *d = opendir(dir);
+    int fd = gc_sysfs_open(root, dir, O_RDONLY | O_DIRECTORY);
     struct dirent *e;
+    DIR *d;
     int n = 0;
 
-    if (!d)
-        return (errno == ENOENT || errno == ENOTDIR) ? 0 : -errno;
+    if (fd < 0)
+        return (fd == -ENOENT || fd == -ENOTDIR) ? 0 : fd;
+    d = fdopendir(fd);
+    if (!d) {
+        n = -errno;
+        close(fd);
+        return n;
+    }
     while ((e = readdir(d)) != NULL && n < max) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
@@ -130,12 +139,12 @@ static int cmp_u64(const void *pa, const void *pb)
 
 static int parse_freq_table(gc_board *b, const char *path)
 {
-    char buf[2048], *p, *end;
+    char buf[2048], shown[80], *p, *end;
     int n = 0, rc;
 
-    rc = gc_sysfs_read(path, buf, sizeof buf);
+    rc = gc_sysfs_read(b->sysfs_root, path, buf, sizeof buf);
     if (rc < 0) {
-        set_err(b, "cannot read %s: %s", path, strerror(-rc));
+        set_err(b, "cannot read %s: %s", path, gc_sysfs_strerror(rc));
         return rc;
     }
     for (p = buf; *p;) {
@@ -146,9 +155,12 @@ static int parse_freq_table(gc_board *b, const char *path)
         if (!*p)
             break;
         errno = 0;
-        v = strtoull(p, &end, 10);
-        if (end == p || errno != 0 || v == 0) {
-            set_err(b, "%s: not a list of frequencies in Hz: \"%.60s\"", path, buf);
+        /* digits only: strtoull alone would take "-306000000" as 2^64 - 306000000 */
+        v = (*p >= '0' && *p <= '9') ? strtoull(p, &end, 10) : 0;
+        if (v == 0 || errno != 0 || (*end && *end != ' ' && *end != '\t' && *end != '\n') ||
+            v > GC_MAX_LEVEL_HZ) {
+            gc_printable(buf, shown, sizeof shown);
+            set_err(b, "%s: not a list of frequencies in Hz: \"%s\"", path, shown);
             return -EINVAL;
         }
         if (n == GC_MAX_FREQS) {
@@ -187,7 +199,7 @@ static int find_gpu(gc_board *b)
     rc = under_root(b, class_dir, sizeof class_dir, "/sys/class/devfreq");
     if (rc < 0)
         return rc;
-    n = list_dir(class_dir, names, MAX_ENTRIES);
+    n = list_dir(b->sysfs_root, class_dir, names, MAX_ENTRIES);
     if (n < 0) {
         set_err(b, "cannot list %s: %s", class_dir, strerror(-n));
         return n;
@@ -201,12 +213,12 @@ static int find_gpu(gc_board *b)
             continue;
         for (w = 0; w < sizeof where / sizeof where[0]; w++) {
             if (join(path, sizeof path, dir, where[w]) < 0 ||
-                gc_sysfs_read(path, name, sizeof name) < 0 || !is_gpu_name(name))
+                gc_sysfs_read(b->sysfs_root, path, name, sizeof name) < 0 || !is_gpu_name(name))
                 continue;
             snprintf(b->devfreq_dir, sizeof b->devfreq_dir, "%s", dir);
             snprintf(b->gpu_name, sizeof b->gpu_name, "%s", name);
             /* GPU load lives in the GPU device folder. */
-            if (join(path, sizeof path, dir, "device/load") == 0 && gc_sysfs_exists(path))
+            if (join(path, sizeof path, dir, "device/load") == 0 && gc_sysfs_exists(b->sysfs_root, path))
                 snprintf(b->load_path, sizeof b->load_path, "%s", path);
             free_names(names, n);
             return 0;
@@ -251,21 +263,21 @@ static void scan_hwmon_dir(gc_board *b, const char *dir)
     uint64_t interval_ms;
     int ch;
 
-    if (join(path, sizeof path, dir, "name") < 0 || gc_sysfs_read(path, label, sizeof label) < 0 ||
+    if (join(path, sizeof path, dir, "name") < 0 || gc_sysfs_read(b->sysfs_root, path, label, sizeof label) < 0 ||
         strcmp(label, "ina3221") != 0)
         return;
     for (ch = 1; ch <= 8; ch++) {
         snprintf(path, sizeof path, "%s/in%d_label", dir, ch);
-        if (gc_sysfs_read(path, label, sizeof label) < 0 || skip_label(label))
+        if (gc_sysfs_read(b->sysfs_root, path, label, sizeof label) < 0 || skip_label(label))
             continue;
         snprintf(v_path, sizeof v_path, "%s/in%d_input", dir, ch);
         snprintf(i_path, sizeof i_path, "%s/curr%d_input", dir, ch);
-        if (!gc_sysfs_exists(v_path) || !gc_sysfs_exists(i_path))
+        if (!gc_sysfs_exists(b->sysfs_root, v_path) || !gc_sysfs_exists(b->sysfs_root, i_path))
             continue;
         add_rail(b, label, GC_RAIL_HWMON, v_path, i_path, NULL);
     }
     if (join(path, sizeof path, dir, "update_interval") == 0 &&
-        gc_sysfs_read_u64(path, &interval_ms) == 0 && b->sensor_interval_ms == 0)
+        gc_sysfs_read_u64(b->sysfs_root, path, &interval_ms) == 0 && b->sensor_interval_ms == 0)
         b->sensor_interval_ms = (int)interval_ms;
 }
 
@@ -273,7 +285,7 @@ static void scan_hwmon_class(gc_board *b, const char *class_dir)
 {
     char dir[GC_PATH_MAX];
     char *names[MAX_ENTRIES];
-    int n = list_dir(class_dir, names, MAX_ENTRIES), i;
+    int n = list_dir(b->sysfs_root, class_dir, names, MAX_ENTRIES), i;
 
     for (i = 0; i < n; i++)
         if (join(dir, sizeof dir, class_dir, names[i]) == 0)
@@ -292,25 +304,25 @@ static void scan_ina3221x(gc_board *b)
 
     if (under_root(b, drv, sizeof drv, "/sys/bus/i2c/drivers/ina3221x") < 0)
         return;
-    na = list_dir(drv, addrs, MAX_ENTRIES);
+    na = list_dir(b->sysfs_root, drv, addrs, MAX_ENTRIES);
     for (i = 0; i < na; i++) {
         if (join(dev, sizeof dev, drv, addrs[i]) < 0)
             continue;
-        ns = list_dir(dev, subs, MAX_ENTRIES);
+        ns = list_dir(b->sysfs_root, dev, subs, MAX_ENTRIES);
         for (j = 0; j < ns; j++) {
             if (strncmp(subs[j], "iio:device", 10) != 0 || join(iio, sizeof iio, dev, subs[j]) < 0)
                 continue;
             for (ch = 0; ch < 8; ch++) {
                 snprintf(path, sizeof path, "%s/rail_name_%d", iio, ch);
-                if (gc_sysfs_read(path, label, sizeof label) < 0 || skip_label(label))
+                if (gc_sysfs_read(b->sysfs_root, path, label, sizeof label) < 0 || skip_label(label))
                     continue;
                 snprintf(p_path, sizeof p_path, "%s/in_power%d_input", iio, ch);
                 snprintf(v_path, sizeof v_path, "%s/in_voltage%d_input", iio, ch);
                 snprintf(i_path, sizeof i_path, "%s/in_current%d_input", iio, ch);
-                if (!gc_sysfs_exists(p_path))
+                if (!gc_sysfs_exists(b->sysfs_root, p_path))
                     continue;
-                add_rail(b, label, GC_RAIL_INA3221X, gc_sysfs_exists(v_path) ? v_path : NULL,
-                         gc_sysfs_exists(i_path) ? i_path : NULL, p_path);
+                add_rail(b, label, GC_RAIL_INA3221X, gc_sysfs_exists(b->sysfs_root, v_path) ? v_path : NULL,
+                         gc_sysfs_exists(b->sysfs_root, i_path) ? i_path : NULL, p_path);
             }
         }
         if (ns > 0)
@@ -332,7 +344,7 @@ static void find_rails(gc_board *b)
         /* Trees without /sys/class/hwmon: look under the driver's devices directly. */
         char sub[GC_PATH_MAX];
 
-        n = list_dir(dir, addrs, MAX_ENTRIES);
+        n = list_dir(b->sysfs_root, dir, addrs, MAX_ENTRIES);
         for (i = 0; i < n; i++) {
             snprintf(sub, sizeof sub, "%s/%s/hwmon", dir, addrs[i]);
             scan_hwmon_class(b, sub);
@@ -353,7 +365,7 @@ static void read_model(gc_board *b)
 
     for (i = 0; i < sizeof where / sizeof where[0]; i++)
         if (under_root(b, path, sizeof path, "%s", where[i]) == 0 &&
-            gc_sysfs_read(path, b->model, sizeof b->model) == 0)
+            gc_sysfs_read(b->sysfs_root, path, b->model, sizeof b->model) == 0)
             return;
     b->model[0] = '\0';
 }
@@ -375,7 +387,7 @@ int gc_board_open(gc_board *b, const char *sysfs_root)
     memcpy(b->sysfs_root, sysfs_root, len + 1);
     while (len > 1 && b->sysfs_root[len - 1] == '/')
         b->sysfs_root[--len] = '\0';
-    if (!gc_sysfs_exists(b->sysfs_root)) {
+    if (!gc_sysfs_exists(b->sysfs_root, b->sysfs_root)) {
         set_err(b, "sysfs root %s does not exist", b->sysfs_root);
         return -ENODEV;
     }
@@ -405,16 +417,16 @@ int gc_clock_read(gc_board *b, gc_clock_state *st)
     memset(st, 0, sizeof *st);
     for (i = 0; i < 3; i++) {
         join(path, sizeof path, b->devfreq_dir, files[i]);
-        rc = gc_sysfs_read_u64(path, dst[i]);
+        rc = gc_sysfs_read_u64(b->sysfs_root, path, dst[i]);
         if (rc < 0) {
-            set_err(b, "cannot read %s: %s", path, strerror(-rc));
+            set_err(b, "cannot read %s: %s", path, gc_sysfs_strerror(rc));
             return rc;
         }
     }
     join(path, sizeof path, b->devfreq_dir, "governor");
-    rc = gc_sysfs_read(path, st->governor, sizeof st->governor);
+    rc = gc_sysfs_read(b->sysfs_root, path, st->governor, sizeof st->governor);
     if (rc < 0) {
-        set_err(b, "cannot read %s: %s", path, strerror(-rc));
+        set_err(b, "cannot read %s: %s", path, gc_sysfs_strerror(rc));
         return rc;
     }
     return 0;
@@ -427,7 +439,7 @@ int gc_gpu_load_permille(gc_board *b, int *load_permille)
 
     if (!b->load_path[0])
         return -ENOENT;
-    rc = gc_sysfs_read_u64(b->load_path, &v);
+    rc = gc_sysfs_read_u64(b->sysfs_root, b->load_path, &v);
     if (rc < 0) {
         set_err(b, "cannot read %s: %s", b->load_path, strerror(-rc));
         return rc;

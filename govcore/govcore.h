@@ -20,6 +20,7 @@
 #define GC_ERR_MAX 512
 #define GC_MAX_FREQS 64
 #define GC_MAX_RAILS 16
+#define GC_MAX_LEVEL_HZ 100000000000ULL /* 100 GHz: a larger "level" is garbage, not a clock */
 
 /* How a rail's power is read. */
 enum gc_rail_kind {
@@ -82,17 +83,21 @@ int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz);
 /* --- saved state: one per board (i.e. per sysfs root), written before the first change --- */
 
 /* The state folder used when none is given: $PYDVFS_STATE_DIR, else /run/pydvfs for root
- * (cleared at reboot, as are pinned clocks), else $XDG_RUNTIME_DIR/pydvfs or /tmp/pydvfs-UID. */
+ * (cleared at reboot, as are pinned clocks), else $XDG_RUNTIME_DIR/pydvfs; else -EDESTADDRREQ
+ * (never a guessable /tmp name: pass a folder). Whatever folder is used must be owned by the
+ * caller and writable by no one else, or the state functions refuse it with -EBADMSG. */
 int gc_default_state_dir(char *out, size_t len);
 
 /* Path of this board's state file in state_dir (NULL: the default folder). */
-int gc_state_path(const gc_board *b, const char *state_dir, char *out, size_t len);
+int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t len);
 
 /* Save governor/min/max unless a state is already saved (the first saved state is the
- * original). Written atomically. *saved_now = 1 if this call wrote it. */
+ * original). Written atomically (O_EXCL temp file, mode 0600, linkat). *saved_now = 1 if this
+ * call wrote it. -EBADMSG (with b->err) for a state folder or file that is not safe. */
 int gc_state_save(gc_board *b, const char *state_dir, int *saved_now);
 
-/* Read this board's saved state. -ENOENT if none. */
+/* Read this board's saved state, checked against the board's levels and governors. -ENOENT if
+ * none; -EBADMSG (with b->err) if damaged, not a regular file of ours, or not of this board. */
 int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st);
 
 /* Pin the GPU clock: snap want_hz to the table, save the original state if not yet saved,
@@ -101,7 +106,10 @@ int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st);
 int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz);
 
 /* Put the saved state back and remove the state file. Idempotent: with nothing saved it does
- * nothing and sets *restored = 0. */
+ * nothing and sets *restored = 0. Best effort: what can be written is written (governor, then
+ * the range in an order that never makes min > max, retried once), even where the current
+ * state cannot be read; if anything is left, b->err names it, the state file is kept for a
+ * retry and the first error is returned. */
 int gc_restore(gc_board *b, const char *state_dir, int *restored);
 
 #endif

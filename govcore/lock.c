@@ -31,7 +31,7 @@ void gc_lock_init(gc_lock *lk)
     lk->path[0] = '\0';
 }
 
-int gc_lock_path(const gc_board *b, const char *state_dir, char *out, size_t len)
+int gc_lock_path(gc_board *b, const char *state_dir, char *out, size_t len)
 {
     size_t n, suffix = strlen(STATE_SUFFIX);
     int rc;

@@ -28,7 +28,7 @@ typedef struct gc_lock {
 void gc_lock_init(gc_lock *lk);
 
 /* Path of this board's lock file in state_dir (NULL: the default folder). */
-int gc_lock_path(const gc_board *b, const char *state_dir, char *out, size_t len);
+int gc_lock_path(gc_board *b, const char *state_dir, char *out, size_t len);
 
 /* Take the board's lock, trying for up to wait_ms. -EBUSY (with b->err naming the holder's
  * pid) if another process holds it; -EEXIST if lk already holds one; other -errno (with b->err)

@@ -11,6 +11,7 @@
 #include "report.h"
 #include "sampler.h"
 #include "serve.h"
+#include "sysfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,8 @@
 
 #define EXIT_USAGE 2
 #define LOCK_WAIT_MS 1000 /* a verb waits this long for another one's moment with the board */
+#define EXIT_BAD_READINGS 3 /* measure --strict: more than GC_SAMPLER_MAX_INTERPOLATED_PCT of a
+                               rail's window interpolated, or a negative reading */
 
 struct options {
     const char *sysfs_root; /* NULL: $PYDVFS_SYSFS_ROOT, else "/" */
@@ -58,10 +61,12 @@ static const char usage_text[] =
     "                (learned tree, default), ffg (best fixed clock), rules (paper A) or\n"
     "                maxn (restore the board's own governor); DIR holds a tree compiled by\n"
     "                `pydvfs train` (default: the tree built into this binary)\n"
-    "  measure [--rate HZ] -- CMD...\n"
+    "  measure [--rate HZ] [--strict] -- CMD...\n"
     "                run CMD (no shell) while sampling the INA3221 rails; print its time,\n"
     "                energy per rail, CPU+GPU energy, average power and GPU load (CMD's\n"
-    "                output goes to stderr). Exits with\n"
+    "                output goes to stderr). A rail with more than %g %% of the time\n"
+    "                interpolated over failed reads, or a negative reading, is warned about\n"
+    "                (--strict: exit 3). Exits with\n"
     "                CMD's status (128+N if a signal N ended it); 2 if CMD cannot start\n"
     "  serve [--socket PATH] [--group NAME] [--policy-dir DIR]\n"
     "                the daemon through which members of group NAME (default pydvfs) govern\n"
@@ -99,15 +104,18 @@ static int print_version(void)
     return 0;
 }
 
+/* One line on stderr, whatever the message quotes (an argument, a board file's text): control
+ * and non-ASCII bytes are shown escaped (gc_printable). */
 static int fail(const char *fmt, ...)
 {
+    char msg[GC_ERR_MAX * 2], shown[GC_ERR_MAX * 2];
     va_list ap;
 
-    fputs("govcore: error: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    gc_printable(msg, shown, sizeof shown);
+    fprintf(stderr, "govcore: error: %s\n", shown);
     return EXIT_USAGE;
 }
 
@@ -189,6 +197,8 @@ static int cmd_status(const struct options *o)
     gc_status st;
     int rc, i;
 
+    if (o->argc != 0)
+        return fail("status takes no arguments (got '%s')", o->argv[0]);
     if (daemon_socket(NULL))
         return via_daemon(daemon_socket(NULL), "status", 0);
     if ((rc = open_board(o, &b)) != 0)
@@ -236,10 +246,24 @@ static int board_writable(const gc_board *b)
     return access(path, W_OK) == 0;
 }
 
+/* A clock as people write one: decimal digits with an optional fraction ("714", "1300.5").
+ * strtod alone would also take "0x132" (306), "1e3", "inf" and leading blanks. */
 static int parse_mhz(const char *text, double *mhz)
 {
+    const char *p = text;
     char *end;
+    int digits = 0, dots = 0;
 
+    for (; *p; p++) {
+        if (*p >= '0' && *p <= '9')
+            digits++;
+        else if (*p == '.' && dots++ == 0)
+            continue;
+        else
+            return -EINVAL;
+    }
+    if (digits == 0 || digits > 12)
+        return -EINVAL;
     errno = 0;
     *mhz = strtod(text, &end);
     if (errno != 0 || end == text || *end != '\0' || gc_mhz_to_hz(*mhz) == 0)
@@ -479,6 +503,20 @@ static int cmd_apply(const struct options *o)
     return 0;
 }
 
+/* One line on stderr per rail whose readings were bad. */
+static void warn_quality(const gc_sampler *s, const gc_window *w, int strict)
+{
+    int i;
+
+    for (i = 0; i < w->n_rails; i++)
+        if (w->interpolated_pct[i] > GC_SAMPLER_MAX_INTERPOLATED_PCT || w->negative_readings[i])
+            fprintf(stderr, "govcore: %s: rail %s: %llu failed reads, %.1f %% of the time "
+                            "interpolated or held, %llu negative readings (counted as 0 W)\n",
+                    strict ? "error" : "warning", gc_sampler_rail_name(s, i),
+                    (unsigned long long)w->failed_reads[i], w->interpolated_pct[i],
+                    (unsigned long long)w->negative_readings[i]);
+}
+
 /* Start argv; wait for it. -errno (with *exec_err) if it could not be started. A CLOEXEC pipe
  * carries the child's exec errno back: if exec succeeds the pipe just closes. */
 static int run_child(char **argv, int *status)
@@ -534,10 +572,12 @@ static int cmd_measure(const struct options *o)
     gc_window w;
     gc_board b;
     double total_j = 0, cpu_gpu_j;
-    int rc, i, status = 0, exit_status, have_cpu_gpu;
+    int rc, i, status = 0, exit_status, have_cpu_gpu, strict = 0;
 
     for (i = 0; i < o->argc; i++) {
-        if (strcmp(o->argv[i], "--rate") == 0 && i + 1 < o->argc) {
+        if (strcmp(o->argv[i], "--strict") == 0) {
+            strict = 1;
+        } else if (strcmp(o->argv[i], "--rate") == 0 && i + 1 < o->argc) {
             char *end;
             errno = 0;
             cfg.rate_hz = strtod(o->argv[++i], &end);
@@ -546,7 +586,8 @@ static int cmd_measure(const struct options *o)
                 return fail("--rate takes a rate in Hz, %g <= HZ <= %.0f", GC_SAMPLER_MIN_RATE_HZ,
                             GC_SAMPLER_MAX_RATE_HZ);
         } else {
-            return fail("measure: unexpected '%s' (usage: govcore measure [--rate HZ] -- CMD...)",
+            return fail("measure: unexpected '%s' (usage: govcore measure [--rate HZ] [--strict] "
+                        "-- CMD...)",
                         o->argv[i]);
         }
     }
@@ -601,8 +642,13 @@ static int cmd_measure(const struct options *o)
         printf("samples   %llu at %.1f Hz, %llu read errors\n", (unsigned long long)w.samples,
                w.rate_hz, (unsigned long long)w.read_errors);
     }
-    gc_sampler_free(s);
     fflush(stdout);
+    if (!w.readings_ok) {
+        warn_quality(s, &w, strict);
+        if (strict)
+            exit_status = EXIT_BAD_READINGS;
+    }
+    gc_sampler_free(s);
     return exit_status;
 }
 
@@ -665,7 +711,7 @@ int main(int argc, char **argv)
             o.cmd_argc = argc - i - 1;
             break;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0) {
-            fputs(usage_text, stdout);
+            printf(usage_text, GC_SAMPLER_MAX_INTERPOLATED_PCT); /* the one format: the limit */
             return 0;
         } else if (strcmp(a, "--version") == 0) {
             return print_version();

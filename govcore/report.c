@@ -161,6 +161,35 @@ double gc_cpu_gpu_energy_j(const gc_sampler *s, const gc_window *w, int *found)
     return 0;
 }
 
+/* The reading-quality keys (the same in pydvfs's Measurement.to_dict): per rail the failed reads,
+ * the share of the window interpolated or held over them and the negative readings; the rails
+ * with any of those; and whether all readings were good. */
+static void json_quality_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)
+{
+    static const char *const keys[] = {"failed_reads", "interpolated_pct", "negative_readings"};
+    int i, k, n;
+
+    for (k = 0; k < 3; k++) {
+        fprintf(f, ",%s\"%s\": {", sep, keys[k]);
+        for (i = 0; i < w->n_rails; i++) {
+            fprintf(f, "%s", i ? ", " : "");
+            gc_json_str(f, gc_sampler_rail_name(s, i));
+            if (k == 1)
+                fprintf(f, ": %.6g", w->interpolated_pct[i]);
+            else
+                fprintf(f, ": %llu", (unsigned long long)(k == 0 ? w->failed_reads[i] : w->negative_readings[i]));
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, ",%s\"incomplete_rails\": [", sep);
+    for (i = 0, n = 0; i < w->n_rails; i++)
+        if (w->failed_reads[i] || w->negative_readings[i]) {
+            fprintf(f, "%s", n++ ? ", " : "");
+            gc_json_str(f, gc_sampler_rail_name(s, i));
+        }
+    fprintf(f, "],%s\"readings_ok\": %s", sep, w->readings_ok ? "true" : "false");
+}
+
 void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)
 {
     double dur_s = (double)w->duration_ns / 1e9, total_j = 0, cpu_gpu_j;
@@ -194,4 +223,5 @@ void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, con
         fprintf(f, "null");
     fprintf(f, ",%s\"samples\": %llu,%s\"read_errors\": %llu,%s\"rate_hz\": %.6g", sep,
             (unsigned long long)w->samples, sep, (unsigned long long)w->read_errors, sep, w->rate_hz);
+    json_quality_fields(f, s, w, sep);
 }

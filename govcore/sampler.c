@@ -18,6 +18,7 @@
  *   counted (caller + thread): whoever lets go last frees it.
  */
 #include "sampler.h"
+#include "sysfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +45,7 @@
 
 /* One file the thread reads. */
 struct chan {
+    const char *root;                /* the sysfs root the path must stay beneath */
     char path[GC_PATH_MAX];
     int fd;                          /* -1 while closed (vanished) */
 };
@@ -57,12 +59,19 @@ struct rail_state {
     int64_t last_t_ns;
     int64_t last_uw;
     gc_energy_acc acc;
+    /* reading quality, under mu: failures since the last good reading open a gap */
+    int pending_fail;                /* failed rounds since the last good reading */
+    int64_t gap_start_ns;            /* where the open gap began */
+    int64_t gap_ns;                  /* closed gaps, cumulative */
+    uint64_t failed_reads;
+    uint64_t negative_readings;
 };
 
 enum run_state { ST_IDLE = 0, ST_RUNNING, ST_STOPPED };
 
 struct gc_sampler {
     /* fixed after create */
+    char root[GC_PATH_MAX];          /* the board's sysfs root: every file opens beneath it */
     int n_rails;
     struct rail_state rails[GC_MAX_RAILS];
     struct chan load;                /* path "" if the board has no load file */
@@ -171,8 +180,10 @@ static struct timespec to_ts(int64_t ns)
 
 static int chan_open(struct chan *c)
 {
-    c->fd = open(c->path, O_RDONLY | O_CLOEXEC);
-    return c->fd < 0 ? -errno : 0;
+    int fd = gc_sysfs_open(c->root, c->path, O_RDONLY);
+
+    c->fd = fd < 0 ? -1 : fd;
+    return fd < 0 ? fd : 0;
 }
 
 static void chan_close(struct chan *c)
@@ -182,8 +193,9 @@ static void chan_close(struct chan *c)
     c->fd = -1;
 }
 
-static int chan_init(struct chan *c, const char *path)
+static int chan_init(struct chan *c, const char *root, const char *path)
 {
+    c->root = root;
     snprintf(c->path, sizeof c->path, "%s", path);
     c->fd = -1;
     return chan_open(c);
@@ -267,6 +279,7 @@ static int read_rail_uw(struct rail_state *r, int64_t *uw, uint64_t *errors)
 struct round {
     int64_t t_ns;
     int ok[GC_MAX_RAILS];
+    int negative[GC_MAX_RAILS];      /* the reading was below zero (clamped to 0) */
     int64_t uw[GC_MAX_RAILS];
     int load_ok;
     int64_t load_pm;
@@ -280,8 +293,13 @@ static void read_round(gc_sampler *s, struct round *rd)
 
     rd->errors = 0;
     t0 = now_ns();
-    for (k = 0; k < s->n_rails; k++)
+    for (k = 0; k < s->n_rails; k++) {
         rd->ok[k] = read_rail_uw(&s->rails[k], &rd->uw[k], &rd->errors) == 0;
+        /* a negative current is no energy drawn: never integrate it as negative energy */
+        rd->negative[k] = rd->ok[k] && rd->uw[k] < 0;
+        if (rd->negative[k])
+            rd->uw[k] = 0;
+    }
     rd->load_ok = 0;
     if (s->has_load) {
         if (chan_read(&s->load, &rd->load_pm) == 0 && rd->load_pm >= 0 && rd->load_pm <= 1000)
@@ -307,8 +325,17 @@ static void fold_round(gc_sampler *s, const struct round *rd)
             rd->ok[k] ? (int32_t)(rd->uw[k] > INT32_MAX ? INT32_MAX
                                   : rd->uw[k] <= INT32_MIN ? INT32_MIN + 1 : rd->uw[k])
                       : GC_SAMPLE_MISSING;
-        if (!rd->ok[k])
+        r->negative_readings += (uint64_t)rd->negative[k];
+        if (!rd->ok[k]) {
+            if (r->pending_fail++ == 0)
+                r->gap_start_ns = r->have_last ? r->last_t_ns : rd->t_ns;
+            r->failed_reads++;
             continue;
+        }
+        if (r->pending_fail) { /* the gap closes: the trapezoid below bridges it */
+            r->gap_ns += rd->t_ns - r->gap_start_ns;
+            r->pending_fail = 0;
+        }
         if (r->have_last)
             gc_energy_add(&r->acc, r->last_uw + rd->uw[k], rd->t_ns - r->last_t_ns);
         r->have_last = 1;
@@ -516,6 +543,7 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
     for (k = 0; k < GC_MAX_RAILS; k++)
         s->rails[k].v.fd = s->rails[k].i.fd = s->rails[k].p.fd = -1;
     s->load.fd = -1;
+    snprintf(s->root, sizeof s->root, "%s", b->sysfs_root);
 
     if (cfg->rate_hz < 0) {
         s->period_ns = 0;
@@ -542,9 +570,9 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
         snprintf(r->name, sizeof r->name, "%s", src->name);
         r->kind = src->kind;
         if (src->kind == GC_RAIL_INA3221X)
-            rc = chan_init(&r->p, src->power_path);
-        else if ((rc = chan_init(&r->v, src->voltage_path)) == 0)
-            rc = chan_init(&r->i, src->current_path);
+            rc = chan_init(&r->p, s->root, src->power_path);
+        else if ((rc = chan_init(&r->v, s->root, src->voltage_path)) == 0)
+            rc = chan_init(&r->i, s->root, src->current_path);
         if (rc < 0) {
             board_err(b, "cannot open the %s sensor files (%s): %s", src->name,
                       src->kind == GC_RAIL_INA3221X ? src->power_path : src->voltage_path,
@@ -554,7 +582,7 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
     }
     if (b->load_path[0]) {
         /* the load file is optional: a board without one measures energy all the same */
-        s->has_load = chan_init(&s->load, b->load_path) == 0;
+        s->has_load = chan_init(&s->load, s->root, b->load_path) == 0;
         if (!s->has_load)
             s->load.path[0] = '\0';
     }
@@ -714,6 +742,10 @@ int gc_sampler_snapshot(gc_sampler *s, gc_snapshot *snap)
             gc_energy_add(&acc, 2 * r->last_uw, t - r->last_t_ns); /* hold the last reading */
         snap->e2_nj[k] = acc.e2_nj;
         snap->e2_fj[k] = acc.e2_fj;
+        snap->failed_reads[k] = r->failed_reads;
+        snap->negative_readings[k] = r->negative_readings;
+        snap->gap_ns[k] = r->gap_ns + (r->pending_fail && t > r->gap_start_ns
+                                           ? t - r->gap_start_ns : 0);
     }
     snap->load2_pm_ns = s->load2_pm_ns;
     snap->load_ns = s->load_ns;
@@ -747,7 +779,23 @@ int gc_window_diff(const gc_snapshot *a, const gc_snapshot *b, gc_window *w)
         w->energy_nj[k] = floor_div(two_nj + 1, 2);
         w->energy_j[k] = ((double)d_nj + (double)d_fj / 1e6) / 2.0 / 1e9;
         w->avg_power_w[k] = dur_s > 0 ? w->energy_j[k] / dur_s : 0.0;
+        {
+            int64_t gap = b->gap_ns[k] - a->gap_ns[k];
+
+            if (gap < 0)
+                gap = 0;
+            if (gap > w->duration_ns)
+                gap = w->duration_ns;
+            w->interpolated_pct[k] = w->duration_ns > 0 ? 100.0 * (double)gap /
+                                                              (double)w->duration_ns : 0.0;
+        }
+        w->failed_reads[k] = b->failed_reads[k] - a->failed_reads[k];
+        w->negative_readings[k] = b->negative_readings[k] - a->negative_readings[k];
     }
+    w->readings_ok = 1;
+    for (k = 0; k < a->n_rails; k++)
+        if (w->interpolated_pct[k] > GC_SAMPLER_MAX_INTERPOLATED_PCT || w->negative_readings[k])
+            w->readings_ok = 0;
     w->gpu_util_pct = b->load_ns > a->load_ns
                           ? (double)(b->load2_pm_ns - a->load2_pm_ns) / 2.0 /
                                 (double)(b->load_ns - a->load_ns) / 10.0

@@ -37,6 +37,9 @@
 #define GC_SAMPLER_START_WAIT_MS 2000       /* start waits this long for the first sample */
 #define GC_SAMPLER_STOP_WAIT_MS 1000        /* stop waits this long past one period */
 #define GC_SAMPLE_MISSING INT32_MIN         /* a ring entry whose reading failed */
+#define GC_SAMPLER_MAX_INTERPOLATED_PCT 5.0 /* more of a window bridged over failed reads (or
+                                               a negative reading): the front ends warn, and
+                                               `measure --strict` fails */
 
 typedef struct gc_sampler gc_sampler;
 
@@ -58,6 +61,12 @@ typedef struct gc_snapshot {
     int64_t load_ns;                 /* time covered by the load integral, ns */
     uint64_t samples;                /* sample rounds completed */
     uint64_t read_errors;            /* failed file reads (all files) */
+    /* Reading quality per rail. A round whose reading of a rail fails leaves a gap that the
+     * trapezoid bridges from the last good reading to the next (interpolated), or that a
+     * snapshot holds the last reading across (held). gap_ns is the time covered that way. */
+    uint64_t failed_reads[GC_MAX_RAILS];     /* rounds whose reading of the rail failed */
+    int64_t gap_ns[GC_MAX_RAILS];            /* time interpolated or held over failed reads */
+    uint64_t negative_readings[GC_MAX_RAILS];/* readings with negative power: integrated as 0 */
 } gc_snapshot;
 
 /* What happened between two snapshots. */
@@ -71,6 +80,11 @@ typedef struct gc_window {
     uint64_t samples;
     uint64_t read_errors;
     double rate_hz;                  /* samples / duration */
+    uint64_t failed_reads[GC_MAX_RAILS];     /* per rail, see gc_snapshot */
+    uint64_t negative_readings[GC_MAX_RAILS];
+    double interpolated_pct[GC_MAX_RAILS];   /* gap time / duration, 0..100 */
+    int readings_ok;                 /* 1: no rail above GC_SAMPLER_MAX_INTERPOLATED_PCT and no
+                                        negative reading */
 } gc_window;
 
 typedef struct gc_sampler_stats {

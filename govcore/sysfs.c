@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int gc_sysfs_read(const char *path, char *buf, size_t buf_len)
+int gc_sysfs_read(const char *root, const char *path, char *buf, size_t buf_len)
 {
     int fd, err;
     ssize_t n;
@@ -19,9 +19,9 @@ int gc_sysfs_read(const char *path, char *buf, size_t buf_len)
 
     if (buf_len == 0)
         return -EINVAL;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = gc_sysfs_open(root, path, O_RDONLY);
     if (fd < 0)
-        return -errno;
+        return fd;
     for (;;) {
         n = read(fd, buf + used, buf_len - 1 - used);
         if (n < 0) {
@@ -45,16 +45,16 @@ int gc_sysfs_read(const char *path, char *buf, size_t buf_len)
     return 0;
 }
 
-int gc_sysfs_write(const char *path, const char *text)
+int gc_sysfs_write(const char *root, const char *path, const char *text)
 {
     size_t len = strlen(text);
     ssize_t n;
     int fd, err = 0;
 
     /* O_TRUNC as `echo v > file` does: sysfs ignores it, a regular file needs it. */
-    fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    fd = gc_sysfs_open(root, path, O_WRONLY | O_TRUNC);
     if (fd < 0)
-        return -errno;
+        return fd;
     do {
         n = write(fd, text, len);
     } while (n < 0 && errno == EINTR);

@@ -11,19 +11,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Every path is a board path under root (root + an absolute path on the board). With a root
+ * other than "/" (or NULL), the file is opened only if it resolves beneath root: a symlink or
+ * ".." leading out of the tree gives -EXDEV (see sysfs_path.c). */
+
+/* Open path beneath root (flags as for open(2); O_CLOEXEC is added). Returns the descriptor or
+ * -errno. */
+int gc_sysfs_open(const char *root, const char *path, int flags);
+
 /* Read a whole (small) file into buf (NUL-terminated, trailing whitespace removed). */
-int gc_sysfs_read(const char *path, char *buf, size_t buf_len);
+int gc_sysfs_read(const char *root, const char *path, char *buf, size_t buf_len);
 
 /* Write text to an existing file, as `echo text > path` does (one write(2)). */
-int gc_sysfs_write(const char *path, const char *text);
+int gc_sysfs_write(const char *root, const char *path, const char *text);
 
 /* Read an unsigned decimal integer. -EINVAL if the file does not hold one. */
-int gc_sysfs_read_u64(const char *path, uint64_t *out);
+int gc_sysfs_read_u64(const char *root, const char *path, uint64_t *out);
 
 /* Write an unsigned decimal integer. */
-int gc_sysfs_write_u64(const char *path, uint64_t value);
+int gc_sysfs_write_u64(const char *root, const char *path, uint64_t value);
 
-/* 1 if path exists (any type), else 0. */
-int gc_sysfs_exists(const char *path);
+/* 1 if path exists beneath root (any type), else 0. */
+int gc_sysfs_exists(const char *root, const char *path);
+
+/* strerror(-rc), with a sentence for -EXDEV (a path that leads out of the root). */
+const char *gc_sysfs_strerror(int rc);
+
+/* Board text made safe to show: printable ASCII kept, other bytes as \xNN, cut at len - 1
+ * with "..." when truncated. */
+void gc_printable(const char *text, char *out, size_t len);
 
 #endif

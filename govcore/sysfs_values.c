@@ -4,14 +4,15 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
-int gc_sysfs_read_u64(const char *path, uint64_t *out)
+int gc_sysfs_read_u64(const char *root, const char *path, uint64_t *out)
 {
     char buf[64], *end;
     const char *p;
     unsigned long long v;
-    int rc = gc_sysfs_read(path, buf, sizeof buf);
+    int rc = gc_sysfs_read(root, path, buf, sizeof buf);
 
     if (rc < 0)
         return rc;
@@ -27,17 +28,20 @@ int gc_sysfs_read_u64(const char *path, uint64_t *out)
     return 0;
 }
 
-int gc_sysfs_write_u64(const char *path, uint64_t value)
+int gc_sysfs_write_u64(const char *root, const char *path, uint64_t value)
 {
     char buf[32];
 
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)value);
-    return gc_sysfs_write(path, buf);
+    return gc_sysfs_write(root, path, buf);
 }
 
-int gc_sysfs_exists(const char *path)
+int gc_sysfs_exists(const char *root, const char *path)
 {
-    struct stat st;
+    int fd = gc_sysfs_open(root, path, O_PATH);
 
-    return stat(path, &st) == 0;
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
 }

@@ -45,7 +45,7 @@ cdef extern from "govcore.h" nogil:
     int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz)
     int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
     int gc_default_state_dir(char *out, size_t length)
-    int gc_state_path(const gc_board *b, const char *state_dir, char *out, size_t length)
+    int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t length)
     int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st)
     int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz)
     int gc_restore(gc_board *b, const char *state_dir, int *restored)
@@ -72,6 +72,7 @@ cdef extern from "sampler.h" nogil:
         GC_SAMPLE_MISSING          # ring entry whose reading failed
         GC_SAMPLER_MAX_RATE_HZ
         GC_SAMPLER_RING_MAX
+    double GC_SAMPLER_MAX_INTERPOLATED_PCT
 
     ctypedef struct gc_sampler:
         pass
@@ -90,6 +91,9 @@ cdef extern from "sampler.h" nogil:
         int64_t load_ns            # time the load integral covers, ns
         uint64_t samples
         uint64_t read_errors
+        uint64_t failed_reads[16]  # per rail: rounds whose reading failed
+        int64_t gap_ns[16]         # per rail: time interpolated or held over failed reads
+        uint64_t negative_readings[16]  # per rail: negative power, integrated as 0
 
     ctypedef struct gc_window:
         int64_t duration_ns
@@ -101,6 +105,10 @@ cdef extern from "sampler.h" nogil:
         uint64_t samples
         uint64_t read_errors
         double rate_hz             # samples / duration
+        uint64_t failed_reads[16]  # per rail
+        uint64_t negative_readings[16]
+        double interpolated_pct[16]  # per rail: gap time / duration, %
+        int readings_ok            # no rail above GC_SAMPLER_MAX_INTERPOLATED_PCT, no negative
 
     ctypedef struct gc_sampler_stats:
         int running

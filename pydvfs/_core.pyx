@@ -5,6 +5,11 @@ Validation happens here, with the GIL held; the C calls that touch the board run
 C error codes become Python exceptions in one place: ``check``.
 """
 from libc.errno cimport EACCES, EPERM, ENODEV, ENOENT, EINVAL, EIO, EROFS, ENAMETOOLONG, EBUSY
+
+cdef extern from "<errno.h>":
+    enum:
+        EBADMSG
+        EDESTADDRREQ
 from libc.string cimport strerror
 
 from pydvfs import errors
@@ -27,6 +32,9 @@ cdef int check(int rc, const char *detail) except -1:
         raise errors.ClockVerifyError(msg)
     if rc == -EBUSY:
         raise errors.BoardBusyError(msg)
+    if rc == -EBADMSG or rc == -EDESTADDRREQ:
+        # a state file or folder we will not trust, or no private folder for one
+        raise errors.StateFileError(msg)
     raise errors.BoardIOError(msg)
 
 
@@ -43,9 +51,13 @@ def mhz_to_hz(double mhz):
 
 
 def default_state_dir():
-    """Where saved clock states live when no folder is given."""
+    """Where saved clock states live when no folder is given; None where there is no private
+    default (no $XDG_RUNTIME_DIR for a user: a folder must then be passed)."""
     cdef char out[512]
-    check(gc_default_state_dir(out, sizeof(out)), NULL)
+    cdef int rc = gc_default_state_dir(out, sizeof(out))
+    if rc == -EDESTADDRREQ:
+        return None
+    check(rc, NULL)
     return out.decode()
 
 
@@ -223,6 +235,11 @@ from cpython cimport array as carray
 from libc.math cimport NAN
 
 
+# Above this share of a window interpolated over failed reads (or with a negative reading), a
+# rail's energy is warned about (pydvfs.sampler, govcore measure).
+MAX_INTERPOLATED_PCT = GC_SAMPLER_MAX_INTERPOLATED_PCT
+
+
 cdef class Snapshot:
     """Cumulative energy/load counters at one instant (opaque: subtract two with
     ``Sampler.window``)."""
@@ -317,6 +334,10 @@ cdef class Sampler:
             "samples": w.samples,
             "read_errors": w.read_errors,
             "rate_hz": w.rate_hz,
+            "failed_reads": {self.rail_names[i]: w.failed_reads[i] for i in range(w.n_rails)},
+            "interpolated_pct": {self.rail_names[i]: w.interpolated_pct[i] for i in range(w.n_rails)},
+            "negative_readings": {self.rail_names[i]: w.negative_readings[i] for i in range(w.n_rails)},
+            "readings_ok": bool(w.readings_ok),
         }
 
     def stats(self):

@@ -105,13 +105,12 @@ class DatasetWriter:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        exists = self.path.exists() and self.path.stat().st_size > 0
-        self.repaired_bytes = _drop_partial_line(self.path) if exists else 0
+        exists = self.path.exists() or self.path.is_symlink()
         if exists:
-            with open(self.path, newline="", encoding="utf-8") as f:
-                header = next(csv.reader(f), [])
-            if tuple(header) != COLUMN_NAMES:
-                raise InvalidValueError(f"{self.path} has another header; will not append to it")
+            _check_ours(self.path)  # before anything is changed: never touch a file not ours
+            exists = self.path.stat().st_size > 0
+        # our header is on the first line: only a torn row after it can be cut
+        self.repaired_bytes = _drop_partial_line(self.path) if exists else 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._f = open(self.path, "a", newline="", encoding="utf-8")
         self._w = csv.DictWriter(self._f, fieldnames=COLUMN_NAMES, lineterminator="\n")
@@ -133,6 +132,26 @@ class DatasetWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+HEADER_LINE = (",".join(COLUMN_NAMES) + "\n").encode()
+
+
+def _check_ours(path: Path) -> None:
+    """Refuse (InvalidValueError, nothing changed) a path that is not a dataset we wrote: not a
+    regular file, or a file whose first line is not our header."""
+    import stat
+
+    st = path.lstat()
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidValueError(f"{path} exists and is not a regular file; will not write to it")
+    if st.st_size == 0:
+        return  # an empty file: the header is written first
+    with open(path, "rb") as f:
+        head = f.read(len(HEADER_LINE))
+    if head != HEADER_LINE:
+        raise InvalidValueError(f"{path} exists and is not a pydvfs dataset (its first line is not "
+                                f"the dataset header); will not append to it or change it")
 
 
 def _drop_partial_line(path: Path) -> int:
@@ -180,10 +199,84 @@ def read_dataframe(path: str | os.PathLike):
     """The dataset as a pandas DataFrame (pandas imported here, not at import time)."""
     import pandas as pd
 
+    check_row_lengths(path)
     df = pd.read_csv(path, dtype={"model_size": str, "task": str})
     missing = [c for c in COLUMN_NAMES if c not in df.columns]
     if missing:
         raise InvalidValueError(f"{path} lacks dataset column(s): {', '.join(missing)}")
+    return check_frame(df, path)
+
+
+# Plausible ranges per unit, for the dataset's numeric columns: a value outside is a damaged or
+# hand-edited file, not a measurement (1e308 MHz would overflow every sum it enters). Loose on
+# purpose: a load a little above 100 % (the simulator's noise) is data, 1e308 is not.
+MAX_FREQ_MHZ = 100000.0
+UNIT_BOUNDS = {"MHz": (0.0, MAX_FREQ_MHZ), "J": (0.0, 1e15), "W": (0.0, 1e6), "s": (0.0, 1e9),
+               "%": (0.0, 1000.0), "tokens": (0.0, 1e9)}
+# lower bounds that are exclusive (a clock or a duration of 0 is no measurement)
+_POSITIVE_UNITS = ("MHz", "s", "tokens")
+
+
+def check_row_lengths(path: str | os.PathLike) -> None:
+    """Refuse a CSV with a row of fewer fields than its header (a truncated or short row, which
+    pandas would silently pad with empty cells). InvalidValueError naming the line."""
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if not header:
+                return
+            for row in reader:
+                if row and len(row) < len(header):
+                    raise InvalidValueError(f"{path}:{reader.line_num}: {len(row)} fields, the header "
+                                            f"has {len(header)} (a truncated row?)")
+    except csv.Error as e:
+        raise InvalidValueError(f"{path} is not a readable CSV: {e}") from None
+
+
+def check_frame(df, source) -> "object":
+    """Refuse a frame whose rows are not whole, finite, plausible dataset rows.
+
+    Checks the dataset columns the frame has (other columns pass through): a number must be a
+    finite number within its unit's range (UNIT_BOUNDS), an int column must hold whole numbers.
+    Columns named energy*/``*_j`` outside the schema must be finite and >= 0 too. An empty cell
+    (or "nan") is a missing value, which readers leave out; a row cut short is found by
+    check_row_lengths, before pandas pads it with empty cells.
+    Raises InvalidValueError naming the first bad line (the header is line 1)."""
+    import numpy as np
+    import pandas as pd
+
+    def bad(i, name, text):
+        raise InvalidValueError(f"{source}:{int(i) + 2}: column {name}: {text}")
+
+    for name in df.columns:
+        col = _BY_NAME.get(name)
+        extra_energy = col is None and (str(name).startswith("energy") or str(name).endswith("_j"))
+        if col is None and not extra_energy:
+            continue
+        series = df[name]
+        empty = series.isna() | (series.astype(str).str.strip() == "")
+        if col is not None and col.kind is str:
+            continue
+        values = pd.to_numeric(series.where(~empty), errors="coerce")
+        not_number = values.isna() & ~empty
+        if not_number.any():
+            i = np.flatnonzero(not_number.to_numpy())[0]
+            bad(i, name, f"{str(series.iloc[i])[:40]!r} is not a number")
+        v = values.to_numpy(dtype=float)
+        present = ~np.isnan(v)
+        lo, hi = UNIT_BOUNDS.get(col.unit if col else "J", (-np.inf, np.inf))
+        positive = col is not None and col.unit in _POSITIVE_UNITS
+        with np.errstate(invalid="ignore"):
+            out = present & (~np.isfinite(v) | (v < lo) | (v > hi) | ((v <= lo) if positive else False))
+            if col is not None and col.kind is int:
+                out |= present & np.isfinite(v) & ((v != np.floor(v)) | (v < 0) | (np.abs(v) > 2**53))
+        if out.any():
+            i = np.flatnonzero(out)[0]
+            unit = col.unit if col else "J"
+            span = f"{'>' if positive else '>='} {lo:g} and <= {hi:g} {unit}".strip()
+            want = "a whole number >= 0" if col is not None and col.kind is int else f"a finite number {span}"
+            bad(i, name, f"{str(series.iloc[i])[:40]!r} is not {want}")
     return df
 
 

@@ -121,13 +121,24 @@ def markdown(results: dict) -> str:
     return "\n".join(L) + "\n"
 
 
+# The sections of results.json a report is made of (markdown() renders each one present).
+SECTIONS = ("board", "characterise", "train", "evaluate", "governed_run", "online", "real_data", "roofline")
+
+
 def write_report(out_dir: str | Path) -> Path:
     out_dir = Path(out_dir)
     src = out_dir / "results.json"
     if not src.is_file():
         raise InvalidValueError(f"{src} not found: run `pydvfs demo --out {out_dir}` first")
     try:
-        md = markdown(json.loads(src.read_text()))
+        results = json.loads(src.read_text())
+    except ValueError as e:
+        raise InvalidValueError(f"{src} is not JSON: {e}") from None
+    if not isinstance(results, dict) or not any(k in results for k in SECTIONS):
+        raise InvalidValueError(f"{src} holds none of the sections a `pydvfs demo` run writes "
+                                f"({', '.join(SECTIONS)}): no report from it")
+    try:
+        md = markdown(results)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
         raise InvalidValueError(f"{src} is not the results of a `pydvfs demo` run ({type(e).__name__}: {e})") from None
     (out_dir / "report.md").write_text(md)

@@ -26,6 +26,7 @@ from . import _core
 from .device import resolve_sysfs_root
 from .errors import InvalidValueError
 
+MAX_INTERPOLATED_PCT = _core.MAX_INTERPOLATED_PCT  # see Measurement.readings_ok
 MAX_RATE_HZ = 100000.0
 MIN_RATE_HZ = 0.01  # GC_SAMPLER_MIN_RATE_HZ: one sample per 100 s
 
@@ -58,6 +59,34 @@ class Measurement:
     samples: int                           # sample rounds inside the window
     read_errors: int                       # failed file reads inside the window (skipped)
     rate_hz: float                         # achieved: samples / duration_s
+    # Reading quality per rail. A failed reading is skipped: the trapezoid bridges the gap from
+    # the last good reading to the next (interpolated), or holds the last one to the window's
+    # end. A negative reading (negative current) counts as 0 W, never as negative energy.
+    failed_reads: Mapping[str, int] = field(default_factory=dict)
+    interpolated_pct: Mapping[str, float] = field(default_factory=dict)  # % of duration_s
+    negative_readings: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def incomplete_rails(self) -> tuple[str, ...]:
+        """Rails with a failed or negative reading inside the window."""
+        return tuple(r for r in self.energy_j
+                     if self.failed_reads.get(r, 0) or self.negative_readings.get(r, 0))
+
+    @property
+    def readings_ok(self) -> bool:
+        """False if a rail had more than MAX_INTERPOLATED_PCT of the window interpolated or
+        held, or a negative reading: its energy is then partly made up."""
+        return all(p <= MAX_INTERPOLATED_PCT for p in self.interpolated_pct.values()) and \
+            not any(self.negative_readings.values())
+
+    def quality_warnings(self) -> list[str]:
+        """One sentence per rail whose readings are not to be trusted (empty if readings_ok)."""
+        return [f"rail {r}: {self.failed_reads.get(r, 0)} failed reads, "
+                f"{self.interpolated_pct.get(r, 0.0):.1f} % of the time interpolated or held, "
+                f"{self.negative_readings.get(r, 0)} negative readings (counted as 0 W)"
+                for r in self.energy_j
+                if self.interpolated_pct.get(r, 0.0) > MAX_INTERPOLATED_PCT
+                or self.negative_readings.get(r, 0)]
 
     @classmethod
     def from_window(cls, w: dict) -> "Measurement":
@@ -75,6 +104,9 @@ class Measurement:
             samples=int(w["samples"]),
             read_errors=int(w["read_errors"]),
             rate_hz=float(w["rate_hz"]),
+            failed_reads=MappingProxyType({k: int(v) for k, v in w["failed_reads"].items()}),
+            interpolated_pct=MappingProxyType({k: float(v) for k, v in w["interpolated_pct"].items()}),
+            negative_readings=MappingProxyType({k: int(v) for k, v in w["negative_readings"].items()}),
         )
 
     def to_dict(self) -> dict:
@@ -91,6 +123,11 @@ class Measurement:
             "samples": self.samples,
             "read_errors": self.read_errors,
             "rate_hz": self.rate_hz,
+            "failed_reads": dict(self.failed_reads),
+            "interpolated_pct": dict(self.interpolated_pct),
+            "negative_readings": dict(self.negative_readings),
+            "incomplete_rails": list(self.incomplete_rails),
+            "readings_ok": self.readings_ok,
         }
 
 

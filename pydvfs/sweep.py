@@ -24,6 +24,8 @@ from .policy.workload import Workload
 from .sampler import Sampler
 from .signals import terminate_as_exception
 
+MAX_REPEATS = 100  # runs per setting; a sweep of 12 settings x 100 repeats already takes days
+
 WORKLOAD_KEYS = ("name", "model", "task", "layers", "hidden", "seq_len", "heads", "params",
                  "batch_size", "model_size")
 
@@ -114,8 +116,8 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
     """Sweep ``cmd`` over the clocks; returns a summary (runs done, skipped, failed)."""
     if not cmd:
         raise InvalidValueError("no training command given (put it after --)")
-    if repeats < 1:
-        raise InvalidValueError(f"--repeats must be >= 1, got {repeats}")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise InvalidValueError(f"--repeats must be within 1..{MAX_REPEATS}, got {repeats}")
     for what, value in (("--settle", settle_s), ("--idle", idle_s)):
         if not (math.isfinite(value) and 0 <= value <= 3600):
             raise InvalidValueError(f"{what} must be within 0..3600 seconds, got {value!r}")

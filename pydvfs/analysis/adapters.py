@@ -14,6 +14,7 @@ import re
 
 import pandas as pd
 
+from ..dataset import check_frame, check_row_lengths
 from ..errors import InvalidValueError
 
 PERSEUS_COLUMNS = {"stage", "instruction", "frequency", "time", "energy"}
@@ -116,6 +117,7 @@ def load(paths: list[str], fmt: str = "auto", perseus_by: str = "stage") -> tupl
             raise InvalidValueError(f"no such file: {path}") from None
         except (OSError, ValueError) as e:  # pandas raises ValueError subclasses on bad CSV
             raise InvalidValueError(f"cannot read {path} as CSV: {e}") from e
+        check_row_lengths(path)  # pandas pads a short row with empty cells: refuse it here
         f = detect_format(raw) if fmt == "auto" else fmt
         if f not in FORMATS:
             raise InvalidValueError(f"unknown format {fmt!r}; use auto, {', '.join(FORMATS)}")
@@ -125,7 +127,7 @@ def load(paths: list[str], fmt: str = "auto", perseus_by: str = "stage") -> tupl
         elif f == "zeus":
             frames.append(from_zeus(raw, gpu=zeus_gpu_from_path(path)))
         else:
-            frames.append(raw)
+            frames.append(check_frame(raw, path))
     if len(formats) > 1:
         raise InvalidValueError(f"files mix formats ({', '.join(sorted(formats))}); analyse them apart")
     return pd.concat(frames, ignore_index=True), formats.pop()

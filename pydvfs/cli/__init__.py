@@ -11,7 +11,7 @@ import sys
 
 from ..errors import PydvfsError
 from ..signals import Terminated
-from .common import EXIT_USAGE, _Parser, add_common_options
+from .common import EXIT_USAGE, _Parser, add_common_options, one_line
 
 # Modules that add verbs: each has register(subparsers, common) -> None.
 COMMAND_MODULES = [
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except PydvfsError as e:
-        print(f"pydvfs: error: {e}", file=sys.stderr)
+        print(f"pydvfs: error: {one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("pydvfs: interrupted", file=sys.stderr)
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         # A file we were told to read or write cannot be (a folder, a path under a file, a full
         # disk): the user's input, said in one line. Every verb restores the board on its way out.
         where = f": {e.filename}" if e.filename else ""
-        print(f"pydvfs: error: {e.strerror or e}{where}", file=sys.stderr)
+        print(f"pydvfs: error: {one_line(f'{e.strerror or e}{where}')}", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -11,11 +11,22 @@ from typing import Any, Callable
 EXIT_USAGE = 2
 
 
+MAX_ERROR_CHARS = 600
+
+
+def one_line(text: str) -> str:
+    """An error message made safe to print as one line: control and other unprintable
+    characters (a newline, a terminal escape, a byte from a binary file) shown escaped, and cut
+    at MAX_ERROR_CHARS. The C side does the same with gc_printable."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    return out if len(out) <= MAX_ERROR_CHARS else out[:MAX_ERROR_CHARS - 3] + "..."
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors in one line (no usage dump) and exits 2."""
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def add_common_options(p: argparse.ArgumentParser, suppress: bool) -> argparse.ArgumentParser:
@@ -41,6 +52,24 @@ def seed(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
     return value
+
+
+def int_range(lo: int, hi: int):
+    """argparse type of a whole number within lo..hi; state the bounds in the option's help.
+    Strict: '1e9', '0x10' and '5.0' are refused, as is anything outside the bounds (a count
+    that large would run for days, not fail)."""
+
+    def parse(text: str) -> int:
+        t = text.strip()
+        if not (t.lstrip("+-").isdigit() and t.isascii()):
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+        value = int(t)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be within {lo}..{hi}: {text!r}")
+        return value
+
+    parse.__name__ = "whole number"  # argparse names the type in its messages
+    return parse
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:

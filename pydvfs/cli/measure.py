@@ -11,10 +11,14 @@ from __future__ import annotations
 import argparse
 import signal
 import subprocess
+import sys
 import threading
 
 from ..command import command_after_dashes, exit_status, start_command
+from .._core import MAX_INTERPOLATED_PCT
 from ..errors import InvalidValueError
+
+EXIT_BAD_READINGS = 3  # --strict and bad readings (govcore measure --strict: the same)
 
 
 def register(subparsers, common) -> None:
@@ -27,11 +31,15 @@ def register(subparsers, common) -> None:
             "time, energy per rail, CPU+GPU energy, average power, GPU load and sample count "
             "(CMD's own output goes to stderr). "
             "Exits with CMD's exit status (128+N if signal N ended it); 2 if CMD cannot be "
-            "started."
+            "started; 3 with --strict if the readings were bad."
         ),
     )
     p.add_argument("--rate", metavar="HZ", type=float, default=None,
                    help="samples per second (default: the sensor's update interval)")
+    p.add_argument("--strict", action="store_true",
+                   help=f"exit {EXIT_BAD_READINGS} (after the report) if a rail had more than "
+                        f"{MAX_INTERPOLATED_PCT:g} %% of the time interpolated over failed reads, "
+                        "or a negative reading (without it: a warning on stderr)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...",
                    help="the command and its arguments, after --")
     p.set_defaults(func=run)
@@ -85,4 +93,8 @@ def run(args) -> int:
     m = sampler.measurement
     data = {"command": cmd, "exit_status": status, **m.to_dict()}
     cli.emit(args, data, lambda: text_report(data))
+    for line in m.quality_warnings():
+        print(f"pydvfs: {'error' if args.strict else 'warning'}: {line}", file=sys.stderr, flush=True)
+    if args.strict and not m.readings_ok:
+        return EXIT_BAD_READINGS
     return status

@@ -7,9 +7,14 @@ import math
 import os
 import sys
 
-from .common import seed
+from .common import int_range, seed
 from ..errors import InvalidValueError
 from ..package_data import package_file
+
+# Bounds of the numbers these verbs take (stated in --help): beyond them a run takes hours or a
+# size is no transformer, and is refused rather than started.
+MIN_SIM_RUNS, MAX_SIM_RUNS = 20, 2000
+MAX_SIZE = 10**7
 
 BUNDLED_A100 = package_file("roofline", "data", "mlenergy_a100.csv")
 
@@ -40,10 +45,10 @@ def register(subparsers, common) -> None:
     pr.add_argument("--group", help="family/hardware group of the fit (default: the first)")
     pr.add_argument("--law", default="improved", choices=("baseline", "eta", "improved"))
     for name in ("layers", "hidden", "seq-len", "batch"):
-        pr.add_argument(f"--{name}", type=int, required=True)
-    pr.add_argument("--heads", type=int, help="default hidden/64")
-    pr.add_argument("--ff", type=int, help="default 4*hidden")
-    pr.add_argument("--steps", type=int, default=1)
+        pr.add_argument(f"--{name}", type=int_range(1, MAX_SIZE), required=True, help=f"1..{MAX_SIZE}")
+    pr.add_argument("--heads", type=int_range(1, MAX_SIZE), help=f"1..{MAX_SIZE}; default hidden/64")
+    pr.add_argument("--ff", type=int_range(1, MAX_SIZE), help=f"1..{MAX_SIZE}; default 4*hidden")
+    pr.add_argument("--steps", type=int_range(1, MAX_SIZE), default=1, help=f"1..{MAX_SIZE}")
     pr.add_argument("--strategy", default="single", choices=("single", "tp", "fsdp"))
     pr.add_argument("--devices", type=int, default=1)
     pr.add_argument("--speedup", type=float,
@@ -56,7 +61,8 @@ def register(subparsers, common) -> None:
                                    "runs on 1-8 GPUs, with known exponents.")
     s.add_argument("--out", required=True, metavar="CSV")
     s.add_argument("--seed", type=seed, default=0)
-    s.add_argument("--n", type=int, default=410, help="number of runs (default 410)")
+    s.add_argument("--n", type=int_range(MIN_SIM_RUNS, MAX_SIM_RUNS), default=410,
+                   help=f"number of runs, {MIN_SIM_RUNS}..{MAX_SIM_RUNS} (default 410)")
     s.add_argument("--energy-noise", type=float, default=0.12, help="log-normal sigma")
     s.set_defaults(func=cmd_simulate)
 
@@ -137,7 +143,11 @@ def cmd_predict(args) -> int:
         raise InvalidValueError(f"speedup must be positive, got {sp}")
     fam, hw = gname.split("/", 1)
     lawfit = g["laws"][args.law]
-    campaign = args.campaign or lawfit["layout"]["levels"].get("campaign", ["main"])[0]
+    campaigns = lawfit["layout"]["levels"].get("campaign", ["main"])
+    campaign = args.campaign or campaigns[0]
+    if campaign not in campaigns:
+        raise InvalidValueError(f"--campaign: the fit knows no campaign {campaign!r} "
+                                f"(known: {', '.join(map(str, campaigns))})")
     row = pd.DataFrame([{
         "family": fam, "strategy": args.strategy, "n_devices": args.devices,
         "layers": args.layers, "hidden": args.hidden,
@@ -158,8 +168,6 @@ def cmd_simulate(args) -> int:
     from .common import emit
     from ..roofline import multigpu_sim
 
-    if args.n < 20:
-        raise InvalidValueError("--n must be at least 20")
     if not (args.energy_noise >= 0):
         raise InvalidValueError("--energy-noise must be >= 0")
     df = multigpu_sim.sweep(seed=args.seed, n_configs=args.n, energy_noise=args.energy_noise)

@@ -68,7 +68,10 @@ def text_report(r: dict) -> str:
         if est:
             lines.append("estimates " + ", ".join(f"{e['freq_mhz']:g}: {e['j_per_step']:.5g}" for e in est)
                          + " J/step")
-    lines.append("board     restored" if r["restored"] else "board     was not changed")
+    if r.get("restore_error"):
+        lines.append(f"board     NOT restored: {r['restore_error']}")
+    else:
+        lines.append("board     restored" if r["restored"] else "board     was not changed")
     return "\n".join(lines)
 
 
@@ -118,6 +121,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("pydvfs run: stopped; the GPU clock was restored", file=sys.stderr, flush=True)
         raise
     emit(args, report, lambda: text_report(report))
+    if report.get("restore_error"):
+        print(f"pydvfs run: error: {report['restore_error']}", file=sys.stderr, flush=True)
+        return report["exit_status"] or 1
     return report["exit_status"]
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import seed
+from .common import int_range, seed
+from ..sweep import MAX_REPEATS
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
 
@@ -59,7 +60,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--sim", action="store_true", help="use the simulated AGX Orin (virtual time)")
     p.add_argument("--out", metavar="CSV", help="dataset to append to (created if missing)")
     p.add_argument("--plot", metavar="DIR", help="(--sim) write the U-curve plots here")
-    p.add_argument("--repeats", type=int, default=1, help="runs per setting (default 1)")
+    p.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=1,
+                   help=f"runs per setting, 1..{MAX_REPEATS} (default 1)")
     p.add_argument("--seed", type=seed, default=0, help="seed of the run order / the simulator")
     g = p.add_argument_group("board sweep")
     g.add_argument("--workload", metavar="K=V,...", help="the workload's features: name, model, layers, "

@@ -168,6 +168,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         except OSError as e:
             raise InvalidValueError(f"cannot remove the old progress file {progress}: {e.strerror}") from None
         print(f"pydvfs run: removed the old progress file {progress}", file=log, flush=True)
+    finished = False
     try:
         if online:
             dev.pin(start)
@@ -192,8 +193,15 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                 stop_command(proc)
                 raise
         status = exit_status(proc.returncode)
+        finished = True
     finally:
-        restored = dev.restore()
+        try:
+            restored, restore_error = dev.restore(), None
+        except PydvfsError as e:
+            if not finished:
+                raise
+            # the run is over and measured: its report is still given, with what is left pinned
+            restored, restore_error = False, str(e)
     m = sampler.measurement
     steps = read_progress(progress) if progress is not None else None
     energy = _window_energy_j(m)
@@ -206,6 +214,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         steps=steps,
         j_per_step=energy / steps if steps else None,
         restored=restored,
+        restore_error=restore_error,
         measurement=m.to_dict(),
     )
     if online:

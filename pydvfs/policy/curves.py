@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..dataset import check_frame, check_row_lengths
 from ..errors import InvalidValueError
 from .workload import Workload
 
@@ -77,11 +78,12 @@ def read_dataset(path: str | Path):
     path = Path(path)
     if not path.is_file():
         raise InvalidValueError(f"no such dataset: {path}")
+    check_row_lengths(path)
     try:
         df = pd.read_csv(path)
     except Exception as e:  # pandas raises many types for a file that is not CSV
         raise InvalidValueError(f"{path} is not a readable CSV: {e}") from None
-    return df
+    return check_frame(df, path)
 
 
 def _numeric(df, column: str):

@@ -90,6 +90,8 @@ static void devfreq_files(const char *root, const char *df, const char *levels)
     fake_write(root, rel, levels);
     snprintf(rel, sizeof rel, "%s/governor", df);
     fake_write(root, rel, "nvhost_podgov\n");
+    snprintf(rel, sizeof rel, "%s/available_governors", df);
+    fake_write(root, rel, "nvhost_podgov userspace performance simple_ondemand\n");
     /* min = lowest and max = highest level in the list, whatever its order */
     {
         unsigned long long lo = ~0ULL, hi = 0, v;

@@ -171,7 +171,7 @@ static void test_state_per_root_and_damaged(void)
     f = fopen(p1, "w");
     fputs("governor=\nmin_hz=abc\n", f);
     fclose(f);
-    CHECK(gc_restore(&b1, state_dir, &restored) == -EINVAL);
+    CHECK(gc_restore(&b1, state_dir, &restored) == -EBADMSG);
     CHECK(strstr(b1.err, "damaged") != NULL);
     fake_tree_remove(r1);
     fake_tree_remove(r2);
@@ -184,7 +184,15 @@ static void test_default_state_dir(void)
     setenv("PYDVFS_STATE_DIR", "/somewhere/else", 1);
     CHECK(gc_default_state_dir(out, sizeof out) == 0 && strcmp(out, "/somewhere/else") == 0);
     unsetenv("PYDVFS_STATE_DIR");
-    CHECK(gc_default_state_dir(out, sizeof out) == 0 && out[0] == '/');
+    /* root: /run/pydvfs; others: $XDG_RUNTIME_DIR/pydvfs, never a guessable /tmp name */
+    if (geteuid() == 0) {
+        CHECK(gc_default_state_dir(out, sizeof out) == 0 && strcmp(out, "/run/pydvfs") == 0);
+    } else {
+        setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
+        CHECK(gc_default_state_dir(out, sizeof out) == 0 && strcmp(out, "/run/user/1000/pydvfs") == 0);
+        unsetenv("XDG_RUNTIME_DIR");
+        CHECK(gc_default_state_dir(out, sizeof out) == -EDESTADDRREQ);
+    }
 }
 
 int main(void)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static char state_dir[600];
 
@@ -147,6 +148,39 @@ static void test_restore_governor(void)
     fake_tree_remove(root);
 }
 
+static void test_restore_writes_what_it_can(void)
+{
+    gc_board b;
+    const char *root = setup(&b);
+    gc_clock_state st;
+    char path[GC_PATH_MAX];
+    uint64_t level;
+    int restored = 7;
+
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) == 0);
+    /* max_freq is busy: min is still lowered, the message names what is left, the state stays */
+    mock_reset();
+    mock.fail_writes_to = "max_freq";
+    mock.fail_errno = EBUSY;
+    CHECK(gc_restore(&b, state_dir, &restored) == -EBUSY && restored == 0);
+    CHECK(strstr(b.err, "still not as saved: max_freq") != NULL);
+    CHECK(strstr(b.err, "min_freq (") == NULL);
+    CHECK(mock.rejected == 0);
+    CHECK(gc_clock_read(&b, &st) == 0);
+    CHECK_EQ_U64(st.min_hz, 306000000);
+    CHECK_EQ_U64(st.max_hz, 510000000);
+    CHECK(gc_state_path(&b, state_dir, path, sizeof path) == 0 && access(path, F_OK) == 0);
+    /* cur_freq cannot be read (garbage): restore does not need it */
+    mock.fail_writes_to = NULL;
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) == 0);
+    fake_write(root, "sys/devices/17000000.ga10b/devfreq/17000000.ga10b/cur_freq", "busy\n");
+    mock_reset();
+    CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 1);
+    CHECK(mock.rejected == 0);
+    CHECK(access(path, F_OK) != 0);
+    fake_tree_remove(root);
+}
+
 int main(void)
 {
     RUN(test_every_transition_keeps_min_le_max);
@@ -155,5 +189,6 @@ int main(void)
     RUN(test_permission_failure_restores);
     RUN(test_state_dir_unwritable);
     RUN(test_restore_governor);
+    RUN(test_restore_writes_what_it_can);
     return DONE("test_clock");
 }

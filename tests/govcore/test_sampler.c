@@ -9,6 +9,7 @@
 #include "sampler.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -364,6 +365,67 @@ static void test_bad_readings_counted_and_skipped(void)
     CHECK(llabs(w.energy_nj[1] - 2 * w.duration_ns) <= 1);
 }
 
+static void test_reading_quality_reported(void)
+{
+    gc_board b;
+    gc_sampler *s;
+    gc_snapshot a, m, z;
+    gc_window w, w2;
+
+    make_board(&b, "quality", 3, GC_RAIL_HWMON);
+    put(b.rails[0].voltage_path, 1000);
+    put(b.rails[0].current_path, 1000);            /* 1 W, always readable */
+    put(b.rails[1].voltage_path, 1000);
+    put(b.rails[1].current_path, 2000);            /* 2 W, then garbage for half the window */
+    put_text(b.rails[2].current_path, "garbage\n"); /* never readable */
+    put(b.rails[2].voltage_path, 1000);
+    s = started(&b, 1000, 0);
+    gc_sampler_snapshot(s, &a);
+    sleep_ms(100);
+    put_text(b.rails[1].current_path, "x\n");
+    sleep_ms(100);
+    gc_sampler_snapshot(s, &m);                    /* inside rail 1's gap: held so far */
+    CHECK(gc_window_diff(&a, &m, &w) == 0);
+    CHECK(w.interpolated_pct[1] > 20.0 && w.interpolated_pct[1] < 80.0);
+    put(b.rails[1].current_path, 2000);
+    sleep_ms(100);
+    gc_sampler_snapshot(s, &z);
+    CHECK(gc_window_diff(&a, &z, &w) == 0);
+    CHECK_I64(w.failed_reads[0], 0);
+    CHECK(w.interpolated_pct[0] == 0.0);
+    CHECK(w.failed_reads[1] > 10);
+    CHECK(w.interpolated_pct[1] > 15.0 && w.interpolated_pct[1] < 70.0);
+    CHECK(w.failed_reads[2] > 100);
+    CHECK(w.interpolated_pct[2] > 95.0 && w.interpolated_pct[2] <= 100.0);
+    CHECK(w.energy_nj[2] == 0);                    /* nothing measured: no energy made up */
+    CHECK(w.readings_ok == 0);
+    /* windows that split the gap add up to the whole gap */
+    CHECK(gc_window_diff(&m, &z, &w2) == 0);
+    {
+        gc_window w1;
+        double gap1, gap2, all;
+
+        CHECK(gc_window_diff(&a, &m, &w1) == 0);
+        gap1 = w1.interpolated_pct[1] * (double)w1.duration_ns / 100.0;
+        gap2 = w2.interpolated_pct[1] * (double)w2.duration_ns / 100.0;
+        all = w.interpolated_pct[1] * (double)w.duration_ns / 100.0;
+        CHECK(gap2 > 0 && fabs(gap1 + gap2 - all) < 1000.0);
+    }
+    /* a negative current is flagged and not integrated as negative energy */
+    put_text(b.rails[2].current_path, "100\n");
+    put_text(b.rails[0].current_path, "-1500\n");
+    sleep_ms(60);
+    gc_sampler_snapshot(s, &a);
+    sleep_ms(60);
+    gc_sampler_snapshot(s, &z);
+    gc_sampler_free(s);
+    CHECK(gc_window_diff(&a, &z, &w) == 0);
+    CHECK(w.negative_readings[0] > 5);
+    CHECK(w.energy_nj[0] == 0);
+    CHECK(w.interpolated_pct[2] == 0.0 && w.negative_readings[2] == 0);
+    CHECK(w.readings_ok == 0);
+}
+
 static void test_start_stop_twice_and_single_use(void)
 {
     gc_board b;
@@ -524,6 +586,7 @@ int main(void)
     RUN(test_constant_power_is_exact);
     RUN(test_step_and_ina3221x);
     RUN(test_bad_readings_counted_and_skipped);
+    RUN(test_reading_quality_reported);
     RUN(test_start_stop_twice_and_single_use);
     RUN(test_ring_wraps_oldest_first);
     RUN(test_concurrent_readers_and_stoppers);

@@ -15,7 +15,8 @@ from pydvfs.device.fake import build_fake_board
 
 REPO = Path(__file__).resolve().parents[2]
 KEYS = ["command", "exit_status", "duration_s", "energy_j", "total_energy_j", "cpu_gpu_energy_j",
-        "avg_power_w", "total_avg_power_w", "gpu_util_pct", "samples", "read_errors", "rate_hz"]
+        "avg_power_w", "total_avg_power_w", "gpu_util_pct", "samples", "read_errors", "rate_hz",
+        "failed_reads", "interpolated_pct", "negative_readings", "incomplete_rails", "readings_ok"]
 
 
 @pytest.fixture

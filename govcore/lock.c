@@ -139,7 +139,8 @@ int gc_lock_acquire(gc_board *b, const char *state_dir, int wait_ms, gc_lock *lk
     if (lk->fd >= 0)
         return -EEXIST;
     if ((rc = gc_lock_path(b, state_dir, lk->path, sizeof lk->path)) < 0) {
-        set_err(b, "lock file path too long");
+        if (rc == -ENAMETOOLONG) /* gc_state_path said why for anything else */
+            set_err(b, "lock file path too long");
         return rc;
     }
     if ((rc = make_parent(lk->path)) < 0) {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from typing import Any, Callable
 
@@ -61,7 +62,7 @@ def int_range(lo: int, hi: int):
 
     def parse(text: str) -> int:
         t = text.strip()
-        if not (t.lstrip("+-").isdigit() and t.isascii()):
+        if not re.fullmatch(r"[+-]?[0-9]+", t):
             raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
         value = int(t)
         if not lo <= value <= hi:

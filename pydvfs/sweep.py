@@ -20,6 +20,7 @@ from .command import exit_status, start_command, stop_command
 from .dataset import RAILS, DatasetWriter, iter_rows
 from .device import open_device
 from .errors import CommandError, InvalidValueError
+from .levels import nearest_level
 from .policy.workload import Workload
 from .sampler import Sampler
 from .signals import terminate_as_exception
@@ -65,7 +66,7 @@ def parse_freqs(text: str, levels_mhz: Sequence[float]) -> list[float]:
             raise InvalidValueError(f"--freqs: not a clock: {part!r} (use 'all' or e.g. 510,714,1300.5)") from None
         if not (mhz > 0 and math.isfinite(mhz)):
             raise InvalidValueError(f"--freqs: not a clock: {part!r}")
-        level = min(levels_mhz, key=lambda f: (abs(f - mhz), f))
+        level = nearest_level(levels_mhz, mhz)
         if level not in out:
             out.append(level)
     return out

@@ -31,6 +31,8 @@ import math
 from dataclasses import dataclass, field, fields, replace
 
 from ..errors import InvalidValueError
+from ..levels import nearest_level
+from ..rails import CPU_GPU_RAILS, ORIN_RAILS  # CPU_GPU_RAILS: what the paper calls CPU+GPU power
 from .workloads import ATTENTION_FACTOR, Workload
 
 # ---- hardware facts (published, not fitted) --------------------------------------------------
@@ -40,8 +42,7 @@ DRAM_PEAK_GBPS = 204.8  # LPDDR5, 256 bit, 3200 MHz
 EMC_MAX_MHZ = 3199.0
 CPU_MAX_MHZ = 2201.6  # Cortex-A78AE, MAXN
 
-RAILS = ("VDD_GPU_SOC", "VDD_CPU_CV", "VDDQ_VDD2_1V8AO", "VIN_SYS_5V0")
-CPU_GPU_RAILS = ("VDD_CPU_CV", "VDD_GPU_SOC")  # what the paper calls CPU+GPU power
+RAILS = ORIN_RAILS
 
 
 @dataclass(frozen=True)
@@ -299,7 +300,7 @@ class OperatingPoint:
 
 def snap_mhz(freq_mhz: float, levels=ORIN_LEVELS_MHZ) -> float:
     """The nearest OPP (the devfreq core snaps to its table the same way)."""
-    return min(levels, key=lambda lv: (abs(lv - freq_mhz), lv))
+    return nearest_level(levels, freq_mhz)
 
 
 def operating_point(w: Workload, setting: str = "fixed", freq_mhz: float | None = None,

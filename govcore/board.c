@@ -149,7 +149,7 @@ static int parse_freq_table(gc_board *b, const char *path)
         v = strtoull(p, &end, 10);
         if (end == p || errno != 0 || v == 0) {
             set_err(b, "%s: not a list of frequencies in Hz: \"%.60s\"", path, buf);
-            return -EINVAL;
+            return -GC_EBOARD;
         }
         if (n == GC_MAX_FREQS) {
             set_err(b, "%s: more than %d frequencies", path, GC_MAX_FREQS);
@@ -160,7 +160,7 @@ static int parse_freq_table(gc_board *b, const char *path)
     }
     if (n == 0) {
         set_err(b, "%s is empty", path);
-        return -EINVAL;
+        return -GC_EBOARD;
     }
     qsort(b->freqs_hz, (size_t)n, sizeof b->freqs_hz[0], cmp_u64);
     b->n_freqs = n;

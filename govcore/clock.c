@@ -91,7 +91,7 @@ int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
                    "%.2f MHz (a power-mode cap? check nvpmodel)",
                 gc_hz_to_mhz(min_hz), gc_hz_to_mhz(max_hz), gc_hz_to_mhz(st.min_hz),
                 gc_hz_to_mhz(st.max_hz));
-        return -EIO;
+        return -GC_EVERIFY;
     }
     return 0;
 }
@@ -207,7 +207,7 @@ int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st)
     fclose(f);
     if (have != 7 || st->min_hz == 0 || st->max_hz < st->min_hz || !st->governor[0]) {
         set_err(b, "state file %s is damaged; check the clock by hand and delete it", path);
-        return -EINVAL;
+        return -GC_ESTATE;
     }
     return 0;
 }

@@ -29,6 +29,9 @@ _EXPORTS = {
     "BoardPermissionError": "pydvfs.errors",
     "InvalidValueError": "pydvfs.errors",
     "ClockVerifyError": "pydvfs.errors",
+    "BoardIOError": "pydvfs.errors",
+    "BoardDataError": "pydvfs.errors",
+    "StateFileError": "pydvfs.errors",
 }
 
 __all__ = sorted(_EXPORTS)

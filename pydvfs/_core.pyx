@@ -4,7 +4,7 @@
 Validation happens here, with the GIL held; the C calls that touch the board run without it.
 C error codes become Python exceptions in one place: ``check``.
 """
-from libc.errno cimport EACCES, EPERM, ENODEV, ENOENT, EINVAL, EIO, EROFS, ENAMETOOLONG
+from libc.errno cimport EACCES, EPERM, ENODEV, ENOENT, EINVAL, EROFS, ENAMETOOLONG
 from libc.string cimport strerror
 
 from pydvfs import errors
@@ -23,8 +23,12 @@ cdef int check(int rc, const char *detail) except -1:
         raise errors.BoardPermissionError(msg)
     if rc == -EINVAL or rc == -ENAMETOOLONG:
         raise errors.InvalidValueError(msg)
-    if rc == -EIO:
+    if rc == -GC_EVERIFY:
         raise errors.ClockVerifyError(msg)
+    if rc == -GC_ESTATE:
+        raise errors.StateFileError(msg)
+    if rc == -GC_EBOARD:
+        raise errors.BoardDataError(msg)
     raise errors.BoardIOError(msg)
 
 

@@ -1,43 +1,8 @@
 # Policy part of the govcore binding (included by _core.pyx): trees, proposals, decide/apply.
-from libc.stdint cimport uint64_t
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
-cdef extern from "policy.h" nogil:
-    ctypedef struct gc_workload:
-        int is_decoder             # 0 encoder, 1 decoder
-        double gpu_util_pct        # 0..100, negative if unknown
-        double layers
-        double hidden
-        double seq_len             # average tokens per sample
-
-    ctypedef struct gc_tree_model:
-        const char *name
-        void (*score)(double *input, double *output)
-        int n_features
-        const char *const *feature_names
-        int n_classes
-        const double *classes_mhz
-        double default_util_pct[2]
-        double ffg_mhz
-
-    ctypedef struct gc_decision:
-        int policy
-        double proposed_mhz        # 0 for maxn
-        uint64_t level_hz          # 0 for maxn
-
-    const gc_tree_model gc_builtin_tree
-    int gc_model_family(const char *model, int *is_decoder)
-    int GC_MAX_FEATURES
-    int GC_MAX_CLASSES
-    int gc_policy_parse(const char *name, int *policy)
-    int gc_features(const gc_tree_model *m, const gc_workload *w, double *out, char *err, size_t n)
-    int gc_propose_tree(const gc_tree_model *m, const gc_workload *w, double *mhz, char *err, size_t n)
-    double gc_propose_rules(const gc_workload *w)
-    int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w, gc_decision *d)
-    int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
-                 const char *state_dir, gc_decision *d)
-    int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t n)
-    void gc_tree_close(void *handle)
+# The static policies, in govcore's order: the one list every Python caller uses.
+POLICY_NAMES = tuple(gc_policy_name(i).decode() for i in range(GC_POLICY_COUNT))
 
 
 def model_is_decoder(str model):
@@ -65,14 +30,12 @@ cdef gc_workload _workload(tuple w) except *:
 cdef int _policy(str name) except -1:
     cdef int p = 0
     if gc_policy_parse(name.encode(), &p) < 0:
-        raise errors.InvalidValueError(f"unknown policy {name!r}: expected mlg, ffg, rules or maxn")
+        raise errors.InvalidValueError(f"unknown policy {name!r}: expected {', '.join(POLICY_NAMES)}")
     return p
 
 
 cdef class Tree:
     """A decision-tree policy: the one built in, or one compiled by `pydvfs train` (model_dir)."""
-    cdef gc_tree_model m
-    cdef void *handle
 
     def __cinit__(self, model_dir=None):
         cdef char err[512]
@@ -111,7 +74,7 @@ cdef class Tree:
     def features(self, tuple workload):
         """The feature vector the tree sees (float32-rounded, as scikit-learn compares)."""
         cdef gc_workload w = _workload(workload)
-        cdef double out[16]
+        cdef double out[GC_MAX_FEATURES]
         cdef char err[512]
         check(gc_features(&self.m, &w, out, err, sizeof(err)), err)
         return tuple(out[i] for i in range(self.m.n_features))
@@ -126,8 +89,8 @@ cdef class Tree:
 
     def predict_features(self, rows):
         """Class (MHz) for each raw feature vector, through the C tree. For golden tests."""
-        cdef double x[16]
-        cdef double p[32]
+        cdef double x[GC_MAX_FEATURES]
+        cdef double p[GC_MAX_CLASSES]
         cdef int i, j, best
         cdef int nf = self.m.n_features
         out = []

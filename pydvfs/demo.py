@@ -184,7 +184,7 @@ def _save(fig, stem: Path) -> Path:
 def stage_governed_run(ctx: DemoContext) -> dict:
     """A governed run on the animated board: the simulated training process writes the rails in
     scaled real time; the C sampler measures it under MAXN and under the learned policy."""
-    from . import Sampler, Workload, apply, restore
+    from . import Sampler, apply, restore
     from .device.fake import build_fake_board
     from .sim.workloads import get_workload
 
@@ -197,7 +197,7 @@ def stage_governed_run(ctx: DemoContext) -> dict:
     BoardFiles.discover(root).write_power(idle_board_power_w(default_params()))  # an idle board
     state = str(ctx.path("state"))
     sw = get_workload("bert-base", "SST-2")
-    wl = Workload(model="bert", layers=sw.arch.layers, hidden=sw.arch.hidden, seq_len=sw.task.avg_tokens)
+    wl = sw.workload()
     steps, scale = (400, 100) if ctx.quick else (1000, 100)
     runs = {}
     try:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .. import _core
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
@@ -30,7 +31,7 @@ from ..progress import read_progress
 from ..sampler import Sampler
 from .search import HillClimb, SearchParams
 
-STATIC_POLICIES = ("mlg", "ffg", "rules", "maxn")
+STATIC_POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn
 POLICIES = ("online",) + STATIC_POLICIES
 
 

@@ -7,9 +7,10 @@ import statistics
 from pathlib import Path
 from typing import Sequence
 
+from .. import _core
 from .curves import Curve
 
-POLICIES = ("mlg", "ffg", "rules", "maxn")
+POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn
 
 
 def choices_for(curve: Curve, tree) -> dict[str, float | None]:

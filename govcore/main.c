@@ -41,11 +41,14 @@ static const char usage_text[] =
     "\n"
     "verbs:\n"
     "  status        board, GPU clock state, available levels, power rails\n"
-    "  pin MHZ       pin the GPU clock to the available level nearest MHZ; the original\n"
-    "                governor/min/max are saved first\n"
+    "  pin MHZ [--nearest]\n"
+    "                pin the GPU clock to the available level nearest MHZ; the original\n"
+    "                governor/min/max are saved first. MHZ more than one level outside\n"
+    "                the board's table is refused unless --nearest\n"
     "  restore       put back the state saved before the first change (idempotent)\n"
-    "  apply --model M --layers L --hidden D --seq-len S [--util PCT] [--policy P]\n"
+    "  apply --workload model=M,layers=L,hidden=D,seq_len=S[,util_pct=PCT] [--policy P]\n"
     "        [--model-dir DIR] [--dry-run]\n"
+    "                (--model M --layers L --hidden D --seq-len S [--util PCT] also work)\n"
     "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
     "                (learned tree, default), ffg (best fixed clock), rules (paper A) or\n"
     "                maxn (restore the board's own governor); DIR holds a tree compiled by\n"
@@ -207,20 +210,47 @@ static int parse_mhz(const char *text, double *mhz)
     return 0;
 }
 
+/* More than one level step below the lowest level or above the highest: a typo (99999) rather
+ * than a clock; refused unless --nearest. The same rule as pydvfs.levels.beyond_table. */
+static int beyond_table(const gc_board *b, double mhz)
+{
+    double lo, hi;
+
+    if (b->n_freqs < 2)
+        return 0;
+    lo = gc_hz_to_mhz(b->freqs_hz[0]);
+    hi = gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 1]);
+    return mhz < lo - (gc_hz_to_mhz(b->freqs_hz[1]) - lo) ||
+           mhz > hi + (hi - gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 2]));
+}
+
 static int cmd_pin(const struct options *o)
 {
     gc_board b;
     double mhz;
     uint64_t level_hz;
     char state_path[GC_PATH_MAX];
-    int rc, snapped;
+    const char *text = NULL;
+    int rc, snapped, nearest = 0, i;
 
-    if (o->argc != 1)
-        return fail("pin takes one clock in MHz, e.g. `govcore pin 714`");
-    if (parse_mhz(o->argv[0], &mhz) < 0)
-        return fail("not a clock: '%s' (expected a positive number of MHz)", o->argv[0]);
+    for (i = 0; i < o->argc; i++) {
+        if (strcmp(o->argv[i], "--nearest") == 0)
+            nearest = 1;
+        else if (!text)
+            text = o->argv[i];
+        else
+            text = "";
+    }
+    if (!text || !*text)
+        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest]");
+    if (parse_mhz(text, &mhz) < 0)
+        return fail("not a clock: '%s' (expected a positive number of MHz)", text);
     if ((rc = open_board(o, &b)) != 0)
         return rc;
+    if (!nearest && beyond_table(&b, mhz))
+        return fail("%g MHz is outside the board's table (%g..%g MHz) by more than one level; "
+                    "pass --nearest to pin the nearest level anyway", mhz,
+                    gc_hz_to_mhz(b.freqs_hz[0]), gc_hz_to_mhz(b.freqs_hz[b.n_freqs - 1]));
     rc = gc_pin_hz(&b, gc_mhz_to_hz(mhz), o->state_dir, &level_hz);
     if (rc < 0)
         return fail_board(&b, rc);
@@ -289,8 +319,51 @@ static int parse_number(const char *name, const char *text, double *out)
     return 0;
 }
 
+/* One key=value of `--workload model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]`, the
+ * spelling pydvfs uses; the keys a pydvfs sweep records besides (name, task, ...) are accepted
+ * and not used here. Sets the bit of what it gave (1 model, 2 layers, 4 hidden, 8 seq_len, 16
+ * util), or returns EXIT_USAGE. */
+static int workload_item(char *item, gc_workload *w, const char **model_name, int *have)
+{
+    static const char *const ignored[] = {"name", "task", "heads", "params", "batch_size", "model_size"};
+    char *eq = strchr(item, '=');
+    double *num = NULL;
+    int bit = 0;
+    size_t k;
+
+    if (!eq || eq == item || !eq[1])
+        return fail("--workload: expected key=value, got '%s'", item);
+    *eq = '\0';
+    if (strcmp(item, "model") == 0) {
+        *model_name = eq + 1;
+        bit = 1;
+    } else if (strcmp(item, "layers") == 0) {
+        num = &w->layers;
+        bit = 2;
+    } else if (strcmp(item, "hidden") == 0) {
+        num = &w->hidden;
+        bit = 4;
+    } else if (strcmp(item, "seq_len") == 0) {
+        num = &w->seq_len;
+        bit = 8;
+    } else if (strcmp(item, "util_pct") == 0) {
+        num = &w->gpu_util_pct;
+        bit = 16;
+    } else {
+        for (k = 0; k < sizeof ignored / sizeof ignored[0]; k++)
+            if (strcmp(item, ignored[k]) == 0)
+                return 0;
+        return fail("--workload: unknown key '%s' (known: model, layers, hidden, seq_len, util_pct)", item);
+    }
+    if (num && parse_number(item, eq + 1, num) != 0)
+        return EXIT_USAGE;
+    *have |= bit;
+    return 0;
+}
+
 static int cmd_apply(const struct options *o)
 {
+    char spec[1024];
     gc_workload w = {0, -1.0, 0, 0, 0};
     gc_tree_model model = gc_builtin_tree;
     double x[GC_MAX_FEATURES];
@@ -312,6 +385,17 @@ static int cmd_apply(const struct options *o)
         }
         if (!(v = opt_value(o, &i)))
             return EXIT_USAGE;
+        if (strcmp(a, "--workload") == 0) {
+            char *item, *save = NULL;
+
+            if (strlen(v) >= sizeof spec)
+                return fail("--workload: too long");
+            strcpy(spec, v);
+            for (item = strtok_r(spec, ",", &save); item; item = strtok_r(NULL, ",", &save))
+                if (workload_item(item, &w, &model_name, &have) != 0)
+                    return EXIT_USAGE;
+            continue;
+        }
         if (strcmp(a, "--model") == 0) {
             model_name = v;
             bit = 1;
@@ -340,7 +424,8 @@ static int cmd_apply(const struct options *o)
         have |= bit;
     }
     if ((have & 15) != 15)
-        return fail("apply needs --model, --layers, --hidden and --seq-len");
+        return fail("apply needs --workload model=..,layers=..,hidden=..,seq_len=.. (or --model, "
+                    "--layers, --hidden and --seq-len)");
     if ((have & 16) && !(w.gpu_util_pct >= 0.0 && w.gpu_util_pct <= 100.0))
         return fail("--util must be within 0..100 %% (got %g)", w.gpu_util_pct);
     if (gc_model_family(model_name, &w.is_decoder) < 0)

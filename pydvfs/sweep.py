@@ -25,7 +25,7 @@ from .policy.workload import Workload
 from .sampler import Sampler
 from .signals import terminate_as_exception
 
-WORKLOAD_KEYS = ("name", "model", "task", "layers", "hidden", "seq_len", "heads", "params",
+WORKLOAD_KEYS = ("name", "model", "task", "layers", "hidden", "seq_len", "util_pct", "heads", "params",
                  "batch_size", "model_size")
 
 
@@ -95,7 +95,8 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-def _run_key(workload: str, setting: str, freq_mhz, repeat: int) -> tuple:
+def run_key(workload: str, setting: str, freq_mhz, repeat: int) -> tuple:
+    """What identifies one run of a dataset: a rerun (board or --sim) skips the keys present."""
     return (workload, setting, None if freq_mhz in (None, "") else round(float(freq_mhz), 3), int(repeat))
 
 
@@ -127,12 +128,12 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
     name = workload["name"]
 
     writer = DatasetWriter(out)  # repairs a half-written last line before we read what is done
-    done = {_run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]): r for r in iter_rows(out)}
+    done = {run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]): r for r in iter_rows(out)}
     plan = []
     for rep in range(repeats):
         order = list(settings)
         random.Random(f"{seed}/{name}/{rep}").shuffle(order)  # randomised per repeat
-        plan += [(rep, s, f) for s, f in order if _run_key(name, s, f, rep) not in done]
+        plan += [(rep, s, f) for s, f in order if run_key(name, s, f, rep) not in done]
     summary = {"out": str(out), "workload": name, "planned": len(settings) * repeats,
                "skipped": len(settings) * repeats - len(plan), "runs": 0, "failed": [],
                "repaired_bytes": writer.repaired_bytes}

@@ -36,6 +36,13 @@ def any_board(request, tmp_path):
     return build_fake_board(tmp_path / "board", layout, levels_hz=levels)
 
 
+@pytest.fixture(scope="session")
+def govcore_bin():
+    """The govcore binary, built from this tree (``make -C govcore govcore``)."""
+    subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "govcore"], check=True, capture_output=True)
+    return str(REPO / "govcore" / "govcore")
+
+
 @pytest.fixture
 def cli():
     """Run ``python -m pydvfs ARGS`` as a user would; returns the CompletedProcess."""

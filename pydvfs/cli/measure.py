@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import signal
 import subprocess
+import sys
 import threading
 
 from ..command import command_after_dashes, exit_status, start_command
 from ..errors import InvalidValueError
+from .common import add_board_options, examples
 
 
 def register(subparsers, common) -> None:
@@ -29,9 +31,12 @@ def register(subparsers, common) -> None:
             "Exits with CMD's exit status (128+N if signal N ended it); 2 if CMD cannot be "
             "started."
         ),
+        epilog=examples("pydvfs measure --sysfs-root /tmp/orin -- sleep 2",
+                        "pydvfs measure --rate 1000 --json -- python train.py"),
     )
     p.add_argument("--rate", metavar="HZ", type=float, default=None,
                    help="samples per second (default: the sensor's update interval)")
+    add_board_options(p, state=False)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...",
                    help="the command and its arguments, after --")
     p.set_defaults(func=run)
@@ -83,6 +88,11 @@ def run(args) -> int:
         proc = start_command(cmd)
         status = exit_status(_wait(proc))
     m = sampler.measurement
+    from .board import zero_rails_warning
+
+    warning = zero_rails_warning(m.energy_j) if m.samples else None
+    if warning:
+        print(f"pydvfs measure: {warning}", file=sys.stderr, flush=True)
     data = {"command": cmd, "exit_status": status, **m.to_dict()}
     cli.emit(args, data, lambda: text_report(data))
     return status

@@ -74,12 +74,6 @@ def test_unknown_policy(board):
         pydvfs.apply({"model": "bert", "layers": 2, "hidden": 128, "seq_len": 10}, policy="fast", sysfs_root=board.root)
 
 
-@pytest.fixture(scope="module")
-def govcore_bin():
-    subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "govcore"], check=True, capture_output=True)
-    return str(REPO / "govcore" / "govcore")
-
-
 @pytest.mark.parametrize("policy", ["mlg", "ffg", "rules", "maxn"])
 def test_cli_and_binary_agree(cli, board, govcore_bin, policy, tmp_path):
     for model, layers, hidden, seq, util in WORKLOADS:

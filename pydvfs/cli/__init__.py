@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     except PydvfsError as e:
         print(f"pydvfs: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except ModuleNotFoundError as e:
+    except ImportError as e:
         # an optional extra that is not installed: say which, in one line
-        message = missing_extra_message(e.name)
+        message = missing_extra_message(e)
         if message is None:
             raise
         print(f"pydvfs {args.verb}: {message}", file=sys.stderr)

@@ -21,13 +21,18 @@ EXTRA_OF_MODULE = {
 }
 
 
-def missing_extra_message(module: str) -> str | None:
-    """The one line for a missing optional module, or None if it belongs to no extra."""
-    top = (module or "").split(".")[0]
-    extra = EXTRA_OF_MODULE.get(top)
-    if extra is None:
-        return None
-    return f"this needs {top}, from the optional extra '{extra}': pip install 'pydvfs[{extra}]'"
+def missing_extra_message(error: ImportError) -> str | None:
+    """The one line for an import that failed because an optional extra is not installed (the
+    module itself, or one that a module of the extra needs: pandas without numpy), or None."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        top = (getattr(error, "name", None) or "").split(".")[0]
+        extra = EXTRA_OF_MODULE.get(top)
+        if extra is not None:
+            return f"this needs {top}, from the optional extra '{extra}': pip install 'pydvfs[{extra}]'"
+        error = error.__cause__ or error.__context__
+    return None
 
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -13,7 +13,6 @@ import random
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Sequence
 
 from .command import exit_status, start_command, stop_command

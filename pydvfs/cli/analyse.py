@@ -94,8 +94,8 @@ def _flat_row(d: dict) -> dict:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from . import common as cli
     from ..analysis import adapters, ucurve
+    from . import common as cli
 
     args.files = list(args.data) + list(args.files)
     if not args.files:

@@ -77,8 +77,8 @@ def text_report(data: dict) -> str:
 
 
 def run(args) -> int:
-    from . import common as cli
     from ..sampler import Sampler
+    from . import common as cli
 
     cmd = command_after_dashes(args.cmd)
     if not cmd:

@@ -5,9 +5,7 @@ import argparse
 from pathlib import Path
 
 from .. import _core
-
-from .common import (add_board_options, add_workload_argument, emit, examples, name_list,
-                     workload_from_args)
+from .common import add_board_options, add_workload_argument, emit, examples, name_list, workload_from_args
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -7,8 +7,8 @@ import math
 import os
 import sys
 
-from .common import seed
 from ..errors import InvalidValueError
+from .common import seed
 
 BUNDLED_A100 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mlenergy_a100.csv")
 
@@ -79,8 +79,8 @@ def _load(path):
 
 
 def cmd_fit(args) -> int:
-    from .common import emit
     from ..roofline import pipeline
+    from .common import emit
 
     df, fmt = _load(args.data)
     result = pipeline.analyse(df, fmt)
@@ -96,8 +96,8 @@ def cmd_fit(args) -> int:
 def cmd_predict(args) -> int:
     import pandas as pd
 
-    from .common import emit
     from ..roofline import dataset, law, speedup
+    from .common import emit
 
     if args.fit:
         try:
@@ -154,8 +154,8 @@ def cmd_predict(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    from .common import emit
     from ..roofline import multigpu_sim
+    from .common import emit
 
     if args.n < 20:
         raise InvalidValueError("--n must be at least 20")
@@ -170,8 +170,8 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_collect(args) -> int:
-    from .common import emit
     from ..roofline import collect
+    from .common import emit
 
     configs = collect.parse_configs(args.configs or collect.DEFAULT_CONFIGS)
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]

@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import add_board_options, add_workload_argument, examples
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
+from .common import add_board_options, add_workload_argument, examples
 
 
 def _fmt_mhz(mhz) -> str:
@@ -97,8 +97,8 @@ def _window_params(args):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .common import emit, workload_from_args
     from ..governor.loop import run_governed
+    from .common import emit, workload_from_args
 
     cmd = command_after_dashes(args.cmd)
     if not cmd:

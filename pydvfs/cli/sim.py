@@ -27,10 +27,10 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def sim_sweep(args: argparse.Namespace) -> int:
-    from .common import emit, name_list
-    from ..sim.sweep import plot_curves, sweep_rows
     from ..dataset import DatasetWriter, iter_rows
+    from ..sim.sweep import plot_curves, sweep_rows
     from ..sweep import run_key
+    from .common import emit, name_list
 
     if not args.out and not args.plot:
         raise InvalidValueError("give --out CSV and/or --plot DIR")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_board_options, add_workload_argument, examples, seed
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
+from .common import add_board_options, add_workload_argument, examples, seed
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -23,8 +23,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
     if args.plot:
         raise InvalidValueError("--plot is for --sim; for a board's sweep run `pydvfs analyse CSV --out DIR`")
-    from .common import emit, workload_from_args
     from ..sweep import run_sweep
+    from .common import emit, workload_from_args
 
     summary = run_sweep(cmd, workload_from_args(args), args.out, freqs=args.freqs, repeats=args.repeats,
                         settle_s=args.settle, idle_s=args.idle, rate_hz=args.rate, seed=args.seed,

@@ -202,8 +202,12 @@ def select_tree(curves: Sequence[Curve], feature_sets=("paper", "roofline")) -> 
 
 def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
     """Every candidate by LOOCV over workloads; the tree's hyper-parameters selected inside."""
-    from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor,
-                                  RandomForestClassifier, RandomForestRegressor)
+    from sklearn.ensemble import (
+        GradientBoostingClassifier,
+        GradientBoostingRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler

@@ -26,8 +26,7 @@ from ..errors import PydvfsError
 from ..levels import nearest_level
 from ..progress import write_progress
 from .board import BoardFiles
-from .model import (ORIN_LEVELS_MHZ, POWER_MODES, RAILS, default_params, idle_board_power_w,
-                    operating_point, run_noise)
+from .model import ORIN_LEVELS_MHZ, POWER_MODES, RAILS, default_params, idle_board_power_w, operating_point, run_noise
 from .workloads import get_workload
 
 

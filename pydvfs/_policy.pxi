@@ -1,5 +1,4 @@
 # Policy part of the govcore binding (included by _core.pyx): trees, proposals, decide/apply.
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 # The static policies, in govcore's order: the one list every Python caller uses.
 POLICY_NAMES = tuple(gc_policy_name(i).decode() for i in range(GC_POLICY_COUNT))
@@ -86,43 +85,6 @@ cdef class Tree:
         cdef char err[512]
         check(gc_propose_tree(&self.m, &w, &mhz, err, sizeof(err)), err)
         return mhz
-
-    def predict_features(self, rows):
-        """Class (MHz) for each raw feature vector, through the C tree. For golden tests."""
-        cdef double x[GC_MAX_FEATURES]
-        cdef double p[GC_MAX_CLASSES]
-        cdef int i, j, best
-        cdef int nf = self.m.n_features
-        out = []
-        for row in rows:
-            if len(row) != nf:
-                raise errors.InvalidValueError(f"expected {nf} features, got {len(row)}")
-            for j in range(nf):
-                x[j] = <double>(<float>row[j])
-            self.m.score(x, p)
-            best = 0
-            for i in range(1, self.m.n_classes):
-                if p[i] > p[best]:
-                    best = i
-            out.append(self.m.classes_mhz[best])
-        return out
-
-
-    def time_propose_ns(self, tuple workload, long n):
-        """Mean ns of one gc_propose_tree call, over n calls in a C loop (for bench/)."""
-        cdef gc_workload w = _workload(workload)
-        cdef double mhz = 0
-        cdef char err[512]
-        cdef long i
-        cdef timespec t0, t1
-        if n < 1:
-            raise errors.InvalidValueError("n must be >= 1")
-        with nogil:
-            clock_gettime(CLOCK_MONOTONIC, &t0)
-            for i in range(n):
-                gc_propose_tree(&self.m, &w, &mhz, err, sizeof(err))
-            clock_gettime(CLOCK_MONOTONIC, &t1)
-        return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n
 
 
 def propose_rules(tuple workload):

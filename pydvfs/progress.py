@@ -31,7 +31,7 @@ def read_progress(path: str | os.PathLike) -> int | None:
     missing, empty or unreadable."""
     try:
         text = Path(path).read_text().strip()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, UnicodeDecodeError):
+    except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError):
         return None
     if not text:
         return None

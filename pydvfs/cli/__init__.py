@@ -9,6 +9,7 @@ import importlib
 import os
 import sys
 
+from .. import eta
 from ..errors import PydvfsError
 from ..signals import Terminated
 from .common import EXIT_USAGE, _Parser, add_common_options, examples, missing_extra_message
@@ -56,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with eta.reporting():  # long loops (LOOCV, analyse, fits) show a progress line on stderr
+            return int(args.func(args) or 0)
     except PydvfsError as e:
         print(f"pydvfs: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -47,6 +47,7 @@ def test_analyze_is_analyse_and_data_is_spelled_the_same(cli, tmp_path):
     for args in (["analyse", "--data", str(data)], ["analyze", "--data", str(data)], ["analyse", str(data)]):
         r = cli(*args, "--out", str(tmp_path / "a"), "--no-plots", "--json")
         assert r.returncode == 0, (args, r.stderr)
+        assert "analyse: workloads: 1/1 (100%)" in r.stderr  # the progress line, on stderr
         outs.append(json.loads(r.stdout)["workloads"])
     assert outs[0] == outs[1] == outs[2]
     r = cli("analyse", "--out", str(tmp_path / "a"))
@@ -102,6 +103,7 @@ def test_evaluate_takes_model_dir(cli, tmp_path):
     assert r.returncode == 2 and "nowhere" in r.stderr
     r = cli("evaluate", "--data", str(data), "--json")
     assert r.returncode == 0, r.stderr
+    assert "evaluate: workloads: 2/2 (100%)" in r.stderr
     r = cli("evaluate", "--data", str(data), "--model", "x")
     assert r.returncode == 2  # --model is a model type, never a folder
 
@@ -143,3 +145,15 @@ def test_fake_board_is_a_board_every_verb_takes(cli, tmp_path):
     assert int(steps.read_text()) == 50
     r = cli("fake-board", str(tmp_path / "x4"), "--layout", "jp4", "--animate", "bert-base")
     assert r.returncode == 2
+
+
+def test_progress_line_reports_eta_only_when_asked():
+    import io
+
+    from pydvfs import eta
+
+    assert eta.track([1, 2], "x") == [1, 2]  # no reporting: the iterable itself, no cost
+    buf = io.StringIO()
+    with eta.reporting(buf):
+        assert list(eta.track(range(3), "folds")) == [0, 1, 2]
+    assert buf.getvalue().endswith("folds: 3/3 (100%) 0:00\n")

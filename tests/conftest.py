@@ -47,7 +47,8 @@ def govcore_bin():
 def cli():
     """Run ``python -m pydvfs ARGS`` as a user would; returns the CompletedProcess."""
 
-    def run(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    # generous: under load (two test runs on 2 cores) a LOOCV training takes minutes; a hang still ends
+    def run(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
         full_env = {**os.environ, **(env or {})}
         return subprocess.run([sys.executable, "-m", "pydvfs", *args], capture_output=True,
                               text=True, env=full_env, timeout=timeout)

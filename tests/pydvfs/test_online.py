@@ -71,7 +71,7 @@ def test_online_finds_the_simulated_optimum_and_beats_maxn(cli, orin, tmp_path):
     # coin flip decided by measurement noise; 1224 -> 1122 is 8.8 %.
     res = cli("run", "--sysfs-root", str(orin.root), "--json", "--start", "1224",
               "--progress-file", str(progress), *SEARCH, "--",
-              *train_cmd(orin, progress, 30000, write_log=tmp_path / "writes.json"))
+              *train_cmd(orin, progress, 40000, write_log=tmp_path / "writes.json"))
     assert res.returncode == 0, res.stderr
     r = json.loads(res.stdout)
     # A window's J/step is its energy over the steps counted in it; the count read at each end
@@ -85,7 +85,7 @@ def test_online_finds_the_simulated_optimum_and_beats_maxn(cli, orin, tmp_path):
     worst = max(noise.values())
     assert limits(orin) == FULL and r["restored"]
     assert r["start_mhz"] == 1224 and r["start_source"] == "--start"
-    assert r["converged"] and r["fallback"] is None and r["steps"] == 30000
+    assert r["converged"] and r["fallback"] is None and r["steps"] == 40000, (r["fallback"], r["search"]["estimates"], noise)
     chosen = r["chosen_mhz"]
     # near the bottom of the U, levels within the search margin (2 %) plus the noise of short
     # windows on a shared 2-core machine are all good answers: judge by true energy per step
@@ -98,7 +98,7 @@ def test_online_finds_the_simulated_optimum_and_beats_maxn(cli, orin, tmp_path):
     assert moves and all(m["to_mhz"] < m["from_mhz"] for m in moves)
     assert r["trajectory"][-1]["phase"] == "hold" and r["trajectory"][-1]["freq_mhz"] == chosen
     # the run's own J/step (search included) against the start clock and against MAXN
-    assert r["energy_at_start_clock_j"] == pytest.approx(30000 * truth[1224.0], rel=0.04 + noise[1224.0])
+    assert r["energy_at_start_clock_j"] == pytest.approx(40000 * truth[1224.0], rel=0.04 + noise[1224.0])
     assert r["saving_vs_start_pct"] > 10
     maxn_progress = tmp_path / "maxn-steps"
     res = cli("run", "--sysfs-root", str(orin.root), "--json", "--policy", "maxn",

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,12 +108,59 @@ static int open_board(const struct options *o, gc_board *b)
     return rc < 0 ? fail_board(b, rc) : 0;
 }
 
+static double cpu_gpu_energy_j(const gc_sampler *s, const gc_window *w, int *found);
+
+#define LIVE_WINDOW_MS 250 /* how long `status` samples the rails for its live watts */
+
+/* Watts per rail and GPU load over one short sampler window (what `pydvfs status` shows too).
+ * Returns 1 with *w and *cpu_gpu_w (< 0 if the board has no CPU/GPU rails) filled, 0 if there
+ * is nothing to sample. The rail names are the board's, in its order. */
+static int live_power(gc_board *b, gc_window *w, double *cpu_gpu_w)
+{
+    gc_sampler_config cfg = {0};
+    gc_sampler *s = NULL;
+    gc_snapshot a, z;
+    struct timespec nap = {0, LIVE_WINDOW_MS * 1000000L};
+    int found = 0, ok = 0;
+
+    if (b->n_rails == 0 || gc_sampler_create(&s, b, &cfg) < 0)
+        return 0;
+    if (gc_sampler_start(s) < 0)
+        goto free_sampler;
+    gc_sampler_snapshot(s, &a);
+    while (nanosleep(&nap, &nap) < 0 && errno == EINTR)
+        ;
+    gc_sampler_snapshot(s, &z);
+    gc_sampler_stop(s);
+    if (gc_window_diff(&a, &z, w) < 0 || w->duration_ns <= 0)
+        goto free_sampler;
+    *cpu_gpu_w = cpu_gpu_energy_j(s, w, &found) / (w->duration_ns / 1e9);
+    if (!found)
+        *cpu_gpu_w = -1.0;
+    ok = 1;
+free_sampler:
+    gc_sampler_free(s);
+    return ok;
+}
+
+static int all_zero(const gc_window *w)
+{
+    int k;
+
+    for (k = 0; k < w->n_rails; k++)
+        if (w->avg_power_w[k] != 0.0)
+            return 0;
+    return w->n_rails > 0;
+}
+
 static int cmd_status(const struct options *o)
 {
     gc_board b;
     gc_clock_state st, saved;
+    gc_window live;
+    double cpu_gpu_w = -1.0;
     char state_path[GC_PATH_MAX];
-    int rc, i, load = -1, have_saved;
+    int rc, i, load = -1, have_saved, have_live;
 
     if ((rc = open_board(o, &b)) != 0)
         return rc;
@@ -125,6 +173,11 @@ static int cmd_status(const struct options *o)
     if (rc < 0 && rc != -ENOENT)
         return fail_board(&b, rc);
     have_saved = rc == 0;
+    have_live = live_power(&b, &live, &cpu_gpu_w);
+    if (have_live && all_zero(&live))
+        fprintf(stderr, "govcore status: warning: every power rail reads 0 W: the sensor is off, or "
+                        "this is a fake board nobody animates (`pydvfs fake-board DIR --animate MODEL`); "
+                        "energies will be 0\n");
 
     if (o->json) {
         printf("{\n  \"sysfs_root\": ");
@@ -169,6 +222,27 @@ static int cmd_status(const struct options *o)
         } else {
             printf("null");
         }
+        printf(",\n  \"live\": ");
+        if (have_live) {
+            printf("{\"power_w\": {");
+            for (i = 0; i < live.n_rails; i++) {
+                printf("%s", i ? ", " : "");
+                json_str(b.rails[i].name);
+                printf(": %.3f", live.avg_power_w[i]);
+            }
+            printf("}, \"cpu_gpu_power_w\": ");
+            if (cpu_gpu_w >= 0)
+                printf("%.3f", cpu_gpu_w);
+            else
+                printf("null");
+            printf(", \"gpu_load_pct\": ");
+            if (live.gpu_util_pct >= 0)
+                printf("%.1f}", live.gpu_util_pct);
+            else
+                printf("null}");
+        } else {
+            printf("null");
+        }
         printf("\n}\n");
         return 0;
     }
@@ -183,7 +257,9 @@ static int cmd_status(const struct options *o)
     for (i = 0; i < b.n_freqs; i++)
         printf(" %g", gc_hz_to_mhz(b.freqs_hz[i]));
     printf(" MHz (%d)\n", b.n_freqs);
-    if (load >= 0)
+    if (have_live && live.gpu_util_pct >= 0)
+        printf("gpu load  %.1f %%\n", live.gpu_util_pct);
+    else if (load >= 0)
         printf("gpu load  %.1f %%\n", load / 10.0);
     printf("rails    ");
     for (i = 0; i < b.n_rails; i++)
@@ -191,6 +267,14 @@ static int cmd_status(const struct options *o)
     if (b.n_rails == 0)
         printf(" none found (no INA3221 sensor)");
     printf("\n");
+    if (have_live) {
+        printf("power    ");
+        for (i = 0; i < live.n_rails; i++)
+            printf("%s %s %.2f W", i ? "," : "", b.rails[i].name, live.avg_power_w[i]);
+        if (cpu_gpu_w >= 0)
+            printf("; cpu+gpu %.2f W", cpu_gpu_w);
+        printf("\n");
+    }
     if (have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
                state_path, saved.governor, gc_hz_to_mhz(saved.min_hz), gc_hz_to_mhz(saved.max_hz));

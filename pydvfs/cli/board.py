@@ -18,7 +18,7 @@ def _fmt(mhz: float) -> str:
 
 def live_power(sysfs_root: str, window_s: float = LIVE_WINDOW_S) -> dict | None:
     """Watts per rail, CPU+GPU watts and GPU load over one short window of the C sampler, or
-    None where there are no rails to sample."""
+    None where there are no rails to sample (govcore status: live_power, the same)."""
     from ..sampler import Sampler
 
     try:
@@ -27,10 +27,13 @@ def live_power(sysfs_root: str, window_s: float = LIVE_WINDOW_S) -> dict | None:
     except PydvfsError:
         return None
     m = s.measurement
+    if m.duration_s <= 0:
+        return None
     cpu_gpu = m.cpu_gpu_energy_j
-    return {"window_s": m.duration_s, "power_w": dict(m.avg_power_w),
-            "cpu_gpu_power_w": None if cpu_gpu is None or m.duration_s <= 0 else cpu_gpu / m.duration_s,
-            "gpu_load_pct": m.gpu_util_pct, "samples": m.samples}
+    # rounded as govcore prints them (%.3f W, %.1f %%), so both front ends say the same
+    return {"power_w": {name: round(w, 3) for name, w in m.avg_power_w.items()},
+            "cpu_gpu_power_w": None if cpu_gpu is None else round(cpu_gpu / m.duration_s, 3),
+            "gpu_load_pct": None if m.gpu_util_pct is None else round(m.gpu_util_pct, 1)}
 
 
 def zero_rails_warning(power_w: dict) -> str | None:
@@ -60,7 +63,7 @@ def _status_text(st: dict) -> str:
     if live:
         watts = ", ".join(f"{name} {w:.2f} W" for name, w in live["power_w"].items())
         total = "" if live["cpu_gpu_power_w"] is None else f"; cpu+gpu {live['cpu_gpu_power_w']:.2f} W"
-        lines.append(f"power     {watts}{total} (over {live['window_s'] * 1000:.0f} ms)")
+        lines.append(f"power     {watts}{total}")
     saved = st["saved_state"]
     if saved:
         lines.append(

@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-out
 
-.PHONY: all install ext binary release cross-tools fuzz-tools test test-c test-py demo bench clean
+.PHONY: all install ext binary release cross-tools fuzz-tools test test-c test-py lint demo bench clean
 all: ext binary
 
 # torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build.
@@ -72,7 +72,11 @@ test-c:
 test-py: ext
 	$(PY) -m pytest -q
 
-test: ext cross-tools fuzz-tools test-c test-py
+# ruff (the dev extra): rules and exceptions in pyproject.toml [tool.ruff].
+lint: $(STAMP)
+	$(PY) -m ruff check pydvfs tools bench tests
+
+test: ext cross-tools fuzz-tools lint test-c test-py
 
 demo: ext binary
 	$(PY) -m pydvfs demo --out $(DEMO_OUT)

@@ -1,6 +1,7 @@
 """Latency of one policy decision and of apply, against baselines measured in the same run.
 
 - tree_c:         gc_propose_tree() (features + m2cgen tree + argmax) in a C loop
+                  (bench/propose_loop.c, built here against govcore/)
 - tree_py_api:    the same through Python (``_core.Tree.propose``)
 - sklearn:        ``DecisionTreeClassifier.predict`` on one sample, the same tree
 - decide:         ``pydvfs.decide`` (discovery of the board included), nothing written
@@ -36,6 +37,33 @@ from pydvfs.sim.sweep import write_sweep  # noqa: E402
 WORKLOAD = {"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64.0, "util_pct": 80.0}
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def build_propose_loop(out_dir: Path) -> Path:
+    """Compile bench/propose_loop.c with govcore's sources (the C loop stays out of _core)."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise SystemExit("bench_policy: needs a C compiler for bench/propose_loop.c")
+    src = [str(p) for p in sorted((REPO / "govcore").glob("*.c")) if p.name != "main.c"]
+    exe = out_dir / "propose_loop"
+    subprocess.run([cc, "-std=c99", "-D_GNU_SOURCE", "-O2", f"-I{REPO / 'govcore'}", "-o", str(exe),
+                    str(REPO / "bench" / "propose_loop.c"), *src, "-lpthread", "-lm", "-ldl"], check=True)
+    return exe
+
+
+def c_loop_ns(exe: Path, model_dir: Path, wl, n: int) -> float:
+    import subprocess
+
+    is_dec, util, layers, hidden, seq_len = wl.as_core()
+    out = subprocess.run([str(exe), str(model_dir), str(int(is_dec)), str(util), str(layers), str(hidden),
+                          str(seq_len), str(n)], capture_output=True, text=True, check=True).stdout
+    return float(out.split()[0])
+
+
 def per_call_ns(fn, n: int) -> float:
     t0 = time.perf_counter_ns()
     for _ in range(n):
@@ -69,9 +97,10 @@ def main(argv=None) -> int:
         board = _core.Board(str(fb.root))
         state = str(tmp / "state")
 
+        loop = build_propose_loop(tmp)
         runs = {k: [] for k in ("tree_c", "tree_py_api", "sklearn", "decide", "apply_core", "apply")}
         for _ in range(args.repeats):
-            runs["tree_c"].append(tree.time_propose_ns(wl.as_core(), 200_000))
+            runs["tree_c"].append(c_loop_ns(loop, tmp / "model", wl, 200_000))
             runs["tree_py_api"].append(per_call_ns(lambda: tree.propose(wl.as_core()), 20_000))
             runs["sklearn"].append(per_call_ns(lambda: clf.predict(x), 300))
             runs["decide"].append(per_call_ns(lambda: pydvfs.decide(wl, sysfs_root=fb.root, state_dir=state), 300))

@@ -161,7 +161,7 @@ static int parse_freq_table(gc_board *b, const char *path)
             v > GC_MAX_LEVEL_HZ) {
             gc_printable(buf, shown, sizeof shown);
             set_err(b, "%s: not a list of frequencies in Hz: \"%s\"", path, shown);
-            return -EINVAL;
+            return -GC_EBOARD;
         }
         if (n == GC_MAX_FREQS) {
             set_err(b, "%s: more than %d frequencies", path, GC_MAX_FREQS);
@@ -172,7 +172,7 @@ static int parse_freq_table(gc_board *b, const char *path)
     }
     if (n == 0) {
         set_err(b, "%s is empty", path);
-        return -EINVAL;
+        return -GC_EBOARD;
     }
     qsort(b->freqs_hz, (size_t)n, sizeof b->freqs_hz[0], cmp_u64);
     b->n_freqs = n;

@@ -93,7 +93,7 @@ int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
                    "%.2f MHz (a power-mode cap? check nvpmodel)",
                 gc_hz_to_mhz(min_hz), gc_hz_to_mhz(max_hz), gc_hz_to_mhz(st.min_hz),
                 gc_hz_to_mhz(st.max_hz));
-        return -EIO;
+        return -GC_EVERIFY;
     }
     return 0;
 }
@@ -111,7 +111,7 @@ int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
  * - only a regular file we own is read as a saved state: a symlink, fifo or folder at the state
  *   path is refused, never taken for "already saved" nor for "nothing saved";
  * - every value read back is checked against the board (table, governors) before it is written.
- * A refusal returns -EBADMSG with the reason in b->err.
+ * A refusal returns -GC_ESTATE with the reason in b->err.
  */
 
 #define STATE_NAME_FMT "gpu-%016llx.state"
@@ -223,7 +223,7 @@ static int check_ancestors(gc_board *b, const char *dir)
             set_err(b, "refusing state folder %s: %s above it can be changed by another user "
                        "(owner uid %u, mode %03o); use a private --state-dir", dir, real,
                     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-            return -EBADMSG;
+            return -GC_ESTATE;
         }
         if (slash == real)
             break;
@@ -253,7 +253,7 @@ static int open_state_dir(gc_board *b, const char *state_dir, int create, int *d
             return rc;
         if (rc == -ELOOP || rc == -ENOTDIR) {
             set_err(b, "refusing state folder %s: it is a symbolic link or not a folder", dir);
-            return -EBADMSG;
+            return -GC_ESTATE;
         }
         set_err(b, "cannot open state folder %s: %s", dir, strerror(-rc));
         return rc;
@@ -267,7 +267,7 @@ static int open_state_dir(gc_board *b, const char *state_dir, int create, int *d
         set_err(b, "refusing state folder %s: it must be owned by you (uid %u) and writable by no "
                    "one else (owner uid %u, mode %03o)", dir, (unsigned)geteuid(),
                 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-        rc = -EBADMSG;
+        rc = -GC_ESTATE;
         goto close_fd;
     }
     if ((rc = check_ancestors(b, dir)) < 0)
@@ -335,7 +335,7 @@ static int state_check(gc_board *b, const gc_clock_state *st, const char *what)
         set_err(b, "%s: min %llu / max %llu Hz is not a range of this board's levels; check the "
                    "clock by hand (govcore status) and delete it", what,
                 (unsigned long long)st->min_hz, (unsigned long long)st->max_hz);
-        return -EBADMSG;
+        return -GC_ESTATE;
     }
     if (st->governor[0] && !governor_known(b, st->governor)) {
         char shown[GC_NAME_MAX];
@@ -343,12 +343,12 @@ static int state_check(gc_board *b, const gc_clock_state *st, const char *what)
         gc_printable(st->governor, shown, sizeof shown);
         set_err(b, "%s: governor \"%s\" is not one this board offers; check the clock by hand "
                    "and delete it", what, shown);
-        return -EBADMSG;
+        return -GC_ESTATE;
     }
     return 0;
 }
 
-/* Parse the text of a state file. -EBADMSG (with b->err) if it is not one we wrote. */
+/* Parse the text of a state file. -GC_ESTATE (with b->err) if it is not one we wrote. */
 static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state *st)
 {
     char *line, *save = NULL;
@@ -383,7 +383,7 @@ static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state
     }
     if (bad || have != 7) {
         set_err(b, "state file %s is damaged; check the clock by hand and delete it", path);
-        return -EBADMSG;
+        return -GC_ESTATE;
     }
     return state_check(b, st, path);
 }
@@ -406,7 +406,7 @@ static int load_at(gc_board *b, int dfd, const char *name, const char *path, gc_
         if (rc == -ELOOP) {
             set_err(b, "refusing state file %s: it is a symbolic link, not a state pydvfs wrote; "
                        "check the clock by hand and delete it", path);
-            return -EBADMSG;
+            return -GC_ESTATE;
         }
         set_err(b, "cannot read state file %s: %s", path, strerror(-rc));
         return rc;
@@ -415,7 +415,7 @@ static int load_at(gc_board *b, int dfd, const char *name, const char *path, gc_
         (sb.st_mode & (S_IWGRP | S_IWOTH))) {
         set_err(b, "refusing state file %s: not a regular file of yours writable only by you; "
                    "check the clock by hand and delete it", path);
-        rc = -EBADMSG;
+        rc = -GC_ESTATE;
         goto close_fd;
     }
     while (used < STATE_MAX_BYTES) {
@@ -434,7 +434,7 @@ static int load_at(gc_board *b, int dfd, const char *name, const char *path, gc_
     text[used] = '\0';
     if (used == STATE_MAX_BYTES || strlen(text) != used) {
         set_err(b, "state file %s is damaged; check the clock by hand and delete it", path);
-        rc = -EBADMSG;
+        rc = -GC_ESTATE;
         goto close_fd;
     }
     rc = parse_state(b, text, path, st);

@@ -11,6 +11,7 @@
 #ifndef GOVCORE_H
 #define GOVCORE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,17 @@
 #define GC_MAX_FREQS 64
 #define GC_MAX_RAILS 16
 #define GC_MAX_LEVEL_HZ 100000000000ULL /* 100 GHz: a larger "level" is garbage, not a clock */
+
+/* Errors by cause. Functions return 0 or -errno; besides the usual codes (-EINVAL: a bad
+ * argument, -EACCES/-EPERM: not allowed, -ENODEV: no board, -EIO and others: a file could not
+ * be read or written) three name what went wrong with the board's own data:
+ *   GC_EVERIFY  the clock was written but the board reports other values (a power-mode cap);
+ *   GC_ESTATE   the saved state file is damaged;
+ *   GC_EBOARD   a board file holds something it should not (available_frequencies garbled).
+ * The Python binding maps each to its own exception (pydvfs/_core.pyx, check). */
+#define GC_EVERIFY EPROTO
+#define GC_ESTATE EUCLEAN
+#define GC_EBOARD EBADMSG
 
 /* How a rail's power is read. */
 enum gc_rail_kind {

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,13 +51,16 @@ static const char usage_text[] =
     "\n"
     "verbs:\n"
     "  status        board, GPU clock state, available levels, power rails\n"
-    "  pin MHZ       pin the GPU clock to the available level nearest MHZ; the original\n"
-    "                governor/min/max are saved first\n"
+    "  pin MHZ [--nearest]\n"
+    "                pin the GPU clock to the available level nearest MHZ; the original\n"
+    "                governor/min/max are saved first. MHZ more than one level outside\n"
+    "                the board's table is refused unless --nearest\n"
     "  restore [--force]\n"
     "                put back the state saved before the first change (idempotent); while\n"
     "                another process governs the GPU only with --force\n"
-    "  apply --model M --layers L --hidden D --seq-len S [--util PCT] [--policy P]\n"
+    "  apply --workload model=M,layers=L,hidden=D,seq_len=S[,util_pct=PCT] [--policy P]\n"
     "        [--model-dir DIR] [--dry-run]\n"
+    "                (--model M --layers L --hidden D --seq-len S [--util PCT] also work)\n"
     "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
     "                (learned tree, default), ffg (best fixed clock), rules (paper A) or\n"
     "                maxn (restore the board's own governor); DIR holds a tree compiled by\n"
@@ -191,6 +195,7 @@ static void plain_decimal(char *out, size_t len, double v)
         out[--n] = '\0';
 }
 
+
 static int cmd_status(const struct options *o)
 {
     gc_board b;
@@ -205,6 +210,10 @@ static int cmd_status(const struct options *o)
         return rc;
     if ((rc = gc_status_read(&b, o->state_dir, &st)) < 0)
         return fail_board(&b, rc);
+    if (gc_status_live(&b, &st) && gc_status_all_zero(&st))
+        fprintf(stderr, "govcore status: warning: every power rail reads 0 W: the sensor is off, or "
+                        "this is a fake board nobody animates (`pydvfs fake-board DIR --animate MODEL`); "
+                        "energies will be 0\n");
     if (o->json) {
         gc_json_status(stdout, &b, &st, 0);
         putchar('\n');
@@ -221,7 +230,9 @@ static int cmd_status(const struct options *o)
     for (i = 0; i < b.n_freqs; i++)
         printf(" %g", gc_hz_to_mhz(b.freqs_hz[i]));
     printf(" MHz (%d)\n", b.n_freqs);
-    if (st.load_permille >= 0)
+    if (st.have_live && st.live.gpu_util_pct >= 0)
+        printf("gpu load  %.1f %%\n", st.live.gpu_util_pct);
+    else if (st.load_permille >= 0)
         printf("gpu load  %.1f %%\n", st.load_permille / 10.0);
     printf("rails    ");
     for (i = 0; i < b.n_rails; i++)
@@ -229,6 +240,14 @@ static int cmd_status(const struct options *o)
     if (b.n_rails == 0)
         printf(" none found (no INA3221 sensor)");
     printf("\n");
+    if (st.have_live) {
+        printf("power    ");
+        for (i = 0; i < st.live.n_rails; i++)
+            printf("%s %s %.2f W", i ? "," : "", b.rails[i].name, st.live.avg_power_w[i]);
+        if (st.cpu_gpu_w >= 0)
+            printf("; cpu+gpu %.2f W", st.cpu_gpu_w);
+        printf("\n");
+    }
     if (st.have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
                st.state_path, st.saved.governor, gc_hz_to_mhz(st.saved.min_hz), gc_hz_to_mhz(st.saved.max_hz));
@@ -271,6 +290,20 @@ static int parse_mhz(const char *text, double *mhz)
     return 0;
 }
 
+/* More than one level step below the lowest level or above the highest: a typo (99999) rather
+ * than a clock; refused unless --nearest. The same rule as pydvfs.levels.beyond_table. */
+static int beyond_table(const gc_board *b, double mhz)
+{
+    double lo, hi;
+
+    if (b->n_freqs < 2)
+        return 0;
+    lo = gc_hz_to_mhz(b->freqs_hz[0]);
+    hi = gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 1]);
+    return mhz < lo - (gc_hz_to_mhz(b->freqs_hz[1]) - lo) ||
+           mhz > hi + (hi - gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 2]));
+}
+
 static int cmd_pin(const struct options *o)
 {
     gc_board b;
@@ -280,22 +313,35 @@ static int cmd_pin(const struct options *o)
     char request[64] = "pin ";
     const char *socket_path;
     char state_path[GC_PATH_MAX];
-    int rc, snapped;
+    const char *text = NULL;
+    int rc, snapped, nearest = 0, i;
 
-    if (o->argc != 1)
-        return fail("pin takes one clock in MHz, e.g. `govcore pin 714`");
-    if (parse_mhz(o->argv[0], &mhz) < 0)
-        return fail("not a clock: '%s' (expected a positive number of MHz)", o->argv[0]);
+    for (i = 0; i < o->argc; i++) {
+        if (strcmp(o->argv[i], "--nearest") == 0)
+            nearest = 1;
+        else if (!text)
+            text = o->argv[i];
+        else
+            text = "";
+    }
+    if (!text || !*text)
+        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest]");
+    if (parse_mhz(text, &mhz) < 0)
+        return fail("not a clock: '%s' (expected a positive number of MHz)", text);
     if (daemon_socket(NULL)) {
         plain_decimal(request + 4, sizeof request - 4, mhz);
         return via_daemon(daemon_socket(NULL), request, 1);
     }
     if ((rc = open_board(o, &b)) != 0)
         return rc;
+    if (!nearest && beyond_table(&b, mhz))
+        return fail("%g MHz is outside the board's table (%g..%g MHz) by more than one level; "
+                    "pass --nearest to pin the nearest level anyway", mhz,
+                    gc_hz_to_mhz(b.freqs_hz[0]), gc_hz_to_mhz(b.freqs_hz[b.n_freqs - 1]));
     if ((socket_path = daemon_socket(&b))) {
         /* the daemon takes only clocks of the table: snap here, as a local pin does */
         if (gc_snap_hz(&b, gc_mhz_to_hz(mhz), &level_hz) < 0)
-            return fail("not a clock: '%s'", o->argv[0]);
+            return fail("not a clock: '%s'", text);
         plain_decimal(request + 4, sizeof request - 4, gc_hz_to_mhz(level_hz));
         return via_daemon(socket_path, request, 1);
     }
@@ -405,8 +451,51 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
     return via_daemon(socket_path, request, !dry_run && policy != GC_POLICY_MAXN);
 }
 
+/* One key=value of `--workload model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]`, the
+ * spelling pydvfs uses; the keys a pydvfs sweep records besides (name, task, ...) are accepted
+ * and not used here. Sets the bit of what it gave (1 model, 2 layers, 4 hidden, 8 seq_len, 16
+ * util), or returns EXIT_USAGE. */
+static int workload_item(char *item, gc_workload *w, const char **model_name, int *have)
+{
+    static const char *const ignored[] = {"name", "task", "heads", "params", "batch_size", "model_size"};
+    char *eq = strchr(item, '=');
+    double *num = NULL;
+    int bit = 0;
+    size_t k;
+
+    if (!eq || eq == item || !eq[1])
+        return fail("--workload: expected key=value, got '%s'", item);
+    *eq = '\0';
+    if (strcmp(item, "model") == 0) {
+        *model_name = eq + 1;
+        bit = 1;
+    } else if (strcmp(item, "layers") == 0) {
+        num = &w->layers;
+        bit = 2;
+    } else if (strcmp(item, "hidden") == 0) {
+        num = &w->hidden;
+        bit = 4;
+    } else if (strcmp(item, "seq_len") == 0) {
+        num = &w->seq_len;
+        bit = 8;
+    } else if (strcmp(item, "util_pct") == 0) {
+        num = &w->gpu_util_pct;
+        bit = 16;
+    } else {
+        for (k = 0; k < sizeof ignored / sizeof ignored[0]; k++)
+            if (strcmp(item, ignored[k]) == 0)
+                return 0;
+        return fail("--workload: unknown key '%s' (known: model, layers, hidden, seq_len, util_pct)", item);
+    }
+    if (num && parse_number(item, eq + 1, num) != 0)
+        return EXIT_USAGE;
+    *have |= bit;
+    return 0;
+}
+
 static int cmd_apply(const struct options *o)
 {
+    char spec[1024];
     gc_workload w = {0, -1.0, 0, 0, 0};
     gc_tree_model model = gc_builtin_tree;
     gc_decision d;
@@ -428,6 +517,17 @@ static int cmd_apply(const struct options *o)
         }
         if (!(v = opt_value(o, &i)))
             return EXIT_USAGE;
+        if (strcmp(a, "--workload") == 0) {
+            char *item, *save = NULL;
+
+            if (strlen(v) >= sizeof spec)
+                return fail("--workload: too long");
+            strcpy(spec, v);
+            for (item = strtok_r(spec, ",", &save); item; item = strtok_r(NULL, ",", &save))
+                if (workload_item(item, &w, &model_name, &have) != 0)
+                    return EXIT_USAGE;
+            continue;
+        }
         if (strcmp(a, "--model") == 0) {
             model_name = v;
             bit = 1;
@@ -456,7 +556,8 @@ static int cmd_apply(const struct options *o)
         have |= bit;
     }
     if ((have & 15) != 15)
-        return fail("apply needs --model, --layers, --hidden and --seq-len");
+        return fail("apply needs --workload model=..,layers=..,hidden=..,seq_len=.. (or --model, "
+                    "--layers, --hidden and --seq-len)");
     if ((have & 16) && !(w.gpu_util_pct >= 0.0 && w.gpu_util_pct <= 100.0))
         return fail("--util must be within 0..100 %% (got %g)", w.gpu_util_pct);
     if (gc_model_family(model_name, &w.is_decoder) < 0)

@@ -33,13 +33,13 @@ int gc_model_family(const char *model, int *is_decoder)
     return 0;
 }
 
-static const char *const policy_names[] = {"mlg", "ffg", "rules", "maxn"};
+static const char *const policy_names[GC_POLICY_COUNT] = {"mlg", "ffg", "rules", "maxn"};
 
 int gc_policy_parse(const char *name, int *policy)
 {
     int i;
 
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < GC_POLICY_COUNT; i++)
         if (strcmp(name, policy_names[i]) == 0) {
             *policy = i;
             return 0;
@@ -49,7 +49,7 @@ int gc_policy_parse(const char *name, int *policy)
 
 const char *gc_policy_name(int policy)
 {
-    return (policy >= 0 && policy < 4) ? policy_names[policy] : "?";
+    return (policy >= 0 && policy < GC_POLICY_COUNT) ? policy_names[policy] : "?";
 }
 
 /* Compute per token of a transformer layer stack (paper B's proxy): 12 L d^2 + 3 L S d. */

@@ -21,6 +21,7 @@ enum gc_policy {
     GC_POLICY_FFG = 1,   /* the best fixed clock of the training data */
     GC_POLICY_RULES = 2, /* the paper's published rules */
     GC_POLICY_MAXN = 3,  /* the board's default governor state: restore, pin nothing */
+    GC_POLICY_COUNT = 4  /* how many there are (gc_policy_name of 0 .. GC_POLICY_COUNT-1) */
 };
 
 /* What the policies know of a workload. */

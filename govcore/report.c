@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
 {
@@ -21,6 +22,48 @@ int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
         return rc;
     st->have_saved = rc == 0;
     return 0;
+}
+
+int gc_status_live(gc_board *b, gc_status *st)
+{
+    gc_sampler_config cfg = {0};
+    gc_sampler *s = NULL;
+    gc_snapshot a, z;
+    struct timespec nap = {0, GC_LIVE_WINDOW_MS * 1000000L};
+    int found = 0;
+
+    st->have_live = 0;
+    st->cpu_gpu_w = -1.0;
+    if (b->n_rails == 0 || gc_sampler_create(&s, b, &cfg) < 0)
+        return 0;
+    if (gc_sampler_start(s) < 0)
+        goto free_sampler;
+    gc_sampler_snapshot(s, &a);
+    while (nanosleep(&nap, &nap) < 0 && errno == EINTR)
+        ;
+    gc_sampler_snapshot(s, &z);
+    gc_sampler_stop(s);
+    if (gc_window_diff(&a, &z, &st->live) < 0 || st->live.duration_ns <= 0)
+        goto free_sampler;
+    st->cpu_gpu_w = gc_cpu_gpu_energy_j(s, &st->live, &found) / (st->live.duration_ns / 1e9);
+    if (!found)
+        st->cpu_gpu_w = -1.0;
+    st->have_live = 1;
+free_sampler:
+    gc_sampler_free(s);
+    return st->have_live;
+}
+
+int gc_status_all_zero(const gc_status *st)
+{
+    int k;
+
+    if (!st->have_live)
+        return 0;
+    for (k = 0; k < st->live.n_rails; k++)
+        if (st->live.avg_power_w[k] != 0.0)
+            return 0;
+    return st->live.n_rails > 0;
 }
 
 void gc_json_str(FILE *f, const char *s)
@@ -84,6 +127,27 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
         gc_json_str(f, st->saved.governor);
         fprintf(f, ", \"min_mhz\": %.6g, \"max_mhz\": %.6g}", gc_hz_to_mhz(st->saved.min_hz),
                 gc_hz_to_mhz(st->saved.max_hz));
+    } else {
+        fprintf(f, "null");
+    }
+    fprintf(f, ",%s\"live\": ", sep);
+    if (st->have_live) {
+        fprintf(f, "{\"power_w\": {");
+        for (i = 0; i < st->live.n_rails; i++) {
+            fprintf(f, "%s", i ? ", " : "");
+            gc_json_str(f, b->rails[i].name);
+            fprintf(f, ": %.3f", st->live.avg_power_w[i]);
+        }
+        fprintf(f, "}, \"cpu_gpu_power_w\": ");
+        if (st->cpu_gpu_w >= 0)
+            fprintf(f, "%.3f", st->cpu_gpu_w);
+        else
+            fprintf(f, "null");
+        fprintf(f, ", \"gpu_load_pct\": ");
+        if (st->live.gpu_util_pct >= 0)
+            fprintf(f, "%.1f}", st->live.gpu_util_pct);
+        else
+            fprintf(f, "null}");
     } else {
         fprintf(f, "null");
     }

@@ -20,10 +20,20 @@ typedef struct gc_status {
     int have_saved;                 /* a state is saved (the board was changed) */
     gc_clock_state saved;           /* governor/min/max saved before the first change */
     char state_path[GC_PATH_MAX];
+    int have_live;                  /* live is filled (gc_status_live) */
+    gc_window live;                 /* watts per rail and GPU load over a short window */
+    double cpu_gpu_w;               /* CPU+GPU watts over that window; < 0 if no such rails */
 } gc_status;
 
 /* Read the status of a board. -errno with b->err. */
 int gc_status_read(gc_board *b, const char *state_dir, gc_status *st);
+
+/* Watts per rail and GPU load over one short sampler window (GC_LIVE_WINDOW_MS), into st->live
+ * (the rails in the board's order). 1 if filled, 0 if there is nothing to sample. */
+#define GC_LIVE_WINDOW_MS 250
+int gc_status_live(gc_board *b, gc_status *st);
+/* 1 if every rail of the live window read 0 W (the sensor off, or a fake board nobody animates). */
+int gc_status_all_zero(const gc_status *st);
 
 /* A JSON string literal (control characters escaped). */
 void gc_json_str(FILE *f, const char *s);

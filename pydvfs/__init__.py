@@ -30,6 +30,9 @@ _EXPORTS = {
     "InvalidValueError": "pydvfs.errors",
     "ClockVerifyError": "pydvfs.errors",
     "BoardBusyError": "pydvfs.errors",
+    "BoardIOError": "pydvfs.errors",
+    "BoardDataError": "pydvfs.errors",
+    "StateFileError": "pydvfs.errors",
 }
 
 __all__ = sorted(_EXPORTS)

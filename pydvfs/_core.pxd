@@ -6,36 +6,41 @@ cdef extern from "govcore.h" nogil:
     enum:
         GC_PATH_MAX
         GC_NAME_MAX
+        GC_MODEL_MAX
+        GC_ERR_MAX
         GC_MAX_FREQS
         GC_MAX_RAILS
         GC_RAIL_HWMON
         GC_RAIL_INA3221X
+        GC_EVERIFY                 # errno: the board reported other clock values than written
+        GC_ESTATE                  # errno: the saved state file is damaged
+        GC_EBOARD                  # errno: a board file holds malformed data
 
     ctypedef struct gc_rail:
-        char name[64]              # the rail's label, e.g. "VDD_GPU_SOC"
+        char name[GC_NAME_MAX]     # the rail's label, e.g. "VDD_GPU_SOC"
         int kind                   # GC_RAIL_HWMON (mV x mA files) or GC_RAIL_INA3221X (mW file)
-        char voltage_path[512]     # bus voltage file, mV
-        char current_path[512]     # current file, mA
-        char power_path[512]       # power file, mW (ina3221x)
+        char voltage_path[GC_PATH_MAX]     # bus voltage file, mV
+        char current_path[GC_PATH_MAX]     # current file, mA
+        char power_path[GC_PATH_MAX]       # power file, mW (ina3221x)
 
     ctypedef struct gc_board:
-        char sysfs_root[512]       # every board path resolves under it
-        char model[128]            # device-tree model
-        char gpu_name[64]          # of_node name of the GPU
-        char devfreq_dir[512]      # the GPU's devfreq folder
-        char load_path[512]        # GPU load file (0..1000), "" if none
+        char sysfs_root[GC_PATH_MAX]       # every board path resolves under it
+        char model[GC_MODEL_MAX]            # device-tree model
+        char gpu_name[GC_NAME_MAX]          # of_node name of the GPU
+        char devfreq_dir[GC_PATH_MAX]      # the GPU's devfreq folder
+        char load_path[GC_PATH_MAX]        # GPU load file (0..1000), "" if none
         int n_freqs
-        uint64_t freqs_hz[64]      # available levels, ascending, Hz
+        uint64_t freqs_hz[GC_MAX_FREQS]      # available levels, ascending, Hz
         int n_rails
-        gc_rail rails[16]
+        gc_rail rails[GC_MAX_RAILS]
         int sensor_interval_ms     # INA3221 update_interval, 0 if unknown
-        char err[512]              # detail of the last failure
+        char err[GC_ERR_MAX]              # detail of the last failure
 
     ctypedef struct gc_clock_state:
         uint64_t cur_hz
         uint64_t min_hz
         uint64_t max_hz
-        char governor[64]
+        char governor[GC_NAME_MAX]
 
     uint64_t gc_mhz_to_hz(double mhz)
     double gc_hz_to_mhz(uint64_t hz)
@@ -85,8 +90,8 @@ cdef extern from "sampler.h" nogil:
     ctypedef struct gc_snapshot:
         int64_t t_ns               # CLOCK_MONOTONIC
         int n_rails
-        int64_t e2_nj[16]          # twice the energy integral, whole nJ
-        int64_t e2_fj[16]          # + remainder, fJ
+        int64_t e2_nj[GC_MAX_RAILS]          # twice the energy integral, whole nJ
+        int64_t e2_fj[GC_MAX_RAILS]          # + remainder, fJ
         int64_t load2_pm_ns        # twice the GPU load integral, permille x ns
         int64_t load_ns            # time the load integral covers, ns
         uint64_t samples
@@ -98,9 +103,9 @@ cdef extern from "sampler.h" nogil:
     ctypedef struct gc_window:
         int64_t duration_ns
         int n_rails
-        int64_t energy_nj[16]      # per rail, nJ
-        double energy_j[16]        # per rail, J
-        double avg_power_w[16]     # per rail, W
+        int64_t energy_nj[GC_MAX_RAILS]      # per rail, nJ
+        double energy_j[GC_MAX_RAILS]        # per rail, J
+        double avg_power_w[GC_MAX_RAILS]     # per rail, W
         double gpu_util_pct        # %, -1 if no load file
         uint64_t samples
         uint64_t read_errors
@@ -139,6 +144,58 @@ cdef extern from "sampler.h" nogil:
                          size_t max_samples, size_t *n_out)
 
 
+# Where a clock is chosen (govcore/policy.h): policies propose a clock in MHz, gc_decide clamps it
+# to the board's table. Units in the names; functions return 0 or -errno.
+cdef extern from "policy.h" nogil:
+    enum:
+        GC_MAX_FEATURES
+        GC_MAX_CLASSES
+        GC_POLICY_COUNT            # policies are numbered 0 .. GC_POLICY_COUNT-1 (gc_policy_name)
+
+    ctypedef struct gc_workload:
+        int is_decoder             # 0 encoder, 1 decoder
+        double gpu_util_pct        # 0..100, negative if unknown
+        double layers
+        double hidden
+        double seq_len             # average tokens per sample
+
+    ctypedef struct gc_tree_model:
+        const char *name           # where it came from
+        void (*score)(double *input, double *output)   # m2cgen: class probabilities
+        int n_features
+        const char *const *feature_names               # in the order score() expects them
+        int n_classes
+        const double *classes_mhz  # class i means classes_mhz[i]; 0 means MAXN
+        double default_util_pct[2] # used when util is unknown: encoder, decoder
+        double ffg_mhz             # the best fixed clock of the same training data
+        const char *data_file      # provenance: the training data file, its sha256, when trained
+        const char *data_sha256
+        const char *trained_utc
+
+    ctypedef struct gc_decision:
+        int policy
+        double proposed_mhz        # 0 for maxn
+        uint64_t level_hz          # 0 for maxn
+
+    const gc_tree_model gc_builtin_tree
+    const char gc_builtin_tree_sha256[]  # sha256 of the built-in tree's policy_tree.c
+    const char gc_version[]
+    const char gc_git_describe[]       # "" unless built from a clone
+    const int gc_can_load_policies     # 0 in the static release (no dlopen)
+    int GC_MODEL_FORMAT                # the model folder manifest's format version
+    int gc_model_family(const char *model, int *is_decoder)
+    int gc_policy_parse(const char *name, int *policy)
+    const char *gc_policy_name(int policy)
+    int gc_features(const gc_tree_model *m, const gc_workload *w, double *out, char *err, size_t n)
+    int gc_propose_tree(const gc_tree_model *m, const gc_workload *w, double *mhz, char *err, size_t n)
+    double gc_propose_rules(const gc_workload *w)
+    int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w, gc_decision *d)
+    int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
+                 const char *state_dir, gc_decision *d)
+    int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t n)
+    void gc_tree_close(void *handle)
+
+
 cdef class Board:
     cdef gc_board b                # the discovered board; read-only after __cinit__
 
@@ -151,6 +208,10 @@ cdef class Lock:
 
 cdef class Snapshot:
     cdef gc_snapshot snap          # cumulative counters at one instant
+
+cdef class Tree:
+    cdef gc_tree_model m           # the tree's C description
+    cdef void *handle              # dlopen handle of a trained model folder's policy.so; NULL built in
 
 cdef class Sampler:
     cdef gc_board b                # the board the rails were discovered on

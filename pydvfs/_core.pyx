@@ -8,7 +8,6 @@ from libc.errno cimport EACCES, EPERM, ENODEV, ENOENT, EINVAL, EIO, EROFS, ENAME
 
 cdef extern from "<errno.h>":
     enum:
-        EBADMSG
         EDESTADDRREQ
 from libc.string cimport strerror
 
@@ -28,13 +27,15 @@ cdef int check(int rc, const char *detail) except -1:
         raise errors.BoardPermissionError(msg)
     if rc == -EINVAL or rc == -ENAMETOOLONG:
         raise errors.InvalidValueError(msg)
-    if rc == -EIO:
+    if rc == -GC_EVERIFY:
         raise errors.ClockVerifyError(msg)
     if rc == -EBUSY:
         raise errors.BoardBusyError(msg)
-    if rc == -EBADMSG or rc == -EDESTADDRREQ:
+    if rc == -GC_ESTATE or rc == -EDESTADDRREQ:
         # a state file or folder we will not trust, or no private folder for one
         raise errors.StateFileError(msg)
+    if rc == -GC_EBOARD:
+        raise errors.BoardDataError(msg)
     raise errors.BoardIOError(msg)
 
 

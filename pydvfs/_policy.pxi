@@ -1,52 +1,8 @@
 # Policy part of the govcore binding (included by _core.pyx): trees, proposals, decide/apply.
-from libc.stdint cimport uint64_t
 from libc.errno cimport EBADMSG, ENOEXEC
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
-cdef extern from "policy.h" nogil:
-    ctypedef struct gc_workload:
-        int is_decoder             # 0 encoder, 1 decoder
-        double gpu_util_pct        # 0..100, negative if unknown
-        double layers
-        double hidden
-        double seq_len             # average tokens per sample
-
-    ctypedef struct gc_tree_model:
-        const char *name
-        void (*score)(double *input, double *output)
-        int n_features
-        const char *const *feature_names
-        int n_classes
-        const double *classes_mhz
-        double default_util_pct[2]
-        double ffg_mhz
-        const char *data_file      # provenance: training data file, its sha256, when
-        const char *data_sha256
-        const char *trained_utc
-
-    ctypedef struct gc_decision:
-        int policy
-        double proposed_mhz        # 0 for maxn
-        uint64_t level_hz          # 0 for maxn
-
-    const gc_tree_model gc_builtin_tree
-    const char gc_builtin_tree_sha256[]
-    const char gc_version[]
-    const char gc_git_describe[]
-    const int gc_can_load_policies
-    int GC_MODEL_FORMAT
-    int gc_model_family(const char *model, int *is_decoder)
-    int GC_MAX_FEATURES
-    int GC_MAX_CLASSES
-    int gc_policy_parse(const char *name, int *policy)
-    int gc_features(const gc_tree_model *m, const gc_workload *w, double *out, char *err, size_t n)
-    int gc_propose_tree(const gc_tree_model *m, const gc_workload *w, double *mhz, char *err, size_t n)
-    double gc_propose_rules(const gc_workload *w)
-    int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w, gc_decision *d)
-    int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
-                 const char *state_dir, gc_decision *d)
-    int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t n)
-    void gc_tree_close(void *handle)
+# The static policies, in govcore's order: the one list every Python caller uses.
+POLICY_NAMES = tuple(gc_policy_name(i).decode() for i in range(GC_POLICY_COUNT))
 
 
 MODEL_FORMAT = GC_MODEL_FORMAT
@@ -105,14 +61,12 @@ cdef gc_workload _workload(tuple w) except *:
 cdef int _policy(str name) except -1:
     cdef int p = 0
     if gc_policy_parse(name.encode(), &p) < 0:
-        raise errors.InvalidValueError(f"unknown policy {name!r}: expected mlg, ffg, rules or maxn")
+        raise errors.InvalidValueError(f"unknown policy {name!r}: expected {', '.join(POLICY_NAMES)}")
     return p
 
 
 cdef class Tree:
     """A decision-tree policy: the one built in, or one compiled by `pydvfs train` (model_dir)."""
-    cdef gc_tree_model m
-    cdef void *handle
 
     def __cinit__(self, model_dir=None):
         cdef char err[512]
@@ -157,7 +111,7 @@ cdef class Tree:
     def features(self, tuple workload):
         """The feature vector the tree sees (float32-rounded, as scikit-learn compares)."""
         cdef gc_workload w = _workload(workload)
-        cdef double out[16]
+        cdef double out[GC_MAX_FEATURES]
         cdef char err[512]
         check(gc_features(&self.m, &w, out, err, sizeof(err)), err)
         return tuple(out[i] for i in range(self.m.n_features))
@@ -169,43 +123,6 @@ cdef class Tree:
         cdef char err[512]
         check(gc_propose_tree(&self.m, &w, &mhz, err, sizeof(err)), err)
         return mhz
-
-    def predict_features(self, rows):
-        """Class (MHz) for each raw feature vector, through the C tree. For golden tests."""
-        cdef double x[16]
-        cdef double p[32]
-        cdef int i, j, best
-        cdef int nf = self.m.n_features
-        out = []
-        for row in rows:
-            if len(row) != nf:
-                raise errors.InvalidValueError(f"expected {nf} features, got {len(row)}")
-            for j in range(nf):
-                x[j] = <double>(<float>row[j])
-            self.m.score(x, p)
-            best = 0
-            for i in range(1, self.m.n_classes):
-                if p[i] > p[best]:
-                    best = i
-            out.append(self.m.classes_mhz[best])
-        return out
-
-
-    def time_propose_ns(self, tuple workload, long n):
-        """Mean ns of one gc_propose_tree call, over n calls in a C loop (for bench/)."""
-        cdef gc_workload w = _workload(workload)
-        cdef double mhz = 0
-        cdef char err[512]
-        cdef long i
-        cdef timespec t0, t1
-        if n < 1:
-            raise errors.InvalidValueError("n must be >= 1")
-        with nogil:
-            clock_gettime(CLOCK_MONOTONIC, &t0)
-            for i in range(n):
-                gc_propose_tree(&self.m, &w, &mhz, err, sizeof(err))
-            clock_gettime(CLOCK_MONOTONIC, &t1)
-        return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n
 
 
 def propose_rules(tuple workload):

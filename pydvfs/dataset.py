@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import InvalidValueError
+from .rails import ORIN_RAILS
 
 # Rails whose energies are recorded (INA3221 labels on the AGX Orin devkit, SPEC section 5).
-RAILS = ("VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO")
-CPU_GPU_RAILS = ("VDD_CPU_CV", "VDD_GPU_SOC")
+RAILS = ORIN_RAILS
 SETTINGS = ("fixed", "maxn", "15w", "30w", "50w")
 SOURCES = ("sim", "board")
 MODELS = ("bert", "pythia", "gemma")

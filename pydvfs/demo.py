@@ -93,7 +93,7 @@ def stage_characterise(ctx: DemoContext) -> dict:
         ctx.say(f"{name}: {r['rows']} simulated runs ({len(r['best_mhz'])} workloads x 11 clocks + MAXN "
                 f"x {repeats}) -> {ctx.rel(csv)}")
         out[name] = {"csv": ctx.rel(csv), "rows": r["rows"], "tasks": list(tasks)}
-    a = run_verb("analyse", ctx.path("characterisation.csv"), "--out", ctx.path("ucurves"),
+    a = run_verb("analyse", "--data", ctx.path("characterisation.csv"), "--out", ctx.path("ucurves"),
                  "--energy-column", "energy_cpu_gpu_j")
     out["analysis"] = s = _ucurve_summary(a["workloads"], ctx.path("characterisation.csv"))
     out["plots"] = sorted(ctx.rel(p) for p in ctx.path("ucurves").rglob("*.png"))
@@ -134,7 +134,7 @@ def stage_train(ctx: DemoContext) -> dict:
 
 def stage_evaluate(ctx: DemoContext) -> dict:
     """Paper A step 5: policies on the six unseen tasks, against MAXN, through the C policies."""
-    r = run_verb("evaluate", "--data", ctx.path("evaluation.csv"), "--model", ctx.path("model"))
+    r = run_verb("evaluate", "--data", ctx.path("evaluation.csv"), "--model-dir", ctx.path("model"))
     s = r["summary"]
     ctx.say(f"unseen tasks: MLG saves {s['mlg']['mean_saving_pct']:.2f} % on average (max "
             f"{s['mlg']['max_saving_pct']:.2f} %, min {s['mlg']['min_saving_pct']:.2f} %), "
@@ -183,12 +183,11 @@ def _save(fig, stem: Path) -> Path:
 def stage_governed_run(ctx: DemoContext) -> dict:
     """A governed run on the animated board: the simulated training process writes the rails in
     scaled real time; the C sampler measures it under MAXN and under the learned policy."""
-    from . import Sampler, Workload, apply, restore
+    from . import Sampler, apply, restore
     from .device.fake import build_fake_board
-    from .sim.workloads import get_workload
-
     from .sim.board import BoardFiles
     from .sim.model import default_params, idle_board_power_w
+    from .sim.workloads import get_workload
 
     root = ctx.path("animated-board")
     shutil.rmtree(root, ignore_errors=True)
@@ -196,7 +195,7 @@ def stage_governed_run(ctx: DemoContext) -> dict:
     BoardFiles.discover(root).write_power(idle_board_power_w(default_params()))  # an idle board
     state = str(ctx.path("state"))
     sw = get_workload("bert-base", "SST-2")
-    wl = Workload(model="bert", layers=sw.arch.layers, hidden=sw.arch.hidden, seq_len=sw.task.avg_tokens)
+    wl = sw.workload()
     steps, scale = (400, 100) if ctx.quick else (1000, 100)
     runs = {}
     try:
@@ -319,7 +318,7 @@ def stage_real_data(ctx: DemoContext) -> dict:
         if not path.is_file():
             ctx.say(f"{name}: {path} not found, skipped")
             continue
-        a = run_verb("analyse", path, "--out", ctx.path("real", name), *extra)
+        a = run_verb("analyse", "--data", path, "--out", ctx.path("real", name), *extra)
         out[name] = [{"workload": w["workload"], "knob": w["knob"], "sweet_spot": w["sweet_spot"],
                       "top": w["top"], "savings_vs_top_pct": w["savings_vs_top_pct"],
                       "time_penalty_vs_top_pct": w["time_penalty_vs_top_pct"], "flags": w["flags"]}

@@ -33,8 +33,13 @@ class BoardIOError(PydvfsError):
     """Reading or writing a board file failed for another reason."""
 
 
+class BoardDataError(BoardIOError):
+    """A board file holds data it should not (e.g. a garbled ``available_frequencies``): the
+    board's fault, not the user's input."""
+
+
 class StateFileError(PydvfsError):
-    """The saved clock state could not be written or read back."""
+    """The saved clock state file is damaged: check the clock by hand and delete the file."""
 
 
 class CommandError(PydvfsError):

@@ -25,24 +25,19 @@ from typing import Iterable, Mapping
 from . import _core
 from .device import resolve_sysfs_root
 from .errors import InvalidValueError
+from .rails import cpu_gpu_sum
 
 MAX_INTERPOLATED_PCT = _core.MAX_INTERPOLATED_PCT  # see Measurement.readings_ok
 MAX_RATE_HZ = 100000.0
 MIN_RATE_HZ = 0.01  # GC_SAMPLER_MIN_RATE_HZ: one sample per 100 s
 
-# "CPU+GPU energy": the AGX Orin rails, else the JetPack 4 (Xavier) names.
-CPU_GPU_RAILS = (("VDD_CPU_CV", "VDD_GPU_SOC"), ("CPU", "GPU"))
 
 _WITH_WINDOW = "__with__"  # the window a `with Sampler()` block measures
 
 
 def cpu_gpu_energy_j(energy_j: Mapping[str, float]) -> float | None:
     """VDD_CPU_CV + VDD_GPU_SOC where present, else CPU + GPU (JetPack 4); None if neither."""
-    for names in CPU_GPU_RAILS:
-        present = [energy_j[n] for n in names if n in energy_j]
-        if present:
-            return float(sum(present))
-    return None
+    return cpu_gpu_sum(energy_j)
 
 
 @dataclass(frozen=True)

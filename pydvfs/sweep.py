@@ -13,20 +13,20 @@ import random
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Sequence
 
 from .command import exit_status, start_command, stop_command
 from .dataset import RAILS, DatasetWriter, iter_rows
 from .device import open_device
 from .errors import CommandError, InvalidValueError
+from .levels import nearest_level
 from .policy.workload import Workload
 from .sampler import Sampler
 from .signals import terminate_as_exception
 
 MAX_REPEATS = 100  # runs per setting; a sweep of 12 settings x 100 repeats already takes days
 
-WORKLOAD_KEYS = ("name", "model", "task", "layers", "hidden", "seq_len", "heads", "params",
+WORKLOAD_KEYS = ("name", "model", "task", "layers", "hidden", "seq_len", "util_pct", "heads", "params",
                  "batch_size", "model_size")
 
 
@@ -67,7 +67,7 @@ def parse_freqs(text: str, levels_mhz: Sequence[float]) -> list[float]:
             raise InvalidValueError(f"--freqs: not a clock: {part!r} (use 'all' or e.g. 510,714,1300.5)") from None
         if not (mhz > 0 and math.isfinite(mhz)):
             raise InvalidValueError(f"--freqs: not a clock: {part!r}")
-        level = min(levels_mhz, key=lambda f: (abs(f - mhz), f))
+        level = nearest_level(levels_mhz, mhz)
         if level not in out:
             out.append(level)
     return out
@@ -96,7 +96,8 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-def _run_key(workload: str, setting: str, freq_mhz, repeat: int) -> tuple:
+def run_key(workload: str, setting: str, freq_mhz, repeat: int) -> tuple:
+    """What identifies one run of a dataset: a rerun (board or --sim) skips the keys present."""
     return (workload, setting, None if freq_mhz in (None, "") else round(float(freq_mhz), 3), int(repeat))
 
 
@@ -128,12 +129,12 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
     name = workload["name"]
 
     writer = DatasetWriter(out)  # repairs a half-written last line before we read what is done
-    done = {_run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]): r for r in iter_rows(out)}
+    done = {run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]): r for r in iter_rows(out)}
     plan = []
     for rep in range(repeats):
         order = list(settings)
         random.Random(f"{seed}/{name}/{rep}").shuffle(order)  # randomised per repeat
-        plan += [(rep, s, f) for s, f in order if _run_key(name, s, f, rep) not in done]
+        plan += [(rep, s, f) for s, f in order if run_key(name, s, f, rep) not in done]
     summary = {"out": str(out), "workload": name, "planned": len(settings) * repeats,
                "skipped": len(settings) * repeats - len(plan), "runs": 0, "failed": [],
                "repaired_bytes": writer.repaired_bytes}

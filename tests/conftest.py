@@ -43,11 +43,19 @@ def any_board(request, tmp_path):
     return build_fake_board(tmp_path / "board", layout, levels_hz=levels)
 
 
+@pytest.fixture(scope="session")
+def govcore_bin():
+    """The govcore binary, built from this tree (``make -C govcore govcore``)."""
+    subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "govcore"], check=True, capture_output=True)
+    return str(REPO / "govcore" / "govcore")
+
+
 @pytest.fixture
 def cli():
     """Run ``python -m pydvfs ARGS`` as a user would; returns the CompletedProcess."""
 
-    def run(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    # generous: under load (two test runs on 2 cores) a LOOCV training takes minutes; a hang still ends
+    def run(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
         full_env = {**os.environ, **(env or {})}
         return subprocess.run([sys.executable, "-m", "pydvfs", *args], capture_output=True,
                               text=True, env=full_env, timeout=timeout)

@@ -22,8 +22,7 @@ sys.path.insert(0, str(REPO))
 from pydvfs.policy.curves import curves_from_frame, read_dataset  # noqa: E402
 from pydvfs.policy.export import tree_to_c  # noqa: E402
 from pydvfs.policy.manifest import provenance  # noqa: E402
-from pydvfs.policy.train import Classifier, FEATURE_SETS, FixedClock, default_util, select_tree, tree_maker  # noqa: E402
-
+from pydvfs.policy.train import FEATURE_SETS, Classifier, FixedClock, default_util, select_tree, tree_maker  # noqa: E402
 from pydvfs.sim.workloads import CHARACTERISATION_TASKS  # noqa: E402
 
 REPEATS = 3

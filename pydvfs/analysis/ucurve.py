@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InvalidValueError
+from ..eta import track
 
 # Defaults of the shape tests (docs/analysis.md, "Flags").
 NOISE_SIGMAS = 2.0  # a wiggle counts when it exceeds this many pooled repeat std devs ...
@@ -314,7 +315,8 @@ def analyse(
     if rows.empty:
         raise InvalidValueError("no usable rows (need energy > 0, duration > 0, exit_status 0)")
     results, tables = [], []
-    for name, grp in rows.groupby("workload", sort=True):
+    groups = rows.groupby("workload", sort=True)
+    for name, grp in track(groups, "analyse: workloads", total=groups.ngroups):
         if not (grp["setting"] == "fixed").any():
             continue  # only MAXN / power-mode runs: nothing to sweep
         res, table = analyse_workload(grp, knob=knob, **kw)

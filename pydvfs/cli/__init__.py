@@ -9,9 +9,10 @@ import importlib
 import os
 import sys
 
+from .. import eta
 from ..errors import PydvfsError
 from ..signals import Terminated
-from .common import EXIT_USAGE, _Parser, add_common_options, one_line
+from .common import EXIT_USAGE, _Parser, add_common_options, examples, missing_extra_message, one_line
 
 # Modules that add verbs: each has register(subparsers, common) -> None.
 COMMAND_MODULES = [
@@ -24,6 +25,7 @@ COMMAND_MODULES = [
     "pydvfs.cli.roofline",    # roofline fit|predict|simulate|collect
     "pydvfs.cli.demo",        # demo
     "pydvfs.cli.report",      # report
+    "pydvfs.cli.fake_board",  # fake-board
 ]
 
 
@@ -43,9 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pydvfs",
         description=(
             "Energy-optimal GPU clock governor for fine-tuning small language models on NVIDIA "
-            "Jetson boards. Every board path resolves under --sysfs-root, so the same commands "
-            "run on a real board and on a simulated one."
+            "Jetson boards. Every verb that touches a board takes --sysfs-root, so the same "
+            "commands run on a real board and on a simulated one (`pydvfs fake-board DIR`)."
         ),
+        epilog=examples(
+            "pydvfs fake-board /tmp/orin --animate bert-base",
+            "pydvfs status --sysfs-root /tmp/orin",
+            "pydvfs apply --sysfs-root /tmp/orin --workload model=bert,layers=12,hidden=768,seq_len=128",
+            "pydvfs restore --sysfs-root /tmp/orin",
+            "pydvfs demo --quick"),
     )
     add_common_options(parser, suppress=False)
     parser.add_argument("--version", action=_VersionAction,
@@ -62,9 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with eta.reporting():  # long loops (LOOCV, analyse, fits) show a progress line on stderr
+            return int(args.func(args) or 0)
     except PydvfsError as e:
         print(f"pydvfs: error: {one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except ImportError as e:
+        # an optional extra that is not installed: say which, in one line
+        message = missing_extra_message(e)
+        if message is None:
+            raise
+        print(f"pydvfs {args.verb}: {message}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("pydvfs: interrupted", file=sys.stderr)

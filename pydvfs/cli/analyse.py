@@ -12,6 +12,7 @@ import json
 import os
 
 from ..errors import InvalidValueError
+from .common import examples
 
 ENERGY_PREFERENCE = ("energy_j", "energy_cpu_gpu_j")
 
@@ -19,6 +20,7 @@ ENERGY_PREFERENCE = ("energy_j", "energy_cpu_gpu_j")
 def register(subparsers, common) -> None:
     p = subparsers.add_parser(
         "analyse",
+        aliases=["analyze"],
         parents=[common],
         help="U-curve analysis of sweep data: sweet spot, savings, fits, shape flags, plots",
         description=(
@@ -27,8 +29,12 @@ def register(subparsers, common) -> None:
             "of time ~ a/f + b and power ~ f, and flags for curves that are not U-shaped or are "
             "spiky. Reads our sweep CSV, Perseus stage profiles or Zeus power traces."
         ),
+        epilog=examples("pydvfs analyse --data sweep.csv --out analysis",
+                        "pydvfs analyse sweep.csv --out analysis --workloads 'bert-base/*'"),
     )
-    p.add_argument("files", nargs="+", metavar="CSV", help="data file(s), all of one format")
+    p.add_argument("--data", nargs="+", action="extend", default=[], metavar="FILE",
+                   help="data file(s), all of one format")
+    p.add_argument("files", nargs="*", metavar="FILE", help="the same, as a shorthand: `pydvfs analyse FILE`")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for plots and summaries")
     p.add_argument("--format", default="auto", choices=["auto", "native", "perseus", "zeus"],
                    help="input layout (auto: detected from the columns)")
@@ -88,9 +94,12 @@ def _flat_row(d: dict) -> dict:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from . import common as cli
     from ..analysis import adapters, ucurve
+    from . import common as cli
 
+    args.files = list(args.data) + list(args.files)
+    if not args.files:
+        raise InvalidValueError("give the data to analyse: --data FILE (or `pydvfs analyse FILE`)")
     for name in ("noise_floor_pct", "noise_sigmas", "spiky_ratio"):
         v = getattr(args, name)
         if v is not None and not v >= 0:

@@ -3,13 +3,45 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
-from .common import emit
 from ..device import open_device
+from ..errors import InvalidValueError, PydvfsError
+from .common import add_board_options, emit, examples
+
+LIVE_WINDOW_S = 0.25  # how long `status` samples the rails for its live watts
 
 
 def _fmt(mhz: float) -> str:
     return f"{mhz:g}"
+
+
+def live_power(sysfs_root: str, window_s: float = LIVE_WINDOW_S) -> dict | None:
+    """Watts per rail, CPU+GPU watts and GPU load over one short window of the C sampler, or
+    None where there are no rails to sample (govcore status: live_power, the same)."""
+    from ..sampler import Sampler
+
+    try:
+        with Sampler(sysfs_root=sysfs_root) as s:
+            time.sleep(window_s)
+    except PydvfsError:
+        return None
+    m = s.measurement
+    if m.duration_s <= 0:
+        return None
+    cpu_gpu = m.cpu_gpu_energy_j
+    # rounded as govcore prints them (%.3f W, %.1f %%), so both front ends say the same
+    return {"power_w": {name: round(w, 3) for name, w in m.avg_power_w.items()},
+            "cpu_gpu_power_w": None if cpu_gpu is None else round(cpu_gpu / m.duration_s, 3),
+            "gpu_load_pct": None if m.gpu_util_pct is None else round(m.gpu_util_pct, 1)}
+
+
+def zero_rails_warning(power_w: dict) -> str | None:
+    """The warning for a board whose rails all read 0 W: nothing measured there means anything."""
+    if power_w and all(w == 0 for w in power_w.values()):
+        return ("warning: every power rail reads 0 W: the sensor is off, or this is a fake board "
+                "nobody animates (`pydvfs fake-board DIR --animate MODEL`); energies will be 0")
+    return None
 
 
 def _status_text(st: dict) -> str:
@@ -23,9 +55,15 @@ def _status_text(st: dict) -> str:
         f"{_fmt(st['max_mhz'])} MHz){', pinned' if st['pinned'] else ''}",
         f"levels    {' '.join(_fmt(f) for f in st['available_mhz'])} MHz ({len(st['available_mhz'])})",
     ]
-    if st["gpu_load_pct"] is not None:
-        lines.append(f"gpu load  {st['gpu_load_pct']:.1f} %")
+    live = st.get("live")
+    load = live["gpu_load_pct"] if live and live["gpu_load_pct"] is not None else st["gpu_load_pct"]
+    if load is not None:
+        lines.append(f"gpu load  {load:.1f} %")
     lines.append(f"rails     {rails}")
+    if live:
+        watts = ", ".join(f"{name} {w:.2f} W" for name, w in live["power_w"].items())
+        total = "" if live["cpu_gpu_power_w"] is None else f"; cpu+gpu {live['cpu_gpu_power_w']:.2f} W"
+        lines.append(f"power     {watts}{total}")
     saved = st["saved_state"]
     if saved:
         lines.append(
@@ -37,14 +75,53 @@ def _status_text(st: dict) -> str:
     return "\n".join(lines)
 
 
+def _status_once(args: argparse.Namespace, dev) -> None:
+    st = dev.status()
+    st["live"] = live_power(dev.sysfs_root) if dev.rails else None
+    warning = zero_rails_warning(st["live"]["power_w"]) if st["live"] else None
+    if warning:
+        print(f"pydvfs status: {warning}", file=sys.stderr, flush=True)
+    if getattr(args, "json", False) and args.watch is not None:
+        emit(args, st, "")  # one JSON document per refresh
+    else:
+        emit(args, st, lambda: _status_text(st))
+
+
 def cmd_status(args: argparse.Namespace) -> int:
-    st = open_device(args.sysfs_root, args.state_dir).status()
-    emit(args, st, lambda: _status_text(st))
-    return 0
+    dev = open_device(args.sysfs_root, args.state_dir)
+    if args.watch is None:
+        _status_once(args, dev)
+        return 0
+    if not args.watch > 0:
+        raise InvalidValueError(f"--watch takes a positive number of seconds, got {args.watch:g}")
+    if args.count is not None and args.count < 1:
+        raise InvalidValueError("--count must be >= 1")
+    n = 0
+    try:
+        while True:
+            t0 = time.monotonic()
+            if n and not args.json:
+                print(f"--- {time.strftime('%H:%M:%S')} ---", flush=True)
+            _status_once(args, dev)
+            n += 1
+            if args.count is not None and n >= args.count:
+                return 0
+            time.sleep(max(0.0, args.watch - (time.monotonic() - t0)))
+    except KeyboardInterrupt:
+        return 0  # Ctrl-C is how a watch ends
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
+    from ..device import mhz_to_hz
+    from ..levels import beyond_table
+
     dev = open_device(args.sysfs_root, args.state_dir)
+    mhz = mhz_to_hz(args.mhz) / 1e6  # validates: a positive number of MHz
+    levels = dev.available_frequencies_mhz
+    if not args.nearest and beyond_table(levels, mhz):
+        raise InvalidValueError(
+            f"{args.mhz} MHz is outside the board's table ({_fmt(levels[0])}..{_fmt(levels[-1])} MHz) by more "
+            "than one level; pass --nearest to pin the nearest level anyway")
     result = dev.pin(args.mhz)
     emit(args, result.to_dict(), result.describe)
     if dev.through_daemon:
@@ -65,16 +142,30 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("status", parents=[common], help="show the board, GPU clock and power rails",
+    p = sub.add_parser("status", parents=[common], help="show the board, GPU clock, live power and GPU load",
                        description="Discover the Jetson GPU and INA3221 rails; show the clock state, "
-                                   "the available levels and any saved state.")
+                                   "the available levels, the watts each rail draws now and the GPU "
+                                   "load (sampled over a quarter second), and any saved state.",
+                       epilog=examples("pydvfs status --sysfs-root /tmp/orin",
+                                       "pydvfs status --watch 2"))
+    p.add_argument("--watch", type=float, nargs="?", const=1.0, default=None, metavar="S",
+                   help="refresh every S seconds (default 1) until Ctrl-C")
+    p.add_argument("--count", type=int, default=None, metavar="N", help="with --watch: stop after N refreshes")
+    add_board_options(p)
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("pin", parents=[common], help="pin the GPU clock to one level",
                        description="Pin the GPU clock (min = max) to the available level nearest "
                                    "MHZ. The original governor/min/max are saved first; "
-                                   "`pydvfs restore` puts them back.")
+                                   "`pydvfs restore` puts them back. A clock more than one level "
+                                   "outside the board's table (a typo such as 99999) is refused "
+                                   "unless --nearest is given.",
+                       epilog=examples("pydvfs pin 714 --sysfs-root /tmp/orin",
+                                       "pydvfs pin 5000 --nearest --sysfs-root /tmp/orin"))
     p.add_argument("mhz", metavar="MHZ", help="clock in MHz; snapped to the board's table")
+    p.add_argument("--nearest", action="store_true",
+                   help="pin the nearest level even when MHZ lies far outside the table")
+    add_board_options(p)
     p.set_defaults(func=cmd_pin)
 
     p = sub.add_parser("restore", parents=[common], help="put back the saved clock state",
@@ -82,6 +173,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "Safe to run any number of times, and from a new process after "
                                    "a crash. While another process governs the GPU (holds its "
                                    "lock) it is refused, naming that process, unless --force.")
+    add_board_options(p)
     p.add_argument("--force", action="store_true",
                    help="restore even while another process governs the GPU")
     p.set_defaults(func=cmd_restore)

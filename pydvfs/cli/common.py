@@ -7,9 +7,53 @@ import json
 import math
 import re
 import sys
+import textwrap
 from typing import Any, Callable
 
 EXIT_USAGE = 2
+
+# Optional extras (pyproject.toml) and the top-level modules each brings. A verb that needs one
+# that is missing says which extra to install, in one line (cli.main).
+EXTRA_OF_MODULE = {
+    **dict.fromkeys(("numpy", "scipy", "sklearn", "m2cgen", "pandas", "statsmodels", "tqdm"), "train"),
+    **dict.fromkeys(("torch", "transformers", "tokenizers"), "finetune"),
+    "matplotlib": "plot",
+}
+
+
+def missing_extra_message(error: ImportError) -> str | None:
+    """The one line for an import that failed because an optional extra is not installed (the
+    module itself, or one that a module of the extra needs: pandas without numpy), or None."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        top = (getattr(error, "name", None) or "").split(".")[0]
+        extra = EXTRA_OF_MODULE.get(top)
+        if extra is not None:
+            return f"this needs {top}, from the optional extra '{extra}': pip install 'pydvfs[{extra}]'"
+        error = error.__cause__ or error.__context__
+    return None
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Paragraphs are wrapped; indented lines (examples, lists) are kept as written, so a
+    command in --help can be copied and pasted whole."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out = []
+        for para in re.split(r"\n\s*\n", text.strip("\n")):
+            lines = para.split("\n")
+            if any(line.startswith((" ", "\t")) for line in lines):
+                out.append("\n".join(indent + line for line in lines))
+            else:
+                out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                                         subsequent_indent=indent, break_on_hyphens=False,
+                                         break_long_words=False))
+        return "\n\n".join(out)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        # an option's help: wrapped at spaces only (never inside --an-option or a-file-name)
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
 
 
 MAX_ERROR_CHARS = 600
@@ -26,22 +70,83 @@ def one_line(text: str) -> str:
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors in one line (no usage dump) and exits 2."""
 
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
         self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
+
+
+def examples(*commands: str) -> str:
+    """An epilog of example commands, one per line, never wrapped."""
+    return "examples:\n" + "\n".join(f"  {c}" for c in commands)
 
 
 def add_common_options(p: argparse.ArgumentParser, suppress: bool) -> argparse.ArgumentParser:
     """Options every verb accepts, before or after the verb. After the verb they are added with
     SUPPRESS defaults so that they do not overwrite a value given before it."""
-    default = argparse.SUPPRESS if suppress else None
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS if suppress else False,
                    help="print machine-readable JSON on stdout")
-    p.add_argument("--sysfs-root", metavar="DIR", default=default,
-                   help="resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)")
-    p.add_argument("--state-dir", metavar="DIR", default=default,
-                   help="where the clock state saved before the first change is kept "
-                        "(env PYDVFS_STATE_DIR)")
     return p
+
+
+def add_board_options(p: argparse.ArgumentParser, state: bool = True) -> argparse.ArgumentParser:
+    """The options of a verb that touches a board: where its files are and (for a verb that
+    changes the clock) where the state saved before the first change is kept."""
+    g = p.add_argument_group("board")
+    g.add_argument("--sysfs-root", metavar="DIR", default=None,
+                   help="resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)")
+    if state:
+        g.add_argument("--state-dir", metavar="DIR", default=None,
+                       help="where the clock state saved before the first change is kept "
+                            "(env PYDVFS_STATE_DIR)")
+    return p
+
+
+def add_workload_argument(p: argparse.ArgumentParser, required: bool, aliases: bool = False,
+                          help_extra: str = "") -> None:
+    """``--workload model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]``, the one spelling of a
+    workload; with ``aliases`` also the separate flags --model/--layers/--hidden/--seq-len/--util
+    (:func:`workload_from_args` merges them)."""
+    p.add_argument("--workload", metavar="K=V,...", default=None,
+                   help="model, layers, hidden, seq_len (avg tokens per sample) [, util_pct]" + help_extra)
+    p.set_defaults(_workload_required=required)
+    if aliases:
+        g = p.add_argument_group("workload as separate flags (aliases of --workload keys)")
+        g.add_argument("--model", dest="wl_model", metavar="TYPE", help="model type: bert, pythia, gpt, llama, ...")
+        g.add_argument("--layers", dest="wl_layers", metavar="N")
+        g.add_argument("--hidden", dest="wl_hidden", metavar="N")
+        g.add_argument("--seq-len", dest="wl_seq_len", metavar="TOKENS")
+        g.add_argument("--util", dest="wl_util_pct", metavar="PCT", help="GPU utilisation %% if known")
+
+
+def workload_from_args(args: argparse.Namespace) -> dict | None:
+    """The workload of --workload (and its alias flags) as a validated dict, or None if none was
+    given and none is required."""
+    from ..errors import InvalidValueError
+    from ..sweep import parse_workload
+
+    spec = [args.workload] if args.workload else []
+    for key in ("model", "layers", "hidden", "seq_len", "util_pct"):
+        value = getattr(args, f"wl_{key}", None)
+        if value is not None:
+            spec.append(f"{key}={value}")
+    if not spec:
+        if getattr(args, "_workload_required", False):
+            raise InvalidValueError("give --workload model=..,layers=..,hidden=..,seq_len=..")
+        return None
+    return parse_workload(",".join(spec))
+
+
+def name_list(values: list[str] | str | None) -> list[str] | None:
+    """A list option given as ``a,b``, ``a b`` or both (``--tasks SST-2,QNLI MRPC``)."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = [values]
+    out = [t.strip() for v in values for t in v.split(",") if t.strip()]
+    return out or None
 
 
 def seed(text: str) -> int:

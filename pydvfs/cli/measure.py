@@ -14,9 +14,10 @@ import subprocess
 import sys
 import threading
 
-from ..command import command_after_dashes, exit_status, start_command
 from .._core import MAX_INTERPOLATED_PCT
+from ..command import command_after_dashes, exit_status, start_command
 from ..errors import InvalidValueError
+from .common import add_board_options, examples
 
 EXIT_BAD_READINGS = 3  # --strict and bad readings (govcore measure --strict: the same)
 
@@ -33,9 +34,12 @@ def register(subparsers, common) -> None:
             "Exits with CMD's exit status (128+N if signal N ended it); 2 if CMD cannot be "
             "started; 3 with --strict if the readings were bad."
         ),
+        epilog=examples("pydvfs measure --sysfs-root /tmp/orin -- sleep 2",
+                        "pydvfs measure --rate 1000 --json -- python train.py"),
     )
     p.add_argument("--rate", metavar="HZ", type=float, default=None,
                    help="samples per second (default: the sensor's update interval)")
+    add_board_options(p, state=False)
     p.add_argument("--strict", action="store_true",
                    help=f"exit {EXIT_BAD_READINGS} (after the report) if a rail had more than "
                         f"{MAX_INTERPOLATED_PCT:g} %% of the time interpolated over failed reads, "
@@ -80,8 +84,8 @@ def text_report(data: dict) -> str:
 
 
 def run(args) -> int:
-    from . import common as cli
     from ..sampler import Sampler
+    from . import common as cli
 
     cmd = command_after_dashes(args.cmd)
     if not cmd:
@@ -91,6 +95,11 @@ def run(args) -> int:
         proc = start_command(cmd)
         status = exit_status(_wait(proc))
     m = sampler.measurement
+    from .board import zero_rails_warning
+
+    warning = zero_rails_warning(m.energy_j) if m.samples else None
+    if warning:
+        print(f"pydvfs measure: {warning}", file=sys.stderr, flush=True)
     data = {"command": cmd, "exit_status": status, **m.to_dict()}
     cli.emit(args, data, lambda: text_report(data))
     for line in m.quality_warnings():

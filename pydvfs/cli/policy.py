@@ -4,12 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import emit
-from ..errors import InvalidValueError
-
-
-def _task_list(text: str | None) -> list[str] | None:
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+from .. import _core
+from .common import add_board_options, add_workload_argument, emit, examples, name_list, workload_from_args
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -17,8 +13,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ..policy.train import format_table, train
 
     df = read_dataset(args.data)
-    curves = curves_from_frame(df, args.energy_column, tasks=_task_list(args.tasks),
-                               exclude_tasks=_task_list(args.exclude_tasks))
+    curves = curves_from_frame(df, args.energy_column, tasks=name_list(args.tasks),
+                               exclude_tasks=name_list(args.exclude_tasks))
     if not args.json:
         print(f"training on {len(curves)} workloads from {args.data} (leave-one-out CV) ...", flush=True)
     metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data)
@@ -42,8 +38,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..policy.evaluate import evaluate, format_report
 
     df = read_dataset(args.data)
-    curves = curves_from_frame(df, args.energy_column, tasks=_task_list(args.tasks))
-    result = evaluate(curves, load_tree(args.model))
+    curves = curves_from_frame(df, args.energy_column, tasks=name_list(args.tasks))
+    result = evaluate(curves, load_tree(args.model_dir))
     emit(args, result, lambda: format_report(result))
     return 0
 
@@ -51,8 +47,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_apply(args: argparse.Namespace) -> int:
     from ..policy.apply import apply, decide
 
-    workload = {"model": args.model, "layers": args.layers, "hidden": args.hidden,
-                "seq_len": args.seq_len, "util_pct": args.util}
+    workload = workload_from_args(args)
     run = decide if args.dry_run else apply
     d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
             state_dir=args.state_dir)
@@ -61,51 +56,43 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(kind):
-    def parse(text: str):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
-        return v
-    return parse
-
-
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("train", parents=[common], help="learn the energy-optimal clock per workload",
                        description="Label each workload of a characterisation dataset with its "
                                    "energy-optimal clock, select a decision tree by leave-one-out CV "
                                    "(by energy regret), compare it with the alternatives, and write "
                                    "a model folder: the tree, its rules, a picture, and the tree "
-                                   "compiled to C for `apply --model-dir`.")
-    p.add_argument("--data", required=True, help="characterisation dataset (CSV, docs/dataset.md)")
-    p.add_argument("--out", required=True, help="model folder to write")
-    p.add_argument("--tasks", help="train only on these tasks (comma-separated)")
-    p.add_argument("--exclude-tasks", help="leave these tasks out, e.g. for evaluation")
+                                   "compiled to C for `apply --model-dir`.",
+                       epilog=examples("pydvfs sweep --sim --out sweep.csv",
+                                       "pydvfs train --data sweep.csv --out model --exclude-tasks MRPC"))
+    p.add_argument("--data", required=True, metavar="FILE", help="characterisation dataset (CSV, docs/dataset.md)")
+    p.add_argument("--out", required=True, metavar="DIR", help="model folder to write")
+    p.add_argument("--tasks", nargs="+", metavar="T", help="train only on these tasks (a,b or a b)")
+    p.add_argument("--exclude-tasks", nargs="+", metavar="T", help="leave these tasks out, e.g. for evaluation")
     p.add_argument("--energy-column", default="energy_cpu_gpu_j", help="energy to minimise")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", parents=[common], help="score the policies against MAXN",
                        description="For each workload of a dataset: the clock each policy picks "
                                    "(mlg, ffg, rules, maxn), the energy measured there, and the "
-                                   "saving against MAXN; plus the oracle.")
-    p.add_argument("--data", required=True, help="dataset with the workloads to evaluate on")
-    p.add_argument("--model", default=None, help="model folder from `pydvfs train` (default: built-in)")
-    p.add_argument("--tasks", help="evaluate only these tasks (comma-separated)")
+                                   "saving against MAXN; plus the oracle.",
+                       epilog=examples("pydvfs evaluate --data sweep.csv --model-dir model --tasks MRPC"))
+    p.add_argument("--data", required=True, metavar="FILE", help="dataset with the workloads to evaluate on")
+    p.add_argument("--model-dir", default=None, metavar="DIR",
+                   help="model folder from `pydvfs train` (default: the built-in tree)")
+    p.add_argument("--tasks", nargs="+", metavar="T", help="evaluate only these tasks (a,b or a b)")
     p.add_argument("--energy-column", default="energy_cpu_gpu_j")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("apply", parents=[common], help="pin the energy-optimal clock for a workload",
                        description="Choose the GPU clock for a workload with a policy and pin it "
-                                   "(the original state is saved first; `pydvfs restore` puts it back).")
-    p.add_argument("--model", required=True, help="model type: bert, pythia, gpt, llama, ...")
-    p.add_argument("--layers", required=True, type=_positive(int))
-    p.add_argument("--hidden", required=True, type=_positive(int))
-    p.add_argument("--seq-len", required=True, type=_positive(float), help="average tokens per sample")
-    p.add_argument("--util", type=float, default=None, help="GPU utilisation %% if known")
-    p.add_argument("--policy", default="mlg", choices=("mlg", "ffg", "rules", "maxn"))
-    p.add_argument("--model-dir", default=None, help="model folder from `pydvfs train`")
+                                   "(the original state is saved first; `pydvfs restore` puts it back).",
+                       epilog=examples(
+                           "pydvfs apply --sysfs-root /tmp/orin --workload model=bert,layers=12,hidden=768,seq_len=128",
+                           "pydvfs apply --workload model=pythia,layers=12,hidden=768,seq_len=64 --policy ffg --dry-run"))
+    add_workload_argument(p, required=True, aliases=True)
+    p.add_argument("--policy", default="mlg", choices=_core.POLICY_NAMES)
+    p.add_argument("--model-dir", default=None, metavar="DIR", help="model folder from `pydvfs train`")
     p.add_argument("--dry-run", action="store_true", help="decide only; write nothing")
+    add_board_options(p)
     p.set_defaults(func=cmd_apply)

@@ -7,9 +7,9 @@ import math
 import os
 import sys
 
-from .common import int_range, seed
 from ..errors import InvalidValueError
 from ..package_data import package_file
+from .common import int_range, seed
 
 # Bounds of the numbers these verbs take (stated in --help): beyond them a run takes hours or a
 # size is no transformer, and is refused rather than started.
@@ -86,8 +86,8 @@ def _load(path):
 
 
 def cmd_fit(args) -> int:
-    from .common import emit
     from ..roofline import pipeline
+    from .common import emit
 
     df, fmt = _load(args.data)
     result = pipeline.analyse(df, fmt)
@@ -103,8 +103,8 @@ def cmd_fit(args) -> int:
 def cmd_predict(args) -> int:
     import pandas as pd
 
-    from .common import emit
     from ..roofline import dataset, law, speedup
+    from .common import emit
 
     if args.fit:
         try:
@@ -165,8 +165,8 @@ def cmd_predict(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    from .common import emit
     from ..roofline import multigpu_sim
+    from .common import emit
 
     if not (args.energy_noise >= 0):
         raise InvalidValueError("--energy-noise must be >= 0")
@@ -179,8 +179,8 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_collect(args) -> int:
-    from .common import emit
     from ..roofline import collect
+    from .common import emit
 
     configs = collect.parse_configs(args.configs or collect.DEFAULT_CONFIGS)
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]

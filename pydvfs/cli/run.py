@@ -11,6 +11,7 @@ import sys
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
+from .common import add_board_options, add_workload_argument, examples
 
 
 def _fmt_mhz(mhz) -> str:
@@ -99,14 +100,13 @@ def _window_params(args):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .common import emit
     from ..governor.loop import run_governed
-    from ..sweep import parse_workload
+    from .common import emit, workload_from_args
 
     cmd = command_after_dashes(args.cmd)
     if not cmd:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
-    workload = parse_workload(args.workload) if args.workload else None
+    workload = workload_from_args(args)
     search = _search_params(args)
     window = _window_params(args)
     if args.policy != "online" and window != type(window)():
@@ -139,11 +139,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "learned model's clock (or FFG) and moves it toward lower energy per training "
                     "step while CMD runs, from the step count CMD writes into --progress-file "
                     "(an integer, written atomically). See docs/online.md.",
-        epilog="example: pydvfs run --progress-file /tmp/steps --workload model=bert,layers=12,"
-               "hidden=768,seq_len=13.3 -- python train.py --progress-file /tmp/steps")
+        epilog=examples(
+            "pydvfs run --progress-file /tmp/steps --workload model=bert,layers=12,hidden=768,seq_len=13.3 "
+            "-- python train.py --progress-file /tmp/steps",
+            "pydvfs run --policy maxn --progress-file /tmp/steps -- python train.py --progress-file /tmp/steps"))
     p.add_argument("--policy", default="online", choices=POLICIES, help="default: online")
-    p.add_argument("--workload", metavar="K=V,...",
-                   help="model, layers, hidden, seq_len (avg tokens) [, util_pct, task, ...] as for sweep")
+    add_workload_argument(p, required=False, help_extra=" (and task, name, ... as for sweep)")
     p.add_argument("--progress-file", metavar="F", help="where CMD writes its completed step count")
     p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
     p.add_argument("--model-dir", metavar="DIR", help="a trained model (pydvfs train) instead of the built-in tree")
@@ -161,5 +162,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="search again after holding this long (default 600 s)")
     g.add_argument("--stall", dest="stall_s", type=float, metavar="S",
                    help="fall back to the start clock if no step is seen for this long (default 120 s)")
+    add_board_options(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")
     p.set_defaults(func=cmd_run)

@@ -17,9 +17,9 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
 
     g = parser.add_argument_group("simulated board (--sim)")
     g.add_argument("--models", nargs="+", default=list(PAPER_MODELS), metavar="M",
-                   help="catalogue models (default: all BERT and Pythia)")
+                   help="catalogue models, a,b or a b (default: all BERT and Pythia)")
     g.add_argument("--tasks", nargs="+", default=list(CHARACTERISATION_TASKS), metavar="T",
-                   help="GLUE tasks (default: SST-2 QNLI MRPC)")
+                   help="GLUE tasks, a,b or a b (default: SST-2 QNLI MRPC)")
     g.add_argument("--batch-size", type=int, default=16)
     g.add_argument("--epochs", type=float, default=1.0)
     g.add_argument("--power-modes", nargs="*", default=[], choices=[m for m in POWER_MODES if m != "maxn"],
@@ -27,29 +27,37 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def sim_sweep(args: argparse.Namespace) -> int:
-    from .common import emit
+    from ..dataset import DatasetWriter, iter_rows
     from ..sim.sweep import plot_curves, sweep_rows
-    from ..dataset import DatasetWriter
+    from ..sweep import run_key
+    from .common import emit, name_list
 
     if not args.out and not args.plot:
         raise InvalidValueError("give --out CSV and/or --plot DIR")
     if args.repeats < 1:
         raise InvalidValueError(f"--repeats must be >= 1, got {args.repeats}")
     t0 = time.monotonic()
-    rows = list(sweep_rows(models=args.models, tasks=args.tasks, repeats=args.repeats,
+    rows = list(sweep_rows(models=name_list(args.models), tasks=name_list(args.tasks), repeats=args.repeats,
                            seed=args.seed, power_modes=args.power_modes,
                            batch_size=args.batch_size, epochs=args.epochs))
+    written = skipped = 0
     if args.out:
+        # like the board sweep: a rerun appends only the runs the dataset does not hold yet
         with DatasetWriter(args.out) as wr:
+            done = {run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]) for r in iter_rows(args.out)}
             for r in rows:
-                wr.write(r)
+                if run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]) in done:
+                    skipped += 1
+                else:
+                    wr.write(r)
+                    written += 1
     plots = plot_curves(rows, args.plot) if args.plot else []
     best = {}
     for r in rows:
         if r["setting"] == "fixed":
             best.setdefault(r["workload"], {}).setdefault(r["freq_mhz"], []).append(r["energy_cpu_gpu_j"])
     summary = {
-        "rows": len(rows), "out": args.out, "plots": [str(p) for p in plots],
+        "rows": len(rows), "written": written, "skipped": skipped, "out": args.out, "plots": [str(p) for p in plots],
         "seconds": round(time.monotonic() - t0, 2),
         "best_mhz": {wl: min(d, key=lambda f: sum(d[f]) / len(d[f])) for wl, d in best.items()},
     }
@@ -57,7 +65,7 @@ def sim_sweep(args: argparse.Namespace) -> int:
     def text():
         lines = [f"simulated sweep: {summary['rows']} runs in {summary['seconds']} s"]
         if args.out:
-            lines.append(f"dataset: {args.out}")
+            lines.append(f"dataset: {args.out} ({written} rows written, {skipped} already there)")
         if plots:
             lines.append(f"plots: {len(plots)} files in {args.plot}")
         lines += [f"  {wl:24s} best {f:.0f} MHz" for wl, f in summary["best_mhz"].items()]

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import argparse
 
-from .common import int_range, seed
-from ..sweep import MAX_REPEATS
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
+from ..sweep import MAX_REPEATS
+from .common import add_board_options, add_workload_argument, examples, int_range, seed
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -19,15 +19,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not args.out:
         raise InvalidValueError("give --out CSV (the dataset to append to)")
     if not args.workload:
-        raise InvalidValueError("give --workload name=...,model=...,layers=...,hidden=...,seq_len=...")
+        raise InvalidValueError("give --workload model=..,layers=..,hidden=..,seq_len=..[,name=..,task=..]")
     if not cmd:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
     if args.plot:
         raise InvalidValueError("--plot is for --sim; for a board's sweep run `pydvfs analyse CSV --out DIR`")
-    from .common import emit
-    from ..sweep import parse_workload, run_sweep
+    from ..sweep import run_sweep
+    from .common import emit, workload_from_args
 
-    summary = run_sweep(cmd, parse_workload(args.workload), args.out, freqs=args.freqs, repeats=args.repeats,
+    summary = run_sweep(cmd, workload_from_args(args), args.out, freqs=args.freqs, repeats=args.repeats,
                         settle_s=args.settle, idle_s=args.idle, rate_hz=args.rate, seed=args.seed,
                         sysfs_root=args.sysfs_root, state_dir=args.state_dir)
 
@@ -54,9 +54,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "random order per repeat, measuring each run with the C sampler; append one "
                     "row per run to a dataset (docs/dataset.md). Rerunning resumes. With --sim, "
                     "sweep the paper's workloads on the simulated AGX Orin instead (seconds).",
-        epilog="example: pydvfs sweep --out data.csv --workload name=bert-base/sst2,model=bert,"
-               "layers=12,hidden=768,seq_len=13.3,task=sst2 --repeats 3 -- "
-               "python -m pydvfs.workloads.finetune --model bert-base --task sst2 --max-steps 200")
+        epilog=examples(
+            "pydvfs sweep --out data.csv --workload name=bert-base/sst2,model=bert,layers=12,hidden=768,"
+            "seq_len=13.3,task=sst2 --repeats 3 -- python -m pydvfs.workloads.finetune --model bert-base "
+            "--task sst2 --max-steps 200",
+            "pydvfs sweep --sim --out sweep.csv --tasks SST-2,QNLI --plot plots"))
     p.add_argument("--sim", action="store_true", help="use the simulated AGX Orin (virtual time)")
     p.add_argument("--out", metavar="CSV", help="dataset to append to (created if missing)")
     p.add_argument("--plot", metavar="DIR", help="(--sim) write the U-curve plots here")
@@ -64,12 +66,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help=f"runs per setting, 1..{MAX_REPEATS} (default 1)")
     p.add_argument("--seed", type=seed, default=0, help="seed of the run order / the simulator")
     g = p.add_argument_group("board sweep")
-    g.add_argument("--workload", metavar="K=V,...", help="the workload's features: name, model, layers, "
-                   "hidden, seq_len (avg tokens), and optionally task, heads, params, batch_size")
+    add_workload_argument(g, required=False, help_extra="; and name, task, heads, params, batch_size")
     g.add_argument("--freqs", default="all", help="'all' (default) or MHz list, snapped to the board's table")
     g.add_argument("--settle", type=float, default=2.0, metavar="S", help="seconds between pinning and the run")
     g.add_argument("--idle", type=float, default=5.0, metavar="S", help="seconds of idle-power baseline first")
     g.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
+    add_board_options(p)
     add_sim_arguments(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")
     p.set_defaults(func=cmd_sweep)

@@ -188,28 +188,34 @@ class Animation:
         wf = self.waveforms[rail]
         per_uw = wf.voltage_mv if self.board.rails[rail].power_path is None else 1000.0
         # the value written before the writer started (Animation.__init__)
-        held = round(wf.current_ma(0.0)) if per_uw != 1000.0 else round(wf.power_w(0.0) * 1000)
-        total_uws = 0.0
-        t_prev = t0_ns
-        rows = self._values
-        for k in range(len(self._t_ns)):
-            t = rows[k * (n + 1)]
-            v = rows[k * (n + 1) + col]
-            if t > t0_ns:
-                seg_end = min(t, t1_ns)
-                total_uws += held * per_uw * (seg_end - t_prev) / 1e9
-                t_prev = seg_end
-            held = v
-            if t >= t1_ns:
-                break
-        if t_prev < t1_ns:
-            total_uws += held * per_uw * (t1_ns - t_prev) / 1e9
-        return total_uws / 1e6
+        first = round(wf.current_ma(0.0)) if per_uw != 1000.0 else round(wf.power_w(0.0) * 1000)
+        values = self._values[col::n + 1]
+        return held_integral(self._t_ns, values, first, t0_ns, t1_ns) * per_uw / 1e6
 
     def max_write_gap_s(self) -> float:
         """Longest time between two writes (a measure of how busy the machine was)."""
         t = self.write_times_ns()
         return max((b - a for a, b in zip(t, t[1:])), default=0) / 1e9
+
+
+def held_integral(t_ns, values, initial: float, t0_ns: int, t1_ns: int) -> float:
+    """Integral over [t0_ns, t1_ns] of a value written at times ``t_ns`` (ascending, CLOCK_MONOTONIC
+    ns) and held until the next write; ``initial`` is held before the first write. Units: the
+    value's x seconds (W -> J). This is how a writer's log says what a reader of the files saw."""
+    total = 0.0
+    held = initial
+    t_prev = t0_ns
+    for t, v in zip(t_ns, values):
+        if t > t0_ns:
+            seg_end = min(t, t1_ns)
+            total += held * (seg_end - t_prev) / 1e9
+            t_prev = seg_end
+        held = v
+        if t >= t1_ns:
+            break
+    if t_prev < t1_ns:
+        total += held * (t1_ns - t_prev) / 1e9
+    return total
 
 
 def animate(board: FakeBoard, waveforms: dict[str, Waveform], rate_hz: float = 4000.0,

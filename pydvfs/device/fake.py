@@ -2,8 +2,9 @@
 
 The trees follow what the real boards expose (see SPEC section 5), including the parts that must
 be *discovered* rather than assumed: unstable ``hwmonN`` numbers, decoy devfreq and hwmon
-devices, ``NC`` channels and the INA3221 shunt-sum channel. Production code never imports this
-module; it only ever sees a sysfs root.
+devices, ``NC`` channels and the INA3221 shunt-sum channel. The code that reads and changes a
+board never imports this module (``pydvfs fake-board`` hands it to users); that code only ever
+sees a sysfs root.
 
 Values are written the way the real files read: devfreq in Hz, hwmon in mV / mA, GPU load in
 tenths of a percent. Rail and load files are rewritten *in place* with fixed-width fields, so a

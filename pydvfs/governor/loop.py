@@ -23,13 +23,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .. import _core
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
+from ..progress import read_progress
 from ..sampler import Sampler
 from .search import HillClimb, SearchParams
 
-STATIC_POLICIES = ("mlg", "ffg", "rules", "maxn")
+STATIC_POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn
 POLICIES = ("online",) + STATIC_POLICIES
 
 
@@ -62,22 +64,6 @@ class WindowParams:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def read_progress(path: Path) -> int | None:
-    """The step count in ``path`` (an integer; a decimal is floored), or None while it is
-    missing, empty or unreadable."""
-    try:
-        text = path.read_text().strip()
-    except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError):
-        return None
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return int(value) if math.isfinite(value) and value >= 0 else None
 
 
 def _window_energy_j(m) -> float:

@@ -38,6 +38,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from ..errors import InvalidValueError
+from ..levels import nearest_index
 
 
 @dataclass(frozen=True)
@@ -212,8 +213,7 @@ class HillClimb:
 
     # -- internals -------------------------------------------------------------------------
     def _index(self, freq_mhz: float) -> int:
-        f = float(freq_mhz)
-        return min(range(len(self.levels_mhz)), key=lambda i: (abs(self.levels_mhz[i] - f), i))
+        return nearest_index(self.levels_mhz, float(freq_mhz))
 
     def _probe_done(self) -> bool:
         n = len(self._samples)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..dataset import check_frame, check_row_lengths
 from ..errors import InvalidValueError
+from ..levels import nearest_level
 from .workload import Workload
 
 ENERGY_COLUMN = "energy_cpu_gpu_j"  # the paper's CPU + GPU energy (VDD_CPU_CV + VDD_GPU_SOC)
@@ -55,7 +56,7 @@ class Curve:
 
     def nearest_mhz(self, mhz: float) -> float:
         """The measured clock nearest to mhz (ties: the lower)."""
-        return min(self.freqs_mhz, key=lambda f: (abs(f - mhz), f))
+        return nearest_level(self.freqs_mhz, mhz)
 
     def energy_at(self, mhz: float | None) -> float:
         """Mean energy at the measured clock nearest to mhz; MAXN's for None."""

@@ -7,9 +7,11 @@ import statistics
 from pathlib import Path
 from typing import Sequence
 
+from .. import _core
+from ..eta import track
 from .curves import Curve
 
-POLICIES = ("mlg", "ffg", "rules", "maxn")
+POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn
 
 
 def choices_for(curve: Curve, tree) -> dict[str, float | None]:
@@ -24,7 +26,7 @@ def choices_for(curve: Curve, tree) -> dict[str, float | None]:
 
 def evaluate(curves: Sequence[Curve], tree) -> dict:
     rows = []
-    for c in curves:
+    for c in track(curves, "evaluate: workloads"):
         picks = choices_for(c, tree)
         row = {"workload": c.name, "task": c.task, "model": c.workload.model, "params": c.params,
                "maxn_energy_j": c.maxn_energy_j, "oracle_mhz": c.best_mhz,

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import math
 
+from ..roofline.proxies import compute_per_token
+
 # The paper's five features.
 PAPER_FEATURES = ("is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len")
 # Roofline features (paper B's proxies): compute per token and arithmetic-intensity proxy.
 ROOFLINE_FEATURES = ("log10_c_tok", "intensity")
 
 
-def c_tok(layers: float, hidden: float, seq_len: float) -> float:
-    """Compute per token of the layer stack: 12 L d^2 + 3 L S d (paper B)."""
-    return 12.0 * layers * hidden * hidden + 3.0 * layers * seq_len * hidden
+# Compute per token of the layer stack, 12 L d^2 + 3 L S d (paper B): the roofline law's proxy,
+# one definition for both (govcore/policy.c has the C twin, checked by the golden test).
+c_tok = compute_per_token
 
 
 def feature_value(name: str, is_decoder: bool, util_pct: float, layers: float, hidden: float,

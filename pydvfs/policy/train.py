@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import InvalidValueError
-from .curves import Curve
+from ..eta import track
 from . import manifest
+from .curves import Curve
 from .export import compile_policy, tree_to_c
 from .features import PAPER_FEATURES, ROOFLINE_FEATURES, feature_vector
 
@@ -187,7 +188,8 @@ def select_tree(curves: Sequence[Curve], feature_sets=("paper", "roofline")) -> 
     best_per_set: dict[str, Score] = {}
     for set_name in feature_sets:
         feats = FEATURE_SETS[set_name]
-        for depth, leaf, crit in itertools.product(*TREE_GRID.values()):
+        grid = list(itertools.product(*TREE_GRID.values()))
+        for depth, leaf, crit in track(grid, f"LOOCV, {set_name} features: {len(grid)} trees x {len(curves)} folds"):
             params = {"max_depth": depth, "min_samples_leaf": leaf, "criterion": crit}
             choices = loocv(lambda: Classifier("tree", tree_maker(**params), feats), curves)
             s = score(f"tree ({set_name} features)", curves, choices, {**params, "features": set_name})
@@ -203,8 +205,12 @@ def select_tree(curves: Sequence[Curve], feature_sets=("paper", "roofline")) -> 
 
 def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
     """Every candidate by LOOCV over workloads; the tree's hyper-parameters selected inside."""
-    from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor,
-                                  RandomForestClassifier, RandomForestRegressor)
+    from sklearn.ensemble import (
+        GradientBoostingClassifier,
+        GradientBoostingRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -223,7 +229,7 @@ def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
         "curve regression (gradient boosting, argmin)": lambda: CurveRegression(
             "gb-curve", lambda: GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=0)),
     }
-    for name, make in others.items():
+    for name, make in track(list(others.items()), f"LOOCV of the other models: {len(curves)} folds each"):
         rows.append(score(name, curves, loocv(make, curves)))
     rows.append(score("labels (best clock; MAXN where spiky)", curves, [c.label_mhz for c in curves]))
     rows.append(score("oracle (best clock per workload)", curves, [c.best_mhz for c in curves]))

@@ -6,6 +6,7 @@ the speedup laws (where it has parallel runs) and the three log-linear laws with
 from __future__ import annotations
 
 from ..errors import InvalidValueError
+from ..eta import track
 from . import decomposition, law, multigpu_sim, scale_check, speedup
 
 
@@ -21,7 +22,7 @@ def analyse(df, fmt: str = "pydvfs") -> dict:
             "carry time and speedup only)")
     out = {"format": fmt, "rows": int(len(df)), "rows_with_energy": int(len(measured)),
            "groups": {}}
-    for name, g in groups(measured):
+    for name, g in track(groups(measured), "roofline fit: groups"):
         if len(g) < 8:
             continue
         out["groups"][name] = analyse_group(g)

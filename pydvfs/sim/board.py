@@ -2,10 +2,9 @@
 
 The simulated training process plays the kernel's part: it reads the devfreq limits a governor
 wrote, emulates podgov when they leave room, and writes the rail readings and GPU load a real
-INA3221 driver and GPU driver would. It finds the files the way production code does, by
-discovery under a sysfs root (devfreq device by ``of_node/name``, INA3221 hwmon devices by
-``name`` and channel labels), so any tree built by ``pydvfs.device.fake.build_fake_board`` (JP5
-or JP6 layout) works.
+INA3221 driver and GPU driver would. It finds the files with the production discovery
+(govcore's ``gc_board_open`` through ``_core.Board``), so any tree built by
+``pydvfs.device.fake.build_fake_board`` with hwmon rails (JP5 or JP6 layout) works.
 """
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ from pathlib import Path
 from ..device.fake import rewrite_int
 from ..errors import DeviceNotFoundError
 
-GPU_OF_NAMES = ("ga10b", "gpu")
 # INA3221 bus voltage written for each rail (mV). The 0x40 rails sit on the 5 V module input;
 # VDDQ_VDD2_1V8AO on its 1.8 V supply. Only V x I matters to a sampler.
 RAIL_BUS_MV = {"VDD_GPU_SOC": 5000.0, "VDD_CPU_CV": 5000.0, "VIN_SYS_5V0": 5000.0,
@@ -48,41 +46,17 @@ class BoardFiles:
 
     @classmethod
     def discover(cls, root: str | os.PathLike) -> "BoardFiles":
-        root = Path(root)
-        devfreq_dir = None
-        cls_dir = root / "sys" / "class" / "devfreq"
-        for entry in sorted(cls_dir.iterdir()) if cls_dir.is_dir() else ():
-            name_file = entry / "device" / "of_node" / "name"
-            try:
-                name = name_file.read_text().strip("\0\n ")
-            except OSError:
-                continue
-            if name in GPU_OF_NAMES:
-                devfreq_dir = entry.resolve()
-                break
-        if devfreq_dir is None:
-            raise DeviceNotFoundError(f"no GPU devfreq device under {cls_dir}")
-        gpu_dir = (devfreq_dir / "device").resolve()
-        rails = {}
-        hw_dir = root / "sys" / "class" / "hwmon"
-        for entry in sorted(hw_dir.iterdir()) if hw_dir.is_dir() else ():
-            d = entry.resolve()
-            try:
-                if (d / "name").read_text().strip() != "ina3221":
-                    continue
-            except OSError:
-                continue
-            for ch in (1, 2, 3):
-                lab = d / f"in{ch}_label"
-                if not lab.exists():
-                    continue
-                label = lab.read_text().strip()
-                if label in RAIL_BUS_MV:
-                    rails[label] = (d / f"in{ch}_input", d / f"curr{ch}_input")
+        """Find the files by the production discovery (govcore, through ``_core.Board``)."""
+        from .. import _core
+
+        board = _core.Board(str(root))
+        rails = {name: (Path(vpath), Path(ipath))
+                 for name, kind, vpath, ipath, _ in board.rails if kind == "hwmon" and name in RAIL_BUS_MV}
         if not rails:
-            raise DeviceNotFoundError(f"no INA3221 rails under {hw_dir}")
-        levels = tuple(int(x) for x in (devfreq_dir / "available_frequencies").read_text().split())
-        return cls(root, devfreq_dir, gpu_dir / "load", rails, tuple(sorted(levels)))
+            raise DeviceNotFoundError(f"no INA3221 hwmon rails named {', '.join(RAIL_BUS_MV)} under {root}")
+        devfreq_dir = Path(board.devfreq_dir)
+        load_path = Path(board.load_path) if board.load_path else devfreq_dir / "device" / "load"
+        return cls(Path(root), devfreq_dir, load_path, rails, tuple(sorted(board.freqs_hz)))
 
     def read_limits_hz(self) -> tuple[int, int]:
         return read_int(self.devfreq_dir / "min_freq"), read_int(self.devfreq_dir / "max_freq")

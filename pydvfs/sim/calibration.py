@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 from .model import ORIN_LEVELS_MHZ, SimParams, operating_point, snap_mhz
-from .workloads import CHARACTERISATION_TASKS, PAPER_MODELS, Workload, get_workload
+from .workloads import CHARACTERISATION_TASKS, PAPER_MODELS, SimRun, get_workload
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class CurveSummary:
         return 1.0 - self.energy_j[self.opt_mhz] / self.maxn_j
 
 
-def curve(w: Workload, p: SimParams) -> CurveSummary:
+def curve(w: SimRun, p: SimParams) -> CurveSummary:
     e, pw = {}, {}
     for f in ORIN_LEVELS_MHZ:
         op = operating_point(w, "fixed", f, p)

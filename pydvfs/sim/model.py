@@ -31,7 +31,9 @@ import math
 from dataclasses import dataclass, field, fields, replace
 
 from ..errors import InvalidValueError
-from .workloads import ATTENTION_FACTOR, Workload
+from ..levels import nearest_level
+from ..rails import CPU_GPU_RAILS, ORIN_RAILS  # CPU_GPU_RAILS: what the paper calls CPU+GPU power
+from .workloads import ATTENTION_FACTOR, SimRun
 
 # ---- hardware facts (published, not fitted) --------------------------------------------------
 ORIN_LEVELS_MHZ = (306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0, 1122.0, 1224.0, 1300.5)
@@ -40,8 +42,7 @@ DRAM_PEAK_GBPS = 204.8  # LPDDR5, 256 bit, 3200 MHz
 EMC_MAX_MHZ = 3199.0
 CPU_MAX_MHZ = 2201.6  # Cortex-A78AE, MAXN
 
-RAILS = ("VDD_GPU_SOC", "VDD_CPU_CV", "VDDQ_VDD2_1V8AO", "VIN_SYS_5V0")
-CPU_GPU_RAILS = ("VDD_CPU_CV", "VDD_GPU_SOC")  # what the paper calls CPU+GPU power
+RAILS = ORIN_RAILS
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ class StepWork:
     cpu_mhz: float
 
 
-def step_work(w: Workload, p: SimParams, mode: PowerMode | None = None) -> StepWork:
+def step_work(w: SimRun, p: SimParams, mode: PowerMode | None = None) -> StepWork:
     a = w.arch
     mode = mode or POWER_MODES["maxn"]
     b, s = w.batch_size, w.seq_len_padded
@@ -299,10 +300,10 @@ class OperatingPoint:
 
 def snap_mhz(freq_mhz: float, levels=ORIN_LEVELS_MHZ) -> float:
     """The nearest OPP (the devfreq core snaps to its table the same way)."""
-    return min(levels, key=lambda lv: (abs(lv - freq_mhz), lv))
+    return nearest_level(levels, freq_mhz)
 
 
-def operating_point(w: Workload, setting: str = "fixed", freq_mhz: float | None = None,
+def operating_point(w: SimRun, setting: str = "fixed", freq_mhz: float | None = None,
                     p: SimParams | None = None, min_mhz: float | None = None,
                     max_mhz: float | None = None) -> OperatingPoint:
     """Steady state of ``w`` under a clock setting.
@@ -397,7 +398,7 @@ def run_noise(p: SimParams, cpu_exposed_share: float, seed: int, workload: str, 
     return max(0.5, time_f), max(0.5, power_f)
 
 
-def energy_per_step_j(w: Workload, setting: str = "fixed", freq_mhz: float | None = None,
+def energy_per_step_j(w: SimRun, setting: str = "fixed", freq_mhz: float | None = None,
                       seed: int = 0, repeat: int = 0, p: SimParams | None = None) -> float:
     """CPU+GPU energy of one training step (simulated J) at a setting, with the run's seeded
     noise: what the animated process (``train_process --seed S --repeat R``) spends per step."""
@@ -407,7 +408,7 @@ def energy_per_step_j(w: Workload, setting: str = "fixed", freq_mhz: float | Non
     return op.cpu_gpu_power_w * pf * op.t_step_s * tf
 
 
-def simulate_run(w: Workload, setting: str = "fixed", freq_mhz: float | None = None,
+def simulate_run(w: SimRun, setting: str = "fixed", freq_mhz: float | None = None,
                  repeat: int = 0, seed: int = 0, p: SimParams | None = None,
                  noise: bool = True, op: OperatingPoint | None = None) -> RunResult:
     """One whole run, measured in virtual time (returns at once)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..dataset import DatasetWriter
+from ..rails import cpu_gpu_sum
 from .model import ORIN_LEVELS_MHZ, RAILS, default_params, idle_board_power_w, operating_point, simulate_run
 from .workloads import CHARACTERISATION_TASKS, PAPER_MODELS, get_workload
 
@@ -19,7 +20,7 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
                p=None) -> Iterator[dict]:
     p = p or default_params()
     idle = idle_board_power_w(p)
-    idle_cpu_gpu_w = idle["VDD_CPU_CV"] + idle["VDD_GPU_SOC"]
+    idle_cpu_gpu_w = cpu_gpu_sum(idle)
     for m in models:
         for t in tasks:
             w = get_workload(m, t, batch_size, epochs)

@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 
 from ..errors import PydvfsError
+from ..levels import nearest_level
+from ..progress import write_progress
 from .board import BoardFiles
-from .model import (ORIN_LEVELS_MHZ, POWER_MODES, RAILS, default_params, idle_board_power_w,
-                    operating_point, run_noise)
+from .model import ORIN_LEVELS_MHZ, POWER_MODES, RAILS, default_params, idle_board_power_w, operating_point, run_noise
 from .workloads import get_workload
 
 
@@ -41,12 +42,6 @@ def _setting_for(lo_mhz: float, hi_mhz: float, power_mode: str) -> tuple[str, fl
     if lo_mhz <= ORIN_LEVELS_MHZ[0] + 1 and hi_mhz >= ORIN_LEVELS_MHZ[-1] - 1:
         return "maxn", None
     return "podgov", None
-
-
-def write_progress(path: Path, steps: int) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(f"{int(steps)}\n")
-    os.replace(tmp, path)
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -87,17 +82,37 @@ def run(args: argparse.Namespace) -> dict:
     sim_t = 0.0
     energy_j = {r: 0.0 for r in RAILS}  # simulated energy (J of the simulated run)
     interrupted = False
+    # What the files held and from when: (CLOCK_MONOTONIC ns once written, W per rail). A
+    # reader of the files is judged against this, not against ideal virtual time, which a busy
+    # machine stretches (a late tick keeps the old power in the files for longer).
+    log_rails = tuple(board.rails)
+    written: list[tuple[int, tuple[float, ...]]] = []
+
+    # Files are rewritten only when their value changes: an unchanged write costs CPU time that,
+    # on a busy machine, delays the next tick (the log still records every tick's values).
+    last: dict = {}
+
+    def put(key, value, write) -> None:
+        if last.get(key) != value:
+            write(value)
+            last[key] = value
+
+    def put_power(power_w: dict) -> None:
+        values = tuple(power_w.get(r, 0.0) for r in log_rails)
+        put("power", power_w, board.write_power)
+        written.append((time.monotonic_ns(), values))
+
     t_prev = time.monotonic()
     op, tf, pf = point(*board.read_limits_hz())
     try:
         while steps < target_steps:
             op, tf, pf = point(*board.read_limits_hz())
             power = board.quantised_power_w({r: op.power_w[r] * pf for r in RAILS})
-            board.write_power(power)
-            board.write_load(1000.0 * op.load / tf)
+            put_power(power)
+            put("load", 1000.0 * op.load / tf, board.write_load)
             trace = op.clock_trace_mhz or (op.mean_freq_mhz,)
             i = int(sim_t / p.podgov_window_s) % len(trace)
-            board.write_cur_freq(int(round(min(levels_mhz, key=lambda lv: abs(lv - trace[i])) * 1e6)))
+            put("cur_freq", int(round(nearest_level(levels_mhz, trace[i]) * 1e6)), board.write_cur_freq)
             step_s = op.t_step_s * tf
             remaining_real = (target_steps - steps) * step_s / args.time_scale
             time.sleep(max(0.0, min(tick_s, remaining_real)))
@@ -116,8 +131,11 @@ def run(args: argparse.Namespace) -> dict:
     except _Stop:
         interrupted = True
     finally:
-        board.write_power(idle_board_power_w(p))
+        put_power(board.quantised_power_w(idle_board_power_w(p)))
         board.write_load(0)
+        if args.write_log:
+            Path(args.write_log).write_text(json.dumps(
+                {"rails": list(log_rails), "t_ns": [t for t, _ in written], "power_w": [v for _, v in written]}))
     if progress is not None:
         write_progress(progress, steps)
     return {
@@ -145,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--power-mode", default="maxn", choices=tuple(POWER_MODES))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=0)
+    ap.add_argument("--write-log", metavar="F", default=None,
+                    help="write a JSON log of every rail write (CLOCK_MONOTONIC ns, W per rail) at exit")
     return ap
 
 

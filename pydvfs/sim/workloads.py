@@ -154,8 +154,9 @@ EVALUATION_TASKS = ("QQP", "RTE", "CoLA", "STS-B", "MNLI", "WNLI")
 
 
 @dataclass(frozen=True)
-class Workload:
-    """One fine-tuning run: a model on a task with a batch size and a number of epochs."""
+class SimRun:
+    """One simulated fine-tuning run: a model on a task with a batch size and a number of epochs.
+    What the governor's policies see of it is :meth:`workload` (a :class:`pydvfs.Workload`)."""
 
     arch: Architecture
     task: Task
@@ -165,6 +166,14 @@ class Workload:
     @property
     def name(self) -> str:
         return f"{self.arch.name}/{self.task.name}"
+
+    def workload(self):
+        """The policies' view of this run: a :class:`pydvfs.Workload` (model family, layers,
+        hidden size, average tokens per sample)."""
+        from ..policy.workload import Workload
+
+        return Workload(model=self.arch.family, layers=self.arch.layers, hidden=self.arch.hidden,
+                        seq_len=self.task.avg_tokens, name=self.name)
 
     @property
     def seq_len_padded(self) -> float:
@@ -190,9 +199,9 @@ def get_task(name: str) -> Task:
     raise InvalidValueError(f"unknown task {name!r}; known: {', '.join(TASKS)}")
 
 
-def get_workload(model: str, task: str, batch_size: int = 16, epochs: float = 1.0) -> Workload:
+def get_workload(model: str, task: str, batch_size: int = 16, epochs: float = 1.0) -> SimRun:
     if batch_size < 1:
         raise InvalidValueError(f"batch size must be >= 1, got {batch_size}")
     if not epochs > 0:
         raise InvalidValueError(f"epochs must be > 0, got {epochs}")
-    return Workload(get_architecture(model), get_task(task), batch_size, epochs)
+    return SimRun(get_architecture(model), get_task(task), batch_size, epochs)

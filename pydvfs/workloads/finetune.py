@@ -23,6 +23,7 @@ import time
 from typing import Any, Optional
 
 from ..errors import InvalidValueError, PydvfsError
+from ..progress import write_progress
 from . import glue, models
 
 EXIT_USAGE = 2
@@ -82,16 +83,6 @@ def _validate(args: argparse.Namespace) -> None:
         parent = os.path.dirname(os.path.abspath(args.progress_file))
         if not os.path.isdir(parent):
             raise InvalidValueError(f"--progress-file: folder {parent} does not exist")
-
-
-def write_progress(path: str, steps: int) -> None:
-    """Replace ``path`` with the step count, atomically (readers never see a partial file)."""
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as fh:
-        fh.write(f"{steps}\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class _StopFlag:

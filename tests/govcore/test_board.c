@@ -85,7 +85,7 @@ static void test_garbage_table(void)
     const char *root = fake_tree_make(FAKE_JP5, "306000000 fast 714000000");
     gc_board b;
 
-    CHECK(gc_board_open(&b, root) == -EINVAL);
+    CHECK(gc_board_open(&b, root) == -GC_EBOARD);
     CHECK(strstr(b.err, "available_frequencies") != NULL);
     fake_tree_remove(root);
 }
@@ -171,7 +171,7 @@ static void test_state_per_root_and_damaged(void)
     f = fopen(p1, "w");
     fputs("governor=\nmin_hz=abc\n", f);
     fclose(f);
-    CHECK(gc_restore(&b1, state_dir, &restored) == -EBADMSG);
+    CHECK(gc_restore(&b1, state_dir, &restored) == -GC_ESTATE);
     CHECK(strstr(b1.err, "damaged") != NULL);
     fake_tree_remove(r1);
     fake_tree_remove(r2);

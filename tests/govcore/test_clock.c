@@ -77,7 +77,7 @@ static void test_verify_failure_restores(void)
 
     /* the board silently keeps its ceiling (like a power-mode cap) */
     mock.ignore_writes_to = "max_freq";
-    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(408), state_dir, &level) == -EIO);
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(408), state_dir, &level) == -GC_EVERIFY);
     CHECK(strstr(b.err, "did not take") != NULL);
     CHECK(strstr(b.err, "original clock state restored") != NULL);
     mock.ignore_writes_to = NULL;

@@ -72,11 +72,11 @@ static void test_dangling_symlink_at_state_path(void)
 
     /* the old bug: pin took a dangling link for "already saved", restore then found nothing */
     CHECK(symlink("/nonexistent/pydvfs-planted", state_path) == 0);
-    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) == -EBADMSG);
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) == -GC_ESTATE);
     CHECK(strstr(b.err, "symbolic link") != NULL);
     CHECK(untouched(root));
-    CHECK(gc_state_load(&b, state_dir, &st) == -EBADMSG);
-    CHECK(gc_restore(&b, state_dir, &restored) == -EBADMSG && restored == 0);
+    CHECK(gc_state_load(&b, state_dir, &st) == -GC_ESTATE);
+    CHECK(gc_restore(&b, state_dir, &restored) == -GC_ESTATE && restored == 0);
     fake_tree_remove(root);
 }
 
@@ -90,7 +90,7 @@ static void test_symlink_to_victim_not_followed(void)
     snprintf(victim, sizeof victim, "%s/victim", root);
     write_private(victim, "precious\n");
     CHECK(symlink(victim, state_path) == 0);
-    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(714), state_dir, &level) == -EBADMSG);
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(714), state_dir, &level) == -GC_ESTATE);
     fake_read(root, "victim", buf, sizeof buf);
     CHECK(strcmp(buf, "precious") == 0);
     CHECK(untouched(root));
@@ -104,11 +104,11 @@ static void test_fifo_and_folder_at_state_path(void)
     uint64_t level;
 
     CHECK(mkfifo(state_path, 0600) == 0); /* must not hang, must not count as saved */
-    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), state_dir, &level) == -EBADMSG);
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), state_dir, &level) == -GC_ESTATE);
     CHECK(strstr(b.err, "regular file") != NULL);
     unlink(state_path);
     CHECK(mkdir(state_path, 0700) == 0);
-    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), state_dir, &level) == -EBADMSG);
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), state_dir, &level) == -GC_ESTATE);
     CHECK(untouched(root));
     rmdir(state_path);
     fake_tree_remove(root);
@@ -123,7 +123,7 @@ static void test_state_folder_must_be_private(void)
     int restored;
 
     CHECK(chmod(state_dir, 0770) == 0);
-    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), state_dir, &level) == -EBADMSG);
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), state_dir, &level) == -GC_ESTATE);
     CHECK(strstr(b.err, "writable by no one else") != NULL);
     CHECK(untouched(root));
     CHECK(chmod(state_dir, 0700) == 0);
@@ -131,7 +131,7 @@ static void test_state_folder_must_be_private(void)
     snprintf(open_dir, sizeof open_dir, "%s/open", root);
     snprintf(inner, sizeof inner, "%s/state", open_dir);
     CHECK(mkdir(open_dir, 0700) == 0 && chmod(open_dir, 0777) == 0 && mkdir(inner, 0700) == 0);
-    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), inner, &level) == -EBADMSG);
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), inner, &level) == -GC_ESTATE);
     CHECK(strstr(b.err, "another user") != NULL);
     CHECK(chmod(open_dir, 01777) == 0); /* sticky, like /tmp: fine */
     CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), inner, &level) == 0);
@@ -141,11 +141,11 @@ static void test_state_folder_must_be_private(void)
         char link[900];
         snprintf(link, sizeof link, "%s/state-link", root);
         CHECK(symlink(state_dir, link) == 0);
-        CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), link, &level) == -EBADMSG);
+        CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), link, &level) == -GC_ESTATE);
     }
     if (geteuid() == 0) { /* a folder owned by someone else */
         CHECK(chown(state_dir, 65534, 65534) == 0);
-        CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), state_dir, &level) == -EBADMSG);
+        CHECK(gc_pin_hz(&b, gc_mhz_to_hz(612), state_dir, &level) == -GC_ESTATE);
         CHECK(strstr(b.err, "owned by you") != NULL);
         CHECK(chown(state_dir, 0, 0) == 0);
     }
@@ -226,7 +226,7 @@ static void test_state_values_checked(void)
         CHECK(gc_pin_hz(&b, gc_mhz_to_hz(714), state_dir, &level) == 0);
         snprintf(text, sizeof text, "# govcore saved GPU clock state\n%s", bad[i]);
         write_private(state_path, text);
-        CHECK(gc_restore(&b, state_dir, &restored) == -EBADMSG && restored == 0);
+        CHECK(gc_restore(&b, state_dir, &restored) == -GC_ESTATE && restored == 0);
         /* nothing written from it: still pinned at 714, governor as it was */
         CHECK_EQ_U64(read_hz(root, "min_freq"), 714000000);
         CHECK_EQ_U64(read_hz(root, "max_freq"), 714000000);
@@ -394,13 +394,13 @@ static void test_negative_level_and_binary_text(void)
     gc_board b;
     size_t i;
 
-    CHECK(gc_board_open(&b, root) == -EINVAL);
+    CHECK(gc_board_open(&b, root) == -GC_EBOARD);
     fake_tree_remove(root);
     root = fake_tree_make(FAKE_JP5, "306000000 99999999999999999");
-    CHECK(gc_board_open(&b, root) == -EINVAL);
+    CHECK(gc_board_open(&b, root) == -GC_EBOARD);
     fake_tree_remove(root);
     root = fake_tree_make(FAKE_JP5, "\x01\x02\xff\xfe\x1b[31mred\x7f 306000000");
-    CHECK(gc_board_open(&b, root) == -EINVAL);
+    CHECK(gc_board_open(&b, root) == -GC_EBOARD);
     for (i = 0; b.err[i]; i++)
         CHECK(b.err[i] >= 0x20 && b.err[i] < 0x7f);
     CHECK(strstr(b.err, "\\x1b") != NULL);

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+
+import pytest
 
 
 def test_status_json(cli, board):
@@ -13,9 +16,76 @@ def test_status_json(cli, board):
 
 
 def test_status_text_and_options_before_the_verb(cli, board):
-    out = cli("--sysfs-root", str(board.root), "status")
+    out = cli("status", "--sysfs-root", str(board.root))
     assert out.returncode == 0, out.stderr
     assert "VDD_GPU_SOC" in out.stdout and "1300.5" in out.stdout
+    out = cli("--json", "status", "--sysfs-root", str(board.root))
+    assert out.returncode == 0 and json.loads(out.stdout)["gpu"] == "ga10b"
+
+
+def test_board_options_only_on_board_verbs(cli, board, tmp_path):
+    """--sysfs-root/--state-dir belong to the verbs that touch a board, not to the others."""
+    for verb in (["status"], ["pin", "714"], ["restore"], ["apply", "--workload",
+                 "model=bert,layers=12,hidden=768,seq_len=128", "--dry-run"]):
+        out = cli(*verb, "--sysfs-root", str(board.root), "--state-dir", str(tmp_path / "st"))
+        assert out.returncode == 0, (verb, out.stderr)
+    assert cli("--sysfs-root", str(board.root), "status").returncode == 2
+    for verb in (["train", "--data", "x.csv", "--out", "m"], ["report"], ["roofline", "simulate", "--out", "x"]):
+        out = cli(*verb, "--sysfs-root", str(board.root))
+        assert out.returncode == 2 and "unrecognized arguments: --sysfs-root" in out.stderr, verb
+    assert "  --sysfs-root" not in cli("--help").stdout
+    assert "--sysfs-root" not in cli("analyse", "--help").stdout
+    assert "  --sysfs-root DIR" in cli("status", "--help").stdout
+
+
+def test_status_shows_live_watts_and_load(cli, board):
+    board.set_rail("VDD_GPU_SOC", 5000, 2000)   # 10 W
+    board.set_rail("VDD_CPU_CV", 5000, 400)     # 2 W
+    board.set_load(375)
+    st = json.loads(cli("status", "--sysfs-root", str(board.root), "--json").stdout)
+    live = st["live"]
+    assert live["power_w"]["VDD_GPU_SOC"] == pytest.approx(10.0)
+    assert live["cpu_gpu_power_w"] == pytest.approx(12.0) and live["gpu_load_pct"] == pytest.approx(37.5)
+    out = cli("status", "--sysfs-root", str(board.root))
+    assert "VDD_GPU_SOC 10.00 W" in out.stdout and "cpu+gpu 12.00 W" in out.stdout
+    assert "gpu load  37.5 %" in out.stdout and "warning" not in out.stderr
+
+
+def test_a_board_reading_zero_watts_is_flagged(cli, board):
+    for name in board.rails:
+        board.set_rail(name, 0, 0)
+    out = cli("status", "--sysfs-root", str(board.root))
+    assert out.returncode == 0 and "every power rail reads 0 W" in out.stderr
+    out = cli("measure", "--sysfs-root", str(board.root), "--", "sleep", "0.3")
+    assert out.returncode == 0 and "every power rail reads 0 W" in out.stderr
+
+
+def test_status_watch_refreshes(cli, board):
+    out = cli("status", "--sysfs-root", str(board.root), "--watch", "0.1", "--count", "3")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("board     NVIDIA") == 3 and out.stdout.count("--- ") == 2
+    out = cli("status", "--sysfs-root", str(board.root), "--watch", "0.1", "--count", "2", "--json")
+    docs = [json.loads(d) for d in out.stdout.replace("}\n{", "}\0{").split("\0")]
+    assert len(docs) == 2 and all(d["gpu"] == "ga10b" for d in docs)
+    assert cli("status", "--sysfs-root", str(board.root), "--watch", "0").returncode == 2
+
+
+@pytest.mark.parametrize("want,refused", [("99999", True), ("1400", True), ("200", True), ("1370", False),
+                                          ("210", False), ("700", False)])
+def test_pin_far_outside_the_table_is_refused(cli, board, govcore_bin, want, refused, tmp_path):
+    """306..1300.5 MHz: one level step beyond each end (204, 1377 MHz) is the limit; further out
+    is refused unless --nearest, by both front ends alike."""
+    for front in ([], [govcore_bin]):
+        cmd = (lambda *a: subprocess.run([govcore_bin, *a], capture_output=True, text=True)) if front else cli
+        args = ["pin", want, "--sysfs-root", str(board.root), "--state-dir", str(tmp_path)]
+        out = cmd(*args)
+        assert out.returncode == (2 if refused else 0), out.stderr
+        if refused:
+            assert "--nearest" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+            assert board.read_hz("max_freq") == 1300500000  # nothing written
+            out = cmd(*args, "--nearest")
+            assert out.returncode == 0, out.stderr
+        assert cmd("restore", "--sysfs-root", str(board.root), "--state-dir", str(tmp_path)).returncode == 0
 
 
 def test_pin_restore_cycle(cli, board):

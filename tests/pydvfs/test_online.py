@@ -13,6 +13,7 @@ import time
 import pytest
 
 from pydvfs.device.fake import build_fake_board
+from pydvfs.rails import CPU_GPU_RAILS
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise
 from pydvfs.sim.workloads import get_workload
 
@@ -20,6 +21,10 @@ SCALE = 400.0  # simulated seconds per real second
 SEED = 0
 FULL = (306000000, 1300500000)  # the board's own (min, max): the state every run must leave
 FAST = ["--window", "0.15", "--min-steps", "100", "--settle", "0.05", "--rate", "1000"]
+# The search test's windows: long enough that the step count's lag on a busy machine (the
+# animated process updates the board every 1 ms when idle, every ~10-30 ms when two other jobs
+# share the cores) stays a few per cent of a window.
+SEARCH = ["--window", "0.4", "--min-steps", "100", "--settle", "0.05", "--rate", "1000"]
 BERT_BASE = "model=bert,layers=12,hidden=768,seq_len=13.3,task=SST-2"
 
 
@@ -28,10 +33,18 @@ def orin(tmp_path):
     return build_fake_board(tmp_path / "board", "jp6")
 
 
-def train_cmd(orin, progress, steps, model="bert-base"):
+def train_cmd(orin, progress, steps, model="bert-base", write_log=None):
     return [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(orin.root),
             "--model", model, "--task", "SST-2", "--steps", str(steps), "--time-scale", str(SCALE),
-            "--tick-ms", "1", "--progress-file", str(progress), "--seed", str(SEED)]
+            "--tick-ms", "1", "--progress-file", str(progress), "--seed", str(SEED)] + (
+                ["--write-log", str(write_log)] if write_log else [])
+
+
+def stall_s(write_log) -> float:
+    """The animated process's longest pause between two updates of the board (its own log):
+    how far behind real time its step count could be at any instant."""
+    t = json.loads(write_log.read_text())["t_ns"]
+    return max((b - a) / 1e9 for a, b in zip(t, t[1:]))
 
 
 def sim_j_per_step(model="bert-base", setting="fixed", freq=None) -> float:
@@ -53,35 +66,58 @@ def test_online_finds_the_simulated_optimum_and_beats_maxn(cli, orin, tmp_path):
     truth = {f: sim_j_per_step(freq=f) for f in ORIN_LEVELS_MHZ}
     f_opt = min(truth, key=truth.get)
 
-    res = cli("run", "--sysfs-root", str(orin.root), "--json", "--start", "1300.5",
-              "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 10000))
+    # Start on the steep side of the U: between 1300.5 and 1224 MHz the simulated J/step differs
+    # by 0.9 %, less than the search's 2 % margin, so from 1300.5 whether it leaves at all is a
+    # coin flip decided by measurement noise; 1224 -> 1122 is 8.8 %.
+    res = cli("run", "--sysfs-root", str(orin.root), "--json", "--start", "1224",
+              "--progress-file", str(progress), *SEARCH, "--",
+              *train_cmd(orin, progress, 40000, write_log=tmp_path / "writes.json"))
     assert res.returncode == 0, res.stderr
     r = json.loads(res.stdout)
+    # A window's J/step is its energy over the steps counted in it; the count read at each end
+    # lags real time by at most the process's longest stall, so a window of W seconds can be
+    # off by 2 x stall / W. On an idle machine that is under 1 %; on a busy one it is what the
+    # process's own log shows, and the bounds below widen by exactly that, no more.
+    shortest_s = {}
+    for w in r["trajectory"]:
+        shortest_s[w["freq_mhz"]] = min(shortest_s.get(w["freq_mhz"], 1e9), w["duration_s"])
+    noise = {f: 2 * stall_s(tmp_path / "writes.json") / d for f, d in shortest_s.items()}
+    worst = max(noise.values())
     assert limits(orin) == FULL and r["restored"]
-    assert r["start_mhz"] == 1300.5 and r["start_source"] == "--start"
-    assert r["converged"] and r["fallback"] is None and r["steps"] == 10000
+    assert r["start_mhz"] == 1224 and r["start_source"] == "--start"
+    assert r["converged"] and r["fallback"] is None and r["steps"] == 40000, (r["fallback"], r["search"]["estimates"], noise)
     chosen = r["chosen_mhz"]
     # near the bottom of the U, levels within the search margin (2 %) plus the noise of short
     # windows on a shared 2-core machine are all good answers: judge by true energy per step
-    assert truth[chosen] <= truth[f_opt] * 1.05, (chosen, f_opt)
+    assert truth[chosen] <= truth[f_opt] * (1.05 + 2 * worst), (chosen, f_opt, worst)
     # every probe measured what the simulator produces at that clock
     for e in r["search"]["estimates"]:
-        assert e["j_per_step"] == pytest.approx(truth[e["freq_mhz"]], rel=0.04), e
+        assert e["j_per_step"] == pytest.approx(truth[e["freq_mhz"]], rel=0.04 + noise[e["freq_mhz"]]), e
     # it walked down the U without turning back, then held
     moves = r["search"]["moves"]
     assert moves and all(m["to_mhz"] < m["from_mhz"] for m in moves)
     assert r["trajectory"][-1]["phase"] == "hold" and r["trajectory"][-1]["freq_mhz"] == chosen
     # the run's own J/step (search included) against the start clock and against MAXN
-    assert r["energy_at_start_clock_j"] == pytest.approx(10000 * truth[1300.5], rel=0.04)
+    assert r["energy_at_start_clock_j"] == pytest.approx(40000 * truth[1224.0], rel=0.04 + noise[1224.0])
     assert r["saving_vs_start_pct"] > 10
     maxn_progress = tmp_path / "maxn-steps"
     res = cli("run", "--sysfs-root", str(orin.root), "--json", "--policy", "maxn",
               "--progress-file", str(maxn_progress), "--rate", "1000", "--",
-              *train_cmd(orin, maxn_progress, 2000))
+              *train_cmd(orin, maxn_progress, 2000, write_log=tmp_path / "maxn-writes.json"))
     assert res.returncode == 0, res.stderr
     maxn = json.loads(res.stdout)
     assert maxn["chosen_mhz"] is None and maxn["steps"] == 2000
-    assert maxn["j_per_step"] == pytest.approx(sim_j_per_step(setting="maxn"), rel=0.05)
+    # the whole run's J/step: the simulator's, plus whatever the files held around the steps -
+    # the rails read 0 W until the process starts, and its idle values from the moment it stops
+    # stepping until it has exited (a slow interpreter exit on a busy machine): judged against
+    # what the process wrote, by its own log
+    log = json.loads((tmp_path / "maxn-writes.json").read_text())
+    stepping_s = (log["t_ns"][-1] - log["t_ns"][0]) / 1e9
+    idle_w = sum(log["power_w"][-1][log["rails"].index(rail)] for rail in CPU_GPU_RAILS)
+    after_j = idle_w * max(0.0, maxn["duration_s"] - stepping_s)
+    maxn_noise = 2 * stall_s(tmp_path / "maxn-writes.json") / stepping_s
+    want = sim_j_per_step(setting="maxn")
+    assert want * (1 - 0.05 - maxn_noise) <= maxn["j_per_step"] <= (want + after_j / 2000) * (1 + 0.05 + maxn_noise)
     assert r["j_per_step"] < 0.9 * maxn["j_per_step"]
     assert limits(orin) == FULL
 

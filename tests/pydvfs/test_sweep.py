@@ -35,7 +35,9 @@ def sweep_args(orin, out, *extra):
 
 def test_sweep_measures_every_setting_and_resumes(cli, orin, tmp_path):
     out = tmp_path / "d.csv"
-    res = cli(*sweep_args(orin, out, "--json", "--", *train_cmd(orin)))
+    # 1000 steps (~1-2 s a run): long against the start-up of the process, which the window also
+    # holds at idle power and which a busy machine stretches to a second or more
+    res = cli(*sweep_args(orin, out, "--json", "--", *train_cmd(orin, steps=1000)))
     assert res.returncode == 0, res.stderr
     summary = json.loads(res.stdout)
     assert summary["runs"] == 3 and summary["skipped"] == 0

@@ -6,6 +6,8 @@ import json
 import pickle
 import random
 
+from c_tree import CTree
+
 from pydvfs import _core
 from pydvfs.policy.curves import curves_from_frame, read_dataset
 from pydvfs.policy.train import default_util, features_of
@@ -42,16 +44,19 @@ def test_trained_tree_c_equals_sklearn(trained, syn_csv):
                 row = list(random_X[len(edge_X) % len(random_X)])
                 row[f] = x
                 edge_X.append(row)
+    c_tree = CTree(out)
+    assert c_tree.feature_names == tree.feature_names and c_tree.classes_mhz == tree.classes_mhz
     for X in (train_X, random_X, edge_X):
         expected = [float(v) for v in clf.predict(X)]
-        assert tree.predict_features(X) == expected
+        assert c_tree.predict_features(X) == expected
 
 
 def test_c_features_equal_python_features(trained):
     out, _ = trained
     meta = json.loads((out / "meta.json").read_text())
-    from pydvfs.policy.features import ROOFLINE_FEATURES, PAPER_FEATURES, feature_vector
     import numpy as np
+
+    from pydvfs.policy.features import PAPER_FEATURES, ROOFLINE_FEATURES, feature_vector
     tree = _core.Tree(out)
     for wl in [(False, 55.0, 12, 768, 64.0), (True, None, 16, 2048, 37.5), (False, 10.0, 2, 128, 11.0)]:
         util = wl[1] if wl[1] is not None else meta["default_util_pct"][int(wl[0])]

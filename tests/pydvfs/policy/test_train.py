@@ -5,8 +5,8 @@ import json
 import pickle
 
 import pytest
-
 import synthetic
+
 from pydvfs.errors import InvalidValueError
 from pydvfs.policy.curves import curves_from_frame, read_dataset
 from pydvfs.policy.train import FixedClock, loocv, score

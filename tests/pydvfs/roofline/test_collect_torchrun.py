@@ -3,7 +3,6 @@
 One `pydvfs roofline collect` call launches three runs (single, tp x2, fsdp x2) of a tiny BERT;
 each launch costs ~10 s of interpreter and import start-up on a 2-core box.
 """
-import json
 import math
 
 import pytest

@@ -3,8 +3,7 @@ import math
 import pytest
 
 from pydvfs.errors import InvalidValueError
-from pydvfs.sim.model import (ORIN_LEVELS_MHZ, default_params, operating_point, simulate_run,
-                              vf_table)
+from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, simulate_run, vf_table
 from pydvfs.sim.sweep import sweep_rows
 from pydvfs.sim.workloads import ARCHITECTURES, TASKS, get_workload
 

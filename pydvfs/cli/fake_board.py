@@ -1,0 +1,97 @@
+"""``pydvfs fake-board DIR``: a simulated Jetson sysfs tree to try every command on.
+
+The tree is what ``pydvfs.device.fake`` lays out for the tests and the demo (discovered, not
+assumed: unstable hwmonN numbers, decoy devices, NC channels). Its rails hold the simulated
+AGX Orin's idle power; ``--animate MODEL`` then runs the simulated fine-tuning process on it in
+the foreground (it follows the clock a governor pins and writes the rails, the GPU load and a
+step count) until its steps are done or Ctrl-C.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ..errors import InvalidValueError
+from .common import emit, examples
+
+LEVEL_TABLES = ("11", "13")
+
+
+def cmd_fake_board(args: argparse.Namespace) -> int:
+    from ..device.fake import ORIN_11_LEVELS_HZ, ORIN_13_LEVELS_HZ, build_fake_board
+
+    root = Path(args.dir)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise InvalidValueError(f"{root} exists and is not an empty folder: give a new one")
+    if args.layout == "jp4" and args.levels == "13":
+        raise InvalidValueError("--levels 13 is an AGX Orin table; jp4 (Xavier) has its own")
+    if args.animate and args.layout == "jp4":
+        raise InvalidValueError("--animate needs an AGX Orin layout (jp5 or jp6)")
+    levels = None if args.layout == "jp4" else (ORIN_13_LEVELS_HZ if args.levels == "13" else ORIN_11_LEVELS_HZ)
+    board = build_fake_board(root, args.layout, levels_hz=levels)
+    if args.layout != "jp4":
+        from ..sim.board import BoardFiles
+        from ..sim.model import default_params, idle_board_power_w
+
+        BoardFiles.discover(board.root).write_power(idle_board_power_w(default_params()))
+    data = {"sysfs_root": str(board.root.resolve()), "layout": board.layout, "model": board.model,
+            "levels_mhz": [hz / 1e6 for hz in board.levels_hz], "rails": sorted(board.rails),
+            "animate": args.animate}
+    root_arg = str(board.root)
+
+    def text() -> str:
+        lines = [f"fake {board.model} ({board.layout}, {len(board.levels_hz)} GPU levels) in {root_arg}",
+                 "try:", f"  pydvfs status --sysfs-root {root_arg}",
+                 f"  pydvfs pin 714 --sysfs-root {root_arg}",
+                 f"  pydvfs restore --sysfs-root {root_arg}"]
+        if board.layout == "jp4":
+            lines.append("its rails read 0 W (the simulator animates AGX Orin layouts only)")
+        return "\n".join(lines)
+
+    emit(args, data, text)
+    if not args.animate:
+        return 0
+    cmd = [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", root_arg,
+           "--model", args.animate, "--task", args.task, "--time-scale", str(args.time_scale)]
+    if args.steps:
+        cmd += ["--steps", str(args.steps)]
+    if args.progress_file:
+        cmd += ["--progress-file", args.progress_file]
+    print(f"animating {args.animate} on {args.task} ({args.time_scale:g} simulated s per s); "
+          "Ctrl-C stops it and leaves the rails at idle", file=sys.stderr, flush=True)
+    env = dict(os.environ)
+    try:
+        rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode
+    except KeyboardInterrupt:
+        return 0  # the process got the same Ctrl-C and put the idle values back
+    return 0 if rc in (0, 130) else rc
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "fake-board", parents=[common], help="make a simulated Jetson board (a sysfs tree) to try commands on",
+        description="Lay out a simulated Jetson sysfs tree in DIR (a new or empty folder): the GPU's "
+                    "devfreq files and INA3221 power rails, at the simulated AGX Orin's idle power. "
+                    "Every verb that touches a board takes it with --sysfs-root DIR. With --animate, "
+                    "run the simulated fine-tuning of MODEL on it in the foreground: it follows the "
+                    "clock you pin and writes the rails, the GPU load and its step count.",
+        epilog=examples("pydvfs fake-board /tmp/orin",
+                        "pydvfs fake-board /tmp/orin6 --layout jp6 --levels 13",
+                        "pydvfs fake-board /tmp/orin --animate bert-base --progress-file /tmp/steps",
+                        "pydvfs status --sysfs-root /tmp/orin      (in a second terminal)"))
+    p.add_argument("dir", metavar="DIR", help="where to lay out the tree (a new or empty folder)")
+    p.add_argument("--layout", choices=("jp4", "jp5", "jp6"), default="jp5",
+                   help="jp5: AGX Orin JetPack 5 (default), jp6: JetPack 6, jp4: Xavier (ina3221x)")
+    p.add_argument("--levels", choices=LEVEL_TABLES, default="11",
+                   help="GPU table: 11 levels 306..1300.5 MHz (default) or 13 levels 114.75..1300.5 MHz")
+    g = p.add_argument_group("animation")
+    g.add_argument("--animate", metavar="MODEL", help="simulate fine-tuning MODEL (e.g. bert-base, pythia-160m)")
+    g.add_argument("--task", default="SST-2", help="GLUE task of the animation (default SST-2)")
+    g.add_argument("--time-scale", type=float, default=100.0, metavar="K",
+                   help="simulated seconds per real second (default 100)")
+    g.add_argument("--steps", type=int, default=0, metavar="N", help="stop after N steps (default: the whole run)")
+    g.add_argument("--progress-file", metavar="F", help="where the animation writes its step count")
+    p.set_defaults(func=cmd_fake_board)

@@ -1,0 +1,33 @@
+"""The board's clock table: which level a requested clock becomes.
+
+One rule, the one govcore's ``gc_snap_hz`` applies on the board: the nearest level, a tie going
+to the lower one. Every Python caller (the simulator, the sweep, the search, the curves of a
+dataset) snaps through :func:`nearest_level` so that they cannot disagree with the board.
+"""
+from __future__ import annotations
+
+from typing import Iterable, TypeVar
+
+L = TypeVar("L", int, float)
+
+
+def nearest_level(levels: Iterable[L], value: float) -> L:
+    """The level nearest ``value``; of two equally near, the lower. Units: whatever ``levels``
+    and ``value`` share (MHz or Hz)."""
+    return min(levels, key=lambda lv: (abs(lv - value), lv))
+
+
+def nearest_index(levels: list, value: float) -> int:
+    """Index of :func:`nearest_level` in ``levels``."""
+    return min(range(len(levels)), key=lambda i: (abs(levels[i] - value), levels[i]))
+
+
+def beyond_table(levels: Iterable[L], value: float) -> bool:
+    """True when ``value`` lies more than one level step outside the table: below the lowest
+    level by more than the lowest step, or above the highest by more than the highest step
+    (``pin 99999`` on a 1300.5 MHz board). Such a request is refused unless the caller asked for
+    the nearest level explicitly."""
+    lv = sorted(levels)
+    if len(lv) < 2:
+        return False
+    return value < lv[0] - (lv[1] - lv[0]) or value > lv[-1] + (lv[-1] - lv[-2])

@@ -118,11 +118,11 @@ def test_planted_dangling_symlink_is_not_a_saved_state(govcore, public_tmp):
     chown_tree(public_tmp)  # a user governing a board they may write, from their own folder
     state_path = open_device(board.root, str(state)).state_file()
     assert as_nobody(["ln", "-s", "/nonexistent/planted", state_path]).returncode == 0
-    for tool in ([govcore, "--sysfs-root", str(board.root), "--state-dir", str(state)],
-                 [sys.executable, "-m", "pydvfs", "--sysfs-root", str(board.root), "--state-dir", str(state)]):
-        assert "symbolic link" in one_line_error(as_nobody([*tool, "pin", "510"]))
+    where = ["--sysfs-root", str(board.root), "--state-dir", str(state)]
+    for tool in ([govcore], [sys.executable, "-m", "pydvfs"]):
+        assert "symbolic link" in one_line_error(as_nobody([*tool, "pin", "510", *where]))
         assert untouched(board)
-        assert "symbolic link" in one_line_error(as_nobody([*tool, "restore"]))
+        assert "symbolic link" in one_line_error(as_nobody([*tool, "restore", *where]))
     # the user removes it: pin and restore work, the state file is theirs and 0600
     os.unlink(state_path)
     res = as_nobody([govcore, "--sysfs-root", str(board.root), "--state-dir", str(state), "pin", "510"])
@@ -139,9 +139,8 @@ def test_no_guessable_default_state_folder(govcore, public_tmp):
     Both front ends follow the one rule in clock.c."""
     board = build_fake_board(public_tmp / "board", "jp5")
     chown_tree(public_tmp)
-    for tool in ([govcore, "--sysfs-root", str(board.root)],
-                 [sys.executable, "-m", "pydvfs", "--sysfs-root", str(board.root)]):
-        assert "--state-dir" in one_line_error(as_nobody([*tool, "pin", "510"]))
+    for tool in ([govcore], [sys.executable, "-m", "pydvfs"]):
+        assert "--state-dir" in one_line_error(as_nobody([*tool, "pin", "510", "--sysfs-root", str(board.root)]))
         assert untouched(board)
     assert not Path(f"/tmp/pydvfs-{pwd.getpwnam(NOBODY).pw_uid}").exists()
     # with a private runtime folder the default works
@@ -243,8 +242,8 @@ def test_board_file_symlinked_out_of_the_root_is_not_written(cli, govcore, board
     (board.devfreq_dir / "max_freq").unlink()
     (board.devfreq_dir / "max_freq").symlink_to(outside)
     for tool in ([sys.executable, "-m", "pydvfs"], [govcore]):
-        res = subprocess.run([*tool, "--sysfs-root", str(board.root), "--state-dir",
-                              str(tmp_path / "st"), "pin", "510"], capture_output=True, text=True)
+        res = subprocess.run([*tool, "pin", "510", "--sysfs-root", str(board.root), "--state-dir",
+                              str(tmp_path / "st")], capture_output=True, text=True)
         assert "outside the sysfs root" in one_line_error(res)
         assert outside.read_text() == "1300500000\n"
 
@@ -332,11 +331,11 @@ def test_negative_level_and_binary_table(cli, govcore, tmp_path):
     b = build_fake_board(tmp_path / "neg", "jp5")
     (b.devfreq_dir / "available_frequencies").write_text("306000000 -510000000 714000000\n")
     for tool in ([sys.executable, "-m", "pydvfs"], [govcore]):
-        res = subprocess.run([*tool, "--sysfs-root", str(b.root), "status"], capture_output=True, text=True)
+        res = subprocess.run([*tool, "status", "--sysfs-root", str(b.root)], capture_output=True, text=True)
         assert "not a list of frequencies" in one_line_error(res)
     (b.devfreq_dir / "available_frequencies").write_bytes(b"\x1b[31m\xff\xfe\x00evil\x07 306000000\n")
     for tool in ([sys.executable, "-m", "pydvfs"], [govcore]):
-        res = subprocess.run([*tool, "--sysfs-root", str(b.root), "status"], capture_output=True)
+        res = subprocess.run([*tool, "status", "--sysfs-root", str(b.root)], capture_output=True)
         line = one_line_error(subprocess.CompletedProcess(res.args, res.returncode, res.stdout.decode(),
                                                           res.stderr.decode("latin-1")))
         assert all(0x20 <= ord(c) < 0x7f for c in line), line
@@ -350,7 +349,7 @@ def test_measure_reports_bad_readings(cli, govcore, board):
     (board.rails["VIN_SYS_5V0"].current_path).write_text("garbage\n")
     board.set_rail("VDD_CPU_CV", 5000, -300)  # a negative current
     for tool in ([sys.executable, "-m", "pydvfs", "measure"], [govcore, "measure"]):
-        res = subprocess.run([*tool[:-1], "--sysfs-root", str(board.root), "--json", tool[-1], "--",
+        res = subprocess.run([*tool, "--sysfs-root", str(board.root), "--json", "--",
                               "sleep", "0.3"], capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
         d = json.loads(res.stdout)
@@ -361,7 +360,7 @@ def test_measure_reports_bad_readings(cli, govcore, board):
         assert d["negative_readings"]["VDD_CPU_CV"] > 5 and d["energy_j"]["VDD_CPU_CV"] == 0
         assert d["energy_j"]["VIN_SYS_5V0"] == 0  # nothing was read: nothing made up
         assert "VIN_SYS_5V0" in res.stderr and "warning" in res.stderr
-        strict = subprocess.run([*tool[:-1], "--sysfs-root", str(board.root), tool[-1], "--strict",
+        strict = subprocess.run([*tool, "--sysfs-root", str(board.root), "--strict",
                                  "--", "sleep", "0.2"], capture_output=True, text=True)
         assert strict.returncode == 3 and "error" in strict.stderr
     # good readings: no warning, --strict passes

@@ -47,9 +47,10 @@ static const char usage_text[] =
     "  apply --model M --layers L --hidden D --seq-len S [--util PCT] [--policy P]\n"
     "        [--model-dir DIR] [--dry-run]\n"
     "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
-    "                (learned tree, default), ffg (best fixed clock), rules (paper A) or\n"
-    "                maxn (restore the board's own governor); DIR holds a tree compiled by\n"
-    "                `pydvfs train` (default: the tree built into this binary)\n"
+    "                (learned tree, default), ffg (best fixed clock), rules (paper A),\n"
+    "                maxn (restore the board's own governor) or roofline (the physical\n"
+    "                model's optimum; needs DIR); DIR holds a model from `pydvfs train`\n"
+    "                (default: the tree built into this binary)\n"
     "  measure [--rate HZ] -- CMD...\n"
     "                run CMD (no shell) while sampling the INA3221 rails; print its time,\n"
     "                energy per rail, CPU+GPU energy, average power and GPU load (CMD's\n"
@@ -293,6 +294,8 @@ static int cmd_apply(const struct options *o)
 {
     gc_workload w = {0, -1.0, 0, 0, 0};
     gc_tree_model model = gc_builtin_tree;
+    gc_roofline roofline;
+    const gc_roofline *rl = NULL;
     double x[GC_MAX_FEATURES];
     gc_decision d;
     gc_board b;
@@ -317,7 +320,7 @@ static int cmd_apply(const struct options *o)
             bit = 1;
         } else if (strcmp(a, "--policy") == 0) {
             if (gc_policy_parse(v, &policy) < 0)
-                return fail("unknown policy '%s': expected mlg, ffg, rules or maxn", v);
+                return fail("unknown policy '%s': expected mlg, ffg, rules, maxn or roofline", v);
         } else if (strcmp(a, "--model-dir") == 0) {
             model_dir = v;
         } else if (strcmp(a, "--layers") == 0) {
@@ -346,14 +349,24 @@ static int cmd_apply(const struct options *o)
     if (gc_model_family(model_name, &w.is_decoder) < 0)
         return fail("unknown model type '%s': expected an encoder (bert, roberta, deberta, ...) "
                     "or a decoder (pythia, gpt, llama, ...)", model_name);
+    if (policy == GC_POLICY_ROOFLINE) {
+        char path[GC_PATH_MAX];
+
+        if (!model_dir)
+            return fail("the roofline policy needs --model-dir (a folder from `pydvfs train`)");
+        snprintf(path, sizeof path, "%s/roofline.txt", model_dir);
+        if (gc_roofline_load(path, &roofline, err, sizeof err) < 0)
+            return fail("%s", err);
+        rl = &roofline;
+    }
     if (model_dir && (rc = gc_tree_load(model_dir, &model, &handle, err, sizeof err)) < 0)
         return fail("%s", err);
     if ((rc = open_board(o, &b)) != 0) {
         gc_tree_close(handle);
         return rc;
     }
-    rc = dry_run ? gc_decide(&b, &model, policy, &w, &d)
-                 : gc_apply(&b, &model, policy, &w, o->state_dir, &d);
+    rc = dry_run ? gc_decide(&b, &model, rl, policy, &w, &d)
+                 : gc_apply(&b, &model, rl, policy, &w, o->state_dir, &d);
     if (rc < 0) {
         gc_tree_close(handle);
         return fail_board(&b, rc);

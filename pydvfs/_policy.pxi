@@ -25,7 +25,25 @@ cdef extern from "policy.h" nogil:
         double proposed_mhz        # 0 for maxn
         uint64_t level_hz          # 0 for maxn
 
+    ctypedef struct gc_roofline:
+        double k_gauge             # proxy-FLOPs per Gcycle
+        double q_gcyc              # the fitted board constants: pydvfs/policy/roofline.py
+        double m_s
+        double h0_s
+        double h1_s
+        double p_idle_w
+        double c_w
+        double c_idle_w
+        double e_mem_j
+        int n_vf
+        double vf_mhz[32]
+        double vf_v[32]
+
     const gc_tree_model gc_builtin_tree
+    int gc_roofline_load(const char *path, gc_roofline *out, char *err, size_t n)
+    double gc_roofline_energy_j(const gc_roofline *r, const gc_workload *w, double mhz)
+    int gc_propose_roofline(const gc_roofline *r, const gc_workload *w, const uint64_t *levels_hz, int n,
+                            double *mhz)
     int gc_model_family(const char *model, int *is_decoder)
     int GC_MAX_FEATURES
     int GC_MAX_CLASSES
@@ -33,9 +51,10 @@ cdef extern from "policy.h" nogil:
     int gc_features(const gc_tree_model *m, const gc_workload *w, double *out, char *err, size_t n)
     int gc_propose_tree(const gc_tree_model *m, const gc_workload *w, double *mhz, char *err, size_t n)
     double gc_propose_rules(const gc_workload *w)
-    int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w, gc_decision *d)
-    int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
-                 const char *state_dir, gc_decision *d)
+    int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+                  const gc_workload *w, gc_decision *d)
+    int gc_apply(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+                 const gc_workload *w, const char *state_dir, gc_decision *d)
     int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t n)
     void gc_tree_close(void *handle)
 
@@ -65,7 +84,7 @@ cdef gc_workload _workload(tuple w) except *:
 cdef int _policy(str name) except -1:
     cdef int p = 0
     if gc_policy_parse(name.encode(), &p) < 0:
-        raise errors.InvalidValueError(f"unknown policy {name!r}: expected mlg, ffg, rules or maxn")
+        raise errors.InvalidValueError(f"unknown policy {name!r}: expected mlg, ffg, rules, maxn or roofline")
     return p
 
 
@@ -162,30 +181,64 @@ cdef class Tree:
         return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n
 
 
+cdef class Roofline:
+    """The roofline policy's board constants, read (strictly, in C) from a roofline.txt."""
+    cdef gc_roofline r
+
+    def __cinit__(self, path):
+        cdef char err[512]
+        cdef bytes p = str(path).encode()
+        err[0] = 0
+        check(gc_roofline_load(p, &self.r, err, sizeof(err)), err)
+
+    def energy_j(self, tuple workload, double mhz):
+        """Predicted energy per token (J) at a clock, as gc_propose_roofline computes it."""
+        cdef gc_workload w = _workload(workload)
+        return gc_roofline_energy_j(&self.r, &w, mhz)
+
+    def propose(self, tuple workload, levels_mhz):
+        """The level (MHz) of the given table with the lowest predicted energy."""
+        cdef gc_workload w = _workload(workload)
+        cdef uint64_t hz[64]
+        cdef double mhz = 0
+        levels = sorted(float(x) for x in levels_mhz)
+        if not 0 < len(levels) <= 64:
+            raise errors.InvalidValueError("1..64 levels")
+        for i, f in enumerate(levels):
+            hz[i] = <uint64_t>(f * 1e6 + 0.5)
+        gc_propose_roofline(&self.r, &w, hz, len(levels), &mhz)
+        return mhz
+
+
 def propose_rules(tuple workload):
     """The clock (MHz) the paper's published rules propose."""
     cdef gc_workload w = _workload(workload)
     return gc_propose_rules(&w)
 
 
-def decide(Board board, Tree tree, str policy, tuple workload):
+cdef const gc_roofline *_rl(Roofline roofline):
+    return NULL if roofline is None else &roofline.r
+
+
+def decide(Board board, Tree tree, str policy, tuple workload, Roofline roofline=None):
     """(proposed_mhz, level_hz) for a policy on this board; nothing is written."""
     cdef gc_workload w = _workload(workload)
     cdef int p = _policy(policy)
     cdef gc_decision d
-    check(gc_decide(&board.b, &tree.m, p, &w, &d), board.b.err)
+    check(gc_decide(&board.b, &tree.m, _rl(roofline), p, &w, &d), board.b.err)
     return d.proposed_mhz, d.level_hz
 
 
-def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None):
+def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None, Roofline roofline=None):
     """Decide and pin (maxn: restore). Returns (proposed_mhz, level_hz)."""
     cdef gc_workload w = _workload(workload)
     cdef int p = _policy(policy)
     cdef gc_decision d
+    cdef const gc_roofline *rl = _rl(roofline)
     cdef bytes sd = _opt(state_dir)
     cdef const char *c_sd = sd
     cdef int rc
     with nogil:
-        rc = gc_apply(&board.b, &tree.m, p, &w, c_sd, &d)
+        rc = gc_apply(&board.b, &tree.m, rl, p, &w, c_sd, &d)
     check(rc, board.b.err)
     return d.proposed_mhz, d.level_hz

@@ -25,12 +25,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     sel = metrics["selected"]
 
     def text() -> str:
+        from ..policy.roofline import describe_dict
         return "\n".join([
+            metrics["noise"]["advice"], "",
             format_table(metrics["table"]), "",
-            f"selected: {sel['name']} {sel['params']} - LOOCV accuracy {sel['loocv_accuracy']:.2f}, "
-            f"mean regret {sel['mean_regret_pct']:.2f} %", "",
+            "regret: energy at the choice / at the best level - 1, on each workload's fitted curve;",
+            "accuracy counts a level within noise of the best as a hit; LOMO: every task of the",
+            "held-out model's architecture left out of training.", "",
+            f"best tree: {sel['name']} {sel['params']} - LOOCV regret {sel['mean_regret_pct']:.2f} %",
+            f"shipped: {metrics['shipped']} - {metrics['ship_reason']}", "",
             "rules:", metrics["rules"].rstrip(), "",
-            f"model written to {args.out} (policy.so, rules.txt, tree.png, metrics.json)"])
+            describe_dict(metrics["roofline"]), "",
+            f"model written to {args.out} (policy.so, roofline.txt, rules.txt, tree.png, metrics.json)"])
 
     emit(args, {"model_dir": str(args.out), **metrics}, text)
     return 0
@@ -43,7 +49,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     df = read_dataset(args.data)
     curves = curves_from_frame(df, args.energy_column, tasks=_task_list(args.tasks))
-    result = evaluate(curves, load_tree(args.model))
+    model_dir = args.model
+    roofline = None
+    if model_dir is not None and (Path(model_dir) / "roofline.txt").is_file():
+        from ..policy.apply import load_roofline
+        roofline = load_roofline(model_dir)
+    result = evaluate(curves, load_tree(model_dir), roofline)
     emit(args, result, lambda: format_report(result))
     return 0
 
@@ -105,7 +116,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--hidden", required=True, type=_positive(int))
     p.add_argument("--seq-len", required=True, type=_positive(float), help="average tokens per sample")
     p.add_argument("--util", type=float, default=None, help="GPU utilisation %% if known")
-    p.add_argument("--policy", default="mlg", choices=("mlg", "ffg", "rules", "maxn"))
+    p.add_argument("--policy", default="mlg", choices=("mlg", "ffg", "rules", "maxn", "roofline"))
     p.add_argument("--model-dir", default=None, help="model folder from `pydvfs train`")
     p.add_argument("--dry-run", action="store_true", help="decide only; write nothing")
     p.set_defaults(func=cmd_apply)

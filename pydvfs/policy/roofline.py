@@ -116,12 +116,20 @@ class RooflineBoard:
                 "mode": self.mode}
 
     def describe(self) -> str:
-        lines = [(f"roofline board constants ({self.n_workloads} workloads, fit {self.mode}, "
-                  f"rms error {100 * self.rms_rel_error:.1f} %; K = {K_GAUGE:g} proxy-FLOPs/Gcycle, the gauge):")]
-        for name, v, s in zip(CONSTANTS, self.constants, self.rel_std):
-            unc = "not identified" if math.isnan(s) else f"+/- {100 * s:.0f} %"
-            lines.append(f"  {name:10s} {v:11.4g}  {unc}")
-        return "\n".join(lines)
+        return describe_dict(self.to_dict())
+
+
+def describe_dict(d: dict) -> str:
+    """The constants with their uncertainty, from :meth:`RooflineBoard.to_dict` output."""
+    rms = d.get("rms_rel_error")
+    lines = [(f"roofline board constants ({d['n_workloads']} workloads, fit {d['mode']}, rms error "
+              f"{'?' if rms is None else f'{100 * rms:.1f} %'}; K = {d['k_gauge_per_gcycle']:g} "
+              "proxy-FLOPs/Gcycle, the gauge):")]
+    for name, v in d["constants"].items():
+        s = d["rel_std"].get(name)
+        unc = "not identified" if s is None else f"+/- {100 * s:.0f} %"
+        lines.append(f"  {name:10s} {v:11.4g}  {unc}")
+    return "\n".join(lines)
 
 
 # ---- fitting ------------------------------------------------------------------------------------

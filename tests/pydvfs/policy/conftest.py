@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,3 +27,11 @@ def trained(syn_csv, tmp_path_factory):
     curves = curves_from_frame(read_dataset(syn_csv), tasks=["sst2", "qnli", "mrpc"])
     metrics = train(curves, out, source="synthetic")
     return out, metrics
+
+
+@pytest.fixture(scope="session")
+def govcore_bin():
+    """The govcore binary, built from this tree."""
+    repo = Path(__file__).resolve().parents[3]
+    subprocess.run(["make", "-s", "-C", str(repo / "govcore"), "govcore"], check=True, capture_output=True)
+    return str(repo / "govcore" / "govcore")

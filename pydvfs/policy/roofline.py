@@ -197,7 +197,9 @@ def fit_board(curves, vf: VFCurve = DEFAULT_VF, start: RooflineBoard | None = No
                                                    for sh in (0.0, 1.5, -1.5)]
     best = None
     for x_start in starts:  # the constants span many decades: a few starts without a warm one
-        res = least_squares(resid, x_start, method="trf", max_nfev=300)
+        with np.errstate(all="ignore"):
+            res = least_squares(resid, x_start, method="trf", max_nfev=300,
+                                bounds=(x0[free] - 25.0, x0[free] + 25.0))
         if best is None or res.cost < best.cost:
             best = res
     k = full(best.x)

@@ -130,11 +130,18 @@ class Classifier(Chooser):
         self.util = default_util(curves)
         X = [features_of(c, self.features, self.util) for c in curves]
         y = [mhz_to_class(c.label_mhz) for c in curves]
+        self.constant = y[0] if len(set(y)) == 1 else None  # one label: nothing to learn
         self.model = self.make()
-        self.model.fit(X, y)
+        try:
+            self.model.fit(X, y)  # a tree takes a single class (train exports it); not all do
+        except ValueError:
+            if self.constant is None:
+                raise
         return self
 
     def choose(self, curve):
+        if self.constant is not None:
+            return class_to_mhz(self.constant)
         return class_to_mhz(self.model.predict([features_of(curve, self.features, self.util)])[0])
 
 

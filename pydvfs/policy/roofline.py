@@ -109,7 +109,7 @@ class RooflineBoard:
         return levels[int(np.argmin(e))]
 
     def to_dict(self) -> dict:
-        return {"constants": dict(zip(CONSTANTS, self.constants)),
+        return {"constants": dict(zip(CONSTANTS, self.constants)), "vf_knee_mhz": base_knee_mhz(self.vf),
                 "rel_std": {k: (None if math.isnan(v) else v) for k, v in zip(CONSTANTS, self.rel_std)},
                 "k_gauge_per_gcycle": K_GAUGE, "vf": self.vf.to_dict(), "n_workloads": self.n_workloads,
                 "rms_rel_error": None if math.isnan(self.rms_rel_error) else self.rms_rel_error,
@@ -124,7 +124,7 @@ def describe_dict(d: dict) -> str:
     rms = d.get("rms_rel_error")
     lines = [(f"roofline board constants ({d['n_workloads']} workloads, fit {d['mode']}, rms error "
               f"{'?' if rms is None else f'{100 * rms:.1f} %'}; K = {d['k_gauge_per_gcycle']:g} "
-              "proxy-FLOPs/Gcycle, the gauge):")]
+              f"proxy-FLOPs/Gcycle, the gauge; V/f knee fitted at {d.get('vf_knee_mhz', 0):g} MHz):")]
     for name, v in d["constants"].items():
         s = d["rel_std"].get(name)
         unc = "not identified" if s is None else f"+/- {100 * s:.0f} %"
@@ -140,8 +140,52 @@ def _initial(p_min: float, p_max: float, mode: str) -> np.ndarray:
     return np.array([1e-5, 5e-9, 4e-4, 1e-4, 0.8 * p_min, c, 0.1 * c, 1e-9])
 
 
-def fit_board(curves, vf: VFCurve = DEFAULT_VF, start: RooflineBoard | None = None) -> RooflineBoard:
-    """Fit the board constants to every workload's measured curve at once.
+KNEE_GRID = 10  # V/f knees tried per fit, from KNEE_RANGE[0] to KNEE_RANGE[1] of the top level
+KNEE_RANGE = (0.3, 0.95)
+
+
+def base_knee_mhz(vf: VFCurve) -> float:
+    """Where a V/f shape leaves its voltage floor (the last clock at the lowest voltage)."""
+    floor = vf.volts_v[0]
+    return max(f for f, v in zip(vf.freqs_mhz, vf.volts_v) if v <= floor)
+
+
+def stretched_vf(base: VFCurve, knee_mhz: float, top_mhz: float) -> VFCurve:
+    """``base``'s shape moved so that its floor ends at ``knee_mhz`` and its top is at
+    ``top_mhz`` (the floor part and the rise each scaled linearly in clock)."""
+    bk, bt = base_knee_mhz(base), base.freqs_mhz[-1]
+    if not 0 < knee_mhz < top_mhz or not 0 < bk < bt:
+        raise InvalidValueError("a V/f knee must lie between 0 and the top clock")
+    out = []
+    for f in base.freqs_mhz:
+        g = f * knee_mhz / bk if f <= bk else knee_mhz + (f - bk) * (top_mhz - knee_mhz) / (bt - bk)
+        out.append(g)
+    return VFCurve(tuple(out), base.volts_v)
+
+
+def fit_board(curves, vf: VFCurve = DEFAULT_VF, start: RooflineBoard | None = None,
+              fit_knee: bool = True) -> RooflineBoard:
+    """Fit the board constants, and where the V/f shape leaves its floor (``fit_knee``: the
+    knee with the lowest residual on a grid; ``vf`` then gives the shape, stretched to the
+    board's top level), to every workload's measured curve at once."""
+    curves = list(curves)
+    if not fit_knee:
+        return _fit_constants(curves, vf, start)
+    top = max(max(c.freqs_mhz) for c in curves)
+    grid = np.linspace(KNEE_RANGE[0], KNEE_RANGE[1], KNEE_GRID)
+    if start is not None:  # cross-validation folds: the start's knee and its grid neighbours
+        i = int(np.argmin(np.abs(grid - base_knee_mhz(start.vf) / top)))
+        grid = grid[max(i - 1, 0):i + 2]
+    best = None
+    for frac in grid:
+        b = _fit_constants(curves, stretched_vf(vf, frac * top, top), start or best)
+        if best is None or b.rms_rel_error < best.rms_rel_error:
+            best = b
+    return best
+
+
+def _fit_constants(curves, vf: VFCurve, start: RooflineBoard | None) -> RooflineBoard:
+    """Fit the board constants to every workload's measured curve at once, for a given V/f.
 
     With run times: per workload, the time *shape* (its scale - tokens per run - profiled out)
     and the absolute power at every clock. Without: the energy shapes, with P_idle fixed at 1 W
@@ -267,7 +311,7 @@ class RooflineChooser:
     name = "roofline model"
 
     def __init__(self, vf: VFCurve = DEFAULT_VF, start: RooflineBoard | None = None):
-        self.vf, self.start = vf, start
+        self.vf, self.start = vf, start  # vf: the base shape; each fit places its knee
 
     def fit(self, curves):
         self.board = fit_board(curves, self.vf, self.start)

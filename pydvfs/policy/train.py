@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..curve_model import DEFAULT_VF, VFCurve
 from ..errors import InvalidValueError
 from .curves import Curve, noise_summary
 from .export import compile_policy, constant_to_c, tree_to_c
@@ -234,11 +235,11 @@ def loocv(make_chooser: Callable[[], Chooser], curves: Sequence[Curve]) -> list:
     return out
 
 
-def lomo(make_chooser: Callable[[], Chooser], curves: Sequence[Curve]) -> list:
+def lomo(make_chooser: Callable[[], Chooser], curves: Sequence[Curve], group=None) -> list:
     """Each workload's choice by a chooser fitted on the other architectures only (all tasks of
     the held-out model left out): how a policy does on a model it has never seen. Workloads of
     an architecture that is the only one in the data get no held-out fit: fitted on all."""
-    archs = [architecture_of(c) for c in curves]
+    archs = [(group or architecture_of)(c) for c in curves]
     out: list = [None] * len(curves)
     for a in sorted(set(archs)):
         rest = [c for c, x in zip(curves, archs) if x != a]
@@ -250,10 +251,10 @@ def lomo(make_chooser: Callable[[], Chooser], curves: Sequence[Curve]) -> list:
 
 
 def cross_validate(name: str, make_chooser: Callable[[], Chooser], curves: Sequence[Curve], params=None,
-                   with_lomo: bool = True) -> Score:
+                   group=None) -> Score:
+    """LOOCV and LOMO scores of a candidate (``group``: curve -> architecture, for LOMO)."""
     s = score(name, curves, loocv(make_chooser, curves), params)
-    if with_lomo:
-        s.lomo = score(name, curves, lomo(make_chooser, curves), params)
+    s.lomo = score(name, curves, lomo(make_chooser, curves, group), params)
     return s
 
 
@@ -296,9 +297,11 @@ def select_tree(curves: Sequence[Curve], feature_sets=("paper", "roofline")) -> 
     return best, best_per_set
 
 
-def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
+def compare(curves: Sequence[Curve], vf: VFCurve = DEFAULT_VF, group=None) -> tuple[Score, list[Score]]:
     """Every candidate by LOOCV and LOMO; the tree's hyper-parameters selected by LOOCV inside
-    (LOMO then scores the selected tree of each feature set)."""
+    (LOMO then scores the selected tree of each feature set). ``vf``: the board's V/f shape
+    (for the roofline model); ``group``: curve -> architecture for LOMO (default
+    :func:`architecture_of`)."""
     from sklearn.ensemble import (
         GradientBoostingClassifier,
         GradientBoostingRegressor,
@@ -311,13 +314,13 @@ def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
 
     from .roofline import RooflineChooser, fit_board
 
-    board = fit_board(curves)  # a warm start for the folds' fits (each fold still fits its own data)
+    board = fit_board(curves, vf)  # a warm start for the folds' fits (each fold still fits its own data)
     tree, per_set = select_tree(curves)
     for s in per_set.values():
-        s.lomo = score(s.name, curves, lomo(s.make, curves), s.params)
+        s.lomo = score(s.name, curves, lomo(s.make, curves, group), s.params)
     n = len(curves)
     rows = [score("maxn (board default)", curves, [None] * n),
-            cross_validate("ffg (best fixed clock)", FixedClock, curves),
+            cross_validate("ffg (best fixed clock)", FixedClock, curves, group=group),
             score("rules (paper A)", curves, [PaperRules().choose(c) for c in curves])]
     rows[0].lomo, rows[2].lomo = rows[0], rows[2]  # nothing fitted: the same under any split
     rows += sorted(per_set.values(), key=lambda s: s.name)
@@ -329,10 +332,10 @@ def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
             "rf-curve", lambda: RandomForestRegressor(50, random_state=0)),
         "curve regression (gradient boosting, argmin)": lambda: CurveRegression(
             "gb-curve", lambda: GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=0)),
-        "roofline model (physics, argmin)": lambda: RooflineChooser(start=board),
+        "roofline model (physics, argmin)": lambda: RooflineChooser(vf, start=board),
     }
     for name, make in others.items():
-        rows.append(cross_validate(name, make, curves))
+        rows.append(cross_validate(name, make, curves, group=group))
     labels = score("labels (fitted best; MAXN within noise)", curves, [c.label_mhz for c in curves])
     oracle = score("oracle (best clock per workload)", curves, [c.best_mhz for c in curves])
     labels.lomo, oracle.lomo = labels, oracle

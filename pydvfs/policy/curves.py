@@ -195,6 +195,15 @@ def noise_summary(curves) -> NoiseSummary:
         repeats_needed=max((c.repeats_needed() for c in noisy), default=0))
 
 
+def dataset_noise(path: str | Path) -> dict | None:
+    """The noise verdict of a sweep file (``NoiseSummary.to_dict``), or None while it cannot be
+    labelled yet (no workload with a clock sweep and a MAXN run)."""
+    try:
+        return noise_summary(curves_from_frame(read_dataset(path))).to_dict()
+    except InvalidValueError:
+        return None
+
+
 def read_dataset(path: str | Path):
     """The dataset as a pandas DataFrame, with a clear error for a file that is not one."""
     import pandas as pd

@@ -13,7 +13,7 @@ import synthetic
 from pydvfs import _core
 from pydvfs.curve_model import DEFAULT_VF, VFCurve
 from pydvfs.device.fake import ORIN_11_LEVELS_HZ, ORIN_13_LEVELS_HZ, build_fake_board
-from pydvfs.policy.curves import curves_from_frame, noise_summary, read_dataset
+from pydvfs.policy.curves import curves_from_frame, dataset_noise, noise_summary, read_dataset
 from pydvfs.policy.roofline import CONSTANTS, RooflineBoard, read_roofline, write_roofline
 
 TABLES = {"11": (synthetic.LEVELS, ORIN_11_LEVELS_HZ), "13": (synthetic.LEVELS_13, ORIN_13_LEVELS_HZ)}
@@ -113,6 +113,10 @@ def test_a_noisy_sweep_is_flagged_with_advice(tmp_path):
     assert s.noise_source == "repeats" and s.median_cv > 0.03
     assert not s.ok and s.repeats == 2 and s.repeats_needed > 2
     assert f"--repeats {s.repeats_needed}" in s.advice()
+    assert dataset_noise(tmp_path / "noisy.csv")["ok"] is False
+    (tmp_path / "no_maxn.csv").write_text("\n".join(
+        line for line in (tmp_path / "noisy.csv").read_text().splitlines() if ",maxn," not in line))
+    assert dataset_noise(tmp_path / "no_maxn.csv") is None  # nothing to label yet
     synthetic.write(tmp_path / "quiet.csv", tasks=("sst2",), noise=0.0005)
     q = noise_summary(curves_from_frame(read_dataset(tmp_path / "quiet.csv")))
     assert q.ok and "resolved" in q.advice()

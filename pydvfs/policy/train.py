@@ -348,10 +348,19 @@ def find_row(rows: Sequence[Score], prefix: str) -> Score:
 
 
 def ship_decision(curves: Sequence[Curve], tree: Score, rows: Sequence[Score]) -> dict:
-    """Ship the tree only when it beats FFG's LOOCV regret beyond the noise; else FFG."""
+    """Ship the tree only when it beats FFG's LOOCV regret beyond the noise and is not worse
+    than FFG on held-out architectures (LOMO); else FFG."""
     ffg = find_row(rows, "ffg")
     test = paired_test(curves, tree, ffg)
-    if test["significant"]:
+    lomo_worse = (tree.lomo is not None and ffg.lomo is not None
+                  and tree.lomo.mean_regret_pct > ffg.lomo.mean_regret_pct)
+    if test["significant"] and lomo_worse:
+        shipped = "ffg"
+        reason = (f"the tree beats FFG by LOOCV ({tree.mean_regret_pct:.2f} % vs {ffg.mean_regret_pct:.2f} %, "
+                  f"Wilcoxon p = {test['p_value']:.3g}) but not on held-out architectures (LOMO regret "
+                  f"{tree.lomo.mean_regret_pct:.2f} % vs {ffg.lomo.mean_regret_pct:.2f} %): the model's policy "
+                  "is the best fixed clock")
+    elif test["significant"]:
         shipped = "tree"
         reason = (f"the tree beats FFG: LOOCV regret {tree.mean_regret_pct:.2f} % vs {ffg.mean_regret_pct:.2f} %, "
                   f"better on {test['better']} workloads, worse on {test['worse']}, {test['ties']} within "

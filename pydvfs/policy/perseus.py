@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..curve_model import DEFAULT_VF, VFCurve  # noqa: F401 (VFCurve: the return type)
+from ..curve_model import DEFAULT_VF, VFCurve
 from ..errors import InvalidValueError
 from .curves import Curve
 from .workload import Workload

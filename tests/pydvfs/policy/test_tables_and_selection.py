@@ -154,3 +154,20 @@ def test_golden_c_roofline_equals_python_model(tmp_path):
                     assert e_py[levels.index(got)] == pytest.approx(e_py[levels.index(want)], rel=1e-12)
                 n_checked += 1
     assert n_checked == 2000
+
+
+def test_perseus_curves_are_real_u_curves():
+    from pydvfs.errors import InvalidValueError
+    from pydvfs.policy.perseus import ARCHITECTURES, model_of, perseus_curves, stage_layers
+
+    for model, (_, layers, _, _) in ARCHITECTURES.items():
+        assert sum(stage_layers(layers, s) for s in range(8)) == layers
+    curves, vf = perseus_curves("a100_sxm_bf16")
+    assert len(curves) == 8 and {model_of(c) for c in curves} == {"gpt3-175b", "bloom"}
+    assert vf.freqs_mhz[-1] == 1410.0
+    for c in curves:
+        # a U: the best clock is inside the sweep and saves energy against the top clock
+        assert c.freqs_mhz[0] < c.best_mhz < c.freqs_mhz[-1] and c.saving_vs_maxn(c.best_mhz) > 0.2
+        assert c.time_s is not None and len(c.time_s) == len(c.freqs_mhz)
+    with pytest.raises(InvalidValueError):
+        perseus_curves("h100")

@@ -62,9 +62,10 @@ static const char usage_text[] =
     "        [--model-dir DIR] [--dry-run]\n"
     "                (--model M --layers L --hidden D --seq-len S [--util PCT] also work)\n"
     "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
-    "                (learned tree, default), ffg (best fixed clock), rules (paper A) or\n"
-    "                maxn (restore the board's own governor); DIR holds a tree compiled by\n"
-    "                `pydvfs train` (default: the tree built into this binary)\n"
+    "                (learned tree, default), ffg (best fixed clock), rules (paper A),\n"
+    "                maxn (restore the board's own governor) or roofline (the physical\n"
+    "                model's optimum; needs DIR); DIR holds a model from `pydvfs train`\n"
+    "                (default: the tree built into this binary)\n"
     "  measure [--rate HZ] [--strict] -- CMD...\n"
     "                run CMD (no shell) while sampling the INA3221 rails; print its time,\n"
     "                energy per rail, CPU+GPU energy, average power and GPU load (CMD's\n"
@@ -498,6 +499,8 @@ static int cmd_apply(const struct options *o)
     char spec[1024];
     gc_workload w = {0, -1.0, 0, 0, 0};
     gc_tree_model model = gc_builtin_tree;
+    gc_roofline roofline;
+    const gc_roofline *rl = NULL;
     gc_decision d;
     gc_board b;
     gc_lock lk;
@@ -533,7 +536,7 @@ static int cmd_apply(const struct options *o)
             bit = 1;
         } else if (strcmp(a, "--policy") == 0) {
             if (gc_policy_parse(v, &policy) < 0)
-                return fail("unknown policy '%s': expected mlg, ffg, rules or maxn", v);
+                return fail("unknown policy '%s': expected mlg, ffg, rules, maxn or roofline", v);
         } else if (strcmp(a, "--model-dir") == 0) {
             model_dir = v;
         } else if (strcmp(a, "--layers") == 0) {
@@ -565,6 +568,16 @@ static int cmd_apply(const struct options *o)
                     "or a decoder (pythia, gpt, llama, ...)", model_name);
     if (daemon_socket(NULL))
         return apply_via_daemon(daemon_socket(NULL), policy, model_name, &w, model_dir, dry_run);
+    if (policy == GC_POLICY_ROOFLINE) {
+        char path[GC_PATH_MAX];
+
+        if (!model_dir)
+            return fail("the roofline policy needs --model-dir (a folder from `pydvfs train`)");
+        snprintf(path, sizeof path, "%s/roofline.txt", model_dir);
+        if (gc_roofline_load(path, &roofline, err, sizeof err) < 0)
+            return fail("%s", err);
+        rl = &roofline;
+    }
     if (model_dir && (rc = gc_tree_load(model_dir, &model, &handle, err, sizeof err)) < 0)
         return fail("%s", err);
     if ((rc = open_board(o, &b)) != 0) {
@@ -581,9 +594,9 @@ static int cmd_apply(const struct options *o)
     }
     gc_lock_init(&lk);
     if (dry_run) {
-        rc = gc_decide(&b, &model, policy, &w, &d);
+        rc = gc_decide(&b, &model, rl, policy, &w, &d);
     } else if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) == 0) {
-        rc = gc_apply(&b, &model, policy, &w, o->state_dir, &d);
+        rc = gc_apply(&b, &model, rl, policy, &w, o->state_dir, &d);
         gc_lock_release(&lk);
     }
     if (rc < 0) {

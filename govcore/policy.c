@@ -1,9 +1,11 @@
 /* policy.c - feature vectors, the policies' proposals, and the clamp to the board's table. */
 #include "policy.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -33,7 +35,7 @@ int gc_model_family(const char *model, int *is_decoder)
     return 0;
 }
 
-static const char *const policy_names[GC_POLICY_COUNT] = {"mlg", "ffg", "rules", "maxn"};
+static const char *const policy_names[GC_POLICY_COUNT] = {"mlg", "ffg", "rules", "maxn", "roofline"};
 
 int gc_policy_parse(const char *name, int *policy)
 {
@@ -124,7 +126,8 @@ double gc_propose_rules(const gc_workload *w)
     return w->seq_len <= 53.0 ? 714.0 : 816.0;
 }
 
-int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w, gc_decision *d)
+int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+              const gc_workload *w, gc_decision *d)
 {
     int rc;
 
@@ -152,6 +155,18 @@ int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload
         if ((rc = gc_propose_tree(m, w, &d->proposed_mhz, b->err, sizeof b->err)) < 0)
             return rc;
         break;
+    case GC_POLICY_ROOFLINE:
+        if (!rl) {
+            snprintf(b->err, sizeof b->err,
+                     "the roofline policy needs a model folder with roofline.txt (from `pydvfs train`)");
+            return -EINVAL;
+        }
+        if (b->n_freqs < 1) {
+            snprintf(b->err, sizeof b->err, "the board lists no GPU clock levels");
+            return -ENODEV;
+        }
+        gc_propose_roofline(rl, w, b->freqs_hz, b->n_freqs, &d->proposed_mhz);
+        break;
     default:
         snprintf(b->err, sizeof b->err, "unknown policy %d", policy);
         return -EINVAL;
@@ -164,15 +179,191 @@ int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload
     return 0;
 }
 
-int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
-             const char *state_dir, gc_decision *d)
+int gc_apply(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+             const gc_workload *w, const char *state_dir, gc_decision *d)
 {
     uint64_t level;
     int rc, restored;
 
-    if ((rc = gc_decide(b, m, policy, w, d)) < 0)
+    if ((rc = gc_decide(b, m, rl, policy, w, d)) < 0)
         return rc;
     if (d->level_hz == 0)
         return gc_restore(b, state_dir, &restored);
     return gc_pin_hz(b, d->level_hz, state_dir, &level);
+}
+
+/* ---- the roofline model ---------------------------------------------------------------------- */
+static double vf_volts(const gc_roofline *r, double mhz)
+{
+    int i;
+
+    if (mhz <= r->vf_mhz[0])
+        return r->vf_v[0];
+    for (i = 1; i < r->n_vf; i++)
+        if (mhz <= r->vf_mhz[i]) {
+            double t = (mhz - r->vf_mhz[i - 1]) / (r->vf_mhz[i] - r->vf_mhz[i - 1]);
+            return r->vf_v[i - 1] + t * (r->vf_v[i] - r->vf_v[i - 1]);
+        }
+    return r->vf_v[r->n_vf - 1];
+}
+
+double gc_roofline_energy_j(const gc_roofline *r, const gc_workload *w, double mhz)
+{
+    double L = w->layers, S = w->seq_len, mt = w->hidden * w->layers;
+    double a = c_tok(w) / r->k_gauge + r->q_gcyc * L / S;
+    double b = r->m_s * mt + (r->h0_s + r->h1_s * L) / S;
+    double f = mhz / 1000.0, v = vf_volts(r, mhz), v2 = v * v;
+
+    /* the energy basis [1/f, 1, V^2, f V^2] of pydvfs.curve_model, in the same order */
+    return (1.0 / f) * (r->p_idle_w * a) + 1.0 * (r->p_idle_w * b + r->e_mem_j * mt) +
+           v2 * (r->c_w * a) + (f * v2) * (r->c_idle_w * b);
+}
+
+int gc_propose_roofline(const gc_roofline *r, const gc_workload *w, const uint64_t *levels_hz, int n,
+                        double *mhz)
+{
+    double best_e = 0.0, e;
+    int i, best = 0;
+
+    if (n < 1)
+        return -EINVAL;
+    for (i = 0; i < n; i++) {
+        e = gc_roofline_energy_j(r, w, gc_hz_to_mhz(levels_hz[i]));
+        if (i == 0 || e < best_e) {
+            best_e = e;
+            best = i;
+        }
+    }
+    *mhz = gc_hz_to_mhz(levels_hz[best]);
+    return 0;
+}
+
+#define RL_MAX_FILE 65536
+#define RL_MAX_LINE 4096
+
+/* A whole-string finite number; -EINVAL otherwise. */
+static int rl_number(const char *s, double *out)
+{
+    char *end;
+
+    if (!*s || isspace((unsigned char)*s))
+        return -EINVAL;
+    errno = 0;
+    *out = strtod(s, &end);
+    if (errno || *end || !isfinite(*out))
+        return -EINVAL;
+    return 0;
+}
+
+/* A comma-separated list of finite numbers, 1..GC_ROOFLINE_MAX_VF of them. */
+static int rl_list(char *s, double *out, int *n)
+{
+    char *tok, *save = NULL;
+
+    *n = 0;
+    for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n >= GC_ROOFLINE_MAX_VF || rl_number(tok, &out[*n]) < 0)
+            return -EINVAL;
+        (*n)++;
+    }
+    return *n > 0 ? 0 : -EINVAL;
+}
+
+static const char *const rl_keys[] = {"version", "k_gauge", "q_gcyc",   "m_s",     "h0_s",
+                                      "h1_s",    "p_idle_w", "c_w",     "c_idle_w", "e_mem_j",
+                                      "vf_mhz",  "vf_v",    NULL};
+
+int gc_roofline_load(const char *path, gc_roofline *out, char *err, size_t len)
+{
+    double *scalar[] = {NULL, &out->k_gauge, &out->q_gcyc, &out->m_s, &out->h0_s, &out->h1_s,
+                        &out->p_idle_w, &out->c_w, &out->c_idle_w, &out->e_mem_j};
+    char line[RL_MAX_LINE + 2];
+    int seen[12] = {0}, n_line = 0, n_v = 0, i, k, rc = -EINVAL;
+    double version = 0;
+    size_t total = 0;
+    FILE *f;
+
+    memset(out, 0, sizeof *out);
+    f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, len, "cannot read the roofline model %s: %s (run `pydvfs train` to make one)",
+                 path, strerror(errno));
+        return -ENOENT;
+    }
+    while (fgets(line, sizeof line, f)) {
+        size_t l = strlen(line);
+        char *eq, *value;
+
+        n_line++;
+        total += l;
+        if (total > RL_MAX_FILE || (l > RL_MAX_LINE && line[l - 1] != '\n')) {
+            snprintf(err, len, "%s:%d: file or line too long for a roofline model", path, n_line);
+            goto close_file;
+        }
+        if (l && line[l - 1] == '\n')
+            line[--l] = 0;
+        if (l == 0 || line[0] == '#')
+            continue;
+        eq = strchr(line, '=');
+        if (!eq) {
+            snprintf(err, len, "%s:%d: expected key=value", path, n_line);
+            goto close_file;
+        }
+        *eq = 0;
+        value = eq + 1;
+        for (k = 0; rl_keys[k] && strcmp(rl_keys[k], line) != 0; k++)
+            ;
+        if (!rl_keys[k] || seen[k]) {
+            snprintf(err, len, "%s:%d: %s key '%s'", path, n_line, rl_keys[k] ? "repeated" : "unknown",
+                     line);
+            goto close_file;
+        }
+        seen[k] = 1;
+        if (k == 10 || k == 11) {
+            int *count = k == 10 ? &out->n_vf : &n_v;
+
+            if (rl_list(value, k == 10 ? out->vf_mhz : out->vf_v, count) < 0) {
+                snprintf(err, len, "%s:%d: %s must be 1..%d comma-separated numbers", path, n_line,
+                         line, GC_ROOFLINE_MAX_VF);
+                goto close_file;
+            }
+        } else if (rl_number(value, k == 0 ? &version : scalar[k]) < 0 ||
+                   (k > 0 && *scalar[k] < 0.0)) {
+            snprintf(err, len, "%s:%d: %s must be a finite number >= 0, got '%s'", path, n_line,
+                     line, value);
+            goto close_file;
+        }
+    }
+    if (ferror(f)) {
+        snprintf(err, len, "%s: read error", path);
+        rc = -EIO;
+        goto close_file;
+    }
+    for (k = 0; rl_keys[k]; k++)
+        if (!seen[k]) {
+            snprintf(err, len, "%s: missing key '%s'", path, rl_keys[k]);
+            goto close_file;
+        }
+    if (version != 1.0) {
+        snprintf(err, len, "%s: roofline format version %g, this build reads version 1", path,
+                 version);
+        goto close_file;
+    }
+    if (!(out->k_gauge > 0.0)) {
+        snprintf(err, len, "%s: k_gauge must be > 0", path);
+        goto close_file;
+    }
+    if (n_v != out->n_vf) {
+        snprintf(err, len, "%s: vf_mhz and vf_v differ in length", path);
+        goto close_file;
+    }
+    for (i = 0; i < out->n_vf; i++)
+        if (!(out->vf_v[i] > 0.0) || (i > 0 && !(out->vf_mhz[i] > out->vf_mhz[i - 1]))) {
+            snprintf(err, len, "%s: the V/f table needs ascending clocks and voltages > 0", path);
+            goto close_file;
+        }
+    rc = 0;
+close_file:
+    fclose(f);
+    return rc;
 }

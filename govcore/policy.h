@@ -21,7 +21,8 @@ enum gc_policy {
     GC_POLICY_FFG = 1,   /* the best fixed clock of the training data */
     GC_POLICY_RULES = 2, /* the paper's published rules */
     GC_POLICY_MAXN = 3,  /* the board's default governor state: restore, pin nothing */
-    GC_POLICY_COUNT = 4  /* how many there are (gc_policy_name of 0 .. GC_POLICY_COUNT-1) */
+    GC_POLICY_ROOFLINE = 4, /* the frequency-aware roofline model's argmin over the levels */
+    GC_POLICY_COUNT = 5  /* how many there are (gc_policy_name of 0 .. GC_POLICY_COUNT-1) */
 };
 
 /* What the policies know of a workload. */
@@ -48,6 +49,38 @@ typedef struct gc_tree_model {
     const char *trained_utc;              /* when the tree was fitted, ISO 8601 UTC */
 } gc_tree_model;
 
+/* The frequency-aware roofline model (pydvfs/policy/roofline.py has the derivation): board
+ * constants fitted by `pydvfs train`, read as data from model_dir/roofline.txt. Per token of a
+ * workload with L layers, hidden d, S tokens per sample, at clock f (GHz):
+ *   a = (12 L d^2 + 3 L S d) / k_gauge + q_gcyc L / S      clock-scaled work, Gcycles
+ *   b = m_s d L + (h0_s + h1_s L) / S                      clock-independent time, s
+ *   E = p_idle_w a / f + (p_idle_w b + e_mem_j d L) + c_w a V(f)^2 + c_idle_w b f V(f)^2   J
+ * with V(f) the rail voltage (V), linear in the vf table and flat outside it. */
+#define GC_ROOFLINE_MAX_VF 32
+typedef struct gc_roofline {
+    double k_gauge;  /* proxy-FLOPs per Gcycle (the time scale's gauge) */
+    double q_gcyc;   /* fill/drain Gcycles per layer and sequence */
+    double m_s;      /* s per proxy byte of traffic (1 / bandwidth) */
+    double h0_s;     /* host s per sequence */
+    double h1_s;     /* host s per layer and sequence */
+    double p_idle_w; /* static power, W */
+    double c_w;      /* switched capacitance while computing, W per GHz V^2 */
+    double c_idle_w; /* ... while waiting (clock tree), W per GHz V^2 */
+    double e_mem_j;  /* J per proxy byte of traffic */
+    int n_vf;
+    double vf_mhz[GC_ROOFLINE_MAX_VF]; /* ascending */
+    double vf_v[GC_ROOFLINE_MAX_VF];
+} gc_roofline;
+
+/* Parse a roofline.txt strictly: every key once, no unknown key, finite numbers >= 0, an
+ * ascending V/f table. -EINVAL / -ENOENT with a message in err (file:line). */
+int gc_roofline_load(const char *path, gc_roofline *out, char *err, size_t len);
+/* Predicted energy per token (J) of a workload at a clock (MHz). */
+double gc_roofline_energy_j(const gc_roofline *r, const gc_workload *w, double mhz);
+/* The level of levels_hz (ascending, n > 0) with the lowest predicted energy; ties: the lower. */
+int gc_propose_roofline(const gc_roofline *r, const gc_workload *w, const uint64_t *levels_hz, int n,
+                        double *mhz);
+
 /* The tree compiled into this build (govcore/policy_tree.c, generated, or the POLICY of a
  * release build) and the SHA-256 of that C file (version.c). */
 extern const gc_tree_model gc_builtin_tree;
@@ -63,7 +96,7 @@ extern const int gc_can_load_policies;
  * roberta, deberta, ...), 1 for decoders (pythia, gpt, llama, ...). -EINVAL if unknown. */
 int gc_model_family(const char *model, int *is_decoder);
 
-/* Parse "mlg" / "ffg" / "rules" / "maxn". -EINVAL otherwise. */
+/* Parse "mlg" / "ffg" / "rules" / "maxn" / "roofline". -EINVAL otherwise. */
 int gc_policy_parse(const char *name, int *policy);
 const char *gc_policy_name(int policy);
 
@@ -75,19 +108,20 @@ int gc_propose_tree(const gc_tree_model *m, const gc_workload *w, double *mhz, c
 double gc_propose_rules(const gc_workload *w);
 
 /* The decision: what the policy proposes, and the board level it becomes. level_hz 0 means
- * MAXN: the maxn policy, or a tree that judged this workload too spiky to pin. */
+ * MAXN: the maxn policy, or a tree that judged this workload too spiky to pin. The roofline
+ * policy needs rl (NULL otherwise allowed: then it fails with -EINVAL). */
 typedef struct gc_decision {
     int policy;
     double proposed_mhz; /* 0 for MAXN */
     uint64_t level_hz;   /* 0 for MAXN */
 } gc_decision;
 
-int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
-              gc_decision *d);
+int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+              const gc_workload *w, gc_decision *d);
 
 /* Decide and act: pin the level (or, for MAXN, restore the board's own state). */
-int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
-             const char *state_dir, gc_decision *d);
+int gc_apply(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+             const gc_workload *w, const char *state_dir, gc_decision *d);
 
 /* Load a tree compiled by `pydvfs train` (model_dir/policy.so, symbol gc_tree), after the
  * checks of policy_load.c. The handle must stay open while the model is used; close it with

@@ -263,9 +263,9 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
             return reply_error(c, rc, "%s", err);
     }
     if (rq->dry_run) {
-        rc = gc_decide(&sv->board, &model, rq->policy, &rq->workload, &d);
+        rc = gc_decide(&sv->board, &model, NULL, rq->policy, &rq->workload, &d);
     } else if ((rc = take_ownership(sv, ci)) == 0) {
-        rc = gc_apply(&sv->board, &model, rq->policy, &rq->workload, sv->cfg->state_dir, &d);
+        rc = gc_apply(&sv->board, &model, NULL, rq->policy, &rq->workload, sv->cfg->state_dir, &d);
         /* a failed pin put the original state back; maxn restored it */
         if ((rc < 0 && !was_owner) || (rc == 0 && d.level_hz == 0))
             drop_ownership(sv);

@@ -150,6 +150,7 @@ cdef extern from "policy.h" nogil:
     enum:
         GC_MAX_FEATURES
         GC_MAX_CLASSES
+        GC_ROOFLINE_MAX_VF
         GC_POLICY_COUNT            # policies are numbered 0 .. GC_POLICY_COUNT-1 (gc_policy_name)
 
     ctypedef struct gc_workload:
@@ -177,6 +178,20 @@ cdef extern from "policy.h" nogil:
         double proposed_mhz        # 0 for maxn
         uint64_t level_hz          # 0 for maxn
 
+    ctypedef struct gc_roofline:
+        double k_gauge             # proxy-FLOPs per Gcycle (the time scale's gauge)
+        double q_gcyc              # fill/drain Gcycles per layer and sequence
+        double m_s                 # s per proxy byte of traffic (1 / bandwidth)
+        double h0_s                # host s per sequence
+        double h1_s                # host s per layer and sequence
+        double p_idle_w            # static power, W
+        double c_w                 # switched capacitance while computing, W per GHz V^2
+        double c_idle_w            # ... while waiting, W per GHz V^2
+        double e_mem_j             # J per proxy byte of traffic
+        int n_vf
+        double vf_mhz[GC_ROOFLINE_MAX_VF]  # ascending
+        double vf_v[GC_ROOFLINE_MAX_VF]
+
     const gc_tree_model gc_builtin_tree
     const char gc_builtin_tree_sha256[]  # sha256 of the built-in tree's policy_tree.c
     const char gc_version[]
@@ -189,9 +204,14 @@ cdef extern from "policy.h" nogil:
     int gc_features(const gc_tree_model *m, const gc_workload *w, double *out, char *err, size_t n)
     int gc_propose_tree(const gc_tree_model *m, const gc_workload *w, double *mhz, char *err, size_t n)
     double gc_propose_rules(const gc_workload *w)
-    int gc_decide(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w, gc_decision *d)
-    int gc_apply(gc_board *b, const gc_tree_model *m, int policy, const gc_workload *w,
-                 const char *state_dir, gc_decision *d)
+    int gc_roofline_load(const char *path, gc_roofline *out, char *err, size_t n)
+    double gc_roofline_energy_j(const gc_roofline *r, const gc_workload *w, double mhz)
+    int gc_propose_roofline(const gc_roofline *r, const gc_workload *w, const uint64_t *levels_hz, int n,
+                            double *mhz)
+    int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+                  const gc_workload *w, gc_decision *d)
+    int gc_apply(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+                 const gc_workload *w, const char *state_dir, gc_decision *d)
     int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t n)
     void gc_tree_close(void *handle)
 

@@ -125,30 +125,64 @@ cdef class Tree:
         return mhz
 
 
+cdef class Roofline:
+    """The roofline policy's board constants, read (strictly, in C) from a roofline.txt."""
+    cdef gc_roofline r
+
+    def __cinit__(self, path):
+        cdef char err[512]
+        cdef bytes p = str(path).encode()
+        err[0] = 0
+        check(gc_roofline_load(p, &self.r, err, sizeof(err)), err)
+
+    def energy_j(self, tuple workload, double mhz):
+        """Predicted energy per token (J) at a clock, as gc_propose_roofline computes it."""
+        cdef gc_workload w = _workload(workload)
+        return gc_roofline_energy_j(&self.r, &w, mhz)
+
+    def propose(self, tuple workload, levels_mhz):
+        """The level (MHz) of the given table with the lowest predicted energy."""
+        cdef gc_workload w = _workload(workload)
+        cdef uint64_t hz[64]
+        cdef double mhz = 0
+        levels = sorted(float(x) for x in levels_mhz)
+        if not 0 < len(levels) <= 64:
+            raise errors.InvalidValueError("1..64 levels")
+        for i, f in enumerate(levels):
+            hz[i] = <uint64_t>(f * 1e6 + 0.5)
+        gc_propose_roofline(&self.r, &w, hz, len(levels), &mhz)
+        return mhz
+
+
 def propose_rules(tuple workload):
     """The clock (MHz) the paper's published rules propose."""
     cdef gc_workload w = _workload(workload)
     return gc_propose_rules(&w)
 
 
-def decide(Board board, Tree tree, str policy, tuple workload):
+cdef const gc_roofline *_rl(Roofline roofline):
+    return NULL if roofline is None else &roofline.r
+
+
+def decide(Board board, Tree tree, str policy, tuple workload, Roofline roofline=None):
     """(proposed_mhz, level_hz) for a policy on this board; nothing is written."""
     cdef gc_workload w = _workload(workload)
     cdef int p = _policy(policy)
     cdef gc_decision d
-    check(gc_decide(&board.b, &tree.m, p, &w, &d), board.b.err)
+    check(gc_decide(&board.b, &tree.m, _rl(roofline), p, &w, &d), board.b.err)
     return d.proposed_mhz, d.level_hz
 
 
-def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None):
+def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None, Roofline roofline=None):
     """Decide and pin (maxn: restore). Returns (proposed_mhz, level_hz)."""
     cdef gc_workload w = _workload(workload)
     cdef int p = _policy(policy)
     cdef gc_decision d
+    cdef const gc_roofline *rl = _rl(roofline)
     cdef bytes sd = _opt(state_dir)
     cdef const char *c_sd = sd
     cdef int rc
     with nogil:
-        rc = gc_apply(&board.b, &tree.m, p, &w, c_sd, &d)
+        rc = gc_apply(&board.b, &tree.m, rl, p, &w, c_sd, &d)
     check(rc, board.b.err)
     return d.proposed_mhz, d.level_hz

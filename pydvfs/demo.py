@@ -126,16 +126,27 @@ def stage_train(ctx: DemoContext) -> dict:
     """Paper A steps 3-4: the tree, chosen by leave-one-out CV (energy regret), exported to C."""
     m = run_verb("train", "--data", ctx.path("characterisation.csv"), "--out", ctx.path("model"))
     sel = m["selected"]
+    ctx.say(m["noise"]["advice"])
     ctx.say(f"tree: {sel['params']} - LOOCV accuracy {sel['loocv_accuracy']:.2f}, mean regret "
             f"{sel['mean_regret_pct']:.2f} %; compiled to {ctx.rel(ctx.path('model', 'policy.so'))}")
+    ctx.say(f"shipped: {m['shipped']} - {m['ship_reason']}")
+    roof = next(r for r in m["table"] if r["name"].startswith("roofline"))
+    ffg = next(r for r in m["table"] if r["name"].startswith("ffg"))
+    ctx.say(f"roofline model: LOOCV regret {roof['mean_regret_pct']:.2f} %, leave-one-model-out "
+            f"{roof['lomo_mean_regret_pct']:.2f} % (FFG {ffg['mean_regret_pct']:.2f} % / "
+            f"{ffg['lomo_mean_regret_pct']:.2f} %)")
     return {"selected": sel, "table": m["table"], "rules": m["rules"], "ffg_mhz": m["ffg_mhz"],
-            "tree_png": ctx.rel(ctx.path("model", "tree.png"))}
+            "shipped": m["shipped"], "ship_reason": m["ship_reason"], "noise": m["noise"],
+            "roofline": m["roofline"], "tree_png": ctx.rel(ctx.path("model", "tree.png"))}
 
 
 def stage_evaluate(ctx: DemoContext) -> dict:
     """Paper A step 5: policies on the six unseen tasks, against MAXN, through the C policies."""
     r = run_verb("evaluate", "--data", ctx.path("evaluation.csv"), "--model-dir", ctx.path("model"))
     s = r["summary"]
+    if "roofline" in s:
+        ctx.say(f"unseen tasks: the roofline policy saves {s['roofline']['mean_saving_pct']:.2f} % "
+                f"({100 * s['roofline']['share_of_oracle']:.1f} % of the oracle)")
     ctx.say(f"unseen tasks: MLG saves {s['mlg']['mean_saving_pct']:.2f} % on average (max "
             f"{s['mlg']['max_saving_pct']:.2f} %, min {s['mlg']['min_saving_pct']:.2f} %), "
             f"{100 * s['mlg']['share_of_oracle']:.1f} % of the oracle; FFG {s['ffg']['mean_saving_pct']:.2f} %; "

@@ -55,6 +55,24 @@ def markdown(results: dict) -> str:
                       f"{r['max_regret_pct']:.2f} %", f"{r['mean_saving_vs_maxn_pct']:.2f} %"] for r in t["table"]])
         L += ["", f"Selected: {t['selected']['name']} {t['selected']['params']}.", "", "```", t["rules"].rstrip(), "```",
               "", f"![tree]({t['tree_png']})", ""]
+    if "train" in results and "shipped" in results["train"]:
+        t = results["train"]
+        L += ["## Noise-aware labels, honest selection, the roofline model", "",
+              t["noise"]["advice"] + ".", "",
+              f"Shipped policy: **{t['shipped']}** - {t['ship_reason']}.", "",
+              "Regret on each workload's fitted physical curve; LOMO = every task of the held-out "
+              "architecture left out of training (see docs/policy.md).", ""]
+        L += _table(["policy", "LOOCV regret", "LOMO regret", "share of oracle (LOOCV / LOMO)"],
+                    [[r["name"], f"{r['mean_regret_pct']:.2f} %",
+                      "" if r.get("lomo_mean_regret_pct") is None else f"{r['lomo_mean_regret_pct']:.2f} %",
+                      f"{100 * (r.get('share_of_oracle') or 0):.1f} % / {100 * (r.get('lomo_share_of_oracle') or 0):.1f} %"]
+                     for r in t["table"]])
+        rf = t["roofline"]
+        L += ["", f"Roofline board constants (fit {rf['mode']}, rms error {100 * (rf['rms_rel_error'] or 0):.1f} %, "
+              f"V/f knee {rf['vf_knee_mhz']:g} MHz):", ""]
+        L += _table(["constant", "value", "relative std"],
+                    [[k, f"{v:.4g}", "not identified" if rf["rel_std"][k] is None else f"{100 * rf['rel_std'][k]:.0f} %"]
+                     for k, v in rf["constants"].items()]) + [""]
     if "evaluate" in results:
         e = results["evaluate"]
         s = e["summary"]

@@ -22,7 +22,15 @@ sys.path.insert(0, str(REPO))
 from pydvfs.policy.curves import curves_from_frame, read_dataset  # noqa: E402
 from pydvfs.policy.export import tree_to_c  # noqa: E402
 from pydvfs.policy.manifest import provenance  # noqa: E402
-from pydvfs.policy.train import FEATURE_SETS, Classifier, FixedClock, default_util, select_tree, tree_maker  # noqa: E402
+from pydvfs.policy.train import (  # noqa: E402
+    FEATURE_SETS,
+    Classifier,
+    FixedClock,
+    classes_mhz,
+    default_util,
+    select_tree,
+    tree_maker,
+)
 from pydvfs.sim.workloads import CHARACTERISATION_TASKS  # noqa: E402
 
 REPEATS = 3
@@ -57,7 +65,8 @@ def main(argv=None) -> int:
     clf = Classifier("tree", tree_maker(**params), feats).fit(curves).model
     ffg = FixedClock().fit(curves).mhz
     code = tree_to_c(clf, feats, default_util(curves), ffg,
-                     name=f"builtin: {source}, tasks {'/'.join(tasks)}", source=source, provenance=prov)
+                     name=f"builtin: {source}, tasks {'/'.join(tasks)}", source=source, provenance=prov,
+                     classes_mhz=classes_mhz(clf))
     Path(args.out).write_text(code)
     print(f"{args.out}: tree {params} on {best.params['features']} features, {len(curves)} workloads; "
           f"LOOCV accuracy {best.accuracy:.2f}, mean regret {best.mean_regret_pct:.2f} %; FFG {ffg:g} MHz")

@@ -21,12 +21,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     sel = metrics["selected"]
 
     def text() -> str:
+        from ..policy.roofline import describe_dict
         return "\n".join([
+            metrics["noise"]["advice"], "",
             format_table(metrics["table"]), "",
-            f"selected: {sel['name']} {sel['params']} - LOOCV accuracy {sel['loocv_accuracy']:.2f}, "
-            f"mean regret {sel['mean_regret_pct']:.2f} %", "",
+            "regret: energy at the choice / at the best level - 1, on each workload's fitted curve;",
+            "accuracy counts a level within noise of the best as a hit; LOMO: every task of the",
+            "held-out model's architecture left out of training.", "",
+            f"best tree: {sel['name']} {sel['params']} - LOOCV regret {sel['mean_regret_pct']:.2f} %",
+            f"shipped: {metrics['shipped']} - {metrics['ship_reason']}", "",
             "rules:", metrics["rules"].rstrip(), "",
-            f"model written to {args.out} (policy.so, manifest.txt, rules.txt, tree.png, metrics.json)"])
+            describe_dict(metrics["roofline"]), "",
+            f"model written to {args.out} (policy.so, roofline.txt, manifest.txt, rules.txt, tree.png, metrics.json)"])
 
     emit(args, {"model_dir": str(args.out), **metrics}, text)
     return 0
@@ -39,7 +45,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     df = read_dataset(args.data)
     curves = curves_from_frame(df, args.energy_column, tasks=name_list(args.tasks))
-    result = evaluate(curves, load_tree(args.model_dir))
+    roofline = None
+    if args.model_dir is not None and (Path(args.model_dir) / "roofline.txt").is_file():
+        from ..policy.apply import load_roofline
+        roofline = load_roofline(args.model_dir)
+    result = evaluate(curves, load_tree(args.model_dir), roofline)
     emit(args, result, lambda: format_report(result))
     return 0
 

@@ -30,6 +30,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     summary = run_sweep(cmd, workload_from_args(args), args.out, freqs=args.freqs, repeats=args.repeats,
                         settle_s=args.settle, idle_s=args.idle, rate_hz=args.rate, seed=args.seed,
                         sysfs_root=args.sysfs_root, state_dir=args.state_dir)
+    from ..policy.curves import dataset_noise
+    summary["noise"] = dataset_noise(args.out)  # too noisy to label? (docs/policy.md)
 
     def text() -> str:
         lines = [f"{summary['workload']}: {summary['runs']} runs measured, {summary['skipped']} already in "
@@ -39,6 +41,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for f in summary["failed"]:
             what = "MAXN" if f["freq_mhz"] is None else f"{f['freq_mhz']:g} MHz"
             lines.append(f"FAILED: {what} repeat {f['repeat']} exited {f['exit_status']} (recorded in the dataset)")
+        if summary["noise"]:
+            lines.append(summary["noise"]["advice"])
         return "\n".join(lines)
 
     emit(args, summary, text)

@@ -28,6 +28,15 @@ def load_tree(model_dir: str | os.PathLike | None = None) -> "_core.Tree":
     return _trees[key]
 
 
+def load_roofline(model_dir: str | os.PathLike | None) -> "_core.Roofline":
+    """The roofline policy's constants from a model folder (model_dir/roofline.txt)."""
+    from ..errors import InvalidValueError
+
+    if model_dir is None:
+        raise InvalidValueError("the roofline policy needs --model-dir (a folder from `pydvfs train`)")
+    return _core.Roofline(os.path.join(os.path.realpath(model_dir), "roofline.txt"))
+
+
 def _board(sysfs_root) -> "_core.Board":
     """The board under a root, discovered once per process (a board does not change while a
     process governs it; the clock state is read afresh on every call)."""
@@ -66,13 +75,14 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         d = board.apply(policy, wl.as_core(), wl.model, model_dir, dry_run=not pin)
         return Decision(freq_mhz=d["freq_mhz"], proposed_mhz=d["proposed_mhz"], policy=policy,
                         features=d["features"], workload=wl.to_dict(), model=d["model"])
+    roofline = load_roofline(model_dir) if policy == "roofline" else None
     tree = load_tree(model_dir)
     if pin:
         with ownership.governing(board, state_dir) as owner:
-            proposed, level_hz = _core.apply(board, tree, policy, wl.as_core(), state_dir)
+            proposed, level_hz = _core.apply(board, tree, policy, wl.as_core(), state_dir, roofline=roofline)
             owner.pinned = level_hz != 0  # maxn restored the board
     else:
-        proposed, level_hz = _core.decide(board, tree, policy, wl.as_core())
+        proposed, level_hz = _core.decide(board, tree, policy, wl.as_core(), roofline=roofline)
     maxn = level_hz == 0  # the maxn policy, or a tree that keeps a spiky workload at MAXN
     return Decision(
         freq_mhz=None if maxn else hz_to_mhz(level_hz),

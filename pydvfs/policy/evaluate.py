@@ -14,20 +14,25 @@ from .curves import Curve
 POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn
 
 
-def choices_for(curve: Curve, tree) -> dict[str, float | None]:
-    """What each policy picks for one workload, through the C policies (as on the board)."""
+def choices_for(curve: Curve, tree, roofline=None) -> dict[str, float | None]:
+    """What each policy picks for one workload, through the C policies (as on the board);
+    with a roofline model (``_core.Roofline``), its pick over the workload's measured levels."""
     from .. import _core
 
     wl = curve.workload.as_core()
     mlg = tree.propose(wl)
-    return {"mlg": mlg or None,  # 0 MHz: the tree says "leave it at MAXN"
-            "ffg": tree.ffg_mhz, "rules": _core.propose_rules(wl), "maxn": None}
+    out = {"mlg": mlg or None,  # 0 MHz: the tree says "leave it at MAXN"
+           "ffg": tree.ffg_mhz, "rules": _core.propose_rules(wl), "maxn": None}
+    if roofline is not None:
+        out["roofline"] = roofline.propose(wl, curve.freqs_mhz)
+    return out
 
 
-def evaluate(curves: Sequence[Curve], tree) -> dict:
+def evaluate(curves: Sequence[Curve], tree, roofline=None) -> dict:
+    policies = POLICIES + (("roofline",) if roofline is not None else ())
     rows = []
     for c in track(curves, "evaluate: workloads"):
-        picks = choices_for(c, tree)
+        picks = choices_for(c, tree, roofline)
         row = {"workload": c.name, "task": c.task, "model": c.workload.model, "params": c.params,
                "maxn_energy_j": c.maxn_energy_j, "oracle_mhz": c.best_mhz,
                "oracle_saving_pct": 100 * c.saving_vs_maxn(c.best_mhz), "policies": {}}
@@ -41,7 +46,7 @@ def evaluate(curves: Sequence[Curve], tree) -> dict:
         rows.append(row)
     oracle = [r["oracle_saving_pct"] for r in rows]
     summary = {}
-    for name in POLICIES:
+    for name in policies:
         s = [r["policies"][name]["saving_pct"] for r in rows]
         summary[name] = {
             "mean_saving_pct": statistics.fmean(s),
@@ -52,7 +57,8 @@ def evaluate(curves: Sequence[Curve], tree) -> dict:
             "worse_than_maxn": sum(1 for v in s if v < 0),
             "mean_regret_pct": statistics.fmean(r["policies"][name]["regret_pct"] for r in rows),
         }
-    return {"model": tree.name, "n_workloads": len(rows), "workloads": rows, "summary": summary}
+    return {"model": tree.name, "n_workloads": len(rows), "workloads": rows, "summary": summary,
+            "policies": list(policies)}
 
 
 # The paper's published evaluation (SPEC section 2), for the side-by-side table.
@@ -60,17 +66,18 @@ PAPER = {"mlg_mean_saving_pct": 13.11, "mlg_max_saving_pct": 26.73, "ffg_behind_
 
 
 def format_report(result: dict) -> str:
-    lines = [f"{'workload':28s} {'oracle':>7s} " + " ".join(f"{p:>14s}" for p in POLICIES)]
+    policies = result.get("policies", POLICIES)
+    lines = [f"{'workload':28s} {'oracle':>7s} " + " ".join(f"{p:>14s}" for p in policies)]
     for r in result["workloads"]:
         cells = []
-        for p in POLICIES:
+        for p in policies:
             d = r["policies"][p]
             f = "maxn" if d["freq_mhz"] is None else f"{d['freq_mhz']:g}"
             cells.append(f"{f:>6s} {d['saving_pct']:6.1f}%")
         lines.append(f"{r['workload'][:28]:28s} {r['oracle_mhz']:7g} " + " ".join(f"{c:>14s}" for c in cells))
     lines.append("")
     lines.append(f"{'saving vs MAXN':18s} {'mean':>7s} {'max':>7s} {'min':>7s} {'of oracle':>9s}")
-    for p in POLICIES:
+    for p in policies:
         s = result["summary"][p]
         share = "" if s["share_of_oracle"] is None else f"{100 * s['share_of_oracle']:8.1f}%"
         lines.append(f"{p:18s} {s['mean_saving_pct']:6.2f}% {s['max_saving_pct']:6.2f}% "

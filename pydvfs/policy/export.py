@@ -33,14 +33,16 @@ def _c_double(x: float) -> str:
 
 
 def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, source: str,
-              provenance: dict, tool: str = "tools/export_policy.py") -> str:
-    """C source for a fitted DecisionTreeClassifier whose classes are clocks in MHz.
-
+              provenance: dict, tool: str = "tools/export_policy.py", classes_mhz=None) -> str:
+    """C source for a fitted DecisionTreeClassifier. ``classes_mhz``: the clock (MHz) of each
+    of its classes, in ``clf.classes_`` order (default: the classes are clocks in MHz).
     ``provenance`` (:func:`pydvfs.policy.manifest.provenance`): data_file, data_sha256 and
     trained_utc, compiled into the tree so that ``govcore --version`` can name them."""
     import m2cgen
 
-    classes = [float(c) for c in clf.classes_]  # 0.0 means "MAXN"
+    classes = [float(c) for c in (clf.classes_ if classes_mhz is None else classes_mhz)]  # 0.0: MAXN
+    if len(classes) != len(clf.classes_):
+        raise ModelError("one clock per class is needed")
     if len(classes) < 2:
         raise ModelError("every training workload has the same label: a fixed setting "
                          f"({classes[0]:g} MHz) is the whole policy; nothing to learn")
@@ -48,11 +50,28 @@ def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, s
         raise ModelError("feature names do not match the tree")
     body = m2cgen.export_to_c(clf, function_name="gc_tree_score")
     body = body.replace("#include <string.h>\n", "")
-    body, n = re.subn(r"^void gc_tree_score\(", "static void gc_tree_score(", body, flags=re.M)
+    body, n = re.subn(r"^void gc_tree_score\(", "static void gc_tree_score(", body, flags=re.MULTILINE)
     if n != 1:
         raise ModelError("unexpected m2cgen output (no scoring function found)")
+    return _model_c(body, feature_names, classes, default_util_pct, ffg_mhz, name,
+                    HEADER.format(tool=tool, source=source, m2c=m2cgen.__version__), provenance)
+
+
+def constant_to_c(mhz: float, feature_names, default_util_pct, name: str, source: str,
+                  provenance: dict, tool: str = "pydvfs train") -> str:
+    """C source for a policy that always proposes ``mhz``: what a model folder ships when the
+    learned tree does not beat the best fixed clock (then ``mhz`` is that clock)."""
+    body = ("static void gc_tree_score(double *input, double *output)\n{\n"
+            "    (void)input;\n    output[0] = 1.0;\n}")
+    header = HEADER.format(tool=tool, source=source, m2c="not used").replace(
+        "(m2cgen not used)", "(a fixed clock: the learned tree did not beat it)")
+    return _model_c(body, feature_names, [float(mhz)], default_util_pct, mhz, name, header, provenance)
+
+
+def _model_c(body: str, feature_names, classes, default_util_pct, ffg_mhz: float, name: str,
+             header: str, provenance: dict) -> str:
     lines = [
-        HEADER.format(tool=tool, source=source, m2c=m2cgen.__version__),
+        header,
         "#include <string.h>",
         '#include "policy.h"',
         "",

@@ -2,9 +2,17 @@
 clock, choose a decision tree's hyper-parameters by leave-one-out CV over workloads, compare it
 with the alternatives by *energy regret*, and write a model folder (tree, rules, picture, C).
 
-Regret of a choice = energy at the chosen clock / energy at the best clock - 1, measured on the
-held-out workload's own curve. Accuracy (did it hit the exact best level) is reported too, but
-on flat-bottomed U-curves a neighbouring level costs almost nothing, so regret decides.
+Labels and scores come from each workload's fitted physical curve (:mod:`pydvfs.curve_model`),
+not from its raw noisy means. Regret of a choice = energy at the chosen level / energy at the
+best level - 1, on the held-out workload's fitted curve. Accuracy counts a choice within noise
+of the best as a hit; on flat-bottomed U-curves a neighbouring level costs almost nothing, so
+regret decides.
+
+Selection is honest: FFG (the best fixed clock) is a candidate like every model, and the tree is
+shipped only when it beats FFG's LOOCV regret beyond the noise (a paired Wilcoxon signed-rank
+test over workloads, per-workload differences within the curves' noise counted as ties);
+otherwise the model folder's policy is FFG. Leave-one-*model*-out CV (every task of an
+architecture held out at once) is scored beside leave-one-workload-out.
 """
 from __future__ import annotations
 
@@ -13,22 +21,42 @@ import itertools
 import json
 import pickle
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
+from ..curve_model import DEFAULT_VF, VFCurve
 from ..errors import InvalidValueError
 from ..eta import track
 from . import manifest
-from .curves import Curve
-from .export import compile_policy, tree_to_c
+from .curves import Curve, noise_summary
+from .export import compile_policy, constant_to_c, tree_to_c
 from .features import PAPER_FEATURES, ROOFLINE_FEATURES, feature_vector
 
-# The class that means "leave the board at MAXN" (govcore: a proposal of 0 MHz).
-MAXN_CLASS = 0.0
+# Classes are clocks in integer kHz (114.75 MHz -> 114750), whatever the board's table: a
+# classifier needs discrete labels. The class that means "leave the board at MAXN" is 0
+# (govcore: a proposal of 0 MHz).
+MAXN_CLASS = 0
+SIGNIFICANCE = 0.05  # the tree must beat FFG with a one-sided p below this
 FEATURE_SETS = {"paper": PAPER_FEATURES, "roofline": PAPER_FEATURES + ROOFLINE_FEATURES}
 TREE_GRID = {"max_depth": (2, 3, 4, 5, None), "min_samples_leaf": (1, 2, 3),
              "criterion": ("gini", "entropy")}
+
+
+def mhz_to_class(mhz: float | None) -> int:
+    """The class of a clock: integer kHz; MAXN (None) is class 0."""
+    return MAXN_CLASS if mhz is None else round(float(mhz) * 1000.0)
+
+
+def class_to_mhz(cls) -> float | None:
+    k = int(cls)
+    return None if k == MAXN_CLASS else k / 1000.0
+
+
+def classes_mhz(clf) -> list[float]:
+    """The classifier's classes as clocks in MHz, in its order (0.0: MAXN), as exported to C."""
+    return [int(c) / 1000.0 for c in clf.classes_]
 
 
 def default_util(curves: Sequence[Curve]) -> tuple[float, float]:
@@ -54,7 +82,7 @@ class Chooser(abc.ABC):
 
     name = "?"
 
-    def fit(self, curves: Sequence[Curve]) -> "Chooser":
+    def fit(self, curves: Sequence[Curve]) -> Chooser:
         return self
 
     @abc.abstractmethod
@@ -104,14 +132,20 @@ class Classifier(Chooser):
     def fit(self, curves):
         self.util = default_util(curves)
         X = [features_of(c, self.features, self.util) for c in curves]
-        y = [MAXN_CLASS if c.label_mhz is None else c.label_mhz for c in curves]
+        y = [mhz_to_class(c.label_mhz) for c in curves]
+        self.constant = y[0] if len(set(y)) == 1 else None  # one label: nothing to learn
         self.model = self.make()
-        self.model.fit(X, y)
+        try:
+            self.model.fit(X, y)  # a tree takes a single class (train exports it); not all do
+        except ValueError:
+            if self.constant is None:
+                raise
         return self
 
     def choose(self, curve):
-        mhz = float(self.model.predict([features_of(curve, self.features, self.util)])[0])
-        return None if mhz == MAXN_CLASS else mhz
+        if self.constant is not None:
+            return class_to_mhz(self.constant)
+        return class_to_mhz(self.model.predict([features_of(curve, self.features, self.util)])[0])
 
 
 class CurveRegression(Chooser):
@@ -126,8 +160,9 @@ class CurveRegression(Chooser):
         X, y = [], []
         for c in curves:
             base = features_of(c, self.features, self.util)
-            mean_e = sum(c.energy_j) / len(c.energy_j)
-            for f, e in zip(c.freqs_mhz, c.energy_j):
+            e_fit = c.fitted_energy_j
+            mean_e = sum(e_fit) / len(e_fit)
+            for f, e in zip(c.freqs_mhz, e_fit):
                 X.append(base + [f])
                 y.append(e / mean_e)
         self.model = self.make()
@@ -146,6 +181,12 @@ def tree_maker(**params):
 
 
 # ------------------------------------------------------------------ leave-one-out CV
+def architecture_of(curve: Curve) -> str:
+    """The architecture a workload runs (every task of it is held out together in LOMO)."""
+    w = curve.workload
+    return f"{w.model}-L{w.layers}-H{w.hidden}"
+
+
 @dataclass
 class Score:
     name: str
@@ -155,22 +196,36 @@ class Score:
     max_regret_pct: float
     mean_saving_pct: float
     params: dict = field(default_factory=dict)
+    regrets_pct: list = field(default_factory=list)
+    share_of_oracle: float | None = None
+    lomo: Score | None = None  # the same candidate under leave-one-model-out CV
+    make: Callable | None = field(default=None, repr=False, compare=False)  # a fresh chooser
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "loocv_accuracy": round(self.accuracy, 4),
-                "mean_regret_pct": round(self.mean_regret_pct, 3),
-                "max_regret_pct": round(self.max_regret_pct, 3),
-                "mean_saving_vs_maxn_pct": round(self.mean_saving_pct, 3), "params": self.params}
+        d = {"name": self.name, "loocv_accuracy": round(self.accuracy, 4),
+             "mean_regret_pct": round(self.mean_regret_pct, 3),
+             "max_regret_pct": round(self.max_regret_pct, 3),
+             "mean_saving_vs_maxn_pct": round(self.mean_saving_pct, 3),
+             "share_of_oracle": None if self.share_of_oracle is None else round(self.share_of_oracle, 4),
+             "params": self.params}
+        if self.lomo is not None:
+            d.update({"lomo_accuracy": round(self.lomo.accuracy, 4),
+                      "lomo_mean_regret_pct": round(self.lomo.mean_regret_pct, 3),
+                      "lomo_max_regret_pct": round(self.lomo.max_regret_pct, 3),
+                      "lomo_mean_saving_vs_maxn_pct": round(self.lomo.mean_saving_pct, 3),
+                      "lomo_share_of_oracle": None if self.lomo.share_of_oracle is None
+                      else round(self.lomo.share_of_oracle, 4)})
+        return d
 
 
 def score(name: str, curves: Sequence[Curve], choices: Sequence, params=None) -> Score:
     regrets = [c.regret(f) * 100 for c, f in zip(curves, choices)]
-    hits = [(f is None and c.label_mhz is None) or
-            (f is not None and c.label_mhz is not None and c.nearest_mhz(f) == c.label_mhz)
-            for c, f in zip(curves, choices)]
+    hits = [c.is_hit(f) for c, f in zip(curves, choices)]
     savings = [c.saving_vs_maxn(f) * 100 for c, f in zip(curves, choices)]
+    oracle = statistics.fmean(c.saving_vs_maxn(c.best_mhz) * 100 for c in curves)
+    mean_saving = statistics.fmean(savings)
     return Score(name, list(choices), sum(hits) / len(hits), statistics.fmean(regrets), max(regrets),
-                 statistics.fmean(savings), params or {})
+                 mean_saving, params or {}, regrets, mean_saving / oracle if oracle > 0 else None)
 
 
 def loocv(make_chooser: Callable[[], Chooser], curves: Sequence[Curve]) -> list:
@@ -182,6 +237,47 @@ def loocv(make_chooser: Callable[[], Chooser], curves: Sequence[Curve]) -> list:
     return out
 
 
+def lomo(make_chooser: Callable[[], Chooser], curves: Sequence[Curve], group=None) -> list:
+    """Each workload's choice by a chooser fitted on the other architectures only (all tasks of
+    the held-out model left out): how a policy does on a model it has never seen. Workloads of
+    an architecture that is the only one in the data get no held-out fit: fitted on all."""
+    archs = [(group or architecture_of)(c) for c in curves]
+    out: list = [None] * len(curves)
+    for a in sorted(set(archs)):
+        rest = [c for c, x in zip(curves, archs) if x != a]
+        chooser = make_chooser().fit(rest if len(rest) >= 2 else list(curves))
+        for i, x in enumerate(archs):
+            if x == a:
+                out[i] = chooser.choose(curves[i])
+    return out
+
+
+def cross_validate(name: str, make_chooser: Callable[[], Chooser], curves: Sequence[Curve], params=None,
+                   group=None) -> Score:
+    """LOOCV and LOMO scores of a candidate (``group``: curve -> architecture, for LOMO)."""
+    s = score(name, curves, loocv(make_chooser, curves), params)
+    s.lomo = score(name, curves, lomo(make_chooser, curves, group), params)
+    return s
+
+
+def paired_test(curves: Sequence[Curve], a: Score, b: Score) -> dict:
+    """Does candidate ``a`` have lower regret than ``b`` beyond the noise? Per workload, the
+    difference of their regrets (on the fitted curve); a difference within 2 standard deviations
+    of that curve's noise is a tie. One-sided Wilcoxon signed-rank test over workloads."""
+    diffs = []
+    for c, fa, fb in zip(curves, a.choices_mhz, b.choices_mhz):
+        d = c.regret(fa) - c.regret(fb)
+        diffs.append(0.0 if abs(d) <= 2.0 * c.diff_noise(fa, fb) else d)
+    nonzero = [d for d in diffs if d != 0.0]
+    p = 1.0
+    if nonzero and statistics.fmean(diffs) < 0:
+        from scipy.stats import wilcoxon
+        p = float(wilcoxon(nonzero, alternative="less").pvalue)
+    return {"mean_diff_pct": 100 * statistics.fmean(diffs), "better": sum(d < 0 for d in diffs),
+            "worse": sum(d > 0 for d in diffs), "ties": sum(d == 0 for d in diffs), "p_value": p,
+            "significant": p < SIGNIFICANCE}
+
+
 def select_tree(curves: Sequence[Curve], feature_sets=("paper", "roofline")) -> tuple[Score, dict[str, Score]]:
     """The tree hyper-parameters (and feature set) with the lowest LOOCV mean regret; ties go
     to the simpler tree. Also returns the best score per feature set, to show what features buy."""
@@ -191,8 +287,9 @@ def select_tree(curves: Sequence[Curve], feature_sets=("paper", "roofline")) -> 
         grid = list(itertools.product(*TREE_GRID.values()))
         for depth, leaf, crit in track(grid, f"LOOCV, {set_name} features: {len(grid)} trees x {len(curves)} folds"):
             params = {"max_depth": depth, "min_samples_leaf": leaf, "criterion": crit}
-            choices = loocv(lambda: Classifier("tree", tree_maker(**params), feats), curves)
-            s = score(f"tree ({set_name} features)", curves, choices, {**params, "features": set_name})
+            make = (lambda p=params, f=feats: Classifier("tree", tree_maker(**p), f))
+            s = score(f"tree ({set_name} features)", curves, loocv(make, curves), {**params, "features": set_name})
+            s.make = make
             key = (round(s.mean_regret_pct, 6), depth or 99, -leaf)
             cur = best_per_set.get(set_name)
             if cur is None or key < (round(cur.mean_regret_pct, 6), cur.params["max_depth"] or 99,
@@ -203,8 +300,11 @@ def select_tree(curves: Sequence[Curve], feature_sets=("paper", "roofline")) -> 
     return best, best_per_set
 
 
-def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
-    """Every candidate by LOOCV over workloads; the tree's hyper-parameters selected inside."""
+def compare(curves: Sequence[Curve], vf: VFCurve = DEFAULT_VF, group=None) -> tuple[Score, list[Score]]:
+    """Every candidate by LOOCV and LOMO; the tree's hyper-parameters selected by LOOCV inside
+    (LOMO then scores the selected tree of each feature set). ``vf``: the board's V/f shape
+    (for the roofline model); ``group``: curve -> architecture for LOMO (default
+    :func:`architecture_of`)."""
     from sklearn.ensemble import (
         GradientBoostingClassifier,
         GradientBoostingRegressor,
@@ -215,10 +315,17 @@ def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    from .roofline import RooflineChooser, fit_board
+
+    board = fit_board(curves, vf)  # a warm start for the folds' fits (each fold still fits its own data)
     tree, per_set = select_tree(curves)
-    rows = [score("maxn (board default)", curves, [None] * len(curves)),
-            score("ffg (best fixed clock)", curves, loocv(FixedClock, curves)),
+    for s in per_set.values():
+        s.lomo = score(s.name, curves, lomo(s.make, curves, group), s.params)
+    n = len(curves)
+    rows = [score("maxn (board default)", curves, [None] * n),
+            cross_validate("ffg (best fixed clock)", FixedClock, curves, group=group),
             score("rules (paper A)", curves, [PaperRules().choose(c) for c in curves])]
+    rows[0].lomo, rows[2].lomo = rows[0], rows[2]  # nothing fitted: the same under any split
     rows += sorted(per_set.values(), key=lambda s: s.name)
     others = {
         "knn (k=3)": lambda: Classifier("knn", lambda: make_pipeline(StandardScaler(), KNeighborsClassifier(3))),
@@ -228,12 +335,46 @@ def compare(curves: Sequence[Curve]) -> tuple[Score, list[Score]]:
             "rf-curve", lambda: RandomForestRegressor(50, random_state=0)),
         "curve regression (gradient boosting, argmin)": lambda: CurveRegression(
             "gb-curve", lambda: GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=0)),
+        "roofline model (physics, argmin)": lambda: RooflineChooser(vf, start=board),
     }
-    for name, make in track(list(others.items()), f"LOOCV of the other models: {len(curves)} folds each"):
-        rows.append(score(name, curves, loocv(make, curves)))
-    rows.append(score("labels (best clock; MAXN where spiky)", curves, [c.label_mhz for c in curves]))
-    rows.append(score("oracle (best clock per workload)", curves, [c.best_mhz for c in curves]))
+    for name, make in track(list(others.items()), f"LOOCV and LOMO of the other models: {len(curves)} folds each"):
+        rows.append(cross_validate(name, make, curves, group=group))
+    labels = score("labels (fitted best; MAXN within noise)", curves, [c.label_mhz for c in curves])
+    oracle = score("oracle (best clock per workload)", curves, [c.best_mhz for c in curves])
+    labels.lomo, oracle.lomo = labels, oracle
+    rows += [labels, oracle]
     return tree, rows
+
+
+def find_row(rows: Sequence[Score], prefix: str) -> Score:
+    return next(r for r in rows if r.name.startswith(prefix))
+
+
+def ship_decision(curves: Sequence[Curve], tree: Score, rows: Sequence[Score]) -> dict:
+    """Ship the tree only when it beats FFG's LOOCV regret beyond the noise and is not worse
+    than FFG on held-out architectures (LOMO); else FFG."""
+    ffg = find_row(rows, "ffg")
+    test = paired_test(curves, tree, ffg)
+    lomo_worse = (tree.lomo is not None and ffg.lomo is not None
+                  and tree.lomo.mean_regret_pct > ffg.lomo.mean_regret_pct)
+    if test["significant"] and lomo_worse:
+        shipped = "ffg"
+        reason = (f"the tree beats FFG by LOOCV ({tree.mean_regret_pct:.2f} % vs {ffg.mean_regret_pct:.2f} %, "
+                  f"Wilcoxon p = {test['p_value']:.3g}) but not on held-out architectures (LOMO regret "
+                  f"{tree.lomo.mean_regret_pct:.2f} % vs {ffg.lomo.mean_regret_pct:.2f} %): the model's policy "
+                  "is the best fixed clock")
+    elif test["significant"]:
+        shipped = "tree"
+        reason = (f"the tree beats FFG: LOOCV regret {tree.mean_regret_pct:.2f} % vs {ffg.mean_regret_pct:.2f} %, "
+                  f"better on {test['better']} workloads, worse on {test['worse']}, {test['ties']} within "
+                  f"noise (one-sided Wilcoxon p = {test['p_value']:.3g} < {SIGNIFICANCE})")
+    else:
+        shipped = "ffg"
+        reason = (f"the tree does not beat FFG beyond the noise: LOOCV regret {tree.mean_regret_pct:.2f} % vs "
+                  f"{ffg.mean_regret_pct:.2f} %, better on {test['better']} workloads, worse on "
+                  f"{test['worse']}, {test['ties']} within noise (one-sided Wilcoxon p = "
+                  f"{test['p_value']:.3g}, needs < {SIGNIFICANCE}): the model's policy is the best fixed clock")
+    return {"shipped": shipped, "reason": reason, "test": test}
 
 
 # ------------------------------------------------------------------ the model folder
@@ -241,55 +382,81 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
           data_path: str | Path | None = None) -> dict:
     """Select, fit on all workloads, and write the model folder. Returns the metrics.
     ``data_path``: the training data file, hashed into the folder's manifest."""
+    from .roofline import fit_board, write_roofline
+
     if len(curves) < 3:
         raise InvalidValueError(f"need at least 3 workloads to train with leave-one-out CV, got {len(curves)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tree_score, table = compare(curves)
+    decision = ship_decision(curves, tree_score, table)
     params = {k: v for k, v in tree_score.params.items() if k != "features"}
     feats = FEATURE_SETS[tree_score.params["features"]]
     chooser = Classifier("tree", tree_maker(**params), feats).fit(curves)
     clf = chooser.model
     ffg = FixedClock().fit(curves).mhz
     util = default_util(curves)
+    board = fit_board(curves)
+    noise = noise_summary(curves)
 
     with open(out / "model.pkl", "wb") as f:
         pickle.dump(clf, f)
     meta = {
         "features": list(feats),
-        "classes_mhz": [float(c) for c in clf.classes_],
+        "classes_mhz": classes_mhz(clf),
         "ffg_mhz": ffg,
+        "shipped": decision["shipped"],
         "default_util_pct": list(util),
         "tree_params": params,
         "trained_on": [c.name for c in curves],
+        "levels_mhz": sorted({f for c in curves for f in c.freqs_mhz}),
         "source": source,
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     from sklearn.tree import export_text
-    rules = export_text(clf, feature_names=list(feats), class_names=class_names(clf), decimals=1)
-    (out / "rules.txt").write_text(rules)
+    tree_rules = export_text(clf, feature_names=list(feats), class_names=class_names(clf), decimals=1)
     prov = manifest.provenance(data_path, source)
-    c_src = tree_to_c(clf, feats, util, ffg, name=f"trained: {source}", source=source,
-                      provenance=prov, tool="pydvfs train")
+    if decision["shipped"] == "tree":
+        rules = tree_rules
+        shipped_classes = classes_mhz(clf)
+        c_src = tree_to_c(clf, feats, util, ffg, name=f"trained: {source}", source=source,
+                          provenance=prov, tool="pydvfs train", classes_mhz=shipped_classes)
+    else:
+        rules = f"|--- class: {ffg:g} MHz (the best fixed clock; {decision['reason']})\n"
+        shipped_classes = [ffg]
+        c_src = constant_to_c(ffg, feats, util, name=f"trained: {source} (ffg {ffg:g} MHz)", source=source,
+                              provenance=prov, tool="pydvfs train")
+    (out / "rules.txt").write_text(rules)
     (out / "policy_tree.c").write_text(c_src)
     compile_policy(out / "policy_tree.c", out / "policy.so", cc)
-    manifest.write_manifest(out, feats, clf.classes_, prov)
+    manifest.write_manifest(out, feats, shipped_classes, prov)
+    write_roofline(board, out / "roofline.txt", source=source)
     _plot_tree(clf, feats, out)
     metrics = {
         "n_workloads": len(curves),
+        "n_architectures": len({architecture_of(c) for c in curves}),
+        "levels_mhz": meta["levels_mhz"],
         "selected": tree_score.to_dict(),
+        "shipped": decision["shipped"],
+        "ship_reason": decision["reason"],
+        "ship_test": decision["test"],
         "table": [s.to_dict() for s in table],
-        "loocv_choices": {c.name: {"best_mhz": c.best_mhz, "label_mhz": c.label_mhz, "tree_mhz": f}
+        "loocv_choices": {c.name: {"best_mhz": c.best_mhz, "raw_best_mhz": c.raw_best_mhz,
+                                   "within_noise_mhz": list(c.within_mhz), "label_mhz": c.label_mhz,
+                                   "tree_mhz": f, "too_noisy": c.too_noisy}
                           for c, f in zip(curves, tree_score.choices_mhz)},
         "ffg_mhz": ffg,
+        "noise": noise.to_dict(),
+        "roofline": board.to_dict(),
         "rules": rules,
+        "candidate_tree_rules": tree_rules,
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     return metrics
 
 
 def class_names(clf) -> list[str]:
-    return ["MAXN" if c == MAXN_CLASS else f"{c:g} MHz" for c in clf.classes_]
+    return ["MAXN" if c == 0.0 else f"{c:g} MHz" for c in classes_mhz(clf)]
 
 
 def _plot_tree(clf, feats, out: Path) -> None:
@@ -312,9 +479,13 @@ def _plot_tree(clf, feats, out: Path) -> None:
 
 
 def format_table(rows: list[dict]) -> str:
-    head = f"{'policy':46s} {'LOOCV acc':>9s} {'regret mean':>11s} {'regret max':>10s} {'saving vs MAXN':>14s}"
+    head = (f"{'policy':46s} {'LOOCV acc':>9s} {'regret':>8s} {'max':>7s} {'LOMO regret':>11s} "
+            f"{'saving vs MAXN':>14s} {'of oracle':>9s}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['name']:46s} {r['loocv_accuracy']:9.2f} {r['mean_regret_pct']:10.2f}% "
-                     f"{r['max_regret_pct']:9.2f}% {r['mean_saving_vs_maxn_pct']:13.2f}%")
+        lomo = r.get("lomo_mean_regret_pct")
+        share = r.get("share_of_oracle")
+        lines.append(f"{r['name']:46s} {r['loocv_accuracy']:9.2f} {r['mean_regret_pct']:7.2f}% "
+                     f"{r['max_regret_pct']:6.2f}% {'' if lomo is None else f'{lomo:10.2f}%':>11s} "
+                     f"{r['mean_saving_vs_maxn_pct']:13.2f}% {'' if share is None else f'{100 * share:8.1f}%':>9s}")
     return "\n".join(lines)

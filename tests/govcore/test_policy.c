@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static void test_rules(void)
@@ -41,6 +42,8 @@ static void test_policy_names(void)
 
     CHECK(gc_policy_parse("mlg", &p) == 0 && p == GC_POLICY_MLG);
     CHECK(gc_policy_parse("maxn", &p) == 0 && p == GC_POLICY_MAXN);
+    CHECK(gc_policy_parse("roofline", &p) == 0 && p == GC_POLICY_ROOFLINE);
+    CHECK(strcmp(gc_policy_name(GC_POLICY_ROOFLINE), "roofline") == 0);
     CHECK(gc_policy_parse("fast", &p) == -EINVAL);
     CHECK(strcmp(gc_policy_name(GC_POLICY_RULES), "rules") == 0);
 }
@@ -64,21 +67,21 @@ static void test_decide_clamps_to_table(void)
 
     CHECK(gc_board_open(&b, root) == 0);
     classes[0] = 800.0; /* not a level: snapped to the nearest (828.75, not 726.75) */
-    CHECK(gc_decide(&b, &m, GC_POLICY_MLG, &w, &d) == 0);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0);
     CHECK(d.proposed_mhz == 800.0);
     CHECK_EQ_U64(d.level_hz, 828750000);
     classes[0] = 99999.0; /* above the table: clamped to the top */
-    CHECK(gc_decide(&b, &m, GC_POLICY_MLG, &w, &d) == 0);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0);
     CHECK_EQ_U64(d.level_hz, 1300500000);
     classes[0] = NAN; /* not a clock at all: fail safe toward the top level */
-    CHECK(gc_decide(&b, &m, GC_POLICY_MLG, &w, &d) == 0);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0);
     CHECK_EQ_U64(d.level_hz, 1300500000);
-    CHECK(gc_decide(&b, &m, GC_POLICY_FFG, &w, &d) == 0);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, &w, &d) == 0);
     CHECK_EQ_U64(d.level_hz, 726750000);
-    CHECK(gc_decide(&b, &m, GC_POLICY_MAXN, &w, &d) == 0);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MAXN, &w, &d) == 0);
     CHECK(d.level_hz == 0 && d.proposed_mhz == 0.0);
     w.layers = 0; /* bad workload */
-    CHECK(gc_decide(&b, &m, GC_POLICY_RULES, &w, &d) == -EINVAL);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_RULES, &w, &d) == -EINVAL);
     CHECK(strstr(b.err, "layers") != NULL);
     fake_tree_remove(root);
 }
@@ -130,14 +133,122 @@ static void test_apply_then_maxn_restores(void)
 
     snprintf(state_dir, sizeof state_dir, "%s/state", root);
     CHECK(gc_board_open(&b, root) == 0);
-    CHECK(gc_apply(&b, &gc_builtin_tree, GC_POLICY_RULES, &w, state_dir, &d) == 0);
+    CHECK(gc_apply(&b, &gc_builtin_tree, NULL, GC_POLICY_RULES, &w, state_dir, &d) == 0);
     CHECK(gc_clock_read(&b, &st) == 0);
     CHECK_EQ_U64(st.min_hz, 816000000);
     CHECK_EQ_U64(st.max_hz, 816000000);
-    CHECK(gc_apply(&b, &gc_builtin_tree, GC_POLICY_MAXN, &w, state_dir, &d) == 0);
+    CHECK(gc_apply(&b, &gc_builtin_tree, NULL, GC_POLICY_MAXN, &w, state_dir, &d) == 0);
     CHECK(gc_clock_read(&b, &st) == 0);
     CHECK_EQ_U64(st.min_hz, 306000000);
     CHECK_EQ_U64(st.max_hz, 1300500000);
+    fake_tree_remove(root);
+}
+
+static const char *good_roofline =
+    "# a comment\n"
+    "version=1\nk_gauge=1e12\nq_gcyc=1.8e-06\nm_s=3.4e-09\nh0_s=3.3e-05\nh1_s=6.8e-06\n"
+    "p_idle_w=6.1\nc_w=18.7\nc_idle_w=5.9\ne_mem_j=6e-09\n"
+    "vf_mhz=0,560,1300.5\nvf_v=0.61,0.61,0.96\n";
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+/* Replace the first line starting with `key=` of good_roofline by `line` (or drop it: ""). */
+static void roofline_variant(const char *path, const char *key, const char *line)
+{
+    char buf[2048] = "";
+    const char *p = good_roofline;
+    size_t klen = strlen(key);
+
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = (size_t)(nl - p) + 1;
+
+        if (strncmp(p, key, klen) == 0 && p[klen] == '=')
+            strcat(buf, line);
+        else
+            strncat(buf, p, n);
+        p += n;
+    }
+    CHECK(write_text(path, buf) == 0);
+}
+
+static void test_roofline_load_is_strict(void)
+{
+    const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+    static const char *const bad[][2] = {
+        {"q_gcyc", "q_gcyc=-1\n"},             /* negative */
+        {"q_gcyc", "q_gcyc=nan\n"},            /* not finite */
+        {"q_gcyc", "q_gcyc=1e-6x\n"},          /* trailing garbage */
+        {"q_gcyc", "q_gcyc= 1\n"},             /* leading space */
+        {"q_gcyc", ""},                         /* missing */
+        {"q_gcyc", "q_gcyc=1\nq_gcyc=1\n"},    /* repeated */
+        {"q_gcyc", "q_gcyc=1\nshoe=1\n"},      /* unknown */
+        {"q_gcyc", "q_gcyc\n"},                /* no value */
+        {"version", "version=2\n"},            /* another format */
+        {"k_gauge", "k_gauge=0\n"},            /* no time scale */
+        {"vf_v", "vf_v=0.61,0.96\n"},          /* lengths differ */
+        {"vf_mhz", "vf_mhz=0,1300.5,560\n"},   /* not ascending */
+        {"vf_v", "vf_v=0.61,0,0.96\n"},        /* zero volts */
+        {"vf_mhz", "vf_mhz=\n"},               /* empty list */
+    };
+    char path[600], err[256];
+    gc_roofline r;
+    size_t i;
+
+    snprintf(path, sizeof path, "%s/roofline.txt", root);
+    CHECK(write_text(path, good_roofline) == 0);
+    CHECK(gc_roofline_load(path, &r, err, sizeof err) == 0);
+    CHECK(r.n_vf == 3 && r.vf_mhz[2] == 1300.5 && r.c_w == 18.7 && r.k_gauge == 1e12);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        roofline_variant(path, bad[i][0], bad[i][1]);
+        err[0] = 0;
+        CHECK(gc_roofline_load(path, &r, err, sizeof err) == -EINVAL);
+        CHECK(strstr(err, "roofline.txt") != NULL);
+    }
+    snprintf(path, sizeof path, "%s/none.txt", root);
+    CHECK(gc_roofline_load(path, &r, err, sizeof err) == -ENOENT);
+    fake_tree_remove(root);
+}
+
+static void test_roofline_policy_on_13_levels(void)
+{
+    const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
+    gc_workload w = {0, -1.0, 12, 768, 64};
+    double classes[1] = {700.0};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0};
+    char path[600], err[256];
+    double e, best_e = 1e300, best_mhz = 0;
+    gc_roofline r;
+    gc_decision d;
+    gc_board b;
+    int i;
+
+    snprintf(path, sizeof path, "%s/roofline.txt", root);
+    CHECK(write_text(path, good_roofline) == 0);
+    CHECK(gc_roofline_load(path, &r, err, sizeof err) == 0);
+    CHECK(gc_board_open(&b, root) == 0);
+    for (i = 0; i < b.n_freqs; i++) { /* the argmin by brute force */
+        e = gc_roofline_energy_j(&r, &w, gc_hz_to_mhz(b.freqs_hz[i]));
+        CHECK(e > 0);
+        if (e < best_e) {
+            best_e = e;
+            best_mhz = gc_hz_to_mhz(b.freqs_hz[i]);
+        }
+    }
+    CHECK(best_mhz > 114.75 && best_mhz < 1300.5); /* a U: the optimum is inside the table */
+    CHECK(gc_decide(&b, &m, &r, GC_POLICY_ROOFLINE, &w, &d) == 0);
+    CHECK(d.proposed_mhz == best_mhz);
+    CHECK_EQ_U64(d.level_hz, (uint64_t)(best_mhz * 1e6 + 0.5));
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_ROOFLINE, &w, &d) == -EINVAL);
+    CHECK(strstr(b.err, "roofline") != NULL);
     fake_tree_remove(root);
 }
 
@@ -150,5 +261,7 @@ int main(void)
     RUN(test_features_match_sklearn_float32);
     RUN(test_builtin_tree_is_usable);
     RUN(test_apply_then_maxn_restores);
+    RUN(test_roofline_load_is_strict);
+    RUN(test_roofline_policy_on_13_levels);
     return DONE("test_policy");
 }

@@ -25,12 +25,15 @@ def test_demo_quick_writes_a_report(cli, tmp_path):
     results = json.loads((out / "results.json").read_text())
     ev = results["evaluate"]["summary"]
     assert ev["mlg"]["mean_saving_pct"] > 0 and ev["mlg"]["share_of_oracle"] > 0.5
+    tr = results["train"]
+    assert tr["shipped"] in ("tree", "ffg") and tr["ship_reason"] and tr["noise"]["n_workloads"] > 0
+    assert any(r["name"].startswith("roofline model") and r["lomo_mean_regret_pct"] >= 0 for r in tr["table"])
     gov = results["governed_run"]
     assert gov["runs"]["mlg"]["energy_cpu_gpu_j"] < gov["runs"]["maxn"]["energy_cpu_gpu_j"]
     assert gov["runs"]["maxn"]["samples"] > 100
     md = (out / "report.md").read_text()
     for section in ("Characterisation", "frequency model", "Evaluation on unseen tasks", "governed run", "online governor",
-                    "real measurements", "roofline"):
+                    "real measurements", "roofline", "honest selection"):
         assert section in md
     for line in md.splitlines():  # every picture the report shows exists
         if line.startswith("!["):

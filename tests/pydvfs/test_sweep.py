@@ -41,6 +41,7 @@ def test_sweep_measures_every_setting_and_resumes(cli, orin, tmp_path):
     assert res.returncode == 0, res.stderr
     summary = json.loads(res.stdout)
     assert summary["runs"] == 3 and summary["skipped"] == 0
+    assert summary["noise"]["n_workloads"] == 1  # the sweep says whether it can be labelled
     assert "ETA" in res.stderr  # progress lines
     df = pd.read_csv(out)
     assert sorted(df["setting"]) == ["fixed", "fixed", "maxn"]

@@ -49,7 +49,7 @@ def test_model_folder(trained):
     assert all(r["mean_regret_pct"] >= oracle["mean_regret_pct"] for r in metrics["table"])
     meta = json.loads((out / "meta.json").read_text())
     clf = pickle.loads((out / "model.pkl").read_bytes())
-    assert meta["classes_mhz"] == [float(c) for c in clf.classes_]
+    assert meta["classes_mhz"] == [int(c) / 1000.0 for c in clf.classes_]  # classes are kHz
     assert "MHz" in (out / "rules.txt").read_text()
 
 

@@ -113,7 +113,7 @@ class Curve:
         i_best = self.freqs_mhz.index(self.best_mhz)
         sd = self.fit.diff_std_j(self.freqs_mhz, self.best_mhz)
         factor = 1.0
-        for i, f in enumerate(self.freqs_mhz):
+        for i in range(len(self.freqs_mhz)):
             gap = e[i] - e[i_best]
             if abs(i - i_best) >= NOISY_REACH_LEVELS and gap > 0 and not math.isnan(sd[i]):
                 factor = max(factor, (z * sd[i] / gap) ** 2)

@@ -17,6 +17,7 @@ architecture held out at once) is scored beside leave-one-workload-out.
 from __future__ import annotations
 
 import abc
+import functools
 import itertools
 import json
 import pickle
@@ -278,6 +279,10 @@ def paired_test(curves: Sequence[Curve], a: Score, b: Score) -> dict:
             "significant": p < SIGNIFICANCE}
 
 
+def _tree_chooser(params: dict, feats) -> Classifier:
+    return Classifier("tree", tree_maker(**params), feats)
+
+
 def select_tree(curves: Sequence[Curve], feature_sets=("paper", "roofline")) -> tuple[Score, dict[str, Score]]:
     """The tree hyper-parameters (and feature set) with the lowest LOOCV mean regret; ties go
     to the simpler tree. Also returns the best score per feature set, to show what features buy."""
@@ -287,7 +292,7 @@ def select_tree(curves: Sequence[Curve], feature_sets=("paper", "roofline")) -> 
         grid = list(itertools.product(*TREE_GRID.values()))
         for depth, leaf, crit in track(grid, f"LOOCV, {set_name} features: {len(grid)} trees x {len(curves)} folds"):
             params = {"max_depth": depth, "min_samples_leaf": leaf, "criterion": crit}
-            make = (lambda p=params, f=feats: Classifier("tree", tree_maker(**p), f))
+            make = functools.partial(_tree_chooser, params, feats)
             s = score(f"tree ({set_name} features)", curves, loocv(make, curves), {**params, "features": set_name})
             s.make = make
             key = (round(s.mean_regret_pct, 6), depth or 99, -leaf)

@@ -160,7 +160,7 @@ def test_perseus_curves_are_real_u_curves():
     from pydvfs.errors import InvalidValueError
     from pydvfs.policy.perseus import ARCHITECTURES, model_of, perseus_curves, stage_layers
 
-    for model, (_, layers, _, _) in ARCHITECTURES.items():
+    for _, layers, _, _ in ARCHITECTURES.values():
         assert sum(stage_layers(layers, s) for s in range(8)) == layers
     curves, vf = perseus_curves("a100_sxm_bf16")
     assert len(curves) == 8 and {model_of(c) for c in curves} == {"gpt3-175b", "bloom"}

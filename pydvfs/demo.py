@@ -119,7 +119,9 @@ def _ucurve_summary(workloads: list, csv: Path) -> dict:
         "mean_saving_pct": sum(saving) / len(saving),
         "mean_saving_large_pct": sum(large) / len(large) if large else float("nan"),
         "per_workload": [{"workload": w["workload"], "sweet_spot_mhz": w["sweet_spot"],
-                          "saving_vs_maxn_pct": w["savings_vs_maxn_pct"], "flags": w["flags"]} for w in workloads],
+                          "saving_vs_maxn_pct": w["savings_vs_maxn_pct"],
+                          "time_penalty_vs_maxn_pct": w.get("time_penalty_vs_maxn_pct"), "flags": w["flags"]}
+                         for w in workloads],
     }
 
 

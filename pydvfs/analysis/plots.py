@@ -97,12 +97,18 @@ def plot_optimal_map(results: list[WorkloadResult], out_dir: str) -> list[str]:
     y = np.array([r.layers for r in pts], float)
     c = np.array([r.sweet_spot for r in pts], float)
     sc = ax.scatter(x, y, c=c, s=140, cmap="viridis", edgecolors="k", linewidths=0.5)
-    seen: dict = {}
-    for r in pts:  # stack labels of workloads that share a point
-        n = seen.get((r.seq_len, r.layers), 0)
-        seen[(r.seq_len, r.layers)] = n + 1
-        ax.annotate(f"{r.sweet_spot:g}", (r.seq_len, r.layers), xytext=(8, 6 - 9 * n),
-                    textcoords="offset points", fontsize=7)
+    # One label per point: workloads that share a (seq_len, layers) point get their settings
+    # joined ("612/714"); labels then alternate above and below so neighbours do not overlap.
+    at: dict = {}
+    for r in pts:
+        at.setdefault((r.seq_len, r.layers), []).append(r.sweet_spot)
+    rank: dict = {}
+    for sx, ly in sorted(at, key=lambda k: (k[1], k[0])):  # along each row of equal layers
+        rank[(sx, ly)] = sum(1 for k in rank if k[1] == ly)
+    for (sx, ly), spots in at.items():
+        text = "/".join(f"{v:g}" for v in sorted(set(spots)))
+        ax.annotate(text, (sx, ly), xytext=(0, 9 if rank[(sx, ly)] % 2 == 0 else -13), textcoords="offset points",
+                    fontsize=6.5, ha="center", bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
     fig.colorbar(sc, ax=ax, label=KNOB_LABELS.get(pts[0].knob, pts[0].knob) + " at min energy")
     ax.set_xlabel("average sequence length (tokens)")
     ax.set_ylabel("layers")

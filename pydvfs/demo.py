@@ -188,10 +188,9 @@ def stage_governed_run(ctx: DemoContext) -> dict:
     scaled real time; the C sampler measures it under MAXN and under the learned policy."""
     from . import Sampler, Workload, apply, restore
     from .device.fake import build_fake_board
-    from .sim.workloads import get_workload
-
     from .sim.board import BoardFiles
     from .sim.model import default_params, idle_board_power_w
+    from .sim.workloads import get_workload
 
     root = ctx.path("animated-board")
     shutil.rmtree(root, ignore_errors=True)

@@ -311,7 +311,7 @@ def other_form_check(seed: int = 0) -> dict:
     fits = {name: law.fit(df, law.LAWS[name]) for name in ("baseline", "eta")}
     coef = fits["eta"].coef
     return {"generator": "E = eps_comp*C + eps_mem*M + E0 + N*P_comm*t_comm, 12 % noise",
-            "rows": int(len(df)),
+            "rows": len(df),
             "adj_r2_eta": fits["eta"].adj_r2, "adj_r2_baseline": fits["baseline"].adj_r2,
             "cv_r2_eta": fits["eta"].cv_r2,
             "a_C": coef.get("log_C", {}).get("estimate"), "a_eta": coef.get("log_eta", {}).get("estimate")}

@@ -79,7 +79,9 @@ def markdown_user(found: dict, root: Path) -> str:
     from .replication import evaluation_breakdown
     from .report import _pct, _table
 
-    rel = lambda p: str(Path(p).relative_to(root))  # noqa: E731
+    def rel(p) -> str:
+        return str(Path(p).relative_to(root))
+
     L = [f"# pydvfs report: {root.name}", "",
          "From the sweep, analyse, train and evaluate outputs found in this folder "
          f"({sum(len(v) for v in found.values())} files). Savings are against MAXN, with the time they add.", ""]

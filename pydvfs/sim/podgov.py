@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 WARMUP_WINDOWS = 60
 MIN_WINDOWS = 300
@@ -89,7 +89,7 @@ def simulate_podgov(state_at: Callable[[float], object], levels: Sequence[float]
     f = levels[-1]
     gov = PodgovState(f)
     # host time spread through the step in gaps of about podgov_host_gap_ms
-    gaps = max(1, int(math.ceil(st(levels[-1]).t_idle_s / (p.podgov_host_gap_ms * 1e-3) - 1e-9)))
+    gaps = max(1, math.ceil(st(levels[-1]).t_idle_s / (p.podgov_host_gap_ms * 1e-3) - 1e-9))
     phase, left, chunk = "gpu", 1.0 / gaps, 0  # gpu: share of the step's GPU work left; idle: seconds
     t = 0.0
     energy = {}

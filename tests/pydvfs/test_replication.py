@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from html.parser import HTMLParser
-from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -61,7 +61,7 @@ def _cells(md: str, section: str, column: str) -> list[str]:
 
 
 class _Checker(HTMLParser):
-    VOID = {"meta", "img", "br", "hr", "link", "input"}
+    VOID: ClassVar[set] = {"meta", "img", "br", "hr", "link", "input"}
 
     def __init__(self):
         super().__init__()

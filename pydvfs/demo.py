@@ -107,10 +107,12 @@ def stage_characterise(ctx: DemoContext) -> dict:
 def _ucurve_summary(workloads: list, csv: Path) -> dict:
     import pandas as pd
 
+    from .sim.workloads import SMALL_MODEL_MAX_PARAMS
+
     params = pd.read_csv(csv).groupby("workload")["params"].first().to_dict()
     spots = [w["sweet_spot"] for w in workloads]
     saving = [w["savings_vs_maxn_pct"] for w in workloads]
-    large = [w["savings_vs_maxn_pct"] for w in workloads if params.get(w["workload"], 0) > 70e6]
+    large = [w["savings_vs_maxn_pct"] for w in workloads if params.get(w["workload"], 0) > SMALL_MODEL_MAX_PARAMS]
     return {
         "n": len(workloads),
         "sweet_spot_range_mhz": [min(spots), max(spots)],

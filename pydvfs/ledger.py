@@ -13,9 +13,24 @@ from .replication import PAPER_A, PAPER_B
 
 AGREE, DIFFER, NA = "agree", "differ", "not comparable"
 
-# Why MLG trails FFG on RTE in our runs (see the RTE table of the ledger).
-RTE_REASON = ("RTE's sequences (70 tokens on average) are longer than any training task's (MRPC 53), so the "
-              "tree extrapolates its sequence-length split; see the per-workload RTE table")
+
+
+def _rte_reason(rte: list[dict]) -> str:
+    """Which RTE workloads make MLG trail FFG, and why (MAXN picks are the usual cause)."""
+    worse = [x for x in rte if x["mlg_saving_pct"] < x["ffg_saving_pct"] - 0.5]
+    if not worse:
+        return "small differences spread over many workloads"
+    said = "; ".join(f"{x['workload']}: MLG {'MAXN' if x['mlg_mhz'] is None else format(x['mlg_mhz'], 'g')} "
+                     f"({x['mlg_saving_pct']:.1f} %) vs FFG {x['ffg_mhz']:g} ({x['ffg_saving_pct']:.1f} %)" for x in worse)
+    why = ""
+    if any(x["mlg_mhz"] is None for x in worse):
+        why = (". The tree sends the smallest models to MAXN, learned from their short-sequence training tasks, "
+               "where they are launch-bound and a pinned clock saves too little to trust (the MAXN label); on "
+               "RTE's long sequences the same model is GPU-bound with a clear U, and the tree has no "
+               "sequence-length split to see it (training tasks span 13-53 tokens, RTE 70). A consequence of "
+               "the labels and the training tasks, not a bug in the evaluation; the paper's own models (the "
+               "primary table) agree with the paper")
+    return "decided by " + said + why
 
 # Why the simulated FSDP-vs-TP trend runs against the paper's (docs/roofline.md).
 FSDP_REASON = ("the simulator's single-GPU time is a response surface t1 ~ C^0.20 M^0.60, calibrated so that "
@@ -66,8 +81,9 @@ def paper_a_rows(part: dict, where_train: str, where_eval: str, summary: dict | 
     rows.append(_row("MLG mean energy saving vs MAXN, unseen tasks", f"{PAPER_A['mlg_mean_saving_pct']} %",
                      _saving(a), where_eval, AGREE if abs(mean - PAPER_A["mlg_mean_saving_pct"]) <= 3 else DIFFER,
                      "" if abs(mean - PAPER_A["mlg_mean_saving_pct"]) <= 3 else
-                     "the simulated MAXN (podgov) stays near the top clock on GPU-bound runs, so every model "
-                     "above ~30M parameters saves ~24 %; the paper's small models pulled its mean down"))
+                     "the simulated small models save nearly as much as the large ones (rows below); the paper's "
+                     "mean of 13.11 % with > 22 % above 70M implies its small models saved little or lost energy "
+                     "(spiky curves on the real board, which the simulator's noise does not reproduce)"))
     if summary:
         mx = summary["mlg"]["max_saving_pct"]
         rows.append(_row("MLG max saving", f"{PAPER_A['mlg_max_saving_pct']} % (BERT-base, MNLI)",
@@ -98,8 +114,7 @@ def paper_a_rows(part: dict, where_train: str, where_eval: str, summary: dict | 
         d = r["mlg_minus_ffg_pct"]
         rows.append(_row("MLG better than FFG on long sequences (RTE)", "MLG wins",
                          f"MLG {_saving(r)} vs FFG {_saving(r, 'ffg')} ({d:+.2f} points)", where_eval,
-                         AGREE if d > 0 else DIFFER,
-                         "" if d > 0 else RTE_REASON))
+                         AGREE if d > 0 else DIFFER, "" if d > 0 else _rte_reason(ev["rte_workloads"])))
     return rows
 
 
@@ -172,20 +187,24 @@ def paper_b_rows(results: dict) -> list[dict]:
                      f"aC {o['a_C']:.3f}, a_eta {o['a_eta']:.3f}", "pydvfs.replication.other_form_check",
                      NA, "the simulated sweep is generated from the law's own functional form; this check is not"))
     ft = rep["fsdp_vs_tp"]
-    fsdp_ok = ft["fsdp_less_everywhere"] and ft["fsdp_gains_with_size"]
-    fsdp_verdict = AGREE if fsdp_ok else DIFFER
-    fsdp_reason = "" if fsdp_ok else FSDP_REASON
-    for b in ft["bins"]:
-        rows.append(_row(f"FSDP vs TP energy, {b['size']} models ({b['params_m'][0]:.1f}-{b['params_m'][1]:.1f}M)",
-                         "FSDP less, more so for larger models",
-                         f"FSDP/TP median {b['median_fsdp_over_tp']:.2f}, FSDP less in {100 * b['fsdp_less_share']:.0f} % "
-                         f"of {b['pairs']} pairs; comm share FSDP {100 * b['fsdp_comm_share']:.0f} %, TP {100 * b['tp_comm_share']:.0f} %",
-                         "pydvfs roofline simulate + pydvfs.replication.fsdp_vs_tp", fsdp_verdict, fsdp_reason))
+    bins = ft["bins"]
+    per_bin = "; ".join(f"{b['size']} ({b['params_m'][0]:.1f}-{b['params_m'][1]:.1f}M): FSDP/TP median "
+                        f"{b['median_fsdp_over_tp']:.2f}, FSDP less in {b['fsdp_less_pct']:.0f} % of {b['pairs']}"
+                        for b in bins)
+    where = "pydvfs roofline simulate + pydvfs.replication.fsdp_vs_tp"
+    rows.append(_row("FSDP uses less energy than TP (same configuration and device count)", "FSDP less",
+                     per_bin, where, AGREE if ft["fsdp_less_everywhere"] else DIFFER,
+                     "" if ft["fsdp_less_everywhere"] else "TP's activation all-reduces are cheaper for some configurations"))
+    comm = "; ".join(f"{b['size']}: FSDP {b['fsdp_comm_pct']:.0f} %, TP {b['tp_comm_pct']:.0f} %" for b in bins)
+    rows.append(_row("FSDP's advantage grows with model size", "more so for larger models",
+                     f"FSDP/TP medians {' -> '.join(format(b['median_fsdp_over_tp'], '.2f') for b in bins)} "
+                     f"(small to large); communication share of step time: {comm}", where,
+                     AGREE if ft["fsdp_gains_with_size"] else DIFFER, "" if ft["fsdp_gains_with_size"] else FSDP_REASON))
     return rows
 
 
 def _table(rows: list[dict]) -> list[str]:
-    head = ["claim", "paper", "ours", "computed by", "verdict", "why they differ"]
+    head = ["claim", "paper", "ours", "computed by", "verdict", "why they differ / note"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         out.append("| " + " | ".join(str(r[k]).replace("|", "/") for k in
@@ -253,7 +272,7 @@ def markdown(results: dict) -> str:
     rep = results["replication"]
     pr = rep["protocol"]
     L = ["# Replication ledger: both papers, number by number", "",
-         "Generated by `make demo` (`pydvfs demo`, then `python -m pydvfs.ledger`) from the run's "
+         "Generated by `make demo` (`pydvfs demo`, whose report step writes it) from the run's "
          "`results.json`; every number in the *ours* column is a value of that run. Paper A: energy-"
          "optimal GPU DVFS for SLM fine-tuning on a Jetson AGX Orin (SPEC 2); paper B: a roofline-"
          "inspired energy scaling law (SPEC 3). Our board is the simulated, calibrated AGX Orin "

@@ -27,7 +27,6 @@ PAPER_A = {
 # in that range. Its rules name 510, 612, 714, 816 and 1020 MHz; with 1122 as the top class that
 # makes six, so 918 MHz has no class of its own (an inference: the paper does not list them).
 PAPER_CLASSES_MHZ = (510.0, 612.0, 714.0, 816.0, 1020.0, 1122.0)
-BIG_MODEL_PARAMS = 70e6  # the paper's split: > 70M vs <= 70M parameters
 
 # Paper B (SPEC section 3; seed 004).
 PAPER_B = {"adj_r2_eta": 0.853, "adj_r2_baseline": 0.777, "rmse_cut_pct": 19.0, "a_C": 0.20,
@@ -120,6 +119,8 @@ def time_penalty_pct(durations: dict, workload: str, mhz: float | None) -> float
 def evaluation_breakdown(evaluation: dict, csv: str | Path) -> dict:
     """Savings of MLG and FFG split by model size (> 70M vs <= 70M), on RTE, and each policy's
     time penalty against MAXN, from ``pydvfs evaluate``'s output and the dataset it ran on."""
+    from .sim.workloads import SMALL_MODEL_MAX_PARAMS
+
     dur = _durations(csv)
     rows = evaluation["workloads"]
 
@@ -130,8 +131,8 @@ def evaluation_breakdown(evaluation: dict, csv: str | Path) -> dict:
     for r in rows:
         for pol, p in r["policies"].items():
             p["time_penalty_pct"] = time_penalty_pct(dur, r["workload"], p["freq_mhz"])
-    big = [r for r in rows if r["params"] > BIG_MODEL_PARAMS]
-    small = [r for r in rows if r["params"] <= BIG_MODEL_PARAMS]
+    big = [r for r in rows if r["params"] > SMALL_MODEL_MAX_PARAMS]
+    small = [r for r in rows if r["params"] <= SMALL_MODEL_MAX_PARAMS]
     rte = [r for r in rows if r["task"] == "RTE"]
     out = {"n": len(rows)}
     for name, sel in (("all", rows), ("big", big), ("small", small), ("rte", rte)):
@@ -249,9 +250,9 @@ def fsdp_vs_tp(sim_csv: str | Path) -> dict:
             "size": ("small", "medium", "large")[i], "params_m": [float(edges[i] / 1e6), float(edges[i + 1] / 1e6)],
             "pairs": int(sel.sum()),
             "median_fsdp_over_tp": float(np.median(ratio)),
-            "fsdp_less_share": float(np.mean(ratio < 1.0)),
-            "fsdp_comm_share": float(np.median(piv[("comm_s", "fsdp")].to_numpy()[sel] / piv[("time_s", "fsdp")].to_numpy()[sel])),
-            "tp_comm_share": float(np.median(piv[("comm_s", "tp")].to_numpy()[sel] / piv[("time_s", "tp")].to_numpy()[sel])),
+            "fsdp_less_pct": 100.0 * float(np.mean(ratio < 1.0)),
+            "fsdp_comm_pct": 100.0 * float(np.median(piv[("comm_s", "fsdp")].to_numpy()[sel] / piv[("time_s", "fsdp")].to_numpy()[sel])),
+            "tp_comm_pct": 100.0 * float(np.median(piv[("comm_s", "tp")].to_numpy()[sel] / piv[("time_s", "tp")].to_numpy()[sel])),
         })
     med = [b["median_fsdp_over_tp"] for b in out]
     less = all(m < 1.0 for m in med)

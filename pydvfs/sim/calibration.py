@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 from .model import ORIN_LEVELS_MHZ, SimParams, operating_point, snap_mhz
-from .workloads import CHARACTERISATION_TASKS, PAPER_MODELS, Workload, get_workload
+from .workloads import CHARACTERISATION_TASKS, PAPER_MODELS, SMALL_MODEL_MAX_PARAMS, Workload, get_workload
 
 
 @dataclass(frozen=True)
@@ -155,8 +155,8 @@ def power_linearity_r2(c: CurveSummary) -> float:
 
 
 def findings(curves: list[CurveSummary]) -> dict:
-    big = [c for c in curves if c.params > 70_500_000]
-    small = [c for c in curves if c.params <= 70_500_000]
+    big = [c for c in curves if c.params > SMALL_MODEL_MAX_PARAMS]
+    small = [c for c in curves if c.params <= SMALL_MODEL_MAX_PARAMS]
     opts = sorted({c.opt_mhz for c in curves})
     in_sweet = [c for c in curves if 510 <= c.opt_mhz <= 816]
     return {

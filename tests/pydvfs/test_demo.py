@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from report_numbers import check_numbers_from_results
 
 
 def results_online_ok(out) -> bool:
@@ -20,7 +25,7 @@ def test_demo_quick_writes_a_report(cli, tmp_path):
     summary = json.loads(res.stdout)
     assert "[demo] --- evaluate ---" in res.stderr  # progress on stderr
     assert summary["stages"] == ["board", "characterise", "train", "evaluate", "governed_run", "online",
-                                 "real_data", "roofline"]
+                                 "real_data", "roofline", "replication"]
     assert results_online_ok(out)
     results = json.loads((out / "results.json").read_text())
     ev = results["evaluate"]["summary"]
@@ -37,3 +42,5 @@ def test_demo_quick_writes_a_report(cli, tmp_path):
             assert (out / line.split("](", 1)[1].rstrip(")")).is_file(), line
     assert "](ucurves/plots/bert-base_SST-2.png)" in md and "](real/perseus_gpt3_a100/plots/" in md
     assert (out / "report.html").read_text().count("<img") >= 8
+    # the summary and the replication ledger show only numbers of this run's results.json
+    assert check_numbers_from_results(out) > 100

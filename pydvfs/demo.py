@@ -391,7 +391,7 @@ def stage_replication(ctx: DemoContext) -> dict:
     from sklearn.tree import export_text
     low = [c for c in curves if c.workload.util_pct is not None and c.workload.util_pct <= rep.PAPER_A["util_branch_pct"]]
     out["host_bound"] = {
-        "workloads": len(curves), "low_util": len(low),
+        "workloads": len(curves), "low_util": len(low), "util_threshold_pct": rep.PAPER_A["util_branch_pct"],
         "rules": export_text(tree.model, feature_names=list(feats), class_names=class_names(tree.model), decimals=1),
         "low_util_workloads": [{"workload": c.name, "util_pct": c.workload.util_pct, "best_mhz": c.best_mhz,
                                 "label_mhz": c.label_mhz, "tree_mhz": tree.choose(c)} for c in low],

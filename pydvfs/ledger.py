@@ -230,7 +230,7 @@ def all_rows(results: dict) -> dict:
                           AGREE if inside else DIFFER, "" if inside else "see the sweep's per-workload optima"))
     hb = rep["host_bound"]
     other.append(_row("GPU util <= 22 % -> 1020 MHz (host-bound workloads)", "1020 MHz",
-                      f"{hb['low_util']} workloads at <= 22 %: best clocks {', '.join(f'{x:g}' for x in hb['low_util_best_mhz'])} MHz; "
+                      f"{hb['low_util']} workloads at <= {hb['util_threshold_pct']:g} %: best clocks {', '.join(f'{x:g}' for x in hb['low_util_best_mhz'])} MHz; "
                       f"tree meets the branch: {'yes' if hb['meets_1020_branch'] else 'no'}",
                       "pydvfs sweep --sim --host-bound; tree refit with the selected hyper-parameters",
                       AGREE if hb["meets_1020_branch"] else DIFFER,

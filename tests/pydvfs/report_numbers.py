@@ -92,7 +92,9 @@ def check_numbers_from_results(out: Path) -> int:
     run's results.json (rounded as shown); every differing ledger row says why. Returns how many
     numbers were checked."""
     results = json.loads((out / "results.json").read_text())
-    values = _numbers(results, set())
+    rep = results["replication"]
+    values = _numbers([rep["extended"]["evaluate"]["per_workload"], rep.get("governed"),
+                       results.get("governed_run", {}).get("runs"), results.get("real_data")], set())
     md = (out / "report.md").read_text()
     led = (out / "replication.md").read_text()
     checked = 0
@@ -101,13 +103,23 @@ def check_numbers_from_results(out: Path) -> int:
             for tok in NUM.findall(cell):
                 assert _from_results(tok, values), (column, cell)
                 checked += 1
-    sections = ("Paper A, its own protocol", "Paper A, our extended", "Paper A, other", "Paper B")
-    for section in sections:
+    pools = {  # each table's numbers must come from the part of the results it reports
+        "Paper A, its own protocol": [rep["protocol"]],
+        "Paper A, our extended": [rep["extended"], results["train"]["selected"], results["evaluate"]["summary"]],
+        "Paper A, other": [rep["host_bound"], rep["latency"], rep.get("calibration"), rep.get("governed"),
+                           results["characterise"]["analysis"]["sweet_spot_range_mhz"]],
+        "Paper B": [[(g["decomposition"], g["laws"]["eta"]["adj_r2"], g["laws"]["baseline"]["adj_r2"],
+                      g["laws"]["eta"]["coefficients"].get("log_C"), g["laws"]["eta"]["coefficients"].get("log_eta"))
+                     for src in ("simulated", "a100") for g in results["roofline"][src]["groups"].values()],
+                    rep["other_form"], rep["fsdp_vs_tp"], rep["rmse_cut_pct"]],
+    }
+    for section, parts in pools.items():
+        pool = _numbers(parts, set())
         cells = _cells(led, section, "ours")
         assert cells, section
         for cell in cells:
             for tok in NUM.findall(cell):
-                assert _from_results(tok, values), (section, cell)
+                assert _from_results(tok, pool), (section, cell)
                 checked += 1
         verdicts = _cells(led, section, "verdict")
         reasons = _cells(led, section, "why they differ / note")

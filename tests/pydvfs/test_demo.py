@@ -26,6 +26,8 @@ def test_demo_quick_writes_a_report(cli, tmp_path):
     assert "[demo] --- evaluate ---" in res.stderr  # progress on stderr
     assert summary["stages"] == ["board", "characterise", "train", "evaluate", "governed_run", "online",
                                  "real_data", "roofline", "replication"]
+    # the summary and the replication ledger show only numbers of this run's results.json
+    assert check_numbers_from_results(out) > 100
     assert results_online_ok(out)
     results = json.loads((out / "results.json").read_text())
     ev = results["evaluate"]["summary"]
@@ -42,5 +44,3 @@ def test_demo_quick_writes_a_report(cli, tmp_path):
             assert (out / line.split("](", 1)[1].rstrip(")")).is_file(), line
     assert "](ucurves/plots/bert-base_SST-2.png)" in md and "](real/perseus_gpt3_a100/plots/" in md
     assert (out / "report.html").read_text().count("<img") >= 8
-    # the summary and the replication ledger show only numbers of this run's results.json
-    assert check_numbers_from_results(out) > 100

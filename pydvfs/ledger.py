@@ -309,9 +309,12 @@ def markdown(results: dict) -> str:
           "The tree with the selected hyper-parameters, refit on the characterisation workloads plus "
           "their host-bound runs (`sweep --sim --host-bound`):", "", "```", rep["host_bound"]["rules"].rstrip(), "```", ""]
     L += ["## Paper B", ""] + _table(rows["B"]) + [""]
-    differ = [r for part in rows.values() for r in part if r["verdict"] == DIFFER]
+    label = {"A protocol": "paper A, its protocol", "A extended": "paper A, extended catalogue",
+             "A other": "paper A", "B": "paper B"}
+    differ = [(label[k], r) for k, part in rows.items() for r in part if r["verdict"] == DIFFER]
     L += ["## Rows that differ", ""]
-    L += [f"- **{r['claim']}**: paper {r['paper']}, ours {r['ours']}. {r['reason']}" for r in differ] or ["- none"]
+    L += [f"- **{r['claim']}** ({where}): paper {r['paper']}, ours {r['ours']}. {r['reason']}"
+          for where, r in differ] or ["- none"]
     return "\n".join(L) + "\n"
 
 

@@ -353,8 +353,6 @@ def stage_replication(ctx: DemoContext) -> dict:
     host-bound workloads and the utilisation branch, latency-vs-clock forms; paper B's FSDP-vs-TP
     energy by model size and the law on data from a generator of another form."""
     from . import replication as rep
-    from .policy.curves import curves_from_frame, read_dataset
-    from .policy.train import FEATURE_SETS, Classifier, class_names, tree_maker
     from .sim.workloads import PAPER_A_MODELS
 
     out: dict = {}
@@ -384,22 +382,10 @@ def stage_replication(ctx: DemoContext) -> dict:
     hb = ctx.path("hostbound.csv")
     hb.unlink(missing_ok=True)
     run_verb("sweep", "--sim", "--out", hb, "--repeats", 1, "--seed", ctx.seed, "--host-bound")
-    curves = curves_from_frame(read_dataset(hb))
-    params = {k: v for k, v in ext["selected"]["params"].items() if k != "features"}
-    feats = FEATURE_SETS[ext["selected"]["params"]["features"]]
-    tree = Classifier("tree", tree_maker(**params), feats).fit(curves)
-    from sklearn.tree import export_text
-    low = [c for c in curves if c.workload.util_pct is not None and c.workload.util_pct <= rep.PAPER_A["util_branch_pct"]]
-    out["host_bound"] = {
-        "workloads": len(curves), "low_util": len(low), "util_threshold_pct": rep.PAPER_A["util_branch_pct"],
-        "rules": export_text(tree.model, feature_names=list(feats), class_names=class_names(tree.model), decimals=1),
-        "low_util_workloads": [{"workload": c.name, "util_pct": c.workload.util_pct, "best_mhz": c.best_mhz,
-                                "label_mhz": c.label_mhz, "tree_mhz": tree.choose(c)} for c in low],
-        "meets_1020_branch": any(tree.choose(c) == rep.PAPER_A["util_branch_mhz"] for c in low),
-        "low_util_best_mhz": sorted({c.best_mhz for c in low})}
-    ctx.say(f"host-bound: {len(low)} workloads at <= 22 % utilisation, best clocks "
-            f"{out['host_bound']['low_util_best_mhz']} MHz; the tree "
-            f"{'meets' if out['host_bound']['meets_1020_branch'] else 'does not meet'} the paper's 1020 MHz branch")
+    out["host_bound"] = hb_out = rep.host_bound_branch(hb, ext["selected"]["params"])
+    ctx.say(f"host-bound: {hb_out['low_util']} workloads at <= 22 % utilisation, best clocks "
+            f"{hb_out['low_util_best_mhz']} MHz; the tree "
+            f"{'meets' if hb_out['meets_1020_branch'] else 'does not meet'} the paper's 1020 MHz branch")
     perseus = sorted((REPO_DATA / "perseus_sosp24").glob("*.csv"))
     out["latency"] = {"simulated": rep.latency_fits_sim(ctx.path("characterisation.csv")),
                       "real": rep.latency_fits_perseus(perseus) if perseus else None}

@@ -93,6 +93,29 @@ def leave_one_model_out(data: str | Path, tree_params: dict) -> dict:
             "mean_saving_vs_maxn_pct": s.mean_saving_pct}
 
 
+def host_bound_branch(data: str | Path, tree_params: dict) -> dict:
+    """Does a tree with the selected hyper-parameters, fitted on plain and host-bound workloads
+    (``sweep --sim --host-bound``), send utilisation <= 22 % to 1020 MHz as the paper's does?"""
+    from sklearn.tree import export_text
+
+    from .policy.curves import curves_from_frame, read_dataset
+    from .policy.train import FEATURE_SETS, Classifier, class_names, tree_maker
+
+    curves = curves_from_frame(read_dataset(data))
+    params = {k: v for k, v in tree_params.items() if k != "features"}
+    feats = FEATURE_SETS[tree_params.get("features", "paper")]
+    tree = Classifier("tree", tree_maker(**params), feats).fit(curves)
+    low = [c for c in curves if c.workload.util_pct is not None
+           and c.workload.util_pct <= PAPER_A["util_branch_pct"]]
+    return {
+        "workloads": len(curves), "low_util": len(low), "util_threshold_pct": PAPER_A["util_branch_pct"],
+        "rules": export_text(tree.model, feature_names=list(feats), class_names=class_names(tree.model), decimals=1),
+        "low_util_workloads": [{"workload": c.name, "util_pct": c.workload.util_pct, "best_mhz": c.best_mhz,
+                                "label_mhz": c.label_mhz, "tree_mhz": tree.choose(c)} for c in low],
+        "meets_1020_branch": any(tree.choose(c) == PAPER_A["util_branch_mhz"] for c in low),
+        "low_util_best_mhz": sorted({c.best_mhz for c in low})}
+
+
 # ------------------------------------------------------------------ evaluation splits and time
 def _durations(csv: str | Path) -> dict:
     """workload -> {MHz or "maxn": mean duration (s)} from a characterisation dataset."""

@@ -80,6 +80,7 @@ test: ext cross-tools fuzz-tools lint test-c test-py
 
 demo: ext binary
 	$(PY) -m pydvfs demo --out $(DEMO_OUT)
+	cp $(DEMO_OUT)/replication.md docs/replication.md
 
 # Microbenchmarks: ratios against baselines measured in the same run -> bench/results/*.json
 bench: ext

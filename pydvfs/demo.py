@@ -106,10 +106,12 @@ def stage_characterise(ctx: DemoContext) -> dict:
 def _ucurve_summary(workloads: list, csv: Path) -> dict:
     import pandas as pd
 
+    from .sim.workloads import SMALL_MODEL_MAX_PARAMS
+
     params = pd.read_csv(csv).groupby("workload")["params"].first().to_dict()
     spots = [w["sweet_spot"] for w in workloads]
     saving = [w["savings_vs_maxn_pct"] for w in workloads]
-    large = [w["savings_vs_maxn_pct"] for w in workloads if params.get(w["workload"], 0) > 70e6]
+    large = [w["savings_vs_maxn_pct"] for w in workloads if params.get(w["workload"], 0) > SMALL_MODEL_MAX_PARAMS]
     return {
         "n": len(workloads),
         "sweet_spot_range_mhz": [min(spots), max(spots)],
@@ -118,7 +120,9 @@ def _ucurve_summary(workloads: list, csv: Path) -> dict:
         "mean_saving_pct": sum(saving) / len(saving),
         "mean_saving_large_pct": sum(large) / len(large) if large else float("nan"),
         "per_workload": [{"workload": w["workload"], "sweet_spot_mhz": w["sweet_spot"],
-                          "saving_vs_maxn_pct": w["savings_vs_maxn_pct"], "flags": w["flags"]} for w in workloads],
+                          "saving_vs_maxn_pct": w["savings_vs_maxn_pct"],
+                          "time_penalty_vs_maxn_pct": w.get("time_penalty_vs_maxn_pct"), "flags": w["flags"]}
+                         for w in workloads],
     }
 
 
@@ -354,6 +358,61 @@ def stage_roofline(ctx: DemoContext) -> dict:
             "plots": sorted(ctx.rel(p) for p in ctx.path("roofline").rglob("*.png"))}
 
 
+def stage_replication(ctx: DemoContext) -> dict:
+    """Both papers number by number (docs/replication.md): paper A's own 27-configuration
+    protocol, leave-one-model-out CV, savings by model size and on RTE with the time they cost,
+    host-bound workloads and the utilisation branch, latency-vs-clock forms; paper B's FSDP-vs-TP
+    energy by model size and the law on data from a generator of another form."""
+    from . import replication as rep
+    from .sim.workloads import PAPER_A_MODELS
+
+    out: dict = {}
+    # paper A's protocol: its nine models on the three characterisation tasks (27 configurations)
+    d = ctx.path("paper-protocol")
+    d.mkdir(parents=True, exist_ok=True)
+    n = rep.protocol_dataset(ctx.path("characterisation.csv"), d / "characterisation.csv", PAPER_A_MODELS)
+    rep.protocol_dataset(ctx.path("evaluation.csv"), d / "evaluation.csv", PAPER_A_MODELS)
+    m = run_verb("train", "--data", d / "characterisation.csv", "--out", d / "model")
+    e = run_verb("evaluate", "--data", d / "evaluation.csv", "--model", d / "model")
+    metrics = json.loads((d / "model" / "metrics.json").read_text())
+    out["protocol"] = {
+        "models": list(PAPER_A_MODELS), "configurations": n, "selected": m["selected"],
+        "ffg_mhz": m["ffg_mhz"], "rules": m["rules"], "labels": rep.labels_table(metrics),
+        "lomo": rep.leave_one_model_out(d / "characterisation.csv", m["selected"]["params"]),
+        "evaluate": {"summary": e["summary"], **rep.evaluation_breakdown(e, d / "evaluation.csv")}}
+    ctx.say(f"paper A's protocol: {n} configurations, LOOCV accuracy {m['selected']['loocv_accuracy']:.2f} "
+            f"(paper 0.62), leave-one-model-out {out['protocol']['lomo']['accuracy']:.2f}")
+    # our extended catalogue: the main train/evaluate stages
+    ext = json.loads(ctx.path("model", "metrics.json").read_text())
+    ev = run_verb("evaluate", "--data", ctx.path("evaluation.csv"), "--model", ctx.path("model"))
+    out["extended"] = {
+        "labels": rep.labels_table(ext),
+        "lomo": rep.leave_one_model_out(ctx.path("characterisation.csv"), ext["selected"]["params"]),
+        "evaluate": rep.evaluation_breakdown(ev, ctx.path("evaluation.csv"))}
+    # host-bound workloads: does a tree with the selected hyper-parameters meet util <= 22 % -> 1020?
+    hb = ctx.path("hostbound.csv")
+    hb.unlink(missing_ok=True)
+    run_verb("sweep", "--sim", "--out", hb, "--repeats", 1, "--seed", ctx.seed, "--host-bound")
+    out["host_bound"] = hb_out = rep.host_bound_branch(hb, ext["selected"]["params"])
+    ctx.say(f"host-bound: {hb_out['low_util']} workloads at <= 22 % utilisation, best clocks "
+            f"{hb_out['low_util_best_mhz']} MHz; the tree "
+            f"{'meets' if hb_out['meets_1020_branch'] else 'does not meet'} the paper's 1020 MHz branch")
+    perseus = sorted((REPO_DATA / "perseus_sosp24").glob("*.csv"))
+    out["latency"] = {"simulated": rep.latency_fits_sim(ctx.path("characterisation.csv")),
+                      "real": rep.latency_fits_perseus(perseus) if perseus else None}
+    out["fsdp_vs_tp"] = rep.fsdp_vs_tp(ctx.path("roofline", "multigpu.csv"))
+    out["other_form"] = rep.other_form_check(ctx.seed)
+    rf = ctx.results.get("roofline", {})
+    out["rmse_cut_pct"] = {src: rep.rmse_cut_pct(rf[src]) for src in ("simulated", "a100") if src in rf}
+    out["calibration"] = rep.calibration_check()
+    g = ctx.results.get("governed_run")
+    if g:
+        mx, mlg = g["runs"]["maxn"], g["runs"]["mlg"]
+        out["governed"] = {"saving_pct": g["saving_pct"],
+                           "time_penalty_pct": 100.0 * (mlg["duration_s"] / mx["duration_s"] - 1.0)}
+    return out
+
+
 STAGES: list[tuple[str, Callable[[DemoContext], dict]]] = [
     ("board", stage_board),
     ("characterise", stage_characterise),
@@ -363,4 +422,5 @@ STAGES: list[tuple[str, Callable[[DemoContext], dict]]] = [
     ("online", stage_online),
     ("real_data", stage_real_data),
     ("roofline", stage_roofline),
+    ("replication", stage_replication),
 ]

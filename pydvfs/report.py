@@ -9,6 +9,12 @@ from pathlib import Path
 from .errors import InvalidValueError
 
 
+def _ext_time(results: dict, pol: str):
+    """Mean time added vs MAXN of a policy on the unseen tasks (the replication stage's value)."""
+    ev = results.get("replication", {}).get("extended", {}).get("evaluate", {})
+    return ev.get("all", {}).get(pol, {}).get("mean_time_penalty_pct")
+
+
 def _table(head: list[str], rows: list[list]) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -19,11 +25,50 @@ def _f(v, fmt=".2f") -> str:
     return "–" if v is None else format(v, fmt)
 
 
+def _pct(v, fmt="+.1f") -> str:
+    return "–" if v is None else f"{format(v, fmt)} %"
+
+
+def summary_section(results: dict) -> list[str]:
+    """The decision first: the clock per workload, the energy it saves and the time it adds
+    against MAXN, each marked simulated or real. Every number is a value of ``results``."""
+    L = ["## Summary: the decision", ""]
+    rows = []
+    ext = results.get("replication", {}).get("extended", {}).get("evaluate", {}).get("per_workload")
+    if ext:
+        for w in ext:
+            m = w["mlg"]
+            rows.append([w["workload"], "MAXN" if m["mhz"] is None else f"{m['mhz']:g} MHz",
+                         _pct(m["saving_pct"], ".1f"), _pct(m["time_penalty_pct"]), "simulated Orin"])
+    elif "evaluate" in results:
+        for w in results["evaluate"]["workloads"]:
+            m = w["policies"]["mlg"]
+            rows.append([w["workload"], "MAXN" if m["freq_mhz"] is None else f"{m['freq_mhz']:g} MHz",
+                         _pct(m["saving_pct"], ".1f"), _pct(m.get("time_penalty_pct")), "simulated Orin"])
+    g = results.get("replication", {}).get("governed")
+    if g and "governed_run" in results:
+        gr = results["governed_run"]
+        clock = gr["runs"]["mlg"]["freq_mhz"]
+        rows.append([f"{gr['workload']} (governed run, C sampler)", "MAXN" if clock is None else f"{clock:g} MHz",
+                     _pct(g["saving_pct"], ".1f"), _pct(g["time_penalty_pct"]), "simulated Orin, animated board"])
+    for name in ("perseus_gpt3_a100", "zeus_bert_v100"):
+        for w in results.get("real_data", {}).get(name, []):
+            rows.append([f"{w['workload']} ({name}; vs the top setting)", f"{w['sweet_spot']:g} ({w['knob']})",
+                         _pct(w["savings_vs_top_pct"], ".1f"), _pct(w["time_penalty_vs_top_pct"]), "real, other hardware"])
+    if not rows:
+        return []
+    L += ["The learned policy's clock for each unseen workload, and what it saves and costs against "
+          "MAXN (the board's default); real-data rows compare the sweet spot with the top setting.", ""]
+    L += _table(["workload", "clock", "energy saved", "time added", "data"], rows) + [""]
+    return L
+
+
 def markdown(results: dict) -> str:
     L = ["# pydvfs report: energy-optimal GPU clocks on a simulated Jetson AGX Orin", "",
          f"Generated {time.strftime('%Y-%m-%d %H:%M')} from `results.json`. Every number below was "
          "produced by the pipeline in this run; the simulated board is calibrated to published Orin "
          "measurements (docs/sim-calibration.md).", ""]
+    L += summary_section(results)
     if "board" in results:
         b = results["board"]
         L += ["## The board", "", f"{b['model']}: {len(b['levels_mhz'])} GPU levels "
@@ -40,9 +85,10 @@ def markdown(results: dict) -> str:
               f"- U-shaped curves: {a['u_shaped']} of {a['n']}; spiky: {', '.join(a['spiky']) or 'none'}",
               f"- best clock vs MAXN: {a['mean_saving_pct']:.1f} % mean saving, "
               f"{a['mean_saving_large_pct']:.1f} % for models above 70M parameters (paper: > 22 %)", ""]
-        L += _table(["workload", "sweet spot (MHz)", "saving vs MAXN", "flags"],
+        L += _table(["workload", "sweet spot (MHz)", "saving vs MAXN", "time vs MAXN", "flags"],
                     [[w["workload"], f"{w['sweet_spot_mhz']:g}", f"{w['saving_vs_maxn_pct']:.1f} %",
-                      ", ".join(w["flags"]) or "–"] for w in a["per_workload"]]) + [""]
+                      _pct(w.get("time_penalty_vs_maxn_pct")), ", ".join(w["flags"]) or "–"]
+                     for w in a["per_workload"]]) + [""]
         L += [f"![{Path(p).stem}]({p})" for p in c["plots"] if any(k in p for k in ("bert-base", "pythia-160m", "bert-tiny", "optimal"))]
         L.append("")
     if "train" in results:
@@ -79,6 +125,9 @@ def markdown(results: dict) -> str:
         L += ["## Evaluation on unseen tasks (paper A, step 5)", ""]
         L += _table(["", "paper A (real Orin)", "this run (simulated Orin)"], [
             ["MLG mean saving vs MAXN", "13.11 %", f"{s['mlg']['mean_saving_pct']:.2f} %"],
+            *([["MLG mean time added vs MAXN", "–", _pct(_ext_time(results, "mlg"))],
+               ["FFG mean time added vs MAXN", "–", _pct(_ext_time(results, "ffg"))]]
+              if _ext_time(results, "mlg") is not None else []),
             ["MLG max saving", "26.73 % (BERT-base, MNLI)", f"{s['mlg']['max_saving_pct']:.2f} %"],
             ["MLG min saving", "negative for some small models", f"{s['mlg']['min_saving_pct']:.2f} %"],
             ["FFG behind MLG", "0.9 %", f"{s['mlg']['mean_saving_pct'] - s['ffg']['mean_saving_pct']:.2f} %"],
@@ -95,7 +144,9 @@ def markdown(results: dict) -> str:
                     [[p, "MAXN" if r["freq_mhz"] is None else f"{r['freq_mhz']:g} MHz", f"{r['energy_cpu_gpu_j']:.1f}",
                       f"{r['duration_s']:.2f}", f"{r['avg_power_w']:.2f}", r["samples"], f"{r['rate_hz']:.0f}"]
                      for p, r in g["runs"].items()])
-        L += ["", f"Saving of the learned policy vs MAXN: **{g['saving_pct']:.1f} %**.", ""]
+        gt = results.get("replication", {}).get("governed")
+        L += ["", f"Saving of the learned policy vs MAXN: **{g['saving_pct']:.1f} %**"
+              + (f", taking **{gt['time_penalty_pct']:+.1f} %** time." if gt else "."), ""]
         if g.get("plot"):
             L += [f"![power trace]({g['plot']})", ""]
     if "online" in results:
@@ -135,40 +186,89 @@ def markdown(results: dict) -> str:
                                  f"{v['cv_r2']:.3f}", v["n"]])
         L += _table(["data", "group", "law", "adj R^2", "RMSE log E", "CV R^2", "runs"], rows) + [""]
         L += [f"![{Path(p).stem}]({p})" for p in rf["plots"][:4]] + [""]
+    if "replication" in results:
+        L += ["## Replication ledger", "",
+              "Each claim of both papers beside this run's number, agree or differ and why: "
+              "[replication.md](replication.md) (the repository keeps the `make demo` copy in "
+              "docs/replication.md).", ""]
     L += ["## Time per stage", ""] + _table(["stage", "seconds"], [[k, v.get("seconds", "")] for k, v in results.items()])
     return "\n".join(L) + "\n"
 
 
 # The sections of results.json a report is made of (markdown() renders each one present).
-SECTIONS = ("board", "characterise", "train", "evaluate", "governed_run", "online", "real_data", "roofline")
+SECTIONS = ("board", "characterise", "train", "evaluate", "governed_run", "online", "real_data", "roofline",
+            "replication")
+REPORT_FILES = ("report.md", "report.html", "replication.md")
 
 
-def write_report(out_dir: str | Path) -> Path:
+def write_report(out_dir: str | Path, force: bool = False) -> Path:
+    """Write DIR/report.md and DIR/report.html (and DIR/replication.md for a demo run).
+
+    DIR holds either a demo run (``results.json``) or a user's own outputs: sweep datasets (CSV),
+    ``pydvfs analyse`` folders, ``pydvfs train`` model folders and ``pydvfs evaluate --json``
+    files (see :mod:`pydvfs.report_inputs`). An existing report is never rewritten unless
+    ``force``."""
     out_dir = Path(out_dir)
+    if not out_dir.is_dir():
+        raise InvalidValueError(f"{out_dir} is not a folder")
     src = out_dir / "results.json"
-    if not src.is_file():
-        raise InvalidValueError(f"{src} not found: run `pydvfs demo --out {out_dir}` first")
-    try:
-        results = json.loads(src.read_text())
-    except ValueError as e:
-        raise InvalidValueError(f"{src} is not JSON: {e}") from None
-    if not isinstance(results, dict) or not any(k in results for k in SECTIONS):
-        raise InvalidValueError(f"{src} holds none of the sections a `pydvfs demo` run writes "
-                                f"({', '.join(SECTIONS)}): no report from it")
-    try:
-        md = markdown(results)
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
-        raise InvalidValueError(f"{src} is not the results of a `pydvfs demo` run ({type(e).__name__}: {e})") from None
+    if src.is_file():
+        try:
+            results = json.loads(src.read_text())
+        except ValueError as e:
+            raise InvalidValueError(f"{src} is not JSON: {e}") from None
+        if not isinstance(results, dict) or not any(k in results for k in SECTIONS):
+            raise InvalidValueError(f"{src} holds none of the sections a `pydvfs demo` run writes "
+                                    f"({', '.join(SECTIONS)}): no report from it")
+        try:
+            md = markdown(results)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
+            raise InvalidValueError(f"{src} is not the results of a `pydvfs demo` run ({type(e).__name__}: {e})") from None
+    else:
+        from .report_inputs import collect, markdown_user
+
+        results = None
+        md = markdown_user(collect(out_dir), out_dir)
+    existing = [n for n in REPORT_FILES if (out_dir / n).exists()]
+    if existing and not force:
+        raise InvalidValueError(f"{out_dir / existing[0]} exists: pass --force to rewrite the report")
+    if results is not None and "replication" in results:
+        from .ledger import markdown as ledger_markdown
+
+        (out_dir / "replication.md").write_text(ledger_markdown(results))
     (out_dir / "report.md").write_text(md)
-    (out_dir / "report.html").write_text(_html(md))
+    (out_dir / "report.html").write_text(html_page(md, out_dir))
     return out_dir / "report.md"
 
 
-def _html(md: str) -> str:
-    """A small Markdown subset (headings, tables, images, code, lists) as a standalone page."""
-    out, in_code, in_table = [], False, False
+def _data_uri(path: Path) -> str | None:
+    """An image as a data: URI (the HTML report is one self-contained file)."""
+    import base64
+
+    mime = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
+    if path.suffix.lower() not in mime or not path.is_file():
+        return None
+    return f"data:{mime[path.suffix.lower()]};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def html_page(md: str, base: Path) -> str:
+    """A Markdown subset (headings, tables, images, code, lists, links) as one valid HTML5 page;
+    images relative to ``base`` are embedded as data: URIs."""
+    out, in_code, in_table, in_list = [], False, False, False
+
+    def close_blocks():
+        nonlocal in_table, in_list
+        if in_table:
+            out.append("</table>")
+            in_table = False
+        if in_list:
+            out.append("</ul>")
+            in_list = False
+
     for line in md.splitlines():
         if line.startswith("```"):
+            if not in_code:
+                close_blocks()
             out.append("</pre>" if in_code else "<pre>")
             in_code = not in_code
             continue
@@ -176,38 +276,60 @@ def _html(md: str) -> str:
             out.append(html.escape(line))
             continue
         if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if set("".join(cells)) <= set("-"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if set("".join(cells)) <= set("-:"):
                 continue
+            if in_list:
+                out.append("</ul>")
+                in_list = False
+            tag = "td"
             if not in_table:
                 out.append("<table>")
-                in_table = True
-            out.append("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in cells) + "</tr>")
+                in_table, tag = True, "th"
+            out.append("<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in cells) + "</tr>")
             continue
-        if in_table:
-            out.append("</table>")
-            in_table = False
+        if line.startswith("- "):
+            if in_table:
+                out.append("</table>")
+                in_table = False
+            if not in_list:
+                out.append("<ul>")
+                in_list = True
+            out.append(f"<li>{_inline(line[2:])}</li>")
+            continue
+        close_blocks()
         if line.startswith("#"):
             n = len(line) - len(line.lstrip("#"))
             out.append(f"<h{n}>{_inline(line[n:].strip())}</h{n}>")
         elif line.startswith("!["):
             alt, src = line[2:].split("](", 1)
-            out.append(f'<p><img src="{html.escape(src.rstrip(")"))}" alt="{html.escape(alt)}" style="max-width:100%"></p>')
-        elif line.startswith("- "):
-            out.append(f"<li>{_inline(line[2:])}</li>")
+            src = src.rstrip(")")
+            uri = _data_uri(base / src)
+            if uri is None:
+                out.append(f"<p>(image {html.escape(src)} not found)</p>")
+            else:
+                out.append(f'<figure><img src="{uri}" alt="{html.escape(alt)}"></figure>')
         elif line.strip():
             out.append(f"<p>{_inline(line)}</p>")
-    if in_table:
-        out.append("</table>")
+    close_blocks()
+    if in_code:
+        out.append("</pre>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;margin:1em 0}td{border:1px solid #ccc;padding:2px 8px}"
-             "tr:first-child td{font-weight:bold;background:#f3f3f3}pre{background:#f6f6f6;padding:1em}")
-    return f"<!doctype html><meta charset=utf-8><title>pydvfs report</title><style>{style}</style>\n" + "\n".join(out)
+             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px}"
+             "th{background:#f3f3f3;text-align:left}pre{background:#f6f6f6;padding:1em;overflow-x:auto}"
+             "img{max-width:100%}figure{margin:1em 0}")
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<title>pydvfs report</title>\n<style>" + style + "</style>\n</head>\n<body>\n"
+            + "\n".join(out) + "\n</body>\n</html>\n")
 
 
 def _inline(text: str) -> str:
-    t = html.escape(text)
+    """Escape, then **bold**, `code` and [text](link) (relative .md links stay links)."""
+    import re
+
+    t = html.escape(text, quote=False)
     parts = t.split("**")
     t = "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
     parts = t.split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+    t = "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+    return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>', t)

@@ -97,12 +97,19 @@ def plot_optimal_map(results: list[WorkloadResult], out_dir: str) -> list[str]:
     y = np.array([r.layers for r in pts], float)
     c = np.array([r.sweet_spot for r in pts], float)
     sc = ax.scatter(x, y, c=c, s=140, cmap="viridis", edgecolors="k", linewidths=0.5)
-    seen: dict = {}
-    for r in pts:  # stack labels of workloads that share a point
-        n = seen.get((r.seq_len, r.layers), 0)
-        seen[(r.seq_len, r.layers)] = n + 1
-        ax.annotate(f"{r.sweet_spot:g}", (r.seq_len, r.layers), xytext=(8, 6 - 9 * n),
-                    textcoords="offset points", fontsize=7)
+    # One label per point, level with its marker: workloads that share a point get their settings
+    # joined ("612/714"); a point with a close neighbour on its right is labelled on its left, so
+    # labels of neighbouring points never meet (rows of different layer counts are apart).
+    at: dict = {}
+    for r in pts:
+        at.setdefault((r.seq_len, r.layers), []).append(r.sweet_spot)
+    span = (x.max() - x.min()) or 1.0
+    for (sx, ly), spots in at.items():
+        crowded = any(k[1] == ly and 0 < k[0] - sx < 0.15 * span for k in at)
+        text = "/".join(f"{v:g}" for v in sorted(set(spots)))
+        ax.annotate(text, (sx, ly), xytext=(-9 if crowded else 9, 0), textcoords="offset points",
+                    fontsize=6.5, ha="right" if crowded else "left", va="center")
+    ax.set_xlim(x.min() - 0.08 * span, x.max() + 0.16 * span)  # room for the labels on the right
     fig.colorbar(sc, ax=ax, label=KNOB_LABELS.get(pts[0].knob, pts[0].knob) + " at min energy")
     ax.set_xlabel("average sequence length (tokens)")
     ax.set_ylabel("layers")

@@ -22,7 +22,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         ctx.results[name] = stage(ctx)
         ctx.results[name]["seconds"] = round(time.monotonic() - t, 1)
     (ctx.out_dir / "results.json").write_text(json.dumps(ctx.results, indent=2, default=str))
-    report = write_report(ctx.out_dir)
+    report = write_report(ctx.out_dir, force=True)  # the demo's own folder: its report is its output
     summary = {"report": str(report), "stages": list(ctx.results), "seconds": round(time.monotonic() - t0, 1)}
     emit(args, summary, f"[demo] done in {summary['seconds']} s; report: {report} (and report.html)")
     return 0

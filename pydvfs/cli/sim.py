@@ -22,6 +22,9 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
                    help="GLUE tasks, a,b or a b (default: SST-2 QNLI MRPC)")
     g.add_argument("--batch-size", type=int, default=16)
     g.add_argument("--epochs", type=float, default=1.0)
+    g.add_argument("--host-bound", action="store_true",
+                   help="also run every model-task pair host-bound (batch 4, ~110 ms of exposed host "
+                        "time per step: on-the-fly tokenisation, logging, frequent evaluation)")
     g.add_argument("--power-modes", nargs="*", default=[], choices=[m for m in POWER_MODES if m != "maxn"],
                    help="also run these nvpmodel modes (15w 30w 50w)")
 
@@ -39,7 +42,8 @@ def sim_sweep(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     rows = list(sweep_rows(models=name_list(args.models), tasks=name_list(args.tasks), repeats=args.repeats,
                            seed=args.seed, power_modes=args.power_modes,
-                           batch_size=args.batch_size, epochs=args.epochs))
+                           batch_size=args.batch_size, epochs=args.epochs,
+                           host_bound=args.host_bound))
     written = skipped = 0
     if args.out:
         # like the board sweep: a rerun appends only the runs the dataset does not hold yet

@@ -476,7 +476,8 @@ def _plot_tree(clf, feats, out: Path) -> None:
     fig, ax = plt.subplots(figsize=(max(8, 3 * 2 ** min(depth, 4) / 2), 2 + 1.6 * depth))
     plot_tree(clf, feature_names=list(feats), class_names=class_names(clf),
               filled=True, impurity=False, rounded=True, fontsize=8, ax=ax)
-    ax.set_title("Energy-optimal GPU clock: learned decision tree")
+    ax.set_title("Energy-optimal GPU clock: learned decision tree\n"
+                 f"value = workloads per class, in this order: {', '.join(class_names(clf))}", fontsize=10)
     fig.tight_layout()
     for ext in ("png", "svg"):
         fig.savefig(out / f"tree.{ext}", dpi=120)

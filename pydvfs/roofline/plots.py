@@ -58,6 +58,15 @@ def write_all(df, result: dict, out_dir: str) -> list:
         xs = np.logspace(np.log10(x.min()), np.log10(x.max()), 100)
         ax.loglog(xs, np.maximum(dec["eps_comp_j"] * xs, dec["eps_mem_j"]), "r-",
                   label="max(eps_comp·C/M, eps_mem)")
+        ridge = dec["ridge_intensity"]
+        if dec["eps_comp_j"] > 0 and dec["eps_mem_j"] > 0:
+            ax.axvline(ridge, color="grey", ls=":", lw=1)
+            ax.annotate(f"knee C/M = {ridge:.3g}" + ("" if x.min() <= ridge <= x.max() else " (outside the data)"),
+                        (ridge, dec["eps_mem_j"]), xytext=(5, 10), textcoords="offset points", fontsize=8)
+        else:
+            why = ("no knee: eps_mem = 0, every run compute-bound (no memory term in the data)"
+                   if dec["eps_mem_j"] <= 0 else "no knee: eps_comp = 0, every run memory-bound")
+            ax.text(0.02, 0.02, why, transform=ax.transAxes, fontsize=8, color="grey")
         ax.set(xlabel="arithmetic intensity C/M", ylabel="energy per unit traffic (J)",
                title=f"energy roofline, {gname}")
         ax.legend(fontsize=8)

@@ -2,23 +2,23 @@
 """Fitted parameters of the simulated Orin (the rest keep SimParams defaults)."""
 
 PARAMS = {
-    'cdyn_w_per_v2_ghz': 19.385192,
-    'soc_base_w': 3.391336,
-    'leak_w_at_vmax': 1.484892,
-    'v_max_mv': 958.216671,
-    'v_knee_mhz': 501.254067,
-    'v_curve_exp': 1.094013,
-    'eff_max': 0.591021,
-    'dram_efficiency': 0.564986,
-    'act_idle': 0.244608,
-    'cpu_base_w': 1.796264,
-    'launch_us_per_kernel': 29.657491,
-    'smoothmax_p': 6.203505,
+    'cdyn_w_per_v2_ghz': 19.988608,
+    'soc_base_w': 3.326616,
+    'leak_w_at_vmax': 1.404669,
+    'v_max_mv': 958.132965,
+    'v_knee_mhz': 497.596027,
+    'v_curve_exp': 1.091621,
+    'eff_max': 0.555575,
+    'dram_efficiency': 0.610891,
+    'act_idle': 0.06545,
+    'cpu_base_w': 1.770973,
+    'launch_us_per_kernel': 28.778446,
+    'smoothmax_p': 6.040864,
 }
 
 # Per published run: host time per step (ms) and length (steps) fitted as nuisances.
 CALIBRATION_RUNS = {
-    'deberta-v2-xlarge/QNLI': {'host_ms_per_step': 1909.609, 'scale_steps': 7121.1},
-    'deberta-v2-xlarge/SST-2': {'host_ms_per_step': 26.746, 'scale_steps': 1664.8},
-    'gemma-2b/QNLI': {'host_ms_per_step': 16.007, 'scale_steps': 7324.4},
+    'deberta-v2-xlarge/QNLI': {'host_ms_per_step': 3904.669, 'scale_steps': 6010.4},
+    'deberta-v2-xlarge/SST-2': {'host_ms_per_step': 290.735, 'scale_steps': 1486.4},
+    'gemma-2b/QNLI': {'host_ms_per_step': 1988.725, 'scale_steps': 6007.7},
 }

@@ -112,10 +112,14 @@ class SimParams:
     dram_w_per_gbps: float = 0.02
     sys_base_w: float = 2.2
     sys_share: float = 0.05
-    # podgov (nvhost_podgov-like)
-    podgov_window_s: float = 0.025
+    # podgov (nvhost_podgov-like; the governor's published defaults, docs/sim.md)
+    podgov_window_s: float = 0.05  # block window between re-evaluations
     podgov_load_target: float = 0.70
-    podgov_load_max: float = 0.90
+    podgov_load_max: float = 0.90  # above this a window boosts by a third of the top clock
+    podgov_smooth: float = 10.0  # moving-average time constant of load and request (windows)
+    podgov_damp: float = 7.0  # tenths of the new request kept against its moving average
+    podgov_bias: float = 0.8  # gain of the proportional step towards the load target
+    podgov_host_gap_ms: float = 20.0  # host time comes in gaps of about this length per step
     # run-to-run noise and CPU-interference spikes
     time_cv: float = 0.012
     power_cv: float = 0.008
@@ -199,7 +203,7 @@ def step_work(w: SimRun, p: SimParams, mode: PowerMode | None = None) -> StepWor
         flops=flops, eff=eff, act_comp=act_comp, kernels=kernels, bytes=nbytes,
         t_mem_s=nbytes / bw,
         t_launch_s=kernels * p.launch_us_per_kernel * 1e-6 * cpu_scale,
-        t_serial_s=p.serial_ms_per_step * 1e-3 * cpu_scale,
+        t_serial_s=(p.serial_ms_per_step + w.host_ms_per_step) * 1e-3 * cpu_scale,
         cpu_mhz=mode.cpu_mhz,
     )
 

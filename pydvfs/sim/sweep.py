@@ -11,42 +11,46 @@ from typing import Iterable, Iterator
 from ..dataset import DatasetWriter
 from ..rails import cpu_gpu_sum
 from .model import ORIN_LEVELS_MHZ, RAILS, default_params, idle_board_power_w, operating_point, simulate_run
-from .workloads import CHARACTERISATION_TASKS, PAPER_MODELS, get_workload
+from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_MODELS, get_workload
 
 
 def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHARACTERISATION_TASKS,
                repeats: int = 1, seed: int = 0, freqs_mhz: Iterable[float] = ORIN_LEVELS_MHZ,
                power_modes: Iterable[str] = (), batch_size: int = 16, epochs: float = 1.0,
-               p=None) -> Iterator[dict]:
+               host_bound: bool = False, p=None) -> Iterator[dict]:
+    """``host_bound``: also every model-task pair as a host-bound run (``HOST_BOUND``: small
+    batches, exposed host time), named ``model/task+hostbound``."""
     p = p or default_params()
     idle = idle_board_power_w(p)
     idle_cpu_gpu_w = cpu_gpu_sum(idle)
-    for m in models:
-        for t in tasks:
-            w = get_workload(m, t, batch_size, epochs)
-            maxn_op = operating_point(w, "maxn", None, p)
-            util_pct = 100.0 * maxn_op.load
-            settings = [("fixed", f) for f in freqs_mhz] + [("maxn", None)] + [(pm, None) for pm in power_modes]
-            for setting, f in settings:
-                op = maxn_op if setting == "maxn" else operating_point(w, setting, f, p)
-                for r in range(repeats):
-                    res = simulate_run(w, setting, f, repeat=r, seed=seed, p=p, op=op)
-                    a = w.arch
-                    row = {
-                        "workload": w.name, "model": a.family, "model_size": a.size,
-                        "task": w.task.name, "layers": a.layers, "hidden": a.hidden,
-                        "heads": a.heads, "params": a.params, "seq_len": w.task.avg_tokens,
-                        "batch_size": w.batch_size, "gpu_util_pct": round(util_pct, 2),
-                        "freq_mhz": res.freq_mhz, "setting": setting, "repeat": r,
-                        "duration_s": res.duration_s,
-                        **{f"energy_j_{rail}": res.energy_j[rail] for rail in RAILS},
-                        "energy_cpu_gpu_j": res.energy_cpu_gpu_j,
-                        "avg_power_w": res.avg_power_w,
-                        "avg_gpu_load_pct": res.avg_gpu_load_pct,
-                        "samples": 0, "sampler_errors": 0, "exit_status": 0, "source": "sim",
-                        "idle_power_w": idle_cpu_gpu_w,
-                    }
-                    yield row
+    models, tasks = list(models), list(tasks)
+    workloads = [get_workload(m, t, batch_size, epochs) for m in models for t in tasks]
+    if host_bound:
+        workloads += [get_workload(m, t, batch_size, epochs, host=HOST_BOUND) for m in models for t in tasks]
+    for w in workloads:
+        maxn_op = operating_point(w, "maxn", None, p)
+        util_pct = 100.0 * maxn_op.load
+        settings = [("fixed", f) for f in freqs_mhz] + [("maxn", None)] + [(pm, None) for pm in power_modes]
+        for setting, f in settings:
+            op = maxn_op if setting == "maxn" else operating_point(w, setting, f, p)
+            for r in range(repeats):
+                res = simulate_run(w, setting, f, repeat=r, seed=seed, p=p, op=op)
+                a = w.arch
+                row = {
+                    "workload": w.name, "model": a.family, "model_size": a.size,
+                    "task": w.task.name, "layers": a.layers, "hidden": a.hidden,
+                    "heads": a.heads, "params": a.params, "seq_len": w.task.avg_tokens,
+                    "batch_size": w.batch_size, "gpu_util_pct": round(util_pct, 2),
+                    "freq_mhz": res.freq_mhz, "setting": setting, "repeat": r,
+                    "duration_s": res.duration_s,
+                    **{f"energy_j_{rail}": res.energy_j[rail] for rail in RAILS},
+                    "energy_cpu_gpu_j": res.energy_cpu_gpu_j,
+                    "avg_power_w": res.avg_power_w,
+                    "avg_gpu_load_pct": res.avg_gpu_load_pct,
+                    "samples": 0, "sampler_errors": 0, "exit_status": 0, "source": "sim",
+                    "idle_power_w": idle_cpu_gpu_w,
+                }
+                yield row
 
 
 def write_sweep(out: str | Path, **kw) -> int:

@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from report_numbers import check_numbers_from_results
 
 
 def results_online_ok(out) -> bool:
@@ -20,7 +25,9 @@ def test_demo_quick_writes_a_report(cli, tmp_path):
     summary = json.loads(res.stdout)
     assert "[demo] --- evaluate ---" in res.stderr  # progress on stderr
     assert summary["stages"] == ["board", "characterise", "train", "evaluate", "governed_run", "online",
-                                 "real_data", "roofline"]
+                                 "real_data", "roofline", "replication"]
+    # the summary and the replication ledger show only numbers of this run's results.json
+    assert check_numbers_from_results(out) > 100
     assert results_online_ok(out)
     results = json.loads((out / "results.json").read_text())
     ev = results["evaluate"]["summary"]

@@ -84,3 +84,30 @@ def test_virtual_energy_is_power_times_time():
     r = simulate_run(w, "fixed", 816, seed=3)
     assert r.avg_power_w * r.duration_s == pytest.approx(r.energy_cpu_gpu_j)
     assert math.isfinite(r.duration_s) and r.duration_s > 0
+
+
+def test_podgov_ramps_on_load_and_settles_on_its_target():
+    from pydvfs.sim.podgov import PodgovState
+
+    p = default_params()
+    gov, f = PodgovState(ORIN_LEVELS_MHZ[0]), ORIN_LEVELS_MHZ[0]
+    for _ in range(4):  # busy windows: a third of the top clock per window, undamped
+        f = gov.next_mhz(f, 1.0, ORIN_LEVELS_MHZ, p)
+    assert f == ORIN_LEVELS_MHZ[-1]
+    steps = []
+    for _ in range(60):  # a steady 35 % load: the smoothed load pulls the clock down, not at once
+        f = gov.next_mhz(f, 0.35, ORIN_LEVELS_MHZ, p)
+        steps.append(f)
+    assert steps[0] == ORIN_LEVELS_MHZ[-1]  # the moving average has not fallen below the target yet
+    assert steps[-1] < 700
+
+
+def test_host_bound_variant_waits_on_the_host():
+    from pydvfs.sim.workloads import HOST_BOUND
+
+    plain = get_workload("bert-mini", "SST-2")
+    hb = get_workload("bert-mini", "SST-2", host=HOST_BOUND)
+    assert hb.name == "bert-mini/SST-2+hostbound" and hb.batch_size == HOST_BOUND.batch_size
+    u_plain = operating_point(plain, "maxn").load
+    u_hb = operating_point(hb, "maxn").load
+    assert u_hb < 0.22 < u_plain  # exposed host time: the GPU idles most of the step

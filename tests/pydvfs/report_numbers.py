@@ -1,0 +1,131 @@
+"""Test helpers: check that the numbers a report or the ledger shows are values of results.json,
+and that an HTML page is well formed."""
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import ClassVar
+
+from pydvfs import ledger
+
+NUM = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _numbers(obj, out: set) -> set:
+    """Every number in a JSON value (and every number written inside its strings)."""
+    if isinstance(obj, bool) or obj is None:
+        return out
+    if isinstance(obj, (int, float)):
+        out.add(float(obj))
+    elif isinstance(obj, str):
+        out.update(float(x) for x in NUM.findall(obj))
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _numbers(k, out)
+            _numbers(v, out)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _numbers(v, out)
+    return out
+
+
+def _from_results(token: str, values: set) -> bool:
+    """A displayed number is some stored value rounded to the digits shown (or its magnitude:
+    a sign may be written apart, as in "+1.7 %" or "-0.00")."""
+    x = float(token)
+    mant = token.split("e")[0]
+    digits = len(mant.split(".")[1]) if "." in mant else 0
+    tol = 0.5 * 10 ** -digits * (abs(x) / abs(float(mant)) if "e" in token and float(mant) else 1.0) + 1e-12
+    return any(abs(abs(v) - abs(x)) <= tol for v in values)
+
+
+def _cells(md: str, section: str, column: str) -> list[str]:
+    """The cells of one column of every table under a heading that starts with ``section``."""
+    out, in_sec, col = [], False, None
+    for line in md.splitlines():
+        if line.startswith("## "):
+            in_sec, col = line[3:].startswith(section), None
+            continue
+        if not in_sec or not line.startswith("|"):
+            col = None if not line.startswith("|") else col
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if col is None:
+            col = cells.index(column) if column in cells else -1
+        elif col >= 0 and not set("".join(cells)) <= set("-"):
+            out.append(cells[col])
+    return out
+
+
+class _Checker(HTMLParser):
+    VOID: ClassVar[set] = {"meta", "img", "br", "hr", "link", "input"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.errors, self.srcs = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.srcs.append(dict(attrs).get("src", ""))
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+        else:
+            self.stack.pop()
+
+
+def check_html(text: str) -> _Checker:
+    c = _Checker()
+    c.feed(text)
+    assert text.startswith("<!DOCTYPE html>")
+    assert not c.errors and c.stack == [], (c.errors, c.stack)
+    return c
+
+
+def check_numbers_from_results(out: Path) -> int:
+    """Every number in the report's summary and in the ledger's "ours" column is a value of the
+    run's results.json (rounded as shown); every differing ledger row says why. Returns how many
+    numbers were checked."""
+    results = json.loads((out / "results.json").read_text())
+    rep = results["replication"]
+    values = _numbers([rep["extended"]["evaluate"]["per_workload"], rep.get("governed"),
+                       results.get("governed_run", {}).get("runs"), results.get("real_data")], set())
+    md = (out / "report.md").read_text()
+    led = (out / "replication.md").read_text()
+    checked = 0
+    for column in ("clock", "energy saved", "time added"):
+        for cell in _cells(md, "Summary", column):
+            for tok in NUM.findall(cell):
+                assert _from_results(tok, values), (column, cell)
+                checked += 1
+    pools = {  # each table's numbers must come from the part of the results it reports
+        "Paper A, its own protocol": [rep["protocol"]],
+        "Paper A, our extended": [rep["extended"], results["train"]["selected"], results["evaluate"]["summary"]],
+        "Paper A, other": [rep["host_bound"], rep["latency"], rep.get("calibration"), rep.get("governed"),
+                           results["characterise"]["analysis"]["sweet_spot_range_mhz"]],
+        "Paper B": [[(g["decomposition"], g["laws"]["eta"]["adj_r2"], g["laws"]["baseline"]["adj_r2"],
+                      g["laws"]["eta"]["coefficients"].get("log_C"), g["laws"]["eta"]["coefficients"].get("log_eta"))
+                     for src in ("simulated", "a100") for g in results["roofline"][src]["groups"].values()],
+                    rep["other_form"], rep["fsdp_vs_tp"], rep["rmse_cut_pct"]],
+    }
+    for section, parts in pools.items():
+        pool = _numbers(parts, set())
+        cells = _cells(led, section, "ours")
+        assert cells, section
+        for cell in cells:
+            for tok in NUM.findall(cell):
+                assert _from_results(tok, pool), (section, cell)
+                checked += 1
+        verdicts = _cells(led, section, "verdict")
+        reasons = _cells(led, section, "why they differ / note")
+        assert verdicts and set(verdicts) <= {ledger.AGREE, ledger.DIFFER, ledger.NA}
+        assert all(r for v, r in zip(verdicts, reasons) if v == ledger.DIFFER)
+    assert "| model-task configurations | 27 | 27 |" in led
+    assert md.index("## Summary: the decision") < md.index("## Characterisation")
+    check_html((out / "report.html").read_text())
+    return checked

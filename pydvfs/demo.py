@@ -397,7 +397,7 @@ def stage_replication(ctx: DemoContext) -> dict:
     ctx.say(f"host-bound: {hb_out['low_util']} workloads at <= 22 % utilisation, best clocks "
             f"{hb_out['low_util_best_mhz']} MHz; the tree "
             f"{'meets' if hb_out['meets_1020_branch'] else 'does not meet'} the paper's 1020 MHz branch")
-    perseus = sorted((REPO_DATA / "perseus_sosp24").glob("*.csv"))
+    perseus = sorted((package_file("data", "real") / "perseus_sosp24").glob("*.csv"))
     out["latency"] = {"simulated": rep.latency_fits_sim(ctx.path("characterisation.csv")),
                       "real": rep.latency_fits_perseus(perseus) if perseus else None}
     out["fsdp_vs_tp"] = rep.fsdp_vs_tp(ctx.path("roofline", "multigpu.csv"))

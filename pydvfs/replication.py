@@ -152,7 +152,7 @@ def evaluation_breakdown(evaluation: dict, csv: str | Path) -> dict:
         return statistics.fmean(v) if v else None
 
     for r in rows:
-        for pol, p in r["policies"].items():
+        for p in r["policies"].values():
             p["time_penalty_pct"] = time_penalty_pct(dur, r["workload"], p["freq_mhz"])
     big = [r for r in rows if r["params"] > SMALL_MODEL_MAX_PARAMS]
     small = [r for r in rows if r["params"] <= SMALL_MODEL_MAX_PARAMS]

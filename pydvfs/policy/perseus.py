@@ -1,5 +1,5 @@
 """Real U-curves for the policies: the Perseus (SOSP'24) stage profiles of GPT-3 175B and
-BLOOM 176B on A100 and A40 (data/real/perseus_sosp24/, see data/SOURCES.md).
+BLOOM 176B on A100 and A40 (pydvfs/data/real/perseus_sosp24/, see its README.md).
 
 Each file holds, per pipeline stage and instruction (forward / backward), the time and energy
 of one micro-batch at every SM clock the GPU allows. Stages 0-6 of a model are identical
@@ -22,10 +22,11 @@ import pandas as pd
 
 from ..curve_model import DEFAULT_VF, VFCurve
 from ..errors import InvalidValueError
+from ..package_data import package_file
 from .curves import Curve
 from .workload import Workload
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "real" / "perseus_sosp24"
+DATA_DIR = package_file("data", "real", "perseus_sosp24")
 # model -> (model type, layers, hidden, sequence length), from the published configurations
 ARCHITECTURES = {"gpt3-175b": ("gpt", 96, 12288, 2048.0), "bloom": ("bloom", 70, 14336, 2048.0)}
 GPUS = ("a100_sxm_bf16", "a40_bf16")

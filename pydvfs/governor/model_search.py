@@ -52,15 +52,17 @@ class CurveParams:
 
     samples: int = 3  # windows per probe
     max_samples: int = 5  # windows per probe at most, when they disagree
-    spread_pct: float = 4.0  # "disagree": (max - min) / median above this
+    spread_pct: float = 2.5  # "disagree": (max - min) / median above this
     max_windows: int = 9  # windows per level at most in a round (re-measuring included)
-    horizon_windows: int = 60  # windows a choice is expected to be held (the gain's horizon)
+    horizon_windows: int = 60  # windows a round's choice is expected to serve (its probes included)
     z_guard: float = 2.0  # leave the start level only for a gain this many std errors sure
     margin_pct: float = 0.0  # ...and larger than this
     resolution_pct: float = 0.5  # gains smaller than this are not worth a probe
     noise_floor_pct: float = 0.3  # a window's relative noise is never taken below this
     misfit_floor_pct: float = 1.5  # a level's deviation from the smooth curve, at least
-    jump_frac: float = 0.3  # initial design step from an end of the table, a share of its levels
+    misfit_corr_pct: float = 5.0  # levels closer than this (% of the clock) deviate alike
+    jump_frac: float = 0.3
+    bracket_frac: float = 0.08  # initial design step around a start inside the table  # initial design step from an end of the table, a share of its levels
     design_samples: int = 2  # windows per initial-design probe (the fit pools them; re-measuring adds)
     reprobe_s: float = 600.0
     drift_pct: float = 5.0
@@ -79,7 +81,7 @@ class CurveParams:
             (self.margin_pct >= 0 and math.isfinite(self.margin_pct), "margin must be a finite % >= 0"),
             (self.noise_floor_pct > 0 and self.misfit_floor_pct >= 0, "noise floors must be > 0 %"),
             (0 <= self.resolution_pct < 100, "resolution must be within 0..100 %"),
-            (0 < self.jump_frac <= 1, "jump_frac must be within (0, 1]"),
+            (0 < self.jump_frac <= 1 and 0 < self.bracket_frac <= 1, "jump_frac and bracket_frac must be within (0, 1]"),
             (isinstance(self.design_samples, int) and 1 <= self.design_samples <= self.samples,
              "design_samples must be an integer within 1..samples"),
             (self.reprobe_s > 0, "reprobe interval must be > 0 s"),
@@ -238,13 +240,24 @@ class CurveSearch:
 
     def _probe_done(self) -> bool:
         n = len(self._pending)
-        if n < (self.params.design_samples if self._in_design else self.params.samples):
+        if n < self._required_windows():
             return False
         if n >= self.params.max_samples:
             return True
         costs = [self._cost(*w) for w in self._pending]
         med = statistics.median(costs)
         return 100.0 * (max(costs) - min(costs)) / med <= self.params.spread_pct
+
+    def _required_windows(self) -> int:
+        """Windows a probe takes at least: ``samples``; in the initial design
+        ``design_samples``; one for a start at an end of the table (the top clock, knowing
+        nothing: rarely the answer, and re-measured when it comes close)."""
+        if not self._in_design:
+            return self.params.samples
+        n = len(self.levels_mhz)
+        if self._round == 0 and not self._win and n > 3 and self._index(self._anchor) in (0, n - 1):
+            return 1
+        return self.params.design_samples
 
     def _level_cost(self, f: float) -> float:
         return statistics.median(self._cost(*w) for w in self._win[f])
@@ -272,7 +285,7 @@ class CurveSearch:
 
     def _admissible(self, times: dict[float, float]) -> list[float]:
         fastest = min(times.values())
-        return [f for f in self.levels_mhz if self.objective.admissible(times[f], fastest)]
+        return [f for f in self.levels_mhz if f in times and self.objective.admissible(times[f], fastest)]
 
     def _best_measured(self, admissible=None) -> float | None:
         measured = [f for f in self._win if admissible is None or f in admissible]
@@ -288,8 +301,9 @@ class CurveSearch:
         at_end = self._round == 0 and i in (0, n - 1) and n > 3
         step = max(1, round((n - 1) * self.params.jump_frac)) if at_end else 1
         inward = 1 if i == 0 else -1
-        if not at_end:  # bracket the start: both neighbours
-            candidates = [i - 1, i + 1]
+        if not at_end:  # bracket the start (about 10 % of the table either side on a fine one)
+            d = max(1, round(n * self.params.bracket_frac))
+            candidates = [i - d, i + d, i - 1, i + 1]
         elif len(measured) == 1:
             candidates = [i + inward * step]
         else:
@@ -341,7 +355,12 @@ class CurveSearch:
         resid = [self._level_cost(f) / cost[self.levels_mhz.index(f)] - 1.0 for f in self._win]
         misfit = max(self.params.misfit_floor_pct / 100.0,
                      math.sqrt(sum(r * r for r in resid) / len(resid)) if resid else 0.0)
-        sd = cost * np.sqrt(rel_sd ** 2 + misfit ** 2)
+        # a level next to a measured one (closer than misfit_corr_pct of its clock) cannot
+        # deviate from the curve much more than its neighbour does: its misfit share shrinks
+        measured = np.asarray(sorted(self._win))
+        near = np.min(np.abs(lv[:, None] - measured[None, :]), axis=1)
+        corr = np.minimum(1.0, near / (self.params.misfit_corr_pct / 100.0 * lv))
+        sd = cost * np.sqrt(rel_sd ** 2 + (misfit * corr) ** 2)
         self.fit_summary = {"a": fit.a, "b": fit.b, "p0": fit.p0, "c": fit.c, "misfit_pct": 100 * misfit,
                             "window_noise_pct": 100 * noise,
                             "predicted": {f"{f:g}": float(c) for f, c in zip(self.levels_mhz, cost)}}
@@ -364,6 +383,8 @@ class CurveSearch:
         best_f = self._best_measured(admissible) or self._best_measured()
         best = self._level_cost(best_f)
         p = self.params
+        # the gain's horizon: what is left of it after the windows this round has spent
+        horizon = max(1, p.horizon_windows - sum(len(ws) for ws in self._win.values()))
         choice, choice_net, why = None, 0.0, ""
         for f in admissible:
             if f in self._win:
@@ -377,11 +398,14 @@ class CurveSearch:
                 label = "model"
             else:
                 continue
-            gain = expected_improvement(best * (1 - p.resolution_pct / 100), mu, sigma) * p.horizon_windows
+            gain = expected_improvement(best * (1 - p.resolution_pct / 100), mu, sigma) * horizon
             cost = p.samples * max(0.0, mu - best)
             if gain - cost > choice_net:
                 choice, choice_net = f, gain - cost
                 why = f"{label}: {mu:.5g} +- {sigma:.2g} vs best {best:.5g}; gain {gain:.3g} > cost {cost:.3g}"
+        if choice is None:  # the curve is smooth only roughly: check the neighbours of the
+            # best measured level and of every level within noise of it
+            choice, why = self._neighbour_check(best_f, noise, admissible)
         if choice is None:
             choice, why = self._resolve_guard(best_f, noise)
         if choice is not None:
@@ -389,6 +413,22 @@ class CurveSearch:
             self.decisions.append({"t_s": now_s, "probe_mhz": choice, "why": why})
             return
         self._settle(best_f, noise, now_s)
+
+    def _neighbour_check(self, best_f: float, noise: float, admissible) -> tuple[float | None, str]:
+        best = self._level_cost(best_f)
+        close = sorted((f for f in self._win if f in admissible and (
+            f == best_f or self._level_cost(f) - best <= self.params.z_guard * math.hypot(
+                self._stderr(f, noise), self._stderr(best_f, noise)))), key=self._level_cost)
+        for f in close:
+            i = self.levels_mhz.index(f)
+            for k in (i - 1, i + 1):
+                if 0 <= k < len(self.levels_mhz) and self.levels_mhz[k] not in self._win \
+                        and self.levels_mhz[k] in admissible \
+                        and abs(self.levels_mhz[k] - f) >= self.params.misfit_corr_pct / 100.0 * f:
+                    # (a neighbour closer than the misfit's correlation the model predicts well)
+                    what = "the best measured level" if f == best_f else "a level within noise of the best"
+                    return self.levels_mhz[k], f"neighbour of {what}, {f:g} MHz"
+        return None, ""
 
     def _proven(self, best_f: float, noise: float) -> tuple[bool, float, float]:
         """Is ``best_f`` measured better than the anchor beyond the guard? (proven, gain, sd)"""
@@ -432,6 +472,7 @@ class CurveSearch:
         self._next_reprobe_s = now_s + self.params.reprobe_s
 
     def _hold(self, w: tuple[float, float], now_s: float) -> None:
+        cur = self._cur
         self._hold_costs = (self._hold_costs + [self._cost(*w)])[-self.params.max_samples:]
         drifted = len(self._hold_costs) >= self.params.max_samples and \
             statistics.median(self._hold_costs) > self._hold_ref * (1.0 + self.params.drift_pct / 100.0)
@@ -442,8 +483,21 @@ class CurveSearch:
             self._win = {}
             self._pending = []
             self._hold_costs = []
-            self._anchor = self._cur  # a local re-search around the held level
-            self._probing = self._cur
+            self._anchor = cur  # a local re-search around the held level
+            self._probing = cur
+            return
+        # Verify for free: the held level's first windows join its estimate (the winner of a
+        # few noisy probes tends to have been measured low); if it loses its place to another
+        # measured level, the search resumes from there.
+        if cur in self._win and len(self._win[cur]) < self.params.max_windows:
+            self._win[cur].append(w)
+            rival = self._best_measured(self._admissible({f: self._level_time(f) for f in self._win}))
+            res = 1.0 - self.params.resolution_pct / 100.0
+            if rival is not None and rival != cur and self._level_cost(rival) < self._level_cost(cur) * res:
+                self.reprobe_reasons.append((now_s, f"verify: {rival:g} MHz measured better"))
+                self.phase = self.SEARCH
+                self._hold_costs = []
+                self._decide(now_s)
 
     def state(self) -> dict:
         return {"kind": "model", "phase": self.phase, "round": self._round, "start_mhz": self.start_mhz,

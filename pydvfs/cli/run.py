@@ -77,14 +77,14 @@ def text_report(r: dict) -> str:
 
 
 def _search_params(args):
-    from ..governor.loop import SEARCHES, search_params
+    from ..governor.loop import default_search, search_params
 
     given = {k: getattr(args, k) for k in ("margin_pct", "samples", "reprobe_s") if getattr(args, k) is not None}
     if args.start is None and not given and args.search is None:
         return None
     if args.policy != "online":
         raise InvalidValueError("--start, --search, --margin, --samples and --reprobe are for --policy online")
-    return search_params(args.search or SEARCHES[0], **given)
+    return search_params(args.search or default_search(), **given)
 
 
 def _window_params(args):
@@ -99,7 +99,7 @@ def _window_params(args):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .common import emit
-    from ..governor.loop import SEARCHES, run_governed
+    from ..governor.loop import default_search, run_governed
     from ..sweep import parse_workload
 
     cmd = command_after_dashes(args.cmd)
@@ -119,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             report = run_governed(cmd, args.policy, workload, args.progress_file, args.rate, args.model_dir,
                                   args.start, search if args.policy == "online" else None, window,
                                   args.sysfs_root, args.state_dir, objective=objective,
-                                  search_kind=args.search or SEARCHES[0])
+                                  search_kind=args.search or default_search())
     except (KeyboardInterrupt, Terminated):
         print("pydvfs run: stopped; the GPU clock was restored", file=sys.stderr, flush=True)
         raise
@@ -152,10 +152,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--max-slowdown", dest="max_slowdown_pct", type=float, metavar="PCT",
                    help="lowest cost whose step time stays within PCT %% of the fastest clock's")
     g = p.add_argument_group("online search")
-    g.add_argument("--search", choices=SEARCHES, help=f"online search (default {SEARCHES[0]})")
+    g.add_argument("--search", choices=SEARCHES,
+                   help="model: fit the U-curve, probe where the best clock is uncertain (default, needs numpy "
+                        "and scipy); hill: the hill climb on the table")
     g.add_argument("--start", type=float, metavar="MHZ", help="start here instead of the model's proposal")
     g.add_argument("--margin", dest="margin_pct", type=float, metavar="PCT",
-                   help="move only if J/step is lower by more than this (default 2)")
+                   help="hill: move only if J/step is lower by more than this (default 2); model: leave the "
+                        "start only for a proven gain larger than this (default 0)")
     g.add_argument("--samples", type=int, metavar="N", help="windows per probe, median taken (default 3)")
     g.add_argument("--window", dest="min_window_s", type=float, metavar="S",
                    help="shortest measuring window (default 10 s)")

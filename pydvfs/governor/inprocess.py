@@ -31,7 +31,7 @@ from ..errors import InvalidValueError
 from ..sampler import Sampler
 from ..signals import SIGNALS
 from .engine import OnlineEngine, WindowParams, window_energy_j
-from .loop import POLICIES, SEARCHES, new_search, online_outcome, plan_online, search_params
+from .loop import POLICIES, default_search, new_search, online_outcome, plan_online, search_params
 from .objective import Objective
 
 
@@ -63,7 +63,7 @@ class OnlineGovernor:
         self.objective = Objective(objective, max_slowdown_pct)
         if policy != "online" and self.objective != Objective():
             raise InvalidValueError(f"objective and max_slowdown_pct are not available with policy {policy}")
-        self.search_kind = search or SEARCHES[0]
+        self.search_kind = search or default_search()
         self.search_params = search_params(self.search_kind, **(search_options or {})) \
             if policy == "online" else None
         self.window = WindowParams(**window) if isinstance(window, dict) else (window or WindowParams())

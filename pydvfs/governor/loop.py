@@ -29,10 +29,11 @@ from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
 from ..sampler import Sampler
 from .objective import Objective
 from .engine import OnlineEngine, WindowParams, window_energy_j
+from .model_search import CurveParams, CurveSearch
 from .search import HillClimb, SearchParams
 
 STATIC_POLICIES = ("mlg", "ffg", "rules", "maxn")
-SEARCHES = ("hill",)  # the online searches; the first is the default
+SEARCHES = ("model", "hill")  # the online searches; the first is the default
 POLICIES = ("online",) + STATIC_POLICIES
 
 
@@ -113,7 +114,22 @@ def new_search(kind: str, levels_mhz, start_mhz: float, params=None, objective: 
         if params is not None and not isinstance(params, SearchParams):
             params = SearchParams(**{k: v for k, v in params.to_dict().items() if k in SearchParams.__dataclass_fields__})
         return HillClimb(levels_mhz, start_mhz, params, 0.0)
+    if kind == "model":
+        if params is not None and not isinstance(params, CurveParams):
+            params = search_params("model", **{k: v for k, v in params.to_dict().items()
+                                               if k in ("samples", "reprobe_s", "margin_pct")})
+        return CurveSearch(levels_mhz, start_mhz, params, 0.0, objective)
     raise InvalidValueError(f"unknown search {kind!r}: expected {', '.join(SEARCHES)}")
+
+
+def default_search() -> str:
+    """The model search where numpy and scipy are installed (its curve fit needs them), else
+    the hill climb (the on-board path needs nothing beyond the C extension)."""
+    import importlib.util
+
+    if all(importlib.util.find_spec(m) is not None for m in ("numpy", "scipy")):
+        return "model"
+    return "hill"
 
 
 def search_params(kind: str, **given):
@@ -122,6 +138,13 @@ def search_params(kind: str, **given):
         if "samples" in given:
             given["max_samples"] = max(given["samples"], SearchParams.max_samples, 2 * given["samples"] - 1)
         return SearchParams(**given)
+    if kind == "model":
+        if "samples" in given:
+            n = given["samples"]
+            given["max_samples"] = max(n, CurveParams.max_samples, 2 * n - 1)
+            given["max_windows"] = max(given["max_samples"], CurveParams.max_windows, 3 * n)
+            given["design_samples"] = min(n, CurveParams.design_samples)
+        return CurveParams(**given)
     raise InvalidValueError(f"unknown search {kind!r}: expected {', '.join(SEARCHES)}")
 
 
@@ -153,7 +176,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                  search: SearchParams | None = None, window: WindowParams | None = None,
                  sysfs_root=None, state_dir=None, log=None,
                  clock: Callable[[], float] = time.monotonic,
-                 *, objective: Objective | None = None, search_kind: str = SEARCHES[0],
+                 *, objective: Objective | None = None, search_kind: str | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> dict:
     """Run ``cmd`` under ``policy``; returns the report (see docs/online.md)."""
     from ..policy.apply import apply
@@ -171,6 +194,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     if not online and (start_mhz is not None or search is not None):
         raise InvalidValueError("the search options (--start, --margin, ...) are for --policy online")
     objective = objective or Objective()
+    search_kind = search_kind or default_search()
     window = window or WindowParams()
     log = log or sys.stderr
     progress = Path(progress_file) if progress_file else None

@@ -131,6 +131,8 @@ class CurveSearch:
         levels = sorted(float(f) for f in levels_mhz)
         if not levels:
             raise InvalidValueError("the clock table is empty")
+        import scipy.optimize  # noqa: F401 - the fit's solver: imported now, not mid-run (seconds)
+
         self.levels_mhz = tuple(levels)
         self.params = params or CurveParams()
         self.objective = objective or Objective()
@@ -161,7 +163,10 @@ class CurveSearch:
 
     @property
     def best_mhz(self) -> float:
-        return self._cur
+        """The settled level; while searching, the best measured so far this round."""
+        if self.phase == self.HOLD or not self._win:
+            return self._cur
+        return self._best_measured()
 
     @property
     def converged(self) -> bool:

@@ -440,7 +440,12 @@ class CurveSearch:
         anchor = self._anchor
         gain = self._level_cost(anchor) - self._level_cost(best_f)
         sd = math.hypot(self._stderr(anchor, noise), self._stderr(best_f, noise))
-        ok = gain > self.params.z_guard * sd and gain > self._level_cost(anchor) * self.params.margin_pct / 100
+        # the best of k measured levels is measured low by chance more often than one level:
+        # the bar rises with k (0.5 ln k: +1.2 sd at 11 levels); and a gain below the
+        # resolution is not worth leaving the start for
+        z = self.params.z_guard + 0.5 * math.log(max(1, len(self._win)))
+        floor = max(self.params.margin_pct, self.params.resolution_pct) / 100
+        ok = gain > z * sd and gain > self._level_cost(anchor) * floor
         return ok, gain, sd
 
     def _resolve_guard(self, best_f: float, noise: float) -> tuple[float | None, str]:
@@ -450,7 +455,7 @@ class CurveSearch:
         if best_f == anchor or anchor not in self._win:
             return None, ""
         ok, gain, sd = self._proven(best_f, noise)
-        if ok or gain <= self._level_cost(anchor) * self.params.margin_pct / 100:
+        if ok or gain <= self._level_cost(anchor) * max(self.params.margin_pct, self.params.resolution_pct) / 100:
             return None, ""
         for f in sorted((best_f, anchor), key=lambda x: len(self._win[x])):
             if len(self._win[f]) + self.params.samples <= self.params.max_windows:
@@ -479,8 +484,9 @@ class CurveSearch:
     def _hold(self, w: tuple[float, float], now_s: float) -> None:
         cur = self._cur
         self._hold_costs = (self._hold_costs + [self._cost(*w)])[-self.params.max_samples:]
+        # a new phase moves the held level's cost either way (longer sequences, shorter ones)
         drifted = len(self._hold_costs) >= self.params.max_samples and \
-            statistics.median(self._hold_costs) > self._hold_ref * (1.0 + self.params.drift_pct / 100.0)
+            abs(statistics.median(self._hold_costs) / self._hold_ref - 1.0) > self.params.drift_pct / 100.0
         if drifted or now_s >= self._next_reprobe_s:
             self.reprobe_reasons.append((now_s, "drift" if drifted else "timer"))
             self._round += 1

@@ -53,7 +53,7 @@ def test_online_finds_the_simulated_optimum_and_beats_maxn(cli, orin, tmp_path):
     truth = {f: sim_j_per_step(freq=f) for f in ORIN_LEVELS_MHZ}
     f_opt = min(truth, key=truth.get)
 
-    res = cli("run", "--sysfs-root", str(orin.root), "--json", "--start", "1300.5",
+    res = cli("run", "--sysfs-root", str(orin.root), "--json", "--start", "1300.5", "--search", "hill",
               "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 10000))
     assert res.returncode == 0, res.stderr
     r = json.loads(res.stdout)
@@ -106,8 +106,8 @@ def test_online_starts_where_the_learned_model_points(cli, orin, tmp_path):
     """With a workload the search starts at mlg's clock (714 MHz for BERT-base), which is the
     simulated optimum: it checks both neighbours and stays."""
     progress = tmp_path / "steps"
-    res = cli("run", "--sysfs-root", str(orin.root), "--workload", BERT_BASE, "--progress-file",
-              str(progress), *FAST, "--", *train_cmd(orin, progress, 5000))
+    res = cli("run", "--sysfs-root", str(orin.root), "--workload", BERT_BASE, "--search", "hill",
+              "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 5000))
     assert res.returncode == 0, res.stderr
     out = res.stdout
     assert "started at 714 MHz (mlg)" in out and "converged on 714 MHz" in out

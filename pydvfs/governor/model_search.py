@@ -166,7 +166,8 @@ class CurveSearch:
         """The settled level; while searching, the best measured so far this round."""
         if self.phase == self.HOLD or not self._win:
             return self._cur
-        return self._best_measured()
+        admissible = self._admissible({f: self._level_time(f) for f in self._win})
+        return self._best_measured(admissible) or min(self._win, key=self._level_time)
 
     @property
     def converged(self) -> bool:
@@ -289,7 +290,10 @@ class CurveSearch:
         return 1.25 * noise * self._level_cost(f) / math.sqrt(len(self._win[f]))
 
     def _admissible(self, times: dict[float, float]) -> list[float]:
-        fastest = min(times.values())
+        """The levels within the slowdown bound of the fastest *measured* step time (a
+        prediction never sets the bar; it only places the levels not measured yet)."""
+        measured = [times[f] for f in self._win if f in times]
+        fastest = min(measured) if measured else min(times.values())
         return [f for f in self.levels_mhz if f in times and self.objective.admissible(times[f], fastest)]
 
     def _best_measured(self, admissible=None) -> float | None:
@@ -385,7 +389,8 @@ class CurveSearch:
         if pred is None:  # cannot fit: only measured levels count
             times = {f: self._level_time(f) for f in self._win}
         admissible = self._admissible(times) if times else list(self._win)
-        best_f = self._best_measured(admissible) or self._best_measured()
+        # none measured within the bound yet: the fastest measured level stands in
+        best_f = self._best_measured(admissible) or min(self._win, key=self._level_time)
         best = self._level_cost(best_f)
         p = self.params
         # the gain's horizon: what is left of it after the windows this round has spent

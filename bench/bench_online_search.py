@@ -47,11 +47,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pydvfs.governor.model_search import CurveParams, CurveSearch  # noqa: E402
-from pydvfs.governor.objective import Objective  # noqa: E402
-from pydvfs.governor.search import HillClimb, SearchParams  # noqa: E402
-from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise  # noqa: E402
-from pydvfs.sim.workloads import PAPER_MODELS, get_workload  # noqa: E402
+from pydvfs.governor.model_search import CurveParams, CurveSearch
+from pydvfs.governor.search import HillClimb, SearchParams
+from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise
+from pydvfs.sim.workloads import PAPER_MODELS, get_workload
 
 TASK = "SST-2"
 
@@ -199,6 +198,9 @@ def replay(curve: Curve, search, minutes: float, window_s: float, settle_s: floa
             "oracle_saving_pct": 100 * (1 - curve.j[f_opt] / curve.baseline_j)}
 
 
+SEARCH_NAMES = ("hill-climb", "model", "profile-all")
+
+
 def searches(window_s: float):
     horizon = 60
     return {
@@ -207,6 +209,27 @@ def searches(window_s: float):
                                                                            horizon_windows=horizon)),
         "profile-all": lambda c, start: Profile(c.levels, start),
     }
+
+
+def summary(rows: list[dict]) -> str:
+    """The Markdown table of docs/online.md: per run length, curve set, start and search."""
+    groups = defaultdict(list)
+    for r in rows:
+        groups[(r["minutes"], r["source"], r["start"])].append(r)
+    out = [("| run | curves | start | search | within 1 % (worst seed) | mean gap | worst gap | probes "
+           "| exploration | saving / oracle's (mean, min) |"), "|---|---|---|---|---|---|---|---|---|---|"]
+    for (minutes, source, start), group in groups.items():
+        for name in SEARCH_NAMES:
+            v = [r["searches"][name] for r in group]
+            shares = [x["share_of_oracle_pct"] for x in v if x["share_of_oracle_pct"] is not None]
+            out.append(
+                f"| {minutes:g} min | {source} ({len(group)}) | {start} | {name} "
+                f"| {sum(x['gap_pct_worst'] <= 1.0 for x in v)}/{len(v)} "
+                f"| {statistics.mean(x['gap_pct_mean'] for x in v):.2f} % | {max(x['gap_pct_worst'] for x in v):.1f} % "
+                f"| {statistics.mean(x['probes_mean'] for x in v):.1f} "
+                f"| {statistics.mean(x['exploration_pct_mean'] for x in v):.1f} % | "
+                + (f"{statistics.mean(shares):.0f} %, {min(shares):.0f} %" if shares else "-") + " |")
+    return "\n".join(out)
 
 
 def main() -> int:
@@ -237,8 +260,10 @@ def main() -> int:
                         "exploration_pct_mean": statistics.mean(r["exploration_pct"] for r in runs),
                         "saving_pct_mean": statistics.mean(r["saving_pct"] for r in runs),
                         "oracle_saving_pct": oracle,
+                        # not where the oracle itself saves under 5 % (bert-tiny: MAXN is within
+                        # 5 % of the best fixed clock): a ratio of two small numbers says nothing
                         "share_of_oracle_pct": (100 * statistics.mean(r["saving_pct"] for r in runs) / oracle
-                                                if oracle > 0.5 else None),
+                                                if oracle >= 5.0 else None),
                         "settled": sorted({r["settled"] for r in runs}),
                     }
                 rows.append(row)
@@ -247,11 +272,13 @@ def main() -> int:
                     f"expl {v['exploration_pct_mean']:.1f}% share "
                     + ("-" if v["share_of_oracle_pct"] is None else f"{v['share_of_oracle_pct']:.0f}%")
                     for n, v in row["searches"].items()), flush=True)
+    table = summary(rows)
+    print(table)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"window_s": args.window, "settle_s": args.settle, "seeds": args.seeds,
                                           "noise": {"time_cv": 0.005, "power_cv": 0.01, "spike_prob": 0.05,
                                                     "spike_time": [0.05, 0.15]},
-                                          "rows": rows}, indent=1) + "\n")
+                                          "summary_markdown": table, "rows": rows}, indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0
 

@@ -16,11 +16,13 @@ import functools
 import sys
 import threading
 
+from typing_extensions import Self
+
 from .errors import InvalidValueError
 from .sampler import Measurement, Sampler
 
 
-class measured:  # noqa: N801 - used as a decorator and a context, like contextlib's
+class measured:
     """A measurement window named ``name`` on the board at ``sysfs_root``; one line per
     window to ``log`` (None: silent)."""
 
@@ -40,7 +42,7 @@ class measured:  # noqa: N801 - used as a decorator and a context, like contextl
         """The last finished window."""
         return self.measurements[-1] if self.measurements else None
 
-    def __enter__(self) -> "measured":
+    def __enter__(self) -> Self:
         with self._lock:
             if self._depth:
                 raise InvalidValueError(f"measurement {self.name or 'window'!r} is already open "

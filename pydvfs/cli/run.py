@@ -98,9 +98,9 @@ def _window_params(args):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .common import emit
     from ..governor.loop import default_search, run_governed
     from ..sweep import parse_workload
+    from .common import emit
 
     cmd = command_after_dashes(args.cmd)
     if not cmd:

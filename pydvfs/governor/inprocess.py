@@ -26,12 +26,21 @@ import threading
 import time
 from typing import Any, Callable
 
+from typing_extensions import Self
+
 from ..device import open_device
 from ..errors import InvalidValueError
 from ..sampler import Sampler
 from ..signals import SIGNALS
 from .engine import OnlineEngine, WindowParams, window_energy_j
-from .loop import POLICIES, default_search, new_search, online_outcome, plan_online, search_params
+from .loop import (
+    POLICIES,
+    default_search,
+    new_search,
+    online_outcome,
+    plan_online,
+    search_params,
+)
 from .objective import Objective
 
 
@@ -85,7 +94,7 @@ class OnlineGovernor:
     def started(self) -> bool:
         return self._t0 is not None
 
-    def start(self) -> "OnlineGovernor":
+    def start(self) -> OnlineGovernor:
         """Pin the start clock (online) or the policy's clock, start measuring. Called by the
         first :meth:`step` if not before."""
         with self._lock:
@@ -191,7 +200,7 @@ class OnlineGovernor:
             report.update(online_outcome(report, energy))
         return report
 
-    def __enter__(self) -> "OnlineGovernor":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> None:

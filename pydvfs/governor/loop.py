@@ -19,17 +19,17 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
-from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
+from ..errors import InvalidValueError
 from ..sampler import Sampler
-from .objective import Objective
 from .engine import OnlineEngine, WindowParams, window_energy_j
 from .model_search import CurveParams, CurveSearch
+from .objective import Objective
 from .search import HillClimb, SearchParams
 
 STATIC_POLICIES = ("mlg", "ffg", "rules", "maxn")
@@ -268,4 +268,4 @@ def _poll(engine: OnlineEngine, progress: Path, proc, clock, t0: float, sleep) -
         engine.tick(clock() - t0, read_progress(progress))
 
 
-__all__ = ["run_governed", "read_progress", "choose_start", "board_cap_mhz", "capped_levels", "WindowParams", "POLICIES", "STATIC_POLICIES"]
+__all__ = ["POLICIES", "STATIC_POLICIES", "WindowParams", "board_cap_mhz", "capped_levels", "choose_start", "read_progress", "run_governed"]

@@ -60,7 +60,7 @@ class CurveParams:
     resolution_pct: float = 0.5  # gains smaller than this are not worth a probe
     noise_floor_pct: float = 0.3  # a window's relative noise is never taken below this
     misfit_floor_pct: float = 1.5  # a level's deviation from the smooth curve, at least
-    misfit_corr_pct: float = 5.0  # levels closer than this (% of the clock) deviate alike
+    misfit_corr_pct: float = 1.0  # levels closer than this (% of the clock) deviate alike
     jump_frac: float = 0.3
     bracket_frac: float = 0.08  # initial design step around a start inside the table  # initial design step from an end of the table, a share of its levels
     design_samples: int = 2  # windows per initial-design probe (the fit pools them; re-measuring adds)
@@ -528,4 +528,4 @@ class CurveSearch:
                 "params": self.params.to_dict()}
 
 
-__all__ = ["CurveSearch", "CurveParams", "expected_improvement", "vf_for_levels"]
+__all__ = ["CurveParams", "CurveSearch", "expected_improvement", "vf_for_levels"]

@@ -64,4 +64,4 @@ class Objective:
         return {"kind": self.kind, "max_slowdown_pct": self.max_slowdown_pct}
 
 
-__all__ = ["Objective", "OBJECTIVES"]
+__all__ = ["OBJECTIVES", "Objective"]

@@ -312,4 +312,4 @@ class HillClimb:
                 "params": self.params.to_dict()}
 
 
-__all__ = ["HillClimb", "SearchParams", "Probe"]
+__all__ = ["HillClimb", "Probe", "SearchParams"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from transformers import TrainerCallback
+from typing_extensions import Self
 
 from .common import log_values, make_governor, workload_from
 
@@ -35,7 +36,7 @@ class GovernorCallback(TrainerCallback):
         self.governor = None
         self.report: dict | None = None
 
-    def attach(self, trainer) -> "GovernorCallback":
+    def attach(self, trainer) -> GovernorCallback:
         """Put this callback first in ``trainer``'s callbacks (before the reporters)."""
         handler = trainer.callback_handler
         if self in handler.callbacks:
@@ -73,7 +74,7 @@ class GovernorCallback(TrainerCallback):
             self.report = self.governor.close()
         return self.report
 
-    def __enter__(self) -> "GovernorCallback":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -96,9 +96,9 @@ def test_a_static_policy_pins_once_and_measures(orin):
 
 
 def test_bad_options_fail_before_the_board_changes(orin):
-    bad = [dict(policy="warp"), dict(policy="mlg"), dict(objective="speed"), dict(search="genetic"),
-           dict(max_slowdown_pct=-1), dict(search="hill", max_slowdown_pct=5), dict(policy="ffg", start_mhz=714,
-                                                                                   workload={"model": "bert"})]
+    bad = [{"policy": "warp"}, {"policy": "mlg"}, {"objective": "speed"}, {"search": "genetic"},
+           {"max_slowdown_pct": -1}, {"search": "hill", "max_slowdown_pct": 5}, {"policy": "ffg", "start_mhz": 714,
+                                                                                   "workload": {"model": "bert"}}]
     for kwargs in bad:
         with pytest.raises(InvalidValueError):
             gov = pydvfs.OnlineGovernor(sysfs_root=orin.root, log=None, **kwargs)

@@ -72,7 +72,7 @@ def test_noisy_windows_on_the_simulated_orin_settle_within_one_percent(model):
     for seed in range(6):
         rng = random.Random(seed)
         s = CurveSearch(LEVELS, 1300.5, NEVER)
-        drive(s, curve, 60, noise=lambda: 1 + 0.01 * rng.gauss(0, 1))
+        drive(s, curve, 60, noise=lambda rng=rng: 1 + 0.01 * rng.gauss(0, 1))
         assert s.converged, (model, seed)
         gaps.append(gap_pct(curve, s.best_mhz))
         probes.append(len(s.probes))
@@ -81,11 +81,11 @@ def test_noisy_windows_on_the_simulated_orin_settle_within_one_percent(model):
 
 
 def test_the_guard_keeps_the_start_on_a_flat_curve_unless_a_gain_is_proven():
-    flat = lambda f: (1.0 + 0.001 * (f in (612.0, 816.0)) - 0.002 * (f == 510.0), 0.1)  # noqa: E731
+    flat = lambda f: (1.0 + 0.001 * (f in (612.0, 816.0)) - 0.002 * (f == 510.0), 0.1)
     for seed in range(5):
         rng = random.Random(seed)
         s = CurveSearch(LEVELS, 714.0, NEVER)
-        drive(s, flat, 150, noise=lambda: 1 + 0.01 * rng.gauss(0, 1))
+        drive(s, flat, 150, noise=lambda rng=rng: 1 + 0.01 * rng.gauss(0, 1))
         assert s.converged and s.best_mhz == 714.0, (seed, s.decisions)
     # a real gain, measured beyond the noise, moves it
     s = CurveSearch(LEVELS, 714.0, NEVER)
@@ -147,8 +147,8 @@ def test_bad_windows_and_params_are_refused():
     for j, t in ((0.0, 0.1), (1.0, None), (float("nan"), 0.1), (1.0, -1.0)):
         with pytest.raises(InvalidValueError):
             s.observe(714, j, 1.0, t)
-    for bad in (dict(samples=0), dict(max_samples=1, samples=2), dict(horizon_windows=0), dict(jump_frac=0),
-                dict(design_samples=4), dict(resolution_pct=-1)):
+    for bad in ({"samples": 0}, {"max_samples": 1, "samples": 2}, {"horizon_windows": 0}, {"jump_frac": 0},
+                {"design_samples": 4}, {"resolution_pct": -1}):
         with pytest.raises(InvalidValueError):
             CurveParams(**bad)
 

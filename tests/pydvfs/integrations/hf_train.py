@@ -13,7 +13,13 @@ import sys
 import time
 
 import torch
-from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainerCallback, TrainingArguments
+from transformers import (
+    BertConfig,
+    BertForSequenceClassification,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+)
 
 from pydvfs.integrations.hf import GovernorCallback
 

@@ -11,8 +11,8 @@ import pytest
 L = pytest.importorskip("lightning")
 torch = pytest.importorskip("torch")
 
-from pydvfs.device.fake import build_fake_board  # noqa: E402
-from pydvfs.integrations.lightning import GovernorCallback  # noqa: E402
+from pydvfs.device.fake import build_fake_board
+from pydvfs.integrations.lightning import GovernorCallback
 
 FULL = (306000000, 1300500000)
 
@@ -72,7 +72,8 @@ def test_lightning_fit_is_governed_logged_and_restored(orin, tmp_path):
     # the current loop calls the callbacks' hook before the module's: the clock was on the board
     assert len(model.seen) == 120 and all(abs(b - m) < 0.5 for b, m in model.seen)
     assert len({m for _, m in model.seen}) >= 2
-    rows = list(csv.DictReader(open(next((tmp_path / "logs").rglob("metrics.csv")))))
+    with open(next((tmp_path / "logs").rglob("metrics.csv"))) as fh:
+        rows = list(csv.DictReader(fh))
     logged = [row for row in rows if row.get("energy_j")]
     assert len(logged) >= 10
     assert all(float(row["gpu_clock_mhz"]) in r["search"]["levels_mhz"] for row in logged)

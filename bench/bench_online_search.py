@@ -69,7 +69,7 @@ class Curve:
 # -- curves -----------------------------------------------------------------------------------
 def sim_curves(models) -> list[Curve]:
     from pydvfs.device.fake import build_fake_board
-    from pydvfs.policy.apply import decide
+    from pydvfs.policy.apply import decide, load_tree
 
     p = default_params()
     out = []
@@ -90,7 +90,8 @@ def sim_curves(models) -> list[Curve]:
                   "seq_len": w.task.avg_tokens}
             d = decide(wl, "mlg", sysfs_root=root)
             starts = {"top": ORIN_LEVELS_MHZ[-1]}
-            starts["model"] = d.freq_mhz if d.freq_mhz is not None else ORIN_LEVELS_MHZ[-1]
+            # as pydvfs run's start: mlg's clock, or the tree's FFG clock where mlg keeps MAXN
+            starts["model"] = d.freq_mhz if d.freq_mhz is not None else load_tree().ffg_mhz
             out.append(Curve(f"{m}", "sim", tuple(ORIN_LEVELS_MHZ), j, s, maxn, starts))
     return out
 

@@ -63,6 +63,10 @@ def text_report(r: dict) -> str:
             lines.append(f"at start  {r['energy_at_start_clock_j']:.3f} J estimated at "
                          f"{_fmt_mhz(r['start_mhz'])} from its probes: "
                          f"{r['saving_vs_start_pct']:+.1f} % saved")
+        trade = r.get("trade")
+        if trade and trade["vs_mhz"] != r["chosen_mhz"]:
+            lines.append(f"trade     {r['chosen_mhz']:g} MHz against {trade['vs_mhz']:g} MHz (the fastest measured): "
+                         f"J/step {trade['j_per_step_pct']:+.1f} %, s/step {trade['s_per_step_pct']:+.1f} %")
         if r["trajectory"]:
             lines.append("trajectory (windows at one clock folded; J/step is their median)")
             lines.append(f"  {'t_s':>8} {'MHz':>7} {'J/step':>10} {'windows':>7} {'steps':>7}  phase")

@@ -148,6 +148,27 @@ def search_params(kind: str, **given):
     raise InvalidValueError(f"unknown search {kind!r}: expected {', '.join(SEARCHES)}")
 
 
+def _trade(trajectory: list[dict], chosen: float | None) -> dict | None:
+    """What the chosen clock trades against the fastest clock measured: the change of J/step
+    and of s/step, from the medians of their windows (None without both)."""
+    by: dict = {}
+    for w in trajectory:
+        by.setdefault(w["freq_mhz"], []).append(w)
+    if chosen is None or chosen not in by or not by:
+        return None
+    fastest = max(f for f in by if f is not None) if any(f is not None for f in by) else None
+    if fastest is None:
+        return None
+
+    def med(f, key):
+        v = sorted(w[key] for w in by[f])
+        return v[len(v) // 2]
+
+    return {"vs_mhz": fastest,
+            "j_per_step_pct": 100.0 * (med(chosen, "j_per_step") / med(fastest, "j_per_step") - 1.0),
+            "s_per_step_pct": 100.0 * (med(chosen, "s_per_step") / med(fastest, "s_per_step") - 1.0)}
+
+
 def online_outcome(report: dict, energy_j: float) -> dict:
     """The search's verdict for the report: ``chosen_mhz`` (None when no probe finished: a
     best never measured is not reported) and the saving against the start clock.
@@ -161,6 +182,7 @@ def online_outcome(report: dict, energy_j: float) -> dict:
         chosen = report["search"]["best_mhz"] if report["probed"] else None
     out = {"chosen_mhz": chosen, "energy_at_start_clock_j": None, "saving_vs_start_pct": None,
            "objective_text": Objective(**report["objective"]).describe()}
+    out["trade"] = _trade(report["trajectory"], chosen)
     est = report["search"]["start_estimate_j_per_step"]
     span = report["counted_span"]
     if est is not None and span is not None and span["steps"] > 0:

@@ -75,6 +75,8 @@ def test_a_slowdown_bound_is_kept(cli, orin, tmp_path):
     r = json.loads(res.stdout)
     assert r["objective"] == {"kind": "energy", "max_slowdown_pct": 10.0}
     assert "within 10 % of the fastest" in r["objective_text"]
+    trade = r["trade"]  # what the chosen clock traded against the fastest one measured
+    assert trade["vs_mhz"] == 1300.5 and trade["s_per_step_pct"] < 13 and trade["j_per_step_pct"] < 0
     chosen = r["chosen_mhz"]
     assert chosen is not None and t[chosen][1] <= t[1300.5][1] * 1.13  # 10 % + the windows' noise
     unbounded = min(t, key=lambda f: t[f][0])

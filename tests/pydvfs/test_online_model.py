@@ -69,18 +69,22 @@ def test_the_model_search_settles_near_the_optimum_with_a_line_per_probe(cli, or
 def test_a_slowdown_bound_is_kept(cli, orin, tmp_path):
     progress = tmp_path / "steps"
     t = truth()
-    res = cli("run", "--sysfs-root", str(orin.root), "--json", "--start", "1300.5", "--max-slowdown", "10",
+    top_s = t[1300.5][1]
+    res = cli("run", "--sysfs-root", str(orin.root), "--json", "--start", "1300.5", "--max-slowdown", "21",
               "--progress-file", str(progress), *WINDOWS, "--", *train_cmd(orin, progress, 20000), timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     r = json.loads(res.stdout)
-    assert r["objective"] == {"kind": "energy", "max_slowdown_pct": 10.0}
-    assert "within 10 % of the fastest" in r["objective_text"]
-    trade = r["trade"]  # what the chosen clock traded against the fastest one measured
-    assert trade["vs_mhz"] == 1300.5 and trade["s_per_step_pct"] < 13 and trade["j_per_step_pct"] < 0
+    assert r["objective"] == {"kind": "energy", "max_slowdown_pct": 21.0}
+    assert "within 21 % of the fastest" in r["objective_text"]
     chosen = r["chosen_mhz"]
-    assert chosen is not None and t[chosen][1] <= t[1300.5][1] * 1.13  # 10 % + the windows' noise
-    unbounded = min(t, key=lambda f: t[f][0])
-    assert t[unbounded][1] > t[1300.5][1] * 1.10  # the bound does bind here
+    # on the simulated Orin 1020 MHz is 17 % slower than the top and 16 % cheaper, 1122 MHz 11 %
+    # slower and 10 % cheaper; 918 MHz is 25 % slower; the unbounded optimum (714 MHz) 51 %
+    admissible = [f for f in t if t[f][1] <= top_s * 1.21]
+    assert min(admissible, key=lambda f: t[f][0]) == 1020.0 and min(t, key=lambda f: t[f][0]) == 714.0
+    # 1020 MHz, or 1122 MHz where the windows' noise put 1020 just past the bound
+    assert chosen in (1020.0, 1122.0), (chosen, r["search"]["estimates"])
+    trade = r["trade"]  # what the chosen clock traded against the fastest one measured
+    assert trade["vs_mhz"] == 1300.5 and trade["s_per_step_pct"] < 24 and trade["j_per_step_pct"] < -5
     assert limits(orin) == FULL
 
 

@@ -243,6 +243,13 @@ class OnlineEngine:
             self._say(f"searching again at {t:.1f} s ({why}) from {self.search.best_mhz:g} MHz")
         self._probes_said = len(probes)
 
+    def say_outcome(self) -> None:
+        """The last status line, once the report is complete: a run that ended before any
+        probe finished says so (it has no best clock to report)."""
+        if not self.search.probes and self.fallback is None:
+            self._say("the run ended before the first probe finished: no clock was measured, "
+                      "so there is no best clock to report")
+
     def _start_j_per_step(self) -> float | None:
         """The start clock's J/step: its probe (in J/step unless the hill climb was fed another
         cost), else None."""
@@ -258,9 +265,6 @@ class OnlineEngine:
         state = self.search.state()
         state["start_estimate_j_per_step"] = self._start_j_per_step()
         measured = bool(self.search.probes)
-        if not measured and self.fallback is None:
-            self._say("the run ended before the first probe finished: no clock was measured, "
-                      "so there is no best clock to report")
         return {"trajectory": self.trajectory, "switches": self.switches, "search": state,
                 "converged": self.search.converged, "fallback": self.fallback,
                 "probed": measured, "final_mhz": self.pinned_mhz, "dropped": self.dropped,

@@ -175,6 +175,8 @@ class OnlineGovernor:
                 self._teardown()
             report = self._report(m, engine_part)
             self.report = report
+            if self.engine is not None:
+                self.engine.say_outcome()
             return report
 
     def _teardown(self) -> None:

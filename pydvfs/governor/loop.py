@@ -277,6 +277,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     )
     if online:
         report.update(online_outcome(report, energy))
+        engine.say_outcome()
     else:
         report["chosen_mhz"] = report["decision"]["freq_mhz"]
     return report

@@ -55,7 +55,7 @@ class CurveParams:
     spread_pct: float = 2.5  # "disagree": (max - min) / median above this
     max_windows: int = 9  # windows per level at most in a round (re-measuring included)
     horizon_windows: int = 60  # windows a round's choice is expected to serve (its probes included)
-    z_guard: float = 2.0  # leave the start level only for a gain this many std errors sure
+    z_guard: float = 2.5  # leave the start level only for a gain this many std errors sure
     margin_pct: float = 0.0  # ...and larger than this
     resolution_pct: float = 0.5  # gains smaller than this are not worth a probe
     noise_floor_pct: float = 0.3  # a window's relative noise is never taken below this
@@ -257,12 +257,15 @@ class CurveSearch:
     def _required_windows(self) -> int:
         """Windows a probe takes at least: ``samples``; in the initial design
         ``design_samples``; one for a start at an end of the table (the top clock, knowing
-        nothing: rarely the answer, and re-measured when it comes close)."""
+        nothing: rarely the answer, and re-measured when it comes close), ``samples`` for a
+        start inside it."""
         if not self._in_design:
             return self.params.samples
         n = len(self.levels_mhz)
-        if self._round == 0 and not self._win and n > 3 and self._index(self._anchor) in (0, n - 1):
-            return 1
+        if self._round == 0 and not self._win:  # the start
+            # at an end of the table: a scout; inside it (the model's clock): a full probe, it
+            # is what the guard protects and what the saving is measured against
+            return 1 if n > 3 and self._index(self._anchor) in (0, n - 1) else self.params.samples
         return self.params.design_samples
 
     def _level_cost(self, f: float) -> float:

@@ -23,6 +23,8 @@ _EXPORTS = {
     "decide": "pydvfs.policy.apply",
     "governed": "pydvfs.policy.apply",
     "Sampler": "pydvfs.sampler",
+    "OnlineGovernor": "pydvfs.governor.inprocess",
+    "measured": "pydvfs.measured",
     "Measurement": "pydvfs.sampler",
     "PydvfsError": "pydvfs.errors",
     "DeviceNotFoundError": "pydvfs.errors",

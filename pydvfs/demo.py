@@ -280,10 +280,12 @@ def stage_online(ctx: DemoContext) -> dict:
     shutil.rmtree(root, ignore_errors=True)
     build_fake_board(root, "jp6")
     progress = ctx.path("online-steps")
-    steps, scale = (15000, 400) if ctx.quick else (30000, 400)
+    # half-second windows: shorter ones on a loaded machine scatter by more than the 1-2 % that
+    # separates the levels next to the optimum (the model search then cannot tell them apart)
+    steps, scale = (30000, 400) if ctx.quick else (60000, 400)
     r = run_verb("run", "--policy", "online", "--start", "1300.5", "--sysfs-root", root,
                  "--state-dir", ctx.path("state"), "--progress-file", progress,
-                 "--window", "0.15", "--min-steps", "100", "--settle", "0.05", "--rate", "1000", "--",
+                 "--window", "0.5", "--min-steps", "100", "--settle", "0.05", "--rate", "1000", "--",
                  sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", root, "--model", "bert-base",
                  "--task", "SST-2", "--steps", steps, "--time-scale", scale, "--progress-file", progress)
     # the simulator's own energy per step at each level: where the bottom of the U really is

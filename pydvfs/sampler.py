@@ -266,6 +266,15 @@ class Sampler:
             core = self._core
         return Measurement.from_window(core.window(begin, core.snapshot()))
 
+    def peek_window(self, name: str) -> Measurement:
+        """What an open window has measured so far; it stays open."""
+        with self._lock:
+            begin = self._windows.get(name)
+            if begin is None:
+                raise InvalidValueError(f"no open window {name!r}")
+            core = self._core
+        return Measurement.from_window(core.window(begin, core.snapshot()))
+
     # -- raw data ----------------------------------------------------------------------------
     def trace(self) -> Trace:
         """The ring buffer (the newest ``trace_capacity`` samples), oldest first."""

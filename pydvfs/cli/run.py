@@ -10,6 +10,7 @@ import sys
 
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
+from ..governor.objective import OBJECTIVES, Objective
 from ..signals import Terminated, terminate_as_exception
 from .common import add_board_options, add_workload_argument, examples
 
@@ -38,8 +39,11 @@ def _trajectory_rows(trajectory: list[dict]) -> list[tuple]:
 def text_report(r: dict) -> str:
     lines = [f"command   {r['command'][0]} exited with status {r['exit_status']}"]
     if r["policy"] == "online":
-        lines.append(f"policy    online: started at {_fmt_mhz(r['start_mhz'])} ({r['start_source']}), "
+        lines.append(f"policy    online ({r['search_kind']} search, {r['objective_text']}): started at "
+                     f"{_fmt_mhz(r['start_mhz'])} ({r['start_source']}), "
                      + (f"fell back: {r['fallback']}" if r["fallback"] else
+                        "ended before the first probe finished: no clock was measured, no best to report"
+                        if not r["probed"] else
                         f"{'converged on' if r['converged'] else 'best so far'} {_fmt_mhz(r['chosen_mhz'])}"))
     else:
         lines.append(f"policy    {r['policy']}: {_fmt_mhz(r['chosen_mhz'])}")
@@ -60,6 +64,10 @@ def text_report(r: dict) -> str:
             lines.append(f"at start  {r['energy_at_start_clock_j']:.3f} J estimated at "
                          f"{_fmt_mhz(r['start_mhz'])} from its probes: "
                          f"{r['saving_vs_start_pct']:+.1f} % saved")
+        trade = r.get("trade")
+        if trade and trade["vs_mhz"] != r["chosen_mhz"]:
+            lines.append(f"trade     {r['chosen_mhz']:g} MHz against {trade['vs_mhz']:g} MHz (the fastest measured): "
+                         f"J/step {trade['j_per_step_pct']:+.1f} %, s/step {trade['s_per_step_pct']:+.1f} %")
         if r["trajectory"]:
             lines.append("trajectory (windows at one clock folded; J/step is their median)")
             lines.append(f"  {'t_s':>8} {'MHz':>7} {'J/step':>10} {'windows':>7} {'steps':>7}  phase")
@@ -77,16 +85,14 @@ def text_report(r: dict) -> str:
 
 
 def _search_params(args):
-    from ..governor.search import SearchParams
+    from ..governor.loop import default_search, search_params
 
     given = {k: getattr(args, k) for k in ("margin_pct", "samples", "reprobe_s") if getattr(args, k) is not None}
-    if args.start is None and not given:
+    if args.start is None and not given and args.search is None:
         return None
     if args.policy != "online":
-        raise InvalidValueError("--start, --margin, --samples and --reprobe are for --policy online")
-    if "samples" in given:
-        given["max_samples"] = max(given["samples"], SearchParams.max_samples, 2 * given["samples"] - 1)
-    return SearchParams(**given)
+        raise InvalidValueError("--start, --search, --margin, --samples and --reprobe are for --policy online")
+    return search_params(args.search or default_search(), **given)
 
 
 def _window_params(args):
@@ -100,7 +106,7 @@ def _window_params(args):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..governor.loop import run_governed
+    from ..governor.loop import default_search, run_governed
     from .common import emit, workload_from_args
 
     cmd = command_after_dashes(args.cmd)
@@ -108,6 +114,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
     workload = workload_from_args(args)
     search = _search_params(args)
+    objective = Objective(args.objective, args.max_slowdown_pct)
+    if args.policy != "online" and objective != Objective():
+        raise InvalidValueError(f"--objective and --max-slowdown are not available with --policy {args.policy}")
     window = _window_params(args)
     if args.policy != "online" and window != type(window)():
         raise InvalidValueError("--window, --min-steps, --settle and --stall are for --policy online")
@@ -116,7 +125,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         with terminate_as_exception():
             report = run_governed(cmd, args.policy, workload, args.progress_file, args.rate, args.model_dir,
                                   args.start, search if args.policy == "online" else None, window,
-                                  args.sysfs_root, args.state_dir)
+                                  args.sysfs_root, args.state_dir, objective=objective,
+                                  search_kind=args.search or default_search())
     except (KeyboardInterrupt, Terminated):
         print("pydvfs run: stopped; the GPU clock was restored", file=sys.stderr, flush=True)
         raise
@@ -128,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from ..governor.loop import POLICIES
+    from ..governor.loop import POLICIES, SEARCHES
 
     p = sub.add_parser(
         "run", parents=[common], help="run a training command under a clock policy (online: search while it runs)",
@@ -148,10 +158,18 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--progress-file", metavar="F", help="where CMD writes its completed step count")
     p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
     p.add_argument("--model-dir", metavar="DIR", help="a trained model (pydvfs train) instead of the built-in tree")
+    p.add_argument("--objective", default="energy", choices=OBJECTIVES,
+                   help="minimise energy per step (default), energy x time (edp) or energy x time^2 (ed2p)")
+    p.add_argument("--max-slowdown", dest="max_slowdown_pct", type=float, metavar="PCT",
+                   help="lowest cost whose step time stays within PCT %% of the fastest clock's")
     g = p.add_argument_group("online search")
+    g.add_argument("--search", choices=SEARCHES,
+                   help="model: fit the U-curve, probe where the best clock is uncertain (default, needs numpy "
+                        "and scipy); hill: the hill climb on the table")
     g.add_argument("--start", type=float, metavar="MHZ", help="start here instead of the model's proposal")
     g.add_argument("--margin", dest="margin_pct", type=float, metavar="PCT",
-                   help="move only if J/step is lower by more than this (default 2)")
+                   help="hill: move only if J/step is lower by more than this (default 2); model: leave the "
+                        "start only for a proven gain larger than this (default 0)")
     g.add_argument("--samples", type=int, metavar="N", help="windows per probe, median taken (default 3)")
     g.add_argument("--window", dest="min_window_s", type=float, metavar="S",
                    help="shortest measuring window (default 10 s)")

@@ -16,58 +16,26 @@ falls back to the board's own state and lets the command run to its end.
 """
 from __future__ import annotations
 
-import math
 import sys
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 from .. import _core
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
-from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
+from ..errors import InvalidValueError, PydvfsError
 from ..progress import read_progress
 from ..sampler import Sampler
+from .engine import OnlineEngine, WindowParams, window_energy_j
+from .model_search import CurveParams, CurveSearch
+from .objective import Objective
 from .search import HillClimb, SearchParams
 
-STATIC_POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn
+STATIC_POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn, roofline
+SEARCHES = ("model", "hill")  # the online searches; the first is the default
 POLICIES = ("online",) + STATIC_POLICIES
-
-
-@dataclass(frozen=True)
-class WindowParams:
-    """How the loop measures. Units are in the names."""
-
-    min_window_s: float = 10.0  # a window lasts at least this long...
-    min_steps: int = 20  # ...and holds at least this many training steps
-    settle_s: float = 2.0  # after a clock change, wait this long before measuring
-    progress_timeout_s: float = 120.0  # the progress file must show a count within this
-    stall_s: float = 120.0  # no new step for this long: stop searching
-    poll_s: float | None = None  # how often the progress file is read (default: window / 20)
-
-    def __post_init__(self):
-        if not (self.min_window_s > 0 and math.isfinite(self.min_window_s)):
-            raise InvalidValueError("the window must be a finite number of seconds > 0")
-        if not (isinstance(self.min_steps, int) and self.min_steps >= 1):
-            raise InvalidValueError("min steps per window must be an integer >= 1")
-        if not self.settle_s >= 0:
-            raise InvalidValueError("settle must be >= 0 s")
-        if not (self.progress_timeout_s > 0 and self.stall_s > 0):
-            raise InvalidValueError("the progress timeout and the stall limit must be > 0 s")
-        if self.poll_s is not None and not self.poll_s > 0:
-            raise InvalidValueError("the poll interval must be > 0 s")
-
-    @property
-    def poll_interval_s(self) -> float:
-        return self.poll_s if self.poll_s is not None else min(0.25, max(0.002, self.min_window_s / 20))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _window_energy_j(m) -> float:
-    return m.cpu_gpu_energy_j if m.cpu_gpu_energy_j is not None else m.total_energy_j
 
 
 def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None) -> tuple[float, str]:
@@ -105,12 +73,117 @@ def capped_levels(levels_mhz, cap_mhz: float) -> tuple[float, ...]:
     return tuple(f for f in levels if f <= cap_mhz + 0.5) or (levels[0],)
 
 
+def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None,
+                log=None, prefix: str = "pydvfs run") -> dict:
+    """Where an online search starts and which levels it covers, read before anything is
+    pinned (levels above the board's own max_freq cannot take): ``start_mhz``,
+    ``start_source``, ``board_max_mhz``, ``search_levels_mhz``."""
+    cap = board_cap_mhz(dev)
+    levels = capped_levels(dev.available_frequencies_mhz, cap)
+    start, source = choose_start(dev, workload, model_dir, start_mhz)
+    if start > levels[-1]:
+        start, source = levels[-1], f"{source}, capped at the board's max_freq {cap:g} MHz"
+    if len(levels) < len(dev.available_frequencies_mhz) and log is not None:
+        print(f"{prefix}: the board's max_freq is {cap:g} MHz (a power-mode cap?): "
+              f"searching {levels[0]:g}..{levels[-1]:g} MHz", file=log, flush=True)
+    return {"start_mhz": start, "start_source": source, "board_max_mhz": cap, "search_levels_mhz": list(levels)}
+
+
+def new_search(kind: str, levels_mhz, start_mhz: float, params=None, objective: Objective | None = None):
+    """The search of kind ``kind`` (see SEARCHES) over ``levels_mhz`` from ``start_mhz``."""
+    objective = objective or Objective()
+    if kind == "hill":
+        if objective.max_slowdown_pct is not None:
+            raise InvalidValueError("--max-slowdown needs the model search (--search model): "
+                                    "the hill climb does not fit step times")
+        if params is not None and not isinstance(params, SearchParams):
+            params = SearchParams(**{k: v for k, v in params.to_dict().items() if k in SearchParams.__dataclass_fields__})
+        return HillClimb(levels_mhz, start_mhz, params, 0.0)
+    if kind == "model":
+        if params is not None and not isinstance(params, CurveParams):
+            params = search_params("model", **{k: v for k, v in params.to_dict().items()
+                                               if k in ("samples", "reprobe_s", "margin_pct")})
+        return CurveSearch(levels_mhz, start_mhz, params, 0.0, objective)
+    raise InvalidValueError(f"unknown search {kind!r}: expected {', '.join(SEARCHES)}")
+
+
+def default_search() -> str:
+    """The model search where numpy and scipy are installed (its curve fit needs them), else
+    the hill climb (the on-board path needs nothing beyond the C extension)."""
+    import importlib.util
+
+    if all(importlib.util.find_spec(m) is not None for m in ("numpy", "scipy")):
+        return "model"
+    return "hill"
+
+
+def search_params(kind: str, **given):
+    """The search's tunables from the CLI's ``margin_pct``, ``samples``, ``reprobe_s``."""
+    if kind == "hill":
+        if "samples" in given:
+            given["max_samples"] = max(given["samples"], SearchParams.max_samples, 2 * given["samples"] - 1)
+        return SearchParams(**given)
+    if kind == "model":
+        if "samples" in given:
+            n = given["samples"]
+            given["max_samples"] = max(n, CurveParams.max_samples, 2 * n - 1)
+            given["max_windows"] = max(given["max_samples"], CurveParams.max_windows, 3 * n)
+            given["design_samples"] = min(n, CurveParams.design_samples)
+        return CurveParams(**given)
+    raise InvalidValueError(f"unknown search {kind!r}: expected {', '.join(SEARCHES)}")
+
+
+def _trade(trajectory: list[dict], chosen: float | None) -> dict | None:
+    """What the chosen clock trades against the fastest clock measured: the change of J/step
+    and of s/step, from the medians of their windows (None without both)."""
+    by: dict = {}
+    for w in trajectory:
+        by.setdefault(w["freq_mhz"], []).append(w)
+    if chosen is None or chosen not in by or not by:
+        return None
+    fastest = max(f for f in by if f is not None) if any(f is not None for f in by) else None
+    if fastest is None:
+        return None
+
+    def med(f, key):
+        v = sorted(w[key] for w in by[f])
+        return v[len(v) // 2]
+
+    return {"vs_mhz": fastest,
+            "j_per_step_pct": 100.0 * (med(chosen, "j_per_step") / med(fastest, "j_per_step") - 1.0),
+            "s_per_step_pct": 100.0 * (med(chosen, "s_per_step") / med(fastest, "s_per_step") - 1.0)}
+
+
+def online_outcome(report: dict, energy_j: float) -> dict:
+    """The search's verdict for the report: ``chosen_mhz`` (None when no probe finished: a
+    best never measured is not reported) and the saving against the start clock.
+
+    Like with like: the start clock's J/step was measured over steps, so it is compared with
+    the span of counted steps only (first count seen .. last advance seen), never with the
+    start-up before the first step or the tail after the last one."""
+    if report["fallback"]:
+        chosen = report["final_mhz"]
+    else:
+        chosen = report["search"]["best_mhz"] if report["probed"] else None
+    out = {"chosen_mhz": chosen, "energy_at_start_clock_j": None, "saving_vs_start_pct": None,
+           "objective_text": Objective(**report["objective"]).describe()}
+    out["trade"] = _trade(report["trajectory"], chosen)
+    est = report["search"]["start_estimate_j_per_step"]
+    span = report["counted_span"]
+    if est is not None and span is not None and span["steps"] > 0:
+        at_start_j = est * span["steps"]
+        out["energy_at_start_clock_j"] = energy_j - span["energy_j"] + at_start_j
+        out["saving_vs_start_pct"] = 100.0 * (1.0 - span["energy_j"] / at_start_j)
+    return out
+
+
 def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | None = None,
                  progress_file: str | Path | None = None, rate_hz: float | None = None,
                  model_dir=None, start_mhz: float | None = None,
                  search: SearchParams | None = None, window: WindowParams | None = None,
                  sysfs_root=None, state_dir=None, log=None,
                  clock: Callable[[], float] = time.monotonic,
+                 *, objective: Objective | None = None, search_kind: str | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> dict:
     """Run ``cmd`` under ``policy``; returns the report (see docs/online.md)."""
     from ..policy.apply import apply
@@ -127,7 +200,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         raise InvalidValueError(f"--policy {policy} needs --workload model=...,layers=...,hidden=...,seq_len=...")
     if not online and (start_mhz is not None or search is not None):
         raise InvalidValueError("the search options (--start, --margin, ...) are for --policy online")
-    search_params = search or SearchParams()
+    objective = objective or Objective()
+    search_kind = search_kind or default_search()
     window = window or WindowParams()
     log = log or sys.stderr
     progress = Path(progress_file) if progress_file else None
@@ -135,17 +209,9 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
 
     report: dict = {"command": cmd, "policy": policy, "progress_file": None if progress is None else str(progress)}
     if online:
-        # read before anything is pinned: levels above the board's own max_freq cannot take
-        cap = board_cap_mhz(dev)
-        levels = capped_levels(dev.available_frequencies_mhz, cap)
-        start, source = choose_start(dev, workload, model_dir, start_mhz)
-        if start > levels[-1]:
-            start, source = levels[-1], f"{source}, capped at the board's max_freq {cap:g} MHz"
-        report.update(start_mhz=start, start_source=source, board_max_mhz=cap,
-                      search_levels_mhz=list(levels))
-        if len(levels) < len(dev.available_frequencies_mhz):
-            print(f"pydvfs run: the board's max_freq is {cap:g} MHz (a power-mode cap?): "
-                  f"searching {levels[0]:g}..{levels[-1]:g} MHz", file=log, flush=True)
+        plan = plan_online(dev, workload, model_dir, start_mhz, log)
+        report.update(plan, search_kind=search_kind)
+        searcher = new_search(search_kind, plan["search_levels_mhz"], plan["start_mhz"], search, objective)
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)  # fails before any change
     if progress is not None and progress.exists():
         # a count left by an earlier run would read as steps of this one
@@ -157,7 +223,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     finished = False
     try:
         if online:
-            dev.pin(start)
+            dev.pin(plan["start_mhz"])
             report["decision"] = None
         elif policy == "maxn" and workload is None:
             dev.restore()
@@ -169,10 +235,10 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             proc = start_command(cmd, {"PYDVFS_POLICY": policy})
             try:
                 if online:
-                    loop = _OnlineLoop(dev, sampler, HillClimb(levels, start, search_params, 0.0),
-                                       window, progress, clock, t0, log)
-                    loop.run(proc, sleep)
-                    report.update(loop.report())
+                    engine = OnlineEngine(dev, sampler, searcher, window, f"the progress file {progress}",
+                                          log, objective)
+                    _poll(engine, progress, proc, clock, t0, sleep)
+                    report.update(engine.report())
                 else:
                     proc.wait()
             except BaseException:
@@ -190,7 +256,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             restored, restore_error = False, str(e)
     m = sampler.measurement
     steps = read_progress(progress) if progress is not None else None
-    energy = _window_energy_j(m)
+    energy = window_energy_j(m)
     report.update(
         exit_status=status,
         duration_s=m.duration_s,
@@ -204,196 +270,19 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         measurement=m.to_dict(),
     )
     if online:
-        report["chosen_mhz"] = report["final_mhz"] if report["fallback"] else report["search"]["best_mhz"]
-        # Like with like: the start clock's J/step was measured over steps, so it is compared
-        # with the span of counted steps only (first count seen .. last advance seen), never
-        # with the start-up before the first step or the tail after the last one.
-        est = report["search"]["start_estimate_j_per_step"]
-        span = report["counted_span"]
-        if est is not None and span is not None and span["steps"] > 0:
-            at_start_j = est * span["steps"]
-            report["energy_at_start_clock_j"] = energy - span["energy_j"] + at_start_j
-            report["saving_vs_start_pct"] = 100.0 * (1.0 - span["energy_j"] / at_start_j)
-        else:
-            report["energy_at_start_clock_j"] = None
-            report["saving_vs_start_pct"] = None
+        report.update(online_outcome(report, energy))
+        engine.say_outcome()
     else:
         report["chosen_mhz"] = report["decision"]["freq_mhz"]
     return report
 
 
-class _OnlineLoop:
-    """Pins what the search proposes, measures windows, feeds them back."""
-
-    def __init__(self, dev, sampler: Sampler, search: HillClimb, window: WindowParams,
-                 progress: Path, clock, t0: float, log):
-        self.dev, self.sampler, self.search, self.w = dev, sampler, search, window
-        self.progress, self.clock, self.t0, self.log = progress, clock, t0, log
-        self.pinned_mhz: float | None = search.target_mhz  # None: the board's own state
-        self.trajectory: list[dict] = []
-        self.switches = [{"t_s": 0.0, "freq_mhz": self.pinned_mhz}]
-        self.dropped: list[dict] = []  # levels the board refused: t_s, freq_mhz, error
-        self.fallback: str | None = None
-        # the counted-step span: the "span" window opens at the first count seen; "tail"
-        # reopens at every advance, so span - tail is the energy up to the last advance seen
-        self.span_first: tuple[float, int] | None = None  # (t_s, count) when the first count was seen
-        self.span_last: tuple[float, int] | None = None  # (t_s, count) at the last advance seen
-        self.span_steps = 0  # steps counted inside the span (a count that goes back adds none)
-        self.unusable = 0  # windows in a row without energy
-        self.last_steps: int | None = None
-        self.last_advance_s = 0.0
-        self.settle_until_s = window.settle_s
-        self.win: tuple[float, int] | None = None  # (start t_s, steps at start) of the open window
-
-    def _say(self, text: str) -> None:
-        print(f"pydvfs run: {text}", file=self.log, flush=True)
-
-    def _close_window(self):
-        if self.win is not None:
-            self.win = None
-            return self.sampler.end_window("probe")
-        return None
-
-    def _read_steps(self, t: float) -> int | None:
-        steps = read_progress(self.progress)
-        if steps is None:
-            return self.last_steps
-        if self.last_steps is None:
-            self.last_steps, self.last_advance_s = steps, t
-            self.sampler.begin_window("span")
-            self.sampler.begin_window("tail")
-            self.span_first = self.span_last = (t, steps)
-        elif steps != self.last_steps:
-            if steps < self.last_steps:  # the count went back (a restart): measure afresh
-                self._close_window()
-            else:
-                self.span_steps += steps - self.last_steps
-            self.sampler.end_window("tail")
-            self.sampler.begin_window("tail")
-            self.span_last = (t, steps)
-            self.last_steps, self.last_advance_s = steps, t
-        return self.last_steps
-
-    def _counted_span(self) -> dict | None:
-        if self.span_first is None:
-            return None
-        tail = self.sampler.end_window("tail")
-        whole = self.sampler.end_window("span")
-        return {"t_begin_s": self.span_first[0], "t_end_s": self.span_last[0],
-                "first_count": self.span_first[1], "last_count": self.span_last[1],
-                "steps": self.span_steps, "energy_j": _window_energy_j(whole) - _window_energy_j(tail)}
-
-    def _record_pin(self, t: float, mhz: float | None) -> None:
-        if mhz != self.pinned_mhz:
-            self.switches.append({"t_s": t, "freq_mhz": mhz})
-        self.pinned_mhz = mhz
-
-    def _unpinned(self, t: float, why: str) -> None:
-        """The board refused the clock: govcore put its own state back. Stop searching, leave
-        it there and let the command run on."""
-        self._close_window()
-        self.fallback = why
-        self._record_pin(t, None)
-        self._say(f"{why}: searching stopped, the board stays at its own clock state")
-
-    def _move_to(self, t: float, nxt: float) -> None:
-        """Pin the search's next clock. A level the board refuses (ClockVerifyError; govcore has
-        put the original state back) is dropped from the search, the current clock is pinned
-        again, and the search's next proposal is tried. If the current clock does not take
-        again either, or the board cannot be written at all, fall back to the board's state."""
-        while nxt != self.pinned_mhz:
-            try:
-                self.dev.pin(nxt)
-            except ClockVerifyError as e:
-                self.dropped.append({"t_s": t, "freq_mhz": nxt, "error": str(e)})
-                self._say(f"the board refused {nxt:g} MHz ({e}): dropped from the search")
-                refused = nxt
-                try:
-                    nxt = self.search.drop(refused, t)
-                except InvalidValueError as e2:  # the last level: cannot happen while one held
-                    return self._unpinned(t, str(e2))
-                try:
-                    self.dev.pin(self.pinned_mhz)
-                except PydvfsError as e2:
-                    return self._unpinned(t, f"the board refused {refused:g} MHz, then {self.pinned_mhz:g} "
-                                             f"MHz, which had held: {e2}")
-                self.settle_until_s = t + self.w.settle_s  # it was off for a moment
-            except PydvfsError as e:  # no permission, an I/O error: nothing to search on
-                return self._unpinned(t, f"cannot pin {nxt:g} MHz: {e}")
-            self._record_pin(t, nxt)
-            self.settle_until_s = t + self.w.settle_s
-        return None
-
-    def _fall_back(self, t: float, why: str) -> None:
-        self._close_window()
-        start = self.search.start_mhz
-        if self.pinned_mhz != start:
-            try:
-                self.dev.pin(start)
-            except PydvfsError as e:
-                return self._unpinned(t, f"{why}; the start clock {start:g} MHz did not take either ({e})")
-            self._record_pin(t, start)
-        self.fallback = why
-        self._say(f"{why}: searching stopped, staying at the start clock {start:g} MHz")
-        return None
-
-    def run(self, proc, sleep) -> None:
-        poll_s = self.w.poll_interval_s
-        while proc.poll() is None:
-            sleep(poll_s)
-            t = self.clock() - self.t0
-            steps = self._read_steps(t)
-            if self.fallback is not None:
-                continue
-            if steps is None:
-                if t > self.w.progress_timeout_s:
-                    self._fall_back(t, f"the progress file {self.progress} showed no step count "
-                                       f"within {self.w.progress_timeout_s:g} s")
-                continue
-            if t - self.last_advance_s > self.w.stall_s:
-                self._fall_back(t, f"the step count in {self.progress} stopped advancing "
-                                   f"({self.w.stall_s:g} s without a new step)")
-                continue
-            if t < self.settle_until_s:
-                continue
-            if self.win is None:
-                self.sampler.begin_window("probe")
-                self.win = (t, steps)
-                continue
-            t_begin, steps_begin = self.win
-            done = steps - steps_begin
-            if t - t_begin < self.w.min_window_s or done < self.w.min_steps:
-                continue
-            m = self._close_window()
-            self._feed(t, m, done)
-
-    def _feed(self, t: float, m, steps: int) -> None:
-        j_per_step = _window_energy_j(m) / steps
-        if not (math.isfinite(j_per_step) and j_per_step > 0):
-            self.unusable += 1  # the rails read nothing (a sensor that is off, all reads failed)
-            if self.unusable >= 3:
-                self._fall_back(t, f"the power rails read no energy in {self.unusable} windows in a row")
-            return
-        self.unusable = 0
-        phase, rnd = self.search.phase, self.search.round
-        nxt = self.search.observe(self.pinned_mhz, j_per_step, t)
-        self.trajectory.append({"t_s": t, "freq_mhz": self.pinned_mhz, "j_per_step": j_per_step,
-                                "steps": steps, "duration_s": m.duration_s,
-                                "energy_j": _window_energy_j(m), "phase": phase, "round": rnd})
-        if self.search.converged and phase != HillClimb.HOLD:
-            self._say(f"converged on {self.search.best_mhz:g} MHz after {t:.1f} s "
-                      f"({len(self.search.probes)} probes)")
-        if nxt != self.pinned_mhz:
-            self._move_to(t, nxt)
-
-    def report(self) -> dict:
-        self._close_window()
-        state = self.search.state()
-        state["start_estimate_j_per_step"] = self.search.estimate(self.search.start_mhz)
-        return {"trajectory": self.trajectory, "switches": self.switches, "search": state,
-                "converged": self.search.converged, "fallback": self.fallback,
-                "final_mhz": self.pinned_mhz, "dropped": self.dropped,
-                "counted_span": self._counted_span(), "window": self.w.to_dict()}
+def _poll(engine: OnlineEngine, progress: Path, proc, clock, t0: float, sleep) -> None:
+    """Drive the engine from the progress file until the command ends."""
+    poll_s = engine.w.poll_interval_s
+    while proc.poll() is None:
+        sleep(poll_s)
+        engine.tick(clock() - t0, read_progress(progress))
 
 
-__all__ = ["run_governed", "read_progress", "choose_start", "board_cap_mhz", "capped_levels", "WindowParams", "POLICIES", "STATIC_POLICIES"]
+__all__ = ["POLICIES", "STATIC_POLICIES", "WindowParams", "board_cap_mhz", "capped_levels", "choose_start", "read_progress", "run_governed"]

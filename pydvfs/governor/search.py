@@ -85,6 +85,8 @@ class Probe:
     windows: int
     round: int
     t_s: float  # when it finished (the clock of observe())
+    spread_pct: float | None = None  # (max - min) / median of its windows, %
+    s_per_step: float | None = None  # the step time there (median of its windows), if fed
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -160,9 +162,12 @@ class HillClimb:
         return dict(sorted(out.items()))
 
     # -- what it is fed --------------------------------------------------------------------
-    def observe(self, freq_mhz: float, j_per_step: float, now_s: float) -> float:
+    def observe(self, freq_mhz: float, j_per_step: float, now_s: float,
+                s_per_step: float | None = None) -> float:
         """One window measured at ``freq_mhz``: energy per step ``j_per_step`` (J), finished at
-        ``now_s`` (s, any monotonic origin). Returns the clock to run next."""
+        ``now_s`` (s, any monotonic origin). Returns the clock to run next. (The hill climb
+        compares one number per window: for an EDP objective the loop feeds J/step x s/step
+        as ``j_per_step``; ``s_per_step`` is accepted for the common interface and unused.)"""
         if not (isinstance(j_per_step, (int, float)) and math.isfinite(j_per_step) and j_per_step > 0):
             raise InvalidValueError(f"J/step must be a positive number, got {j_per_step!r}")
         self._last_t = now_s
@@ -175,8 +180,9 @@ class HillClimb:
         if not self._probe_done():
             return self.target_mhz
         value = self._probe_value(self._samples)
+        spread = 100.0 * (max(self._samples) - min(self._samples)) / statistics.median(self._samples)
         self.probes.append(Probe(self.levels_mhz[self._probing], value, len(self._samples),
-                                 self._round, now_s))
+                                 self._round, now_s, spread))
         self._est[self._probing] = value
         self._samples = []
         self._decide(now_s)
@@ -306,4 +312,4 @@ class HillClimb:
                 "params": self.params.to_dict()}
 
 
-__all__ = ["HillClimb", "SearchParams", "Probe"]
+__all__ = ["HillClimb", "Probe", "SearchParams"]

@@ -69,7 +69,7 @@ def test_online_finds_the_simulated_optimum_and_beats_maxn(cli, orin, tmp_path):
     # Start on the steep side of the U: between 1300.5 and 1224 MHz the simulated J/step differs
     # by 0.9 %, less than the search's 2 % margin, so from 1300.5 whether it leaves at all is a
     # coin flip decided by measurement noise; 1224 -> 1122 is 8.8 %.
-    res = cli("run", "--sysfs-root", str(orin.root), "--json", "--start", "1224",
+    res = cli("run", "--sysfs-root", str(orin.root), "--json", "--start", "1224", "--search", "hill",
               "--progress-file", str(progress), *SEARCH, "--",
               *train_cmd(orin, progress, 40000, write_log=tmp_path / "writes.json"))
     assert res.returncode == 0, res.stderr
@@ -142,8 +142,8 @@ def test_online_starts_where_the_learned_model_points(cli, orin, tmp_path):
     """With a workload the search starts at mlg's clock (714 MHz for BERT-base), which is the
     simulated optimum: it checks both neighbours and stays."""
     progress = tmp_path / "steps"
-    res = cli("run", "--sysfs-root", str(orin.root), "--workload", BERT_BASE, "--progress-file",
-              str(progress), *FAST, "--", *train_cmd(orin, progress, 5000))
+    res = cli("run", "--sysfs-root", str(orin.root), "--workload", BERT_BASE, "--search", "hill",
+              "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 5000))
     assert res.returncode == 0, res.stderr
     out = res.stdout
     assert "started at 714 MHz (mlg)" in out and "converged on 714 MHz" in out

@@ -1,0 +1,275 @@
+"""The one online engine: measure windows of training steps, feed the search, pin what it
+proposes. ``pydvfs run`` (steps from a progress file), :class:`pydvfs.OnlineGovernor` (steps
+from ``gov.step()`` in a plain loop) and the Hugging Face / Lightning callbacks (steps from the
+trainer's hooks) all drive this class; they differ only in where the step count comes from.
+
+The caller opens the device and the sampler, and calls :meth:`OnlineEngine.tick` with the time
+and the step count whenever it has them (the count may be ``None`` while none is known yet).
+Nothing here sleeps, starts processes or restores the board: the caller owns those.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
+from .objective import Objective
+
+
+@dataclass(frozen=True)
+class WindowParams:
+    """How the engine measures. Units are in the names."""
+
+    min_window_s: float = 10.0  # a window lasts at least this long...
+    min_steps: int = 20  # ...and holds at least this many training steps
+    settle_s: float = 2.0  # after a clock change, wait this long before measuring
+    progress_timeout_s: float = 120.0  # the progress file must show a count within this
+    stall_s: float = 120.0  # no new step for this long: stop searching
+    poll_s: float | None = None  # how often the progress file is read (default: window / 20)
+
+    def __post_init__(self):
+        if not (self.min_window_s > 0 and math.isfinite(self.min_window_s)):
+            raise InvalidValueError("the window must be a finite number of seconds > 0")
+        if not (isinstance(self.min_steps, int) and self.min_steps >= 1):
+            raise InvalidValueError("min steps per window must be an integer >= 1")
+        if not self.settle_s >= 0:
+            raise InvalidValueError("settle must be >= 0 s")
+        if not (self.progress_timeout_s > 0 and self.stall_s > 0):
+            raise InvalidValueError("the progress timeout and the stall limit must be > 0 s")
+        if self.poll_s is not None and not self.poll_s > 0:
+            raise InvalidValueError("the poll interval must be > 0 s")
+
+    @property
+    def poll_interval_s(self) -> float:
+        return self.poll_s if self.poll_s is not None else min(0.25, max(0.002, self.min_window_s / 20))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def window_energy_j(m) -> float:
+    """CPU+GPU energy of a sampler window; all rails on a board without CPU/GPU rails."""
+    return m.cpu_gpu_energy_j if m.cpu_gpu_energy_j is not None else m.total_energy_j
+
+
+class OnlineEngine:
+    """Pins what the search proposes, measures windows, feeds them back.
+
+    ``source`` names where the step count comes from, for messages ("the progress file F",
+    "the training loop"). ``objective``: what a window's cost is; the hill climb is fed that
+    cost, the model search (which fits time and energy separately) J/step and s/step.
+    """
+
+    def __init__(self, dev, sampler, search, window: WindowParams, source: str, log=None,
+                 objective: Objective | None = None, say_prefix: str = "pydvfs run"):
+        self.dev, self.sampler, self.search, self.w = dev, sampler, search, window
+        self.source, self.log, self.prefix = source, log, say_prefix
+        self.objective = objective or Objective()
+        self.pinned_mhz: float | None = search.target_mhz  # None: the board's own state
+        self.trajectory: list[dict] = []
+        self.switches = [{"t_s": 0.0, "freq_mhz": self.pinned_mhz}]
+        self.dropped: list[dict] = []  # levels the board refused: t_s, freq_mhz, error
+        self.fallback: str | None = None
+        # the counted-step span: the "span" window opens at the first count seen; "tail"
+        # reopens at every advance, so span - tail is the energy up to the last advance seen
+        self.span_first: tuple[float, int] | None = None  # (t_s, count) when the first count was seen
+        self.span_last: tuple[float, int] | None = None  # (t_s, count) at the last advance seen
+        self.span_steps = 0  # steps counted inside the span (a count that goes back adds none)
+        self.unusable = 0  # windows in a row without energy
+        self.last_steps: int | None = None
+        self.last_advance_s = 0.0
+        self.settle_until_s = window.settle_s
+        self.win: tuple[float, int] | None = None  # (start t_s, steps at start) of the open window
+        self._probes_said = 0
+
+    def _say(self, text: str) -> None:
+        if self.log is not None:
+            print(f"{self.prefix}: {text}", file=self.log, flush=True)
+
+    def _close_window(self):
+        if self.win is not None:
+            self.win = None
+            return self.sampler.end_window("probe")
+        return None
+
+    def _count(self, t: float, steps: int | None) -> int | None:
+        if steps is None:
+            return self.last_steps
+        if self.last_steps is None:
+            self.last_steps, self.last_advance_s = steps, t
+            self.sampler.begin_window("span")
+            self.sampler.begin_window("tail")
+            self.span_first = self.span_last = (t, steps)
+        elif steps != self.last_steps:
+            if steps < self.last_steps:  # the count went back (a restart): measure afresh
+                self._close_window()
+            else:
+                self.span_steps += steps - self.last_steps
+            self.sampler.end_window("tail")
+            self.sampler.begin_window("tail")
+            self.span_last = (t, steps)
+            self.last_steps, self.last_advance_s = steps, t
+        return self.last_steps
+
+    def _counted_span(self) -> dict | None:
+        if self.span_first is None:
+            return None
+        tail = self.sampler.end_window("tail")
+        whole = self.sampler.end_window("span")
+        return {"t_begin_s": self.span_first[0], "t_end_s": self.span_last[0],
+                "first_count": self.span_first[1], "last_count": self.span_last[1],
+                "steps": self.span_steps, "energy_j": window_energy_j(whole) - window_energy_j(tail)}
+
+    def _record_pin(self, t: float, mhz: float | None) -> None:
+        if mhz != self.pinned_mhz:
+            self.switches.append({"t_s": t, "freq_mhz": mhz})
+        self.pinned_mhz = mhz
+
+    def _unpinned(self, t: float, why: str) -> None:
+        """The board refused the clock: govcore put its own state back. Stop searching, leave
+        it there and let the training run on."""
+        self._close_window()
+        self.fallback = why
+        self._record_pin(t, None)
+        self._say(f"{why}: searching stopped, the board stays at its own clock state")
+
+    def _move_to(self, t: float, nxt: float) -> None:
+        """Pin the search's next clock. A level the board refuses (ClockVerifyError; govcore has
+        put the original state back) is dropped from the search, the current clock is pinned
+        again, and the search's next proposal is tried. If the current clock does not take
+        again either, or the board cannot be written at all, fall back to the board's state."""
+        while nxt != self.pinned_mhz:
+            try:
+                self.dev.pin(nxt)
+            except ClockVerifyError as e:
+                self.dropped.append({"t_s": t, "freq_mhz": nxt, "error": str(e)})
+                self._say(f"the board refused {nxt:g} MHz ({e}): dropped from the search")
+                refused = nxt
+                try:
+                    nxt = self.search.drop(refused, t)
+                except InvalidValueError as e2:  # the last level: cannot happen while one held
+                    return self._unpinned(t, str(e2))
+                try:
+                    self.dev.pin(self.pinned_mhz)
+                except PydvfsError as e2:
+                    return self._unpinned(t, f"the board refused {refused:g} MHz, then {self.pinned_mhz:g} "
+                                             f"MHz, which had held: {e2}")
+                self.settle_until_s = t + self.w.settle_s  # it was off for a moment
+            except PydvfsError as e:  # no permission, an I/O error: nothing to search on
+                return self._unpinned(t, f"cannot pin {nxt:g} MHz: {e}")
+            self._record_pin(t, nxt)
+            self.settle_until_s = t + self.w.settle_s
+        return None
+
+    def _fall_back(self, t: float, why: str) -> None:
+        self._close_window()
+        start = self.search.start_mhz
+        if self.pinned_mhz != start:
+            try:
+                self.dev.pin(start)
+            except PydvfsError as e:
+                return self._unpinned(t, f"{why}; the start clock {start:g} MHz did not take either ({e})")
+            self._record_pin(t, start)
+        self.fallback = why
+        self._say(f"{why}: searching stopped, staying at the start clock {start:g} MHz")
+        return None
+
+    def tick(self, t: float, steps: int | None) -> None:
+        """Time ``t`` (s since the start) and the step count now (None: not known yet)."""
+        steps = self._count(t, steps)
+        if self.fallback is not None:
+            return
+        if steps is None:
+            if t > self.w.progress_timeout_s:
+                self._fall_back(t, f"{self.source} showed no step count within {self.w.progress_timeout_s:g} s")
+            return
+        if t - self.last_advance_s > self.w.stall_s:
+            self._fall_back(t, f"the step count in {self.source} stopped advancing "
+                               f"({self.w.stall_s:g} s without a new step)")
+            return
+        if t < self.settle_until_s:
+            return
+        if self.win is None:
+            self.sampler.begin_window("probe")
+            self.win = (t, steps)
+            return
+        t_begin, steps_begin = self.win
+        done = steps - steps_begin
+        if t - t_begin < self.w.min_window_s or done < self.w.min_steps:
+            return
+        m = self._close_window()
+        self._feed(t, m, done)
+
+    def _feed(self, t: float, m, steps: int) -> None:
+        energy = window_energy_j(m)
+        j_per_step = energy / steps
+        if not (math.isfinite(j_per_step) and j_per_step > 0):
+            self.unusable += 1  # the rails read nothing (a sensor that is off, all reads failed)
+            if self.unusable >= 3:
+                self._fall_back(t, f"the power rails read no energy in {self.unusable} windows in a row")
+            return
+        self.unusable = 0
+        s_per_step = m.duration_s / steps
+        phase, rnd = self.search.phase, self.search.round
+        fed = j_per_step if getattr(self.search, "fits_time", False) else self.objective.cost(j_per_step, s_per_step)
+        nxt = self.search.observe(self.pinned_mhz, fed, t, s_per_step)
+        self.trajectory.append({"t_s": t, "freq_mhz": self.pinned_mhz, "j_per_step": j_per_step,
+                                "s_per_step": s_per_step, "steps": steps, "duration_s": m.duration_s,
+                                "energy_j": energy, "phase": phase, "round": rnd})
+        self._say_probes(t, nxt, phase)
+        if nxt != self.pinned_mhz:
+            self._move_to(t, nxt)
+
+    def _say_probes(self, t: float, nxt: float, phase_before: str) -> None:
+        """Live feedback: one line per finished probe (clock, J/step +- spread, decision)."""
+        probes = self.search.probes
+        for i in range(self._probes_said, len(probes)):
+            p = probes[i]
+            spread = "" if p.spread_pct is None else f" +- {p.spread_pct / 2:.1f} %"
+            if i < len(probes) - 1:
+                decision = "superseded"
+            elif self.search.converged:
+                decision = f"converged on {self.search.best_mhz:g} MHz"
+            elif nxt != p.freq_mhz:
+                decision = f"next {nxt:g} MHz"
+            else:
+                decision = "measuring it again"
+            unit = "J/step" if getattr(self.search, "fits_time", False) or self.objective.kind == "energy" \
+                else self.objective.kind
+            self._say(f"probe {i + 1} at {t:.1f} s: {p.freq_mhz:g} MHz {p.j_per_step:.5g} {unit}{spread} "
+                      f"({p.windows} windows) -> {decision}")
+        if len(probes) == self._probes_said and self.search.phase != phase_before and not self.search.converged:
+            why = self.search.reprobe_reasons[-1][1] if self.search.reprobe_reasons else "timer"
+            self._say(f"searching again at {t:.1f} s ({why}) from {self.search.best_mhz:g} MHz")
+        self._probes_said = len(probes)
+
+    def say_outcome(self) -> None:
+        """The last status line, once the report is complete: a run that ended before any
+        probe finished says so (it has no best clock to report)."""
+        if not self.search.probes and self.fallback is None:
+            self._say("the run ended before the first probe finished: no clock was measured, "
+                      "so there is no best clock to report")
+
+    def _start_j_per_step(self) -> float | None:
+        """The start clock's J/step: its probe (in J/step unless the hill climb was fed another
+        cost), else None."""
+        if getattr(self.search, "fits_time", False) or self.objective.kind == "energy":
+            return self.search.estimate(self.search.start_mhz)
+        first = [w["j_per_step"] for w in self.trajectory
+                 if w["freq_mhz"] == self.search.start_mhz and w["round"] == 0]
+        return sorted(first)[len(first) // 2] if first and self.search.probes else None
+
+    def report(self) -> dict:
+        """The engine's part of the report (close it once, at the end)."""
+        self._close_window()
+        state = self.search.state()
+        state["start_estimate_j_per_step"] = self._start_j_per_step()
+        measured = bool(self.search.probes)
+        return {"trajectory": self.trajectory, "switches": self.switches, "search": state,
+                "converged": self.search.converged, "fallback": self.fallback,
+                "probed": measured, "final_mhz": self.pinned_mhz, "dropped": self.dropped,
+                "objective": self.objective.to_dict(),
+                "counted_span": self._counted_span(), "window": self.w.to_dict()}
+
+
+__all__ = ["OnlineEngine", "WindowParams", "window_energy_j"]

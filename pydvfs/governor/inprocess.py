@@ -1,0 +1,243 @@
+"""The governor inside the training process: a plain loop calls ``gov.step()`` after each
+training step; the Hugging Face and Lightning callbacks do it from their hooks.
+
+    gov = pydvfs.OnlineGovernor(sysfs_root=...)      # policy="online" by default
+    for batch in data:
+        train_step(batch)
+        gov.step()
+    report = gov.close()                             # restores the board
+
+It drives the same :class:`~pydvfs.governor.engine.OnlineEngine` as ``pydvfs run``; the step
+count comes from ``step()`` instead of a progress file. Static policies (mlg, ffg, rules, maxn)
+pin once at the start and only measure.
+
+The board is restored by :meth:`close` (also ``with``-exit), at interpreter exit (an uncaught
+exception ends the process), and on SIGTERM/SIGHUP/SIGQUIT (handlers installed while it
+governs, main thread only): the board is restored first, then the signal does what it did
+before (the default: the process ends with 128+N).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from typing_extensions import Self
+
+from ..device import open_device
+from ..errors import InvalidValueError
+from ..sampler import Sampler
+from ..signals import SIGNALS
+from .engine import OnlineEngine, WindowParams, window_energy_j
+from .loop import (
+    POLICIES,
+    default_search,
+    new_search,
+    online_outcome,
+    plan_online,
+    search_params,
+)
+from .objective import Objective
+
+
+class OnlineGovernor:
+    """Govern the GPU clock from inside a training loop; see the module docstring.
+
+    ``policy``: ``online`` (search while training) or a static one (``mlg``, ``ffg``,
+    ``rules``, ``maxn``). ``workload``: a :class:`pydvfs.Workload`, a dict or a Hugging Face
+    model/config (with ``seq_len``), as for :func:`pydvfs.apply`; the online search uses it for
+    its start clock only (None: FFG). ``search``: ``model`` or ``hill``; ``objective``:
+    ``energy``, ``edp`` or ``ed2p``; ``max_slowdown_pct``; ``window``: a
+    :class:`WindowParams` or a dict of its fields; ``search_options``: ``margin_pct``,
+    ``samples``, ``reprobe_s``. ``log``: where status lines go (None: nowhere).
+    """
+
+    def __init__(self, policy: str = "online", workload: Any = None, *, sysfs_root=None, state_dir=None,
+                 model_dir=None, rate_hz: float | None = None, start_mhz: float | None = None,
+                 search: str | None = None, objective: str = "energy", max_slowdown_pct: float | None = None,
+                 window: WindowParams | dict | None = None, search_options: dict | None = None,
+                 log=sys.stderr, clock: Callable[[], float] = time.monotonic):
+        if policy not in POLICIES:
+            raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
+        if policy != "online" and workload is None and policy != "maxn":
+            raise InvalidValueError(f"policy {policy} needs a workload (a pydvfs.Workload, a dict, or a "
+                                    "Hugging Face model with seq_len)")
+        if policy != "online" and (start_mhz is not None or search is not None or search_options):
+            raise InvalidValueError("start_mhz, search and search_options are for policy 'online'")
+        self.policy, self.workload, self.model_dir = policy, workload, model_dir
+        self.objective = Objective(objective, max_slowdown_pct)
+        if policy != "online" and self.objective != Objective():
+            raise InvalidValueError(f"objective and max_slowdown_pct are not available with policy {policy}")
+        self.search_kind = search or default_search()
+        self.search_params = search_params(self.search_kind, **(search_options or {})) \
+            if policy == "online" else None
+        self.window = WindowParams(**window) if isinstance(window, dict) else (window or WindowParams())
+        self.start_mhz = start_mhz
+        self.log, self.clock = log, clock
+        self.dev = open_device(sysfs_root, state_dir)
+        self.sampler = Sampler(rate_hz=rate_hz, sysfs_root=self.dev.sysfs_root)  # fails before any change
+        self.steps = 0
+        self.engine: OnlineEngine | None = None
+        self.report: dict | None = None
+        self._t0: float | None = None
+        self._plan: dict = {}
+        self._decision: dict | None = None
+        self._old_handlers: dict = {}
+        self._lock = threading.RLock()
+
+    # -- life cycle ------------------------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        return self._t0 is not None
+
+    def start(self) -> OnlineGovernor:
+        """Pin the start clock (online) or the policy's clock, start measuring. Called by the
+        first :meth:`step` if not before."""
+        with self._lock:
+            if self.started:
+                return self
+            if self.report is not None:
+                raise InvalidValueError("this governor was closed; make a new one")
+            from ..policy.apply import apply
+
+            if self.policy == "online":
+                self._plan = plan_online(self.dev, self.workload, self.model_dir, self.start_mhz, self.log,
+                                         "pydvfs")
+                searcher = new_search(self.search_kind, self._plan["search_levels_mhz"],
+                                      self._plan["start_mhz"], self.search_params, self.objective)
+            self._install_handlers()
+            atexit.register(self.close)
+            try:
+                if self.policy == "online":
+                    self.dev.pin(self._plan["start_mhz"])
+                elif self.policy == "maxn" and self.workload is None:
+                    self.dev.restore()
+                    self._decision = {"freq_mhz": None, "policy": "maxn"}
+                else:
+                    self._decision = apply(self.workload, self.policy, self.model_dir, self.dev.sysfs_root,
+                                           self.dev.state_dir).to_dict()
+                self.sampler.start()
+                self._t0_ns = time.monotonic_ns()
+                self.sampler.begin_window("run")
+                self._t0 = self.clock()
+                if self.policy == "online":
+                    self.engine = OnlineEngine(self.dev, self.sampler, searcher, self.window, "the training loop",
+                                               self.log, self.objective, say_prefix="pydvfs")
+            except BaseException:
+                self._teardown()
+                raise
+            return self
+
+    def step(self, n: int = 1) -> None:
+        """``n`` more training steps are done (call it after each optimiser step)."""
+        with self._lock:
+            if not self.started:
+                self.start()
+            self.steps += int(n)
+            if self.engine is not None:
+                self.engine.tick(self.clock() - self._t0, self.steps)
+
+    def stats(self) -> dict:
+        """So far: ``energy_j`` (CPU+GPU), ``j_per_step``, ``gpu_clock_mhz`` (None: the board's
+        own governor), ``steps``, ``duration_s``."""
+        with self._lock:
+            if not self.started:
+                return {"energy_j": 0.0, "j_per_step": None, "gpu_clock_mhz": self.current_mhz,
+                        "steps": 0, "duration_s": 0.0}
+            m = self.sampler.peek_window("run")
+            e = window_energy_j(m)
+            return {"energy_j": e, "j_per_step": e / self.steps if self.steps else None,
+                    "gpu_clock_mhz": self.current_mhz, "steps": self.steps, "duration_s": m.duration_s}
+
+    @property
+    def current_mhz(self) -> float | None:
+        if self.engine is not None:
+            return self.engine.pinned_mhz
+        return None if self._decision is None else self._decision["freq_mhz"]
+
+    def close(self) -> dict | None:
+        """Stop measuring, restore the board, return the report (the same fields as ``pydvfs
+        run``'s, without the command's). Safe to call twice (the same report)."""
+        with self._lock:
+            if self.report is not None or not self.started:
+                if not self.started and self.report is None:
+                    self._remove_handlers()
+                return self.report
+            try:
+                engine_part = self.engine.report() if self.engine is not None else None
+                m = self.sampler.end_window("run")
+                self._t1_ns = time.monotonic_ns()
+            finally:
+                self._teardown()
+            report = self._report(m, engine_part)
+            self.report = report
+            if self.engine is not None:
+                self.engine.say_outcome()
+            return report
+
+    def _teardown(self) -> None:
+        try:
+            self.sampler.stop()
+        finally:
+            self._restored = self.dev.restore()
+            self._remove_handlers()
+            atexit.unregister(self.close)
+
+    def _report(self, m, engine_part: dict | None) -> dict:
+        energy = window_energy_j(m)
+        report = {"policy": self.policy, "steps": self.steps, "duration_s": m.duration_s,
+                  "energy_j": dict(m.energy_j), "cpu_gpu_energy_j": m.cpu_gpu_energy_j,
+                  "energy_basis": "cpu+gpu" if m.cpu_gpu_energy_j is not None else "all rails",
+                  "j_per_step": energy / self.steps if self.steps else None,
+                  "restored": self._restored, "measurement": m.to_dict(),
+                  "monotonic_ns": [self._t0_ns, self._t1_ns]}  # brackets the measured span
+        if engine_part is None:
+            report.update(decision=self._decision, chosen_mhz=self._decision["freq_mhz"])
+        else:
+            report.update(self._plan, search_kind=self.search_kind, decision=None, **engine_part)
+            report.update(online_outcome(report, energy))
+        return report
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- signals ---------------------------------------------------------------------------
+    def _install_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for s in SIGNALS:
+            self._old_handlers[s] = signal.signal(s, self._on_signal)
+
+    def _remove_handlers(self) -> None:
+        old, self._old_handlers = self._old_handlers, {}
+        for s, h in old.items():
+            signal.signal(s, h)
+
+    def _on_signal(self, signum, frame) -> None:
+        """Restore the board first, then let the signal do what it did before."""
+        old = self._old_handlers.get(signum, signal.SIG_DFL)
+        try:
+            self.dev.restore()
+            self.sampler.stop()
+        finally:
+            self._remove_handlers()
+            atexit.unregister(self.close)
+            self.report = {"policy": self.policy, "steps": self.steps, "restored": True,
+                           "ended_by": signal.Signals(signum).name}
+        if self.log is not None:
+            print(f"pydvfs: {signal.Signals(signum).name}: the GPU clock was restored", file=self.log, flush=True)
+        if callable(old):
+            old(signum, frame)
+        elif old == signal.SIG_DFL:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+
+__all__ = ["OnlineGovernor"]

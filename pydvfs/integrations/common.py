@@ -1,0 +1,63 @@
+"""What the framework callbacks share: the workload read from the model and its data, and the
+numbers they log."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..errors import InvalidValueError
+from ..governor.inprocess import OnlineGovernor
+
+LOGGED = ("energy_j", "j_per_step", "gpu_clock_mhz")  # the keys added to the framework's logs
+
+
+def average_tokens(dataset: Any, rows: int = 256) -> float | None:
+    """The average number of tokens per sample over the first ``rows`` rows of a dataset whose
+    rows hold ``input_ids`` (and perhaps ``attention_mask``); None if it cannot tell. It reads
+    rows by index, so it draws nothing from the random number generators."""
+    try:
+        n = min(rows, len(dataset))
+        lengths = []
+        for i in range(n):
+            row = dataset[i]
+            mask = row.get("attention_mask") if hasattr(row, "get") else None
+            ids = row.get("input_ids") if hasattr(row, "get") else None
+            if mask is not None:
+                lengths.append(float(sum(int(v) for v in mask)))
+            elif ids is not None:
+                lengths.append(float(len(ids)))
+        return sum(lengths) / len(lengths) if lengths else None
+    except Exception:  # noqa: BLE001 - any dataset shape we cannot read: no estimate
+        return None
+
+
+def workload_from(model: Any, dataset: Any, given: Any, options: dict) -> Any:
+    """``given`` if set; else the model's config with ``seq_len`` (from ``options`` or the
+    dataset). None when it cannot be built (the online search then starts at FFG)."""
+    if given is not None:
+        return given
+    from ..policy.workload import Workload
+
+    seq_len = options.get("seq_len") or average_tokens(dataset)
+    if model is None or seq_len is None:
+        return None
+    try:
+        return Workload.from_any(model, seq_len=seq_len)
+    except InvalidValueError:
+        return None
+
+
+def make_governor(policy: str, workload: Any, options: dict) -> OnlineGovernor:
+    if policy != "online" and workload is None and policy != "maxn":
+        raise InvalidValueError(f"policy {policy} needs a workload: pass workload=..., or seq_len= with a "
+                                "Hugging Face model")
+    opts = {k: v for k, v in options.items() if k != "seq_len"}
+    opts.setdefault("log", sys.stderr)
+    return OnlineGovernor(policy, workload, **opts)
+
+
+def log_values(gov: OnlineGovernor) -> dict:
+    """energy_j, j_per_step, gpu_clock_mhz so far (a key is left out while it has no value:
+    loggers take numbers only; gpu_clock_mhz is absent under the board's own governor)."""
+    s = gov.stats()
+    return {k: float(s[k]) for k in LOGGED if s.get(k) is not None}

@@ -1,0 +1,64 @@
+"""The governor as a Lightning callback (``pip install pydvfs[lightning]``).
+
+    from pydvfs.integrations.lightning import GovernorCallback
+    trainer = lightning.Trainer(callbacks=[GovernorCallback()])
+
+As :mod:`pydvfs.integrations.hf`: it governs in-process from ``on_train_batch_end`` (one
+optimiser step per ``accumulate_grad_batches`` batches), restores the board at the end of
+fitting, on an exception (``on_exception``) and on SIGTERM/SIGHUP/SIGQUIT, and logs
+``energy_j``, ``j_per_step`` and ``gpu_clock_mhz`` with ``pl_module.log`` (to the trainer's
+loggers). ``workload``: as for :func:`pydvfs.apply`; None: the module's ``model`` attribute's
+Hugging Face config (if any) with ``seq_len=``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from lightning.pytorch import Callback
+except ImportError:  # the older package name
+    from pytorch_lightning import Callback
+
+from .common import log_values, make_governor, workload_from
+
+
+class GovernorCallback(Callback):
+    def __init__(self, policy: str = "online", workload: Any = None, **options):
+        self.policy, self.workload, self.options = policy, workload, options
+        self.governor = None
+        self.report: dict | None = None
+        self._batches = 0
+
+    def on_fit_start(self, trainer, pl_module):
+        dataset = None
+        loader = getattr(trainer, "train_dataloader", None)
+        dataset = getattr(loader, "dataset", None)
+        model = getattr(pl_module, "model", None)
+        workload = workload_from(model if hasattr(model, "config") else None, dataset, self.workload, self.options)
+        self.report, self._batches = None, 0
+        self.governor = make_governor(self.policy, workload, self.options)
+        self.governor.start()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if self.governor is None or self.report is not None:
+            return
+        self._batches += 1
+        if self._batches % max(1, int(getattr(trainer, "accumulate_grad_batches", 1))) == 0:
+            self.governor.step()
+        for key, value in log_values(self.governor).items():
+            pl_module.log(key, value, on_step=True, on_epoch=False, prog_bar=False)
+
+    def on_fit_end(self, trainer, pl_module):
+        self.close()
+
+    def on_exception(self, trainer, pl_module, exception):
+        self.close()
+
+    def close(self) -> dict | None:
+        """Stop governing and restore the board (idempotent); returns the report."""
+        if self.governor is not None and self.report is None:
+            self.report = self.governor.close()
+        return self.report
+
+
+__all__ = ["GovernorCallback"]

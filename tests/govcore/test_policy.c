@@ -223,7 +223,7 @@ static void test_roofline_policy_on_13_levels(void)
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     gc_workload w = {0, -1.0, 12, 768, 64};
     double classes[1] = {700.0};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
     char path[600], err[256];
     double e, best_e = 1e300, best_mhz = 0;
     gc_roofline r;

@@ -12,12 +12,34 @@ from pydvfs.device.fake import ORIN_11_LEVELS_HZ, ORIN_13_LEVELS_HZ, build_fake_
 
 REPO = Path(__file__).resolve().parents[1]
 
+
+
+def _written_only_by_root(path: Path) -> bool:
+    """No folder from / down to path is owned by another user or writable by group or others."""
+    for p in (path, *path.parents):
+        st = p.stat()
+        if st.st_uid != 0 or st.st_mode & 0o022:
+            return False
+    return True
+
+
 # As root, pydvfs loads a model folder's policy.so only from a path that no one else can write
 # (pydvfs/policy/manifest.py, govcore/policy_load.c); /tmp is world-writable. So the tests, which
-# run as root on CI, keep their temp folders under the checkout's build/ folder instead.
-if os.geteuid() == 0 and "PYTEST_DEBUG_TEMPROOT" not in os.environ:
-    (REPO / "build" / "tmp").mkdir(parents=True, exist_ok=True)
-    os.environ["PYTEST_DEBUG_TEMPROOT"] = str(REPO / "build" / "tmp")
+# run as root on CI, keep their temp folders under the checkout's build/ folder, or, for a
+# checkout that lies below such a folder (a clone in /tmp), under /run. TEST_TMP is mode 0755:
+# the tests that run clients as nobody make their folders in it.
+TEST_TMP = REPO / "build" / "tmp"
+if os.geteuid() == 0:
+    if not _written_only_by_root(REPO):
+        TEST_TMP = Path("/run/pydvfs-tests") if _written_only_by_root(Path("/run")) else Path("/var/lib/pydvfs-tests")
+    TEST_TMP.mkdir(mode=0o755, parents=True, exist_ok=True)
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(TEST_TMP))
+
+
+@pytest.fixture(scope="session")
+def test_tmp() -> Path:
+    """TEST_TMP: a folder (0755) root may load policies from and nobody may traverse."""
+    return TEST_TMP
 
 
 @pytest.fixture(autouse=True)

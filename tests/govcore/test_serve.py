@@ -119,12 +119,11 @@ class Daemon:
 
 
 @pytest.fixture
-def work():
+def work(test_tmp):
     # /tmp/pytest-of-root may be 0700: nobody must reach the socket and the fake board. Not /tmp
-    # itself: root loads the installed policy from here, and refuses a world-writable folder above it.
-    base = REPO / "build" / "tmp"
-    base.mkdir(parents=True, exist_ok=True)
-    d = Path(tempfile.mkdtemp(prefix="pydvfs-serve-", dir=base))
+    # itself: root loads the installed policy from here, and refuses a world-writable folder above it
+    # (tests/conftest.py's TEST_TMP).
+    d = Path(tempfile.mkdtemp(prefix="pydvfs-serve-", dir=test_tmp))
     os.chmod(d, 0o755)
     yield d
     shutil.rmtree(d, ignore_errors=True)

@@ -185,7 +185,7 @@ int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t len)
     return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
 
-static int mkdir_p(const char *dir)
+int gc_mkdir_p(const char *dir)
 {
     char tmp[GC_PATH_MAX], *p;
 
@@ -242,7 +242,7 @@ static int open_state_dir(gc_board *b, const char *state_dir, int create, int *d
     *dfd = -1;
     if ((rc = resolve_dir(b, state_dir, dir, sizeof dir)) < 0)
         return rc;
-    if (create && (rc = mkdir_p(dir)) < 0) {
+    if (create && (rc = gc_mkdir_p(dir)) < 0) {
         set_err(b, "cannot create state folder %s: %s", dir, strerror(-rc));
         return rc;
     }

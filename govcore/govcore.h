@@ -101,6 +101,8 @@ int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz);
 int gc_default_state_dir(char *out, size_t len);
 
 /* Path of this board's state file in state_dir (NULL: the default folder). */
+/* Create dir and its missing parents, mode 0700 (the state folder's). 0 or -errno. */
+int gc_mkdir_p(const char *dir);
 int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t len);
 
 /* Save governor/min/max unless a state is already saved (the first saved state is the

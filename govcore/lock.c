@@ -48,7 +48,7 @@ int gc_lock_path(gc_board *b, const char *state_dir, char *out, size_t len)
     return 0;
 }
 
-/* Create the folders of path's parent that are missing. */
+/* Create the folders of path's parent that are missing, as clock.c creates the state folder. */
 static int make_parent(const char *path)
 {
     char dir[GC_PATH_MAX], *p;
@@ -58,17 +58,7 @@ static int make_parent(const char *path)
     if (!p || p == dir)
         return 0;
     *p = '\0';
-    for (p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
+    return gc_mkdir_p(dir);
 }
 
 int gc_flock_try(const char *path, int *fd_out)

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 
 from ..errors import InvalidValueError
 from .objective import Objective
-from .search import Probe
+from .search import Probe, latest_estimates
 
 
 @dataclass(frozen=True)
@@ -186,10 +186,7 @@ class CurveSearch:
         return None
 
     def estimates(self) -> dict[float, float]:
-        out = {}
-        for p in self.probes:
-            out[p.freq_mhz] = p.j_per_step
-        return dict(sorted(out.items()))
+        return latest_estimates(self.probes)
 
     # -- what it is fed --------------------------------------------------------------------
     def observe(self, freq_mhz: float, j_per_step: float, now_s: float,

@@ -92,6 +92,11 @@ class Probe:
         return asdict(self)
 
 
+def latest_estimates(probes) -> dict[float, float]:
+    """Level MHz -> the latest J/step measured there, for every level probed (both searches)."""
+    return dict(sorted({p.freq_mhz: p.j_per_step for p in probes}.items()))
+
+
 class HillClimb:
     """Search a discrete clock table for the lowest energy per step.
 
@@ -155,11 +160,7 @@ class HillClimb:
         return None
 
     def estimates(self) -> dict[float, float]:
-        """Level MHz -> the latest J/step measured there, for every level probed."""
-        out = {}
-        for p in self.probes:
-            out[p.freq_mhz] = p.j_per_step
-        return dict(sorted(out.items()))
+        return latest_estimates(self.probes)
 
     # -- what it is fed --------------------------------------------------------------------
     def observe(self, freq_mhz: float, j_per_step: float, now_s: float,

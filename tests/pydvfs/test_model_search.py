@@ -77,7 +77,9 @@ def test_noisy_windows_on_the_simulated_orin_settle_within_one_percent(model):
         gaps.append(gap_pct(curve, s.best_mhz))
         probes.append(len(s.probes))
     assert sum(gaps) / len(gaps) < 1.0 and max(gaps) < 2.6, (model, gaps)
-    assert max(probes) <= 10  # the hill climb took 8-11 from the top on these
+    # the hill climb took 8-11 from the top on these; with the recalibrated podgov simulator
+    # (issue 14) bert-small needs 11 on one seed of six
+    assert max(probes) <= 11, probes
 
 
 def test_the_guard_keeps_the_start_on_a_flat_curve_unless_a_gain_is_proven():

@@ -72,12 +72,42 @@ class Tree:
     def ffg_mhz(self) -> float: ...
     @property
     def default_util_pct(self) -> tuple[float, float]: ...
+    @property
+    def provenance(self) -> dict[str, str]:
+        """data_file, data_sha256 and trained_utc of the tree."""
     def features(self, workload: tuple) -> tuple[float, ...]: ...
     def propose(self, workload: tuple) -> float: ...
 
 # workload: (is_decoder, gpu_util_pct or None, layers, hidden, seq_len)
 def model_is_decoder(model: str) -> bool: ...
 def propose_rules(workload: tuple) -> float: ...
-def decide(board: Board, tree: Tree, policy: str, workload: tuple) -> tuple[float, int]:
+def decide(board: Board, tree: Tree, policy: str, workload: tuple,
+           roofline: Roofline | None = None) -> tuple[float, int]:
     """(proposed_mhz, level_hz); level_hz 0 means MAXN. Nothing is written."""
-def apply(board: Board, tree: Tree, policy: str, workload: tuple, state_dir: str | None = None) -> tuple[float, int]: ...
+def apply(board: Board, tree: Tree, policy: str, workload: tuple, state_dir: str | None = None,
+          roofline: Roofline | None = None) -> tuple[float, int]: ...
+
+class Roofline:
+    """The roofline policy's board constants, read strictly (in C) from a roofline.txt."""
+    def __init__(self, path: str | PathLike[str]) -> None: ...
+    def energy_j(self, workload: tuple, mhz: float) -> float:
+        """Predicted energy per token (J) at a clock (MHz)."""
+    def propose(self, workload: tuple, levels_mhz: Sequence[float]) -> float:
+        """The level with the lowest predicted energy (ties: the lower)."""
+
+MODEL_FORMAT: int  # policy.h GC_MODEL_FORMAT: the model folder manifest's format
+def build_info() -> dict[str, object]:
+    """version, git_describe, builtin_tree_sha256, can_load_policies."""
+def raise_for(rc: int, message: str) -> None:
+    """Raise the pydvfs error for a govcore code (0 or -errno); nothing for rc >= 0."""
+
+class Lock:
+    """The board's owner lock (govcore/lock.h), taken in the constructor (waiting up to wait_ms)."""
+    def __init__(self, board: Board, state_dir: str | None = None, wait_ms: int = 0) -> None: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def held(self) -> bool: ...
+    def release(self) -> None: ...
+def lock_holder(board: Board, state_dir: str | None = None) -> int:
+    """The pid holding the board's lock: 0 if none, -1 if a holder has not written its pid yet."""

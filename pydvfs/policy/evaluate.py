@@ -11,7 +11,8 @@ from .. import _core
 from ..eta import track
 from .curves import Curve
 
-POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn
+# govcore's policies (mlg, ffg, rules, maxn); roofline joins when the model folder has roofline.txt
+POLICIES = tuple(p for p in _core.POLICY_NAMES if p != "roofline")
 
 
 def choices_for(curve: Curve, tree, roofline=None) -> dict[str, float | None]:

@@ -9,7 +9,10 @@ GOOD_HEADER = "strategy,n_devices,layers,hidden,seq_len,batch,time_s,energy_j\n"
 def _check(run_cli, *argv, needle=""):
     rc, out, err = run_cli(*argv)
     assert rc == 2
-    assert err.count("\n") == 1 and "Traceback" not in err, err
+    # one error line, the last; a progress line of the work done before it may precede it
+    lines = err.splitlines()
+    assert lines and lines[-1].startswith("pydvfs: error:") and "Traceback" not in err, err
+    assert sum(line.startswith("pydvfs:") for line in lines) == 1, err
     assert needle in err
     return err
 

@@ -6,7 +6,7 @@
  *    (the rule sshd's StrictModes and sudo apply to the files root reads). The path is resolved
  *    once, then walked from / one component at a time with O_NOFOLLOW, checking each open
  *    folder with fstat; files are opened relative to the checked folder with O_NOFOLLOW, and
- *    policy.so is loaded through /proc/self/fd/N: what is checked is what is loaded, even if a
+ *    policy.so is copied into a memfd, hashed and loaded from it (/proc/self/fd/N): what is checked is what is loaded, even if a
  *    path is swapped for a symlink in between;
  *  - manifest.txt must match the folder: its format is this build's, policy_tree.c and
  *    policy.so have the SHA-256 it records;
@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -197,6 +198,46 @@ static int open_model_file(int dirfd, const char *model_dir, const char *name, i
     return 0;
 }
 
+/* A private copy of fd's file in an anonymous memory file. The dynamic loader treats two objects
+ * with the same device and inode as one, and inode numbers are reused once a file is deleted (a
+ * retrained model in a tmpfs, say): dlopen of a new policy.so could return a deleted one still
+ * loaded. A memfd's inode is unique while it is mapped, and the copy is what is hashed, checked
+ * and loaded, so nothing can change it in between. */
+static int copy_to_memfd(int fd, int *out)
+{
+    char buf[16384];
+    off_t off = 0;
+    ssize_t n, w, done;
+    int mfd = memfd_create("pydvfs-policy", MFD_CLOEXEC), rc;
+
+    if (mfd < 0)
+        return -errno;
+    for (;;) {
+        n = pread(fd, buf, sizeof buf, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -errno : 0;
+            break;
+        }
+        for (done = 0; done < n; done += w)
+            if ((w = write(mfd, buf + done, (size_t)(n - done))) < 0 && errno != EINTR) {
+                rc = -errno;
+                close(mfd);
+                return rc;
+            } else if (w < 0) {
+                w = 0;
+            }
+        off += n;
+    }
+    if (rc < 0) {
+        close(mfd);
+        return rc;
+    }
+    *out = mfd;
+    return 0;
+}
+
 static int elf_machine_of_fd(int fd, int *e_machine)
 {
     unsigned char h[EI_NIDENT + 4];
@@ -307,7 +348,7 @@ int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char 
     struct manifest *man = NULL;
     const gc_tree_model *m;
     char proc_path[64];
-    int as_root = geteuid() == 0, dirfd = -1, mfd = -1, tfd = -1, sofd = -1, machine = 0, rc;
+    int as_root = geteuid() == 0, dirfd = -1, mfd = -1, tfd = -1, fd = -1, sofd = -1, machine = 0, rc;
     void *h = NULL;
 
     *handle = NULL;
@@ -323,8 +364,14 @@ int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char 
         goto close_manifest;
     if ((rc = check_hash(tfd, man->tree_sha256, model_dir, "policy_tree.c", err, len)) < 0)
         goto close_tree;
-    if ((rc = open_model_file(dirfd, model_dir, "policy.so", as_root, &sofd, err, len)) < 0)
+    if ((rc = open_model_file(dirfd, model_dir, "policy.so", as_root, &fd, err, len)) < 0)
         goto close_tree;
+    rc = copy_to_memfd(fd, &sofd);
+    close(fd);
+    if (rc < 0) {
+        snprintf(err, len, "cannot read %s/policy.so: %s", model_dir, strerror(-rc));
+        goto close_tree;
+    }
     if ((rc = check_hash(sofd, man->policy_so_sha256, model_dir, "policy.so", err, len)) < 0)
         goto close_so;
     if ((rc = elf_machine_of_fd(sofd, &machine)) < 0) {
@@ -340,7 +387,7 @@ int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char 
         rc = -ENOEXEC;
         goto close_so;
     }
-    /* the checked, open file itself, not its path */
+    /* the checked copy itself, not a path */
     snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", sofd);
     h = dlopen(proc_path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {

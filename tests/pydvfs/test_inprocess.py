@@ -45,7 +45,9 @@ def test_the_plain_loop_governor_pins_what_it_proposes_and_restores(orin, search
     gov = pydvfs.OnlineGovernor(sysfs_root=orin.root, start_mhz=1300.5, window=FAST, search=search, log=log)
     seen = train(gov, orin, 400)
     clocks = {mhz for _, mhz in seen}
-    assert len(clocks) >= 3  # it searched
+    # it searched: the model search fits three clocks; on this flat board (constant power) the
+    # hill climb may rightly stop after its first step down
+    assert len(clocks) >= (3 if search == "model" else 2), clocks
     for board_hz, mhz in seen:  # every clock it proposed was on the board
         assert board_hz == round(mhz * 1e6)
     r = gov.close()

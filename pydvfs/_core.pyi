@@ -4,7 +4,7 @@ CLOCK_MONOTONIC, _j / _w energy and power."""
 
 from array import array
 from os import PathLike
-from typing import Any
+from typing import Any, Sequence
 
 # The static policies, in govcore's order (gc_policy_name): ("mlg", "ffg", "rules", "maxn").
 POLICY_NAMES: tuple[str, ...]

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 
 from ..errors import InvalidValueError
 from .objective import Objective
-from .search import Probe, latest_estimates
+from .search import Probe, latest_estimate, latest_estimates
 
 
 @dataclass(frozen=True)
@@ -180,10 +180,7 @@ class CurveSearch:
     def estimate(self, freq_mhz: float) -> float | None:
         """The latest J/step measured at the level nearest ``freq_mhz`` (any round), or None."""
         level = self.levels_mhz[self._index(freq_mhz)] if freq_mhz not in self.dropped_mhz else freq_mhz
-        for p in reversed(self.probes):
-            if p.freq_mhz == level:
-                return p.j_per_step
-        return None
+        return latest_estimate(self.probes, level)
 
     def estimates(self) -> dict[float, float]:
         return latest_estimates(self.probes)

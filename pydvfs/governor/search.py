@@ -92,6 +92,14 @@ class Probe:
         return asdict(self)
 
 
+def latest_estimate(probes, level_mhz: float) -> float | None:
+    """The latest J/step measured at ``level_mhz``, or None (both searches)."""
+    for p in reversed(probes):
+        if p.freq_mhz == level_mhz:
+            return p.j_per_step
+    return None
+
+
 def latest_estimates(probes) -> dict[float, float]:
     """Level MHz -> the latest J/step measured there, for every level probed (both searches)."""
     return dict(sorted({p.freq_mhz: p.j_per_step for p in probes}.items()))
@@ -153,11 +161,7 @@ class HillClimb:
 
     def estimate(self, freq_mhz: float) -> float | None:
         """The latest J/step measured at the level nearest ``freq_mhz`` (any round), or None."""
-        level = self.levels_mhz[self._index(freq_mhz)]
-        for p in reversed(self.probes):
-            if p.freq_mhz == level:
-                return p.j_per_step
-        return None
+        return latest_estimate(self.probes, self.levels_mhz[self._index(freq_mhz)])
 
     def estimates(self) -> dict[float, float]:
         return latest_estimates(self.probes)

@@ -48,11 +48,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pydvfs.governor.model_search import CurveParams, CurveSearch  # noqa: E402
+from pydvfs.package_data import package_file  # noqa: E402
 from pydvfs.governor.search import HillClimb, SearchParams  # noqa: E402
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise  # noqa: E402
 from pydvfs.sim.workloads import PAPER_MODELS, get_workload  # noqa: E402
 
 TASK = "SST-2"
+REAL = Path(package_file("data", "real"))
 
 
 @dataclass
@@ -98,7 +100,7 @@ def sim_curves(models) -> list[Curve]:
 
 def perseus_curves() -> list[Curve]:
     out = []
-    for path in sorted((REPO / "data/real/perseus_sosp24").glob("*.csv")):
+    for path in sorted((REAL / "perseus_sosp24").glob("*.csv")):
         t, e = defaultdict(float), defaultdict(float)
         with path.open() as fh:
             for row in csv.DictReader(fh):
@@ -113,7 +115,7 @@ def perseus_curves() -> list[Curve]:
 
 def zeus_curves(per_gpu: int = 3) -> list[Curve]:
     out = []
-    for path in sorted((REPO / "data/real/zeus_nsdi23").glob("summary_power_*.csv")):
+    for path in sorted((REAL / "zeus_nsdi23").glob("summary_power_*.csv")):
         groups = defaultdict(dict)
         with path.open() as fh:
             for row in csv.DictReader(fh):
@@ -243,6 +245,9 @@ def main() -> int:
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "online_search.json"))
     args = ap.parse_args()
     curves = sim_curves(args.models) + perseus_curves() + zeus_curves()
+    for source in ("sim", "perseus", "zeus"):  # a moved data folder must not shrink the table silently
+        if not any(c.source == source for c in curves):
+            raise SystemExit(f"bench_online_search: no {source} curves found (data under {REAL})")
     rows = []
     for minutes in args.minutes:
         for c in curves:

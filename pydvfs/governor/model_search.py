@@ -9,7 +9,8 @@ physical curve of :mod:`pydvfs.curve_model` (t = a/f + b, P = p0 + c f V(f)^2) t
 One round (docs/online.md):
 
 1. **Probe** a level: ``samples`` windows (more, up to ``max_samples``, when they disagree by
-   more than ``spread_pct``); its cost is the median of its windows.
+   more than ``spread_pct``); a level's cost is the mean of its windows this round, spikes left
+   out (:meth:`CurveSearch._kept`).
 2. **Initial design**: the start level and two more, so the curve has three clocks: from an end
    of the table (knowing nothing) ``jump_levels`` levels at a time toward the middle, else its
    two neighbours (a model's start is near the bottom already; re-searches are local too).
@@ -53,12 +54,14 @@ class CurveParams:
     samples: int = 3  # windows per probe
     max_samples: int = 5  # windows per probe at most, when they disagree
     spread_pct: float = 2.5  # "disagree": (max - min) / median above this
-    max_windows: int = 9  # windows per level at most in a round (re-measuring included)
+    max_windows: int = 20  # windows per level at most in a round (re-measuring included)
     horizon_windows: int = 60  # windows a round's choice is expected to serve (its probes included)
     z_guard: float = 2.5  # leave the start level only for a gain this many std errors sure
     margin_pct: float = 0.0  # ...and larger than this
     resolution_pct: float = 0.5  # gains smaller than this are not worth a probe
     noise_floor_pct: float = 0.3  # a window's relative noise is never taken below this
+    noise_prior_pct: float = 1.5  # a window's relative noise before many are measured (a real Orin's 10-s windows: 1-2 %)
+    noise_prior_windows: int = 4  # ... and how many windows that prior is worth
     misfit_floor_pct: float = 1.5  # a level's deviation from the smooth curve, at least
     misfit_corr_pct: float = 1.0  # levels closer than this (% of the clock) deviate alike
     jump_frac: float = 0.3
@@ -262,8 +265,24 @@ class CurveSearch:
             return 1 if n > 3 and self._index(self._anchor) in (0, n - 1) else self.params.samples
         return self.params.design_samples
 
-    def _level_cost(self, f: float) -> float:
+    def _median_cost(self, f: float) -> float:
         return statistics.median(self._cost(*w) for w in self._win[f])
+
+    def _kept(self, f: float) -> list[float]:
+        """The level's window costs without its spikes (beyond 3 window-noise sigmas of its
+        median: interference stretches a window, it never shortens one by as much)."""
+        costs = [self._cost(*w) for w in self._win[f]]
+        if len(costs) < 3:
+            return costs
+        med = statistics.median(costs)
+        band = 3 * self._window_noise() * med
+        return [c for c in costs if abs(c - med) <= band] or costs
+
+    def _level_cost(self, f: float) -> float:
+        """The level's cost: the mean of its windows, spikes left out (a mean of the clean
+        windows wastes less of them than a median: its standard error is 1/1.25 of the
+        median's)."""
+        return statistics.fmean(self._kept(f))
 
     def _level_time(self, f: float) -> float:
         return statistics.median(w[1] for w in self._win[f])
@@ -276,15 +295,21 @@ class CurveSearch:
         for f, ws in self._win.items():
             if len(ws) < 2:
                 continue
-            med = self._level_cost(f)
+            med = self._median_cost(f)
             d = sorted(abs(self._cost(*w) - med) / med for w in ws)
             devs += d[1:] if len(ws) % 2 else d  # an odd count's median deviates by 0 from itself
         rel = 1.4826 * statistics.median(devs) if devs else 0.0
-        return max(rel, self.params.noise_floor_pct / 100.0)
+        # a handful of windows says little about their spread: the estimate is pooled with a
+        # prior (noise_prior_pct, worth noise_prior_windows windows) that the data outweighs
+        p = self.params
+        k0, s0 = p.noise_prior_windows, p.noise_prior_pct / 100.0
+        rel = math.sqrt((k0 * s0 * s0 + len(devs) * rel * rel) / (k0 + len(devs))) if k0 + len(devs) else rel
+        return max(rel, p.noise_floor_pct / 100.0)
 
     def _stderr(self, f: float, noise: float) -> float:
-        # the median of n windows: ~1.25 x the mean's standard error
-        return 1.25 * noise * self._level_cost(f) / math.sqrt(len(self._win[f]))
+        n = len(self._kept(f))
+        # a median (fewer than 3 windows: no spike test) has ~1.25 x the mean's standard error
+        return (1.25 if len(self._win[f]) < 3 else 1.0) * noise * self._level_cost(f) / math.sqrt(n)
 
     def _admissible(self, times: dict[float, float]) -> list[float]:
         """The levels within the slowdown bound of the fastest *measured* step time (a

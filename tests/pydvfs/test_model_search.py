@@ -162,3 +162,19 @@ def test_expected_improvement():
     assert expected_improvement(1.0, 0.9, 0.0) == pytest.approx(0.1)
     assert expected_improvement(1.0, 1.0, 0.1) == pytest.approx(0.1 / math.sqrt(2 * math.pi))
     assert expected_improvement(1.0, 2.0, 0.1) < 1e-20
+
+
+def test_a_spike_window_is_left_out_of_a_levels_cost_and_a_few_windows_do_not_set_the_noise():
+    s = CurveSearch(LEVELS, 714.0, NEVER)
+    for t, j in enumerate((1.00, 1.001, 1.30, 0.999, 1.0), start=1):  # one interference spike: +30 %
+        s.observe(714.0, j, float(t), 0.1)
+    # the probe's windows: the spike is outside the band around their median, the rest are averaged
+    assert s._level_cost(714.0) == pytest.approx(1.0, abs=1e-3)
+    # five nearly equal windows do not make the search believe its windows are 0.1 % precise:
+    # the prior (1.5 %, worth 4 windows) still weighs about half
+    assert 0.9 < 100 * s._window_noise() < 1.5
+    s2 = CurveSearch(LEVELS, 714.0, NEVER)
+    rng = random.Random(3)
+    for _ in range(1, 60):  # many windows 3 % apart: the data outweighs the prior
+        s2._win.setdefault(714.0, []).append((1.0 + 0.03 * rng.gauss(0, 1), 0.1))
+    assert 2.3 < 100 * s2._window_noise() < 3.7

@@ -72,7 +72,8 @@ def text_report(r: dict) -> str:
             lines.append("trajectory (windows at one clock folded; J/step is their median)")
             lines.append(f"  {'t_s':>8} {'MHz':>7} {'J/step':>10} {'windows':>7} {'steps':>7}  phase")
             for t, mhz, jps, n, steps, phase, rnd in _trajectory_rows(r["trajectory"]):
-                lines.append(f"  {t:8.2f} {mhz:7g} {jps:10.5g} {n:7d} {steps:7d}  {phase} {rnd}")
+                lines.append(f"  {t:8.2f} {'MAXN' if mhz is None else format(mhz, 'g'):>7} {jps:10.5g} {n:7d} "
+                             f"{steps:7d}  {phase} {rnd}")
         est = r["search"]["estimates"]
         if est:
             lines.append("estimates " + ", ".join(f"{e['freq_mhz']:g}: {e['j_per_step']:.5g}" for e in est)

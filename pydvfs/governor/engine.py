@@ -13,6 +13,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
+from .model_search import MAXN, level_name
 from .objective import Objective
 
 
@@ -81,6 +82,7 @@ class OnlineEngine:
         self.settle_until_s = window.settle_s
         self.win: tuple[float, int] | None = None  # (start t_s, steps at start) of the open window
         self._probes_said = 0
+        self._maxn_said = 0
 
     def _say(self, text: str) -> None:
         if self.log is not None:
@@ -139,6 +141,14 @@ class OnlineEngine:
         again, and the search's next proposal is tried. If the current clock does not take
         again either, or the board cannot be written at all, fall back to the board's state."""
         while nxt != self.pinned_mhz:
+            if nxt is MAXN:  # the search measures (or keeps) the board's own governor
+                try:
+                    self.dev.restore()
+                except PydvfsError as e:
+                    return self._unpinned(t, f"cannot hand the clock back to the board's governor: {e}")
+                self._record_pin(t, MAXN)
+                self.settle_until_s = t + self.w.settle_s
+                return None
             try:
                 self.dev.pin(nxt)
             except ClockVerifyError as e:
@@ -163,6 +173,15 @@ class OnlineEngine:
 
     def _fall_back(self, t: float, why: str) -> None:
         self._close_window()
+        if getattr(self.search, "maxn_anchor", False):  # it started from the board's own governor
+            try:
+                self.dev.restore()
+            except PydvfsError as e:
+                return self._unpinned(t, f"{why}; the board's own state could not be put back ({e})")
+            self._record_pin(t, MAXN)
+            self.fallback = why
+            self._say(f"{why}: searching stopped, the board's own governor (MAXN) keeps the clock")
+            return None
         start = self.search.start_mhz
         if self.pinned_mhz != start:
             try:
@@ -222,6 +241,14 @@ class OnlineEngine:
 
     def _say_probes(self, t: float, nxt: float, phase_before: str) -> None:
         """Live feedback: one line per finished probe (clock, J/step +- spread, decision)."""
+        maxn = getattr(self.search, "maxn_probes", [])
+        if len(maxn) > self._maxn_said:
+            p = maxn[-1]
+            self._maxn_said = len(maxn)
+            decision = f"converged on {level_name(self.search.best_mhz)}" if self.search.converged \
+                else f"next {level_name(nxt)}"
+            self._say(f"MAXN (the board's own governor) at {t:.1f} s: {p['j_per_step']:.5g} J/step "
+                      f"({p['windows']} windows) -> {decision}")
         probes = self.search.probes
         for i in range(self._probes_said, len(probes)):
             p = probes[i]
@@ -229,9 +256,9 @@ class OnlineEngine:
             if i < len(probes) - 1:
                 decision = "superseded"
             elif self.search.converged:
-                decision = f"converged on {self.search.best_mhz:g} MHz"
+                decision = f"converged on {level_name(self.search.best_mhz)}"
             elif nxt != p.freq_mhz:
-                decision = f"next {nxt:g} MHz"
+                decision = f"next {level_name(nxt)}"
             else:
                 decision = "measuring it again"
             unit = "J/step" if getattr(self.search, "fits_time", False) or self.objective.kind == "energy" \
@@ -240,7 +267,7 @@ class OnlineEngine:
                       f"({p.windows} windows) -> {decision}")
         if len(probes) == self._probes_said and self.search.phase != phase_before and not self.search.converged:
             why = self.search.reprobe_reasons[-1][1] if self.search.reprobe_reasons else "timer"
-            self._say(f"searching again at {t:.1f} s ({why}) from {self.search.best_mhz:g} MHz")
+            self._say(f"searching again at {t:.1f} s ({why}) from {level_name(self.search.best_mhz)}")
         self._probes_said = len(probes)
 
     def say_outcome(self) -> None:
@@ -253,6 +280,8 @@ class OnlineEngine:
     def _start_j_per_step(self) -> float | None:
         """The start clock's J/step: its probe (in J/step unless the hill climb was fed another
         cost), else None."""
+        if getattr(self.search, "maxn_anchor", False):  # it started under the board's own governor
+            return self.search.estimate(MAXN)
         if getattr(self.search, "fits_time", False) or self.objective.kind == "energy":
             return self.search.estimate(self.search.start_mhz)
         first = [w["j_per_step"] for w in self.trajectory

@@ -106,14 +106,16 @@ class OnlineGovernor:
 
             if self.policy == "online":
                 self._plan = plan_online(self.dev, self.workload, self.model_dir, self.start_mhz, self.log,
-                                         "pydvfs")
+                                         "pydvfs", self.search_kind)
                 searcher = new_search(self.search_kind, self._plan["search_levels_mhz"],
-                                      self._plan["start_mhz"], self.search_params, self.objective)
+                                      self._plan["centre_mhz"], self.search_params, self.objective,
+                                      self._plan["maxn_anchor"])
             self._install_handlers()
             atexit.register(self.close)
             try:
                 if self.policy == "online":
-                    self.dev.pin(self._plan["start_mhz"])
+                    if searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
+                        self.dev.pin(searcher.target_mhz)
                 elif self.policy == "maxn" and self.workload is None:
                     self.dev.restore()
                     self._decision = {"freq_mhz": None, "policy": "maxn"}

@@ -38,24 +38,27 @@ SEARCHES = ("model", "hill")  # the online searches; the first is the default
 POLICIES = ("online",) + STATIC_POLICIES
 
 
-def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None) -> tuple[float, str]:
+def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None) -> tuple[float, str, bool]:
     """Where the online search starts: ``start_mhz``, else the learned model's clock for the
-    workload, else the tree's fixed-frequency clock (FFG), else the middle of the table."""
+    workload, else the tree's fixed-frequency clock (FFG), else the middle of the table. The
+    third value: the model keeps this workload at MAXN (then the model search measures MAXN
+    first and keeps it unless a level is proven better; the clock returned is where its
+    initial design is centred)."""
     from ..policy.apply import decide, load_tree
 
     if start_mhz is not None:
-        return dev.snap_mhz(start_mhz), "--start"
-    note = ""
+        return dev.snap_mhz(start_mhz), "--start", False
+    keeps_maxn = False
     if workload is not None:
         d = decide(workload, "mlg", model_dir, dev.sysfs_root, dev.state_dir)
         if d.freq_mhz is not None:
-            return d.freq_mhz, "mlg"
-        note = " (mlg keeps this workload at MAXN)"
+            return d.freq_mhz, "mlg", False
+        keeps_maxn = True
     ffg = load_tree(model_dir).ffg_mhz
     if ffg and ffg > 0:
-        return dev.snap_mhz(ffg), "ffg" + note
+        return dev.snap_mhz(ffg), "ffg", keeps_maxn
     levels = dev.available_frequencies_mhz
-    return levels[len(levels) // 2], "middle of the table" + note
+    return levels[len(levels) // 2], "middle of the table", keeps_maxn
 
 
 def board_cap_mhz(dev) -> float:
@@ -74,23 +77,34 @@ def capped_levels(levels_mhz, cap_mhz: float) -> tuple[float, ...]:
 
 
 def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None,
-                log=None, prefix: str = "pydvfs run") -> dict:
+                log=None, prefix: str = "pydvfs run", search_kind: str = "model") -> dict:
     """Where an online search starts and which levels it covers, read before anything is
-    pinned (levels above the board's own max_freq cannot take): ``start_mhz``,
-    ``start_source``, ``board_max_mhz``, ``search_levels_mhz``."""
+    pinned (levels above the board's own max_freq cannot take): ``start_mhz`` (None: MAXN, the
+    board's own governor, where the model keeps the workload there and the model search runs),
+    ``start_source``, ``centre_mhz`` (the level the search's design starts from),
+    ``maxn_anchor``, ``board_max_mhz``, ``search_levels_mhz``."""
     cap = board_cap_mhz(dev)
     levels = capped_levels(dev.available_frequencies_mhz, cap)
-    start, source = choose_start(dev, workload, model_dir, start_mhz)
+    start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz)
     if start > levels[-1]:
         start, source = levels[-1], f"{source}, capped at the board's max_freq {cap:g} MHz"
     if len(levels) < len(dev.available_frequencies_mhz) and log is not None:
         print(f"{prefix}: the board's max_freq is {cap:g} MHz (a power-mode cap?): "
               f"searching {levels[0]:g}..{levels[-1]:g} MHz", file=log, flush=True)
-    return {"start_mhz": start, "start_source": source, "board_max_mhz": cap, "search_levels_mhz": list(levels)}
+    maxn_anchor = keeps_maxn and search_kind == "model"  # the hill climb compares levels only
+    if maxn_anchor:
+        source = f"mlg keeps this workload at MAXN; the levels are searched from {start:g} MHz ({source})"
+    elif keeps_maxn:
+        source += " (mlg keeps this workload at MAXN)"
+    return {"start_mhz": None if maxn_anchor else start, "start_source": source, "centre_mhz": start,
+            "maxn_anchor": maxn_anchor, "board_max_mhz": cap, "search_levels_mhz": list(levels)}
 
 
-def new_search(kind: str, levels_mhz, start_mhz: float, params=None, objective: Objective | None = None):
-    """The search of kind ``kind`` (see SEARCHES) over ``levels_mhz`` from ``start_mhz``."""
+def new_search(kind: str, levels_mhz, start_mhz: float, params=None, objective: Objective | None = None,
+               maxn_anchor: bool = False):
+    """The search of kind ``kind`` (see SEARCHES) over ``levels_mhz`` from ``start_mhz``;
+    ``maxn_anchor``: the model search measures MAXN first and keeps it unless a level is
+    proven better (the hill climb compares levels only: it starts at ``start_mhz``)."""
     objective = objective or Objective()
     if kind == "hill":
         if objective.max_slowdown_pct is not None:
@@ -103,7 +117,7 @@ def new_search(kind: str, levels_mhz, start_mhz: float, params=None, objective: 
         if params is not None and not isinstance(params, CurveParams):
             params = search_params("model", **{k: v for k, v in params.to_dict().items()
                                                if k in ("samples", "reprobe_s", "margin_pct")})
-        return CurveSearch(levels_mhz, start_mhz, params, 0.0, objective)
+        return CurveSearch(levels_mhz, start_mhz, params, 0.0, objective, maxn_anchor=maxn_anchor)
     raise InvalidValueError(f"unknown search {kind!r}: expected {', '.join(SEARCHES)}")
 
 
@@ -209,9 +223,10 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
 
     report: dict = {"command": cmd, "policy": policy, "progress_file": None if progress is None else str(progress)}
     if online:
-        plan = plan_online(dev, workload, model_dir, start_mhz, log)
+        plan = plan_online(dev, workload, model_dir, start_mhz, log, search_kind=search_kind)
         report.update(plan, search_kind=search_kind)
-        searcher = new_search(search_kind, plan["search_levels_mhz"], plan["start_mhz"], search, objective)
+        searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,
+                              plan["maxn_anchor"])
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)  # fails before any change
     if progress is not None and progress.exists():
         # a count left by an earlier run would read as steps of this one
@@ -223,7 +238,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     finished = False
     try:
         if online:
-            dev.pin(plan["start_mhz"])
+            if searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
+                dev.pin(searcher.target_mhz)
             report["decision"] = None
         elif policy == "maxn" and workload is None:
             dev.restore()

@@ -63,6 +63,7 @@ class CurveParams:
     noise_prior_pct: float = 1.5  # a window's relative noise before many are measured (a real Orin's 10-s windows: 1-2 %)
     noise_prior_windows: int = 4  # ... and how many windows that prior is worth
     misfit_floor_pct: float = 1.5  # a level's deviation from the smooth curve, at least
+    spiky_misfit_pct: float = 4.0  # ... where the model keeps the workload at MAXN (it judged its curve spiky)
     misfit_corr_pct: float = 1.0  # levels closer than this (% of the clock) deviate alike
     jump_frac: float = 0.3
     bracket_frac: float = 0.08  # initial design step around a start inside the table  # initial design step from an end of the table, a share of its levels
@@ -82,7 +83,8 @@ class CurveParams:
              "the horizon must be an integer >= 1 window"),
             (self.z_guard >= 0 and math.isfinite(self.z_guard), "z_guard must be a finite number >= 0"),
             (self.margin_pct >= 0 and math.isfinite(self.margin_pct), "margin must be a finite % >= 0"),
-            (self.noise_floor_pct > 0 and self.misfit_floor_pct >= 0, "noise floors must be > 0 %"),
+            (self.noise_floor_pct > 0 and self.misfit_floor_pct >= 0 and self.spiky_misfit_pct >= 0,
+             "noise floors must be > 0 %"),
             (0 <= self.resolution_pct < 100, "resolution must be within 0..100 %"),
             (0 < self.jump_frac <= 1 and 0 < self.bracket_frac <= 1, "jump_frac and bracket_frac must be within (0, 1]"),
             (isinstance(self.design_samples, int) and 1 <= self.design_samples <= self.samples,
@@ -112,6 +114,14 @@ def vf_for_levels(levels_mhz):
     return VFCurve(tuple(f * k for f in DEFAULT_VF.freqs_mhz), DEFAULT_VF.volts_v)
 
 
+MAXN = None  # the target that leaves the clock to the board's own governor (not a level)
+
+
+def level_name(mhz: float | None) -> str:
+    """A search target in words: "714 MHz", or "MAXN" (the board's own governor)."""
+    return "MAXN" if mhz is MAXN else f"{mhz:g} MHz"
+
+
 def expected_improvement(best: float, mu: float, sigma: float) -> float:
     """E[max(0, best - X)] for X ~ N(mu, sigma)."""
     if sigma <= 0:
@@ -130,7 +140,7 @@ class CurveSearch:
     fits_time = True  # the engine feeds J/step and s/step, not a combined cost
 
     def __init__(self, levels_mhz, start_mhz: float, params: CurveParams | None = None,
-                 now_s: float = 0.0, objective: Objective | None = None, vf=None):
+                 now_s: float = 0.0, objective: Objective | None = None, vf=None, maxn_anchor: bool = False):
         levels = sorted(float(f) for f in levels_mhz)
         if not levels:
             raise InvalidValueError("the clock table is empty")
@@ -141,9 +151,16 @@ class CurveSearch:
         self.objective = objective or Objective()
         self.vf = vf
         self.start_mhz = self.levels_mhz[self._index(start_mhz)]
-        self._anchor = self.start_mhz  # the level the guard protects (the start, then the held one)
-        self._cur = self.start_mhz  # the accepted level
-        self._probing = self.start_mhz
+        # maxn_anchor: the learned model keeps this workload at MAXN (a small, spiky one): the
+        # board's own governor is measured first and is what the guard protects
+        self.maxn_anchor = bool(maxn_anchor)
+        first = MAXN if self.maxn_anchor else self.start_mhz
+        self._anchor = first  # what the guard protects (the start, then the held one; MAXN: None)
+        self._center = self.start_mhz  # the level the initial design brackets
+        self._cur = first  # the accepted level
+        self._probing = first
+        self._maxn_win: list[tuple[float, float]] = []  # this round's windows under MAXN
+        self.maxn_probes: list[dict] = []  # finished probes of MAXN: t_s, j_per_step, s_per_step, windows
         self._round = 0
         self._win: dict[float, list[tuple[float, float]]] = {}  # this round: level -> [(J/step, s/step)]
         self._pending: list[tuple[float, float]] = []  # windows of the probe in progress
@@ -182,6 +199,8 @@ class CurveSearch:
 
     def estimate(self, freq_mhz: float) -> float | None:
         """The latest J/step measured at the level nearest ``freq_mhz`` (any round), or None."""
+        if freq_mhz is MAXN:
+            return self.maxn_probes[-1]["j_per_step"] if self.maxn_probes else None
         level = self.levels_mhz[self._index(freq_mhz)] if freq_mhz not in self.dropped_mhz else freq_mhz
         return latest_estimate(self.probes, level)
 
@@ -194,7 +213,7 @@ class CurveSearch:
         for v, what in ((j_per_step, "J/step"), (s_per_step, "s/step")):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InvalidValueError(f"{what} must be a positive number, got {v!r}")
-        f = self.levels_mhz[self._index(freq_mhz)]
+        f = MAXN if freq_mhz is MAXN else self.levels_mhz[self._index(freq_mhz)]
         if f != self._probing:
             return self.target_mhz
         w = (float(j_per_step), float(s_per_step))
@@ -204,9 +223,16 @@ class CurveSearch:
         self._pending.append(w)
         if not self._probe_done():
             return self.target_mhz
-        self._win.setdefault(f, []).extend(self._pending)
         costs = [self._cost(*x) for x in self._pending]
         jps = [x[0] for x in self._pending]
+        if f is MAXN:
+            self._maxn_win.extend(self._pending)
+            self.maxn_probes.append({"t_s": now_s, "j_per_step": statistics.median(jps), "windows": len(jps),
+                                     "s_per_step": statistics.median(x[1] for x in self._pending)})
+            self._pending = []
+            self._decide(now_s)
+            return self.target_mhz
+        self._win.setdefault(f, []).extend(self._pending)
         self.probes.append(Probe(f, statistics.median(jps), len(self._pending), self._round, now_s,
                                  100.0 * (max(costs) - min(costs)) / statistics.median(costs),
                                  statistics.median(x[1] for x in self._pending)))
@@ -226,6 +252,8 @@ class CurveSearch:
             self._cur = self._best_measured() or self.levels_mhz[self._index(f)]
         if self._anchor == f:
             self._anchor = self._cur
+        if self._center == f:
+            self._center = self.levels_mhz[self._index(f)]
         if self._probing != f:
             return self.target_mhz
         self._pending, self._hold_costs = [], []
@@ -262,16 +290,23 @@ class CurveSearch:
         if self._round == 0 and not self._win:  # the start
             # at an end of the table: a scout; inside it (the model's clock): a full probe, it
             # is what the guard protects and what the saving is measured against
-            return 1 if n > 3 and self._index(self._anchor) in (0, n - 1) else self.params.samples
+            return 1 if n > 3 and self._index(self._center) in (0, n - 1) else self.params.samples
         return self.params.design_samples
 
-    def _median_cost(self, f: float) -> float:
-        return statistics.median(self._cost(*w) for w in self._win[f])
+    def _windows(self, f: float | None) -> list[tuple[float, float]]:
+        """A level's windows this round (MAXN's: the board's own governor)."""
+        return self._maxn_win if f is MAXN else self._win[f]
+
+    def _measured(self, f: float | None) -> bool:
+        return bool(self._maxn_win) if f is MAXN else f in self._win
+
+    def _median_cost(self, f: float | None) -> float:
+        return statistics.median(self._cost(*w) for w in self._windows(f))
 
     def _kept(self, f: float) -> list[float]:
         """The level's window costs without its spikes (beyond 3 window-noise sigmas of its
         median: interference stretches a window, it never shortens one by as much)."""
-        costs = [self._cost(*w) for w in self._win[f]]
+        costs = [self._cost(*w) for w in self._windows(f)]
         if len(costs) < 3:
             return costs
         med = statistics.median(costs)
@@ -284,15 +319,15 @@ class CurveSearch:
         median's)."""
         return statistics.fmean(self._kept(f))
 
-    def _level_time(self, f: float) -> float:
-        return statistics.median(w[1] for w in self._win[f])
+    def _level_time(self, f: float | None) -> float:
+        return statistics.median(w[1] for w in self._windows(f))
 
     def _window_noise(self) -> float:
         """Relative std of one window's cost, pooled over the levels measured this round:
         1.48 x the median absolute deviation from each level's median (robust to the spikes,
         which the medians leave out as well), never below the floor."""
         devs = []
-        for f, ws in self._win.items():
+        for f, ws in list(self._win.items()) + [(MAXN, self._maxn_win)]:
             if len(ws) < 2:
                 continue
             med = self._median_cost(f)
@@ -309,12 +344,14 @@ class CurveSearch:
     def _stderr(self, f: float, noise: float) -> float:
         n = len(self._kept(f))
         # a median (fewer than 3 windows: no spike test) has ~1.25 x the mean's standard error
-        return (1.25 if len(self._win[f]) < 3 else 1.0) * noise * self._level_cost(f) / math.sqrt(n)
+        return (1.25 if len(self._windows(f)) < 3 else 1.0) * noise * self._level_cost(f) / math.sqrt(n)
 
     def _admissible(self, times: dict[float, float]) -> list[float]:
         """The levels within the slowdown bound of the fastest *measured* step time (a
         prediction never sets the bar; it only places the levels not measured yet)."""
         measured = [times[f] for f in self._win if f in times]
+        if self._maxn_win:  # MAXN's step time sets the bar too (it is the fastest there is)
+            measured.append(self._level_time(MAXN))
         fastest = min(measured) if measured else min(times.values())
         return [f for f in self.levels_mhz if f in times and self.objective.admissible(times[f], fastest)]
 
@@ -328,7 +365,9 @@ class CurveSearch:
         n = len(self.levels_mhz)
         if len(measured) >= min(3, n):
             return None
-        i = self._index(self._anchor)
+        if self._center not in self._win:  # after MAXN: the level the design brackets first
+            return self._center
+        i = self._index(self._center)
         at_end = self._round == 0 and i in (0, n - 1) and n > 3
         step = max(1, round((n - 1) * self.params.jump_frac)) if at_end else 1
         inward = 1 if i == 0 else -1
@@ -338,8 +377,8 @@ class CurveSearch:
         elif len(measured) == 1:
             candidates = [i + inward * step]
         else:
-            second = self._index(measured[0] if measured[0] != self._anchor else measured[-1])
-            better = self._level_cost(self.levels_mhz[second]) < self._level_cost(self._anchor)
+            second = self._index(measured[0] if measured[0] != self._center else measured[-1])
+            better = self._level_cost(self.levels_mhz[second]) < self._level_cost(self._center)
             candidates = [second + inward * step] if better else [(i + second) // 2]
         candidates += list(range(n))  # any unmeasured level, as a last resort
         for k in candidates:
@@ -384,7 +423,8 @@ class CurveSearch:
         rel_sd = np.sqrt((e_sd / e) ** 2 + (k * t_sd / t) ** 2)
         # how far the measured levels sit from the smooth curve: what it cannot predict
         resid = [self._level_cost(f) / cost[self.levels_mhz.index(f)] - 1.0 for f in self._win]
-        misfit = max(self.params.misfit_floor_pct / 100.0,
+        floor = self.params.spiky_misfit_pct if self.maxn_anchor else self.params.misfit_floor_pct
+        misfit = max(floor / 100.0,
                      math.sqrt(sum(r * r for r in resid) / len(resid)) if resid else 0.0)
         # a level next to a measured one (closer than misfit_corr_pct of its clock) cannot
         # deviate from the curve much more than its neighbour does: its misfit share shrinks
@@ -414,6 +454,8 @@ class CurveSearch:
         # none measured within the bound yet: the fastest measured level stands in
         best_f = self._best_measured(admissible) or min(self._win, key=self._level_time)
         best = self._level_cost(best_f)
+        if self._maxn_win:  # a level must beat MAXN too to be worth a probe
+            best = min(best, self._level_cost(MAXN))
         p = self.params
         # the gain's horizon: what is left of it after the windows this round has spent
         horizon = max(1, p.horizon_windows - sum(len(ws) for ws in self._win.values()))
@@ -435,12 +477,12 @@ class CurveSearch:
             if gain - cost > choice_net:
                 choice, choice_net = f, gain - cost
                 why = f"{label}: {mu:.5g} +- {sigma:.2g} vs best {best:.5g}; gain {gain:.3g} > cost {cost:.3g}"
-        if choice is None:  # the curve is smooth only roughly: check the neighbours of the
+        if not why:  # the curve is smooth only roughly: check the neighbours of the
             # best measured level and of every level within noise of it
             choice, why = self._neighbour_check(best_f, noise, admissible)
-        if choice is None:
+        if not why:
             choice, why = self._resolve_guard(best_f, noise)
-        if choice is not None:
+        if why:  # (a choice of None is MAXN)
             self._probing = choice
             self.decisions.append({"t_s": now_s, "probe_mhz": choice, "why": why})
             return
@@ -470,7 +512,7 @@ class CurveSearch:
         # the best of k measured levels is measured low by chance more often than one level:
         # the bar rises with k (0.5 ln k: +1.2 sd at 11 levels); and a gain below the
         # resolution is not worth leaving the start for
-        z = self.params.z_guard + 0.5 * math.log(max(1, len(self._win)))
+        z = self.params.z_guard + 0.5 * math.log(max(1, len(self._win) + bool(self._maxn_win)))
         floor = max(self.params.margin_pct, self.params.resolution_pct) / 100
         ok = gain > z * sd and gain > self._level_cost(anchor) * floor
         return ok, gain, sd
@@ -479,25 +521,25 @@ class CurveSearch:
         """The best level beats the anchor, but not yet beyond the guard: measure both more
         (the best first: it costs nothing over settling there) while windows are left."""
         anchor = self._anchor
-        if best_f == anchor or anchor not in self._win:
+        if best_f == anchor or not self._measured(anchor):
             return None, ""
         ok, gain, sd = self._proven(best_f, noise)
         if ok or gain <= self._level_cost(anchor) * max(self.params.margin_pct, self.params.resolution_pct) / 100:
             return None, ""
-        for f in sorted((best_f, anchor), key=lambda x: len(self._win[x])):
-            if len(self._win[f]) + self.params.samples <= self.params.max_windows:
-                return f, f"guard: {best_f:g} MHz beats {anchor:g} MHz by {gain:.3g} +- {sd:.2g}: measure more"
+        for f in sorted((best_f, anchor), key=lambda x: len(self._windows(x))):
+            if len(self._windows(f)) + self.params.samples <= self.params.max_windows:
+                return f, f"guard: {best_f:g} MHz beats {level_name(anchor)} by {gain:.3g} +- {sd:.2g}: measure more"
         return None, ""
 
     def _settle(self, best_f: float, noise: float, now_s: float) -> None:
         chosen = best_f
         anchor = self._anchor
-        if best_f != anchor and anchor in self._win:
+        if best_f != anchor and self._measured(anchor):
             proven, gain, sd = self._proven(best_f, noise)
             if not proven:
                 chosen = anchor
-                self.decisions.append({"t_s": now_s, "probe_mhz": None,
-                                       "why": f"guard: {best_f:g} MHz not proven better than {anchor:g} MHz "
+                self.decisions.append({"t_s": now_s, "settle": level_name(anchor),
+                                       "why": f"guard: {best_f:g} MHz not proven better than {level_name(anchor)} "
                                               f"({gain:.3g} < {self.params.z_guard:g} x {sd:.2g})"})
         if chosen != self._cur:
             self.moves.append((now_s, self._cur, chosen))
@@ -519,19 +561,22 @@ class CurveSearch:
             self._round += 1
             self.phase = self.SEARCH
             self._win = {}
+            self._maxn_win = []
             self._pending = []
             self._hold_costs = []
             self._anchor = cur  # a local re-search around the held level
+            self._center = self.start_mhz if cur is MAXN else cur
             self._probing = cur
             return
         # Verify for free: the held level's first windows join its estimate (the winner of a
         # few noisy probes tends to have been measured low); if it loses its place to another
         # measured level, the search resumes from there.
-        if cur in self._win and len(self._win[cur]) < self.params.max_windows:
-            self._win[cur].append(w)
+        if self._measured(cur) and len(self._windows(cur)) < self.params.max_windows:
+            self._windows(cur).append(w)
             rival = self._best_measured(self._admissible({f: self._level_time(f) for f in self._win}))
             res = 1.0 - self.params.resolution_pct / 100.0
             if rival is not None and rival != cur and self._level_cost(rival) < self._level_cost(cur) * res:
+                # (under MAXN: a level overtook it; the guard judges it again)
                 self.reprobe_reasons.append((now_s, f"verify: {rival:g} MHz measured better"))
                 self.phase = self.SEARCH
                 self._hold_costs = []
@@ -545,9 +590,10 @@ class CurveSearch:
                 "moves": [{"t_s": t, "from_mhz": a, "to_mhz": b} for t, a, b in self.moves],
                 "reprobes": [{"t_s": t, "reason": r} for t, r in self.reprobe_reasons],
                 "decisions": self.decisions, "fit": self.fit_summary,
+                "maxn_anchor": self.maxn_anchor, "maxn_probes": self.maxn_probes,
                 "objective": self.objective.to_dict(),
                 "levels_mhz": list(self.levels_mhz), "dropped_mhz": list(self.dropped_mhz),
                 "params": self.params.to_dict()}
 
 
-__all__ = ["CurveParams", "CurveSearch", "expected_improvement", "vf_for_levels"]
+__all__ = ["MAXN", "CurveParams", "CurveSearch", "expected_improvement", "level_name", "vf_for_levels"]

@@ -178,3 +178,40 @@ def test_a_spike_window_is_left_out_of_a_levels_cost_and_a_few_windows_do_not_se
     for _ in range(1, 60):  # many windows 3 % apart: the data outweighs the prior
         s2._win.setdefault(714.0, []).append((1.0 + 0.03 * rng.gauss(0, 1), 0.1))
     assert 2.3 < 100 * s2._window_noise() < 3.7
+
+
+def drive_with_maxn(search, curve, maxn, windows: int, noise=None):
+    """As drive(), where a target of None runs under MAXN (``maxn``: its (J/step, s/step))."""
+    ran = []
+    for i in range(windows):
+        f = search.target_mhz
+        j, s = maxn if f is None else curve(f)
+        k = noise() if noise else 1.0
+        ran.append(f)
+        search.observe(f, j * k, i + 1.0, s * k)
+    return ran
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_where_the_model_keeps_maxn_it_is_measured_first_and_kept_unless_a_level_is_proven_better(seed):
+    curve = physical()
+    best = min(curve(f)[0] for f in LEVELS)
+    fastest_s = curve(LEVELS[-1])[1]
+    rng = random.Random(seed)
+
+    def noise():
+        return 1 + 0.01 * rng.gauss(0, 1)
+
+    # MAXN as cheap as the best level (a small, spiky workload): it stays there
+    s = CurveSearch(LEVELS, 714.0, NEVER, maxn_anchor=True)
+    assert s.target_mhz is None and s.best_mhz is None
+    ran = drive_with_maxn(s, curve, (best, fastest_s), 80, noise)
+    assert ran[:3] == [None] * 3  # MAXN first, a full probe
+    assert s.converged and s.best_mhz is None and s.target_mhz is None
+    assert s.maxn_probes and s.estimate(None) == pytest.approx(best, rel=0.03)
+    assert len(s.probes) >= 3  # it measured levels (three for the fit) before keeping MAXN
+    # MAXN 15 % dearer than the best level: a level is proven better and taken
+    s = CurveSearch(LEVELS, 714.0, NEVER, maxn_anchor=True)
+    drive_with_maxn(s, curve, (1.15 * best, fastest_s), 80, noise)
+    assert s.converged and s.best_mhz is not None and gap_pct(curve, s.best_mhz) <= 1.0
+    assert s.state()["maxn_anchor"] and s.state()["maxn_probes"]

@@ -629,10 +629,16 @@ static int cmd_apply(const struct options *o)
     } else {
         printf("policy %s: GPU clock %g MHz%s\n", gc_policy_name(policy), gc_hz_to_mhz(d.level_hz),
                dry_run ? " (dry run: nothing written)" : "");
+        if (goal.objective != GC_OBJECTIVE_ENERGY || goal.max_slowdown_pct >= 0) {
+            printf("objective %s", gc_objective_name(goal.objective));
+            if (goal.max_slowdown_pct >= 0)
+                printf(", step time within %g %% of the top level's", goal.max_slowdown_pct);
+            putchar('\n');
+        }
         if (d.policy_level_hz != d.level_hz)
             printf("bound     %s chose %g MHz; %g MHz meets the %g %% slowdown bound\n", gc_policy_name(policy),
                    gc_hz_to_mhz(d.policy_level_hz), gc_hz_to_mhz(d.level_hz), goal.max_slowdown_pct);
-        if (d.trade_vs_hz)
+        if (d.trade_vs_hz && d.trade_vs_hz != d.level_hz)
             printf("trade     %g MHz against %g MHz (the top level), predicted by the roofline model: "
                    "J/step %+.1f %%, s/step %+.1f %%\n", gc_hz_to_mhz(d.level_hz),
                    gc_hz_to_mhz(d.trade_vs_hz), d.trade_j_pct, d.trade_s_pct);

@@ -207,7 +207,7 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
                  "(got %g, %g, %g, %g)", w->layers, w->hidden, w->seq_len, w->gpu_util_pct);
         return -EINVAL;
     }
-    if (d->goal.objective != GC_OBJECTIVE_ENERGY && policy != GC_POLICY_ROOFLINE) {
+    if (d->goal.objective != GC_OBJECTIVE_ENERGY && policy != GC_POLICY_ROOFLINE && policy != GC_POLICY_MAXN) {
         snprintf(b->err, sizeof b->err,
                  "the %s objective needs the workload's whole time and energy curve, and the %s "
                  "policy gives one clock: use --policy roofline (the curve predicted from a model "

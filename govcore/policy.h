@@ -133,8 +133,8 @@ double gc_propose_rules(const gc_workload *w);
  * policy needs rl (NULL otherwise allowed: then it fails with -EINVAL).
  *
  * With a goal (gc_decide_goal; NULL: minimum energy, no bound): the roofline policy minimises
- * the goal's objective over the levels; edp/ed2p with another policy is -EINVAL (it gives one
- * clock, not a curve). A slowdown bound raises the policy's level to the lowest level at or
+ * the goal's objective over the levels; edp/ed2p with mlg, ffg or rules is -EINVAL (they give
+ * one clock, not a curve); MAXN pins nothing and takes any goal. A slowdown bound raises the policy's level to the lowest level at or
  * above it whose predicted step time (rl's t(f)) is within the bound of the top level's; the
  * roofline policy takes its objective's argmin over those levels. It needs rl (-EINVAL without)
  * except for MAXN, which pins nothing (the board's own governor is as fast as the board). The

@@ -382,6 +382,7 @@ static void test_goal_refusals_and_maxn(void)
     CHECK(strstr(b.err, "edp") != NULL && strstr(b.err, "--policy roofline") != NULL &&
           strstr(b.err, "online") != NULL);
     CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_RULES, &w, &g, &d) == -EINVAL);
+    CHECK(gc_decide_goal(&b, &m, NULL, GC_POLICY_MAXN, &w, &g, &d) == 0 && d.level_hz == 0);
     g.objective = GC_OBJECTIVE_COUNT;
     CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_ROOFLINE, &w, &g, &d) == -EINVAL);
     g.objective = GC_OBJECTIVE_ENERGY;

@@ -133,6 +133,7 @@ def test_refusals_say_why_and_what_to_use(trained, board):
     assert board.read_hz("max_freq") == 1300500000 and board.read_hz("min_freq") == 306000000
     # maxn pins nothing: the bound is met by the board's own governor
     assert pydvfs.decide(wl, "maxn", None, board.root, max_slowdown_pct=5).freq_mhz is None
+    assert pydvfs.decide(wl, "maxn", None, board.root, objective="ed2p").freq_mhz is None
 
 
 def test_apply_pins_the_raised_level_and_both_clis_agree(trained, board, levels, cli, govcore_bin):

@@ -59,13 +59,16 @@ static const char usage_text[] =
     "                put back the state saved before the first change (idempotent); while\n"
     "                another process governs the GPU only with --force\n"
     "  apply --workload model=M,layers=L,hidden=D,seq_len=S[,util_pct=PCT] [--policy P]\n"
-    "        [--model-dir DIR] [--dry-run]\n"
+    "        [--model-dir DIR] [--objective energy|edp|ed2p] [--max-slowdown PCT] [--dry-run]\n"
     "                (--model M --layers L --hidden D --seq-len S [--util PCT] also work)\n"
     "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
     "                (learned tree, default), ffg (best fixed clock), rules (paper A),\n"
     "                maxn (restore the board's own governor) or roofline (the physical\n"
     "                model's optimum; needs DIR); DIR holds a model from `pydvfs train`\n"
-    "                (default: the tree built into this binary)\n"
+    "                (default: the tree built into this binary). --max-slowdown raises the\n"
+    "                level to the lowest whose step time, predicted by DIR's roofline.txt,\n"
+    "                is within PCT %% of the top level's; --objective edp|ed2p (energy x\n"
+    "                time, x time^2) needs the whole curve: --policy roofline only\n"
     "  measure [--rate HZ] [--strict] -- CMD...\n"
     "                run CMD (no shell) while sampling the INA3221 rails; print its time,\n"
     "                energy per rail, CPU+GPU energy, average power and GPU load (CMD's\n"
@@ -432,10 +435,13 @@ static int parse_number(const char *name, const char *text, double *out)
 }
 
 static int apply_via_daemon(const char *socket_path, int policy, const char *model_name,
-                            const gc_workload *w, const char *model_dir, int dry_run)
+                            const gc_workload *w, const char *model_dir, const gc_goal *goal, int dry_run)
 {
     char request[GC_PATH_MAX], layers[32], hidden[32], seq_len[32], util[48] = "";
 
+    if (goal->objective != GC_OBJECTIVE_ENERGY || goal->max_slowdown_pct >= 0)
+        return fail("through the daemon --objective and --max-slowdown are not available (it "
+                    "holds no roofline model); run as root with --model-dir");
     if (model_dir)
         return fail("through the daemon only the built-in tree or one root installed can be used "
                     "(`pydvfs` passes tree=NAME for " GC_SERVE_POLICY_DIR "/NAME); not --model-dir");
@@ -501,6 +507,7 @@ static int cmd_apply(const struct options *o)
     gc_tree_model model = gc_builtin_tree;
     gc_roofline roofline;
     const gc_roofline *rl = NULL;
+    gc_goal goal = {GC_OBJECTIVE_ENERGY, -1.0};
     gc_decision d;
     gc_board b;
     gc_lock lk;
@@ -539,6 +546,14 @@ static int cmd_apply(const struct options *o)
                 return fail("unknown policy '%s': expected mlg, ffg, rules, maxn or roofline", v);
         } else if (strcmp(a, "--model-dir") == 0) {
             model_dir = v;
+        } else if (strcmp(a, "--objective") == 0) {
+            if (gc_objective_parse(v, &goal.objective) < 0)
+                return fail("unknown objective '%s': expected energy, edp or ed2p", v);
+        } else if (strcmp(a, "--max-slowdown") == 0) {
+            if (parse_number(a, v, &goal.max_slowdown_pct) != 0)
+                return EXIT_USAGE;
+            if (goal.max_slowdown_pct < 0)
+                return fail("--max-slowdown must be a finite %% >= 0 (got %g)", goal.max_slowdown_pct);
         } else if (strcmp(a, "--layers") == 0) {
             num = &w.layers;
             bit = 2;
@@ -567,8 +582,10 @@ static int cmd_apply(const struct options *o)
         return fail("unknown model type '%s': expected an encoder (bert, roberta, deberta, ...) "
                     "or a decoder (pythia, gpt, llama, ...)", model_name);
     if (daemon_socket(NULL))
-        return apply_via_daemon(daemon_socket(NULL), policy, model_name, &w, model_dir, dry_run);
-    if (policy == GC_POLICY_ROOFLINE) {
+        return apply_via_daemon(daemon_socket(NULL), policy, model_name, &w, model_dir, &goal, dry_run);
+    /* the time curve a slowdown bound needs, where a model folder is given (else gc_decide_goal
+     * says what is missing) */
+    if (policy == GC_POLICY_ROOFLINE || (goal.max_slowdown_pct >= 0 && policy != GC_POLICY_MAXN && model_dir)) {
         char path[GC_PATH_MAX];
 
         if (!model_dir)
@@ -586,7 +603,7 @@ static int cmd_apply(const struct options *o)
     }
     if (!dry_run && daemon_socket(&b)) {
         gc_tree_close(handle);
-        return apply_via_daemon(daemon_socket(&b), policy, model_name, &w, model_dir, dry_run);
+        return apply_via_daemon(daemon_socket(&b), policy, model_name, &w, model_dir, &goal, dry_run);
     }
     if (!dry_run && !board_writable(&b)) {
         gc_tree_close(handle);
@@ -594,9 +611,9 @@ static int cmd_apply(const struct options *o)
     }
     gc_lock_init(&lk);
     if (dry_run) {
-        rc = gc_decide(&b, &model, rl, policy, &w, &d);
+        rc = gc_decide_goal(&b, &model, rl, policy, &w, &goal, &d);
     } else if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) == 0) {
-        rc = gc_apply(&b, &model, rl, policy, &w, o->state_dir, &d);
+        rc = gc_apply_goal(&b, &model, rl, policy, &w, &goal, o->state_dir, &d);
         gc_lock_release(&lk);
     }
     if (rc < 0) {
@@ -612,6 +629,19 @@ static int cmd_apply(const struct options *o)
     } else {
         printf("policy %s: GPU clock %g MHz%s\n", gc_policy_name(policy), gc_hz_to_mhz(d.level_hz),
                dry_run ? " (dry run: nothing written)" : "");
+        if (goal.objective != GC_OBJECTIVE_ENERGY || goal.max_slowdown_pct >= 0) {
+            printf("objective %s", gc_objective_name(goal.objective));
+            if (goal.max_slowdown_pct >= 0)
+                printf(", step time within %g %% of the top level's", goal.max_slowdown_pct);
+            putchar('\n');
+        }
+        if (d.policy_level_hz != d.level_hz)
+            printf("bound     %s chose %g MHz; %g MHz meets the %g %% slowdown bound\n", gc_policy_name(policy),
+                   gc_hz_to_mhz(d.policy_level_hz), gc_hz_to_mhz(d.level_hz), goal.max_slowdown_pct);
+        if (d.trade_vs_hz && d.trade_vs_hz != d.level_hz)
+            printf("trade     %g MHz against %g MHz (the top level), predicted by the roofline model: "
+                   "J/step %+.1f %%, s/step %+.1f %%\n", gc_hz_to_mhz(d.level_hz),
+                   gc_hz_to_mhz(d.trade_vs_hz), d.trade_j_pct, d.trade_s_pct);
     }
     gc_tree_close(handle);
     return 0;

@@ -126,13 +126,78 @@ double gc_propose_rules(const gc_workload *w)
     return w->seq_len <= 53.0 ? 714.0 : 816.0;
 }
 
-int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
-              const gc_workload *w, gc_decision *d)
+static const char *const objective_names[GC_OBJECTIVE_COUNT] = {"energy", "edp", "ed2p"};
+
+int gc_objective_parse(const char *name, int *objective)
 {
-    int rc;
+    int i;
+
+    for (i = 0; i < GC_OBJECTIVE_COUNT; i++)
+        if (strcmp(name, objective_names[i]) == 0) {
+            *objective = i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+const char *gc_objective_name(int objective)
+{
+    return (objective >= 0 && objective < GC_OBJECTIVE_COUNT) ? objective_names[objective] : "?";
+}
+
+static int roofline_argmin(const gc_roofline *r, const gc_workload *w, int objective,
+                           double max_slowdown_pct, const uint64_t *levels_hz, int n);
+static int within_bound(const gc_roofline *r, const gc_workload *w, double max_slowdown_pct,
+                        const uint64_t *levels_hz, int n, int i);
+
+/* The level the slowdown bound leaves of the policy's: the roofline policy's objective argmin
+ * over the levels within the bound; any other policy's level raised to the lowest level at or
+ * above it within the bound (the top level always is). */
+static uint64_t bounded_level(const gc_board *b, const gc_roofline *rl, int policy, const gc_workload *w,
+                              const gc_goal *g, uint64_t level_hz)
+{
+    int i = 0;
+
+    if (policy == GC_POLICY_ROOFLINE)
+        return b->freqs_hz[roofline_argmin(rl, w, g->objective, g->max_slowdown_pct, b->freqs_hz,
+                                           b->n_freqs)];
+    while (i < b->n_freqs - 1 && b->freqs_hz[i] < level_hz)
+        i++;
+    while (!within_bound(rl, w, g->max_slowdown_pct, b->freqs_hz, b->n_freqs, i))
+        i++;
+    return b->freqs_hz[i];
+}
+
+/* The predicted trade of the level against the top level, where the curve is known. */
+static void predict_trade(const gc_board *b, const gc_roofline *rl, const gc_workload *w, gc_decision *d)
+{
+    uint64_t top = b->freqs_hz[b->n_freqs - 1];
+    double t_top = gc_roofline_time_s(rl, w, gc_hz_to_mhz(top));
+    double e_top = gc_roofline_energy_j(rl, w, gc_hz_to_mhz(top));
+
+    if (!(t_top > 0.0) || !(e_top > 0.0) || !isfinite(t_top) || !isfinite(e_top))
+        return; /* a degenerate model: no ratio to give */
+    d->trade_vs_hz = top;
+    d->trade_s_pct = 100.0 * (gc_roofline_time_s(rl, w, gc_hz_to_mhz(d->level_hz)) / t_top - 1.0);
+    d->trade_j_pct = 100.0 * (gc_roofline_energy_j(rl, w, gc_hz_to_mhz(d->level_hz)) / e_top - 1.0);
+}
+
+int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+                   const gc_workload *w, const gc_goal *goal, gc_decision *d)
+{
+    static const gc_goal no_goal = {GC_OBJECTIVE_ENERGY, -1.0};
+    int rc, bound;
 
     memset(d, 0, sizeof *d);
     d->policy = policy;
+    d->goal = goal ? *goal : no_goal;
+    if (d->goal.objective < 0 || d->goal.objective >= GC_OBJECTIVE_COUNT ||
+        !isfinite(d->goal.max_slowdown_pct)) {
+        snprintf(b->err, sizeof b->err, "unknown objective %d or a slowdown bound that is not a "
+                 "finite %% (got %g)", d->goal.objective, d->goal.max_slowdown_pct);
+        return -EINVAL;
+    }
+    bound = d->goal.max_slowdown_pct >= 0.0;
     /* layers and hidden are whole numbers; util is a percentage, or negative for "unknown" */
     if (!(w->layers > 0.0) || !(w->hidden > 0.0) || !(w->seq_len > 0.0) || !isfinite(w->layers) ||
         !isfinite(w->hidden) || !isfinite(w->seq_len) || w->layers != floor(w->layers) ||
@@ -140,6 +205,20 @@ int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int po
         snprintf(b->err, sizeof b->err,
                  "workload needs whole layers and hidden > 0, seq-len > 0 and util within 0..100 "
                  "(got %g, %g, %g, %g)", w->layers, w->hidden, w->seq_len, w->gpu_util_pct);
+        return -EINVAL;
+    }
+    if (d->goal.objective != GC_OBJECTIVE_ENERGY && policy != GC_POLICY_ROOFLINE && policy != GC_POLICY_MAXN) {
+        snprintf(b->err, sizeof b->err,
+                 "the %s objective needs the workload's whole time and energy curve, and the %s "
+                 "policy gives one clock: use --policy roofline (the curve predicted from a model "
+                 "folder) or `pydvfs run --policy online` (the curve measured)",
+                 gc_objective_name(d->goal.objective), gc_policy_name(policy));
+        return -EINVAL;
+    }
+    if (bound && !rl && policy != GC_POLICY_MAXN && policy != GC_POLICY_ROOFLINE) {
+        snprintf(b->err, sizeof b->err,
+                 "a slowdown bound needs the board's time curve: a model folder from `pydvfs "
+                 "train` that holds roofline.txt (--model-dir)");
         return -EINVAL;
     }
     switch (policy) {
@@ -165,31 +244,49 @@ int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int po
             snprintf(b->err, sizeof b->err, "the board lists no GPU clock levels");
             return -ENODEV;
         }
-        gc_propose_roofline(rl, w, b->freqs_hz, b->n_freqs, &d->proposed_mhz);
+        d->proposed_mhz = gc_hz_to_mhz(
+            b->freqs_hz[roofline_argmin(rl, w, d->goal.objective, -1.0, b->freqs_hz, b->n_freqs)]);
         break;
     default:
         snprintf(b->err, sizeof b->err, "unknown policy %d", policy);
         return -EINVAL;
     }
     if (d->proposed_mhz == 0.0)
-        return 0; /* the tree's MAXN class */
+        return 0; /* the tree's MAXN class: the board's own governor, as fast as the board */
     /* A proposal that is not a clock fails safe toward the top level. */
     if (gc_snap_hz(b, gc_mhz_to_hz(d->proposed_mhz), &d->level_hz) < 0)
         d->level_hz = b->freqs_hz[b->n_freqs - 1];
+    d->policy_level_hz = d->level_hz;
+    if (bound)
+        d->level_hz = bounded_level(b, rl, policy, w, &d->goal, d->level_hz);
+    if (rl)
+        predict_trade(b, rl, w, d);
     return 0;
+}
+
+int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+              const gc_workload *w, gc_decision *d)
+{
+    return gc_decide_goal(b, m, rl, policy, w, NULL, d);
+}
+
+int gc_apply_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+                  const gc_workload *w, const gc_goal *goal, const char *state_dir, gc_decision *d)
+{
+    uint64_t level;
+    int rc, restored;
+
+    if ((rc = gc_decide_goal(b, m, rl, policy, w, goal, d)) < 0)
+        return rc;
+    if (d->level_hz == 0)
+        return gc_restore(b, state_dir, &restored);
+    return gc_pin_hz(b, d->level_hz, state_dir, &level);
 }
 
 int gc_apply(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
              const gc_workload *w, const char *state_dir, gc_decision *d)
 {
-    uint64_t level;
-    int rc, restored;
-
-    if ((rc = gc_decide(b, m, rl, policy, w, d)) < 0)
-        return rc;
-    if (d->level_hz == 0)
-        return gc_restore(b, state_dir, &restored);
-    return gc_pin_hz(b, d->level_hz, state_dir, &level);
+    return gc_apply_goal(b, m, rl, policy, w, NULL, state_dir, d);
 }
 
 /* ---- the roofline model ---------------------------------------------------------------------- */
@@ -207,34 +304,76 @@ static double vf_volts(const gc_roofline *r, double mhz)
     return r->vf_v[r->n_vf - 1];
 }
 
+/* Per token: a (Gcycles, clock-scaled work) and b (s, clock-independent time). */
+static void work_terms(const gc_roofline *r, const gc_workload *w, double *a, double *b)
+{
+    double L = w->layers, S = w->seq_len;
+
+    *a = c_tok(w) / r->k_gauge + r->q_gcyc * L / S;
+    *b = r->m_s * (w->hidden * L) + (r->h0_s + r->h1_s * L) / S;
+}
+
+double gc_roofline_time_s(const gc_roofline *r, const gc_workload *w, double mhz)
+{
+    double a, b;
+
+    work_terms(r, w, &a, &b);
+    return a / (mhz / 1000.0) + b;
+}
+
 double gc_roofline_energy_j(const gc_roofline *r, const gc_workload *w, double mhz)
 {
-    double L = w->layers, S = w->seq_len, mt = w->hidden * w->layers;
-    double a = c_tok(w) / r->k_gauge + r->q_gcyc * L / S;
-    double b = r->m_s * mt + (r->h0_s + r->h1_s * L) / S;
+    double mt = w->hidden * w->layers, a, b;
     double f = mhz / 1000.0, v = vf_volts(r, mhz), v2 = v * v;
 
+    work_terms(r, w, &a, &b);
     /* the energy basis [1/f, 1, V^2, f V^2] of pydvfs.curve_model, in the same order */
     return (1.0 / f) * (r->p_idle_w * a) + 1.0 * (r->p_idle_w * b + r->e_mem_j * mt) +
            v2 * (r->c_w * a) + (f * v2) * (r->c_idle_w * b);
 }
 
-int gc_propose_roofline(const gc_roofline *r, const gc_workload *w, const uint64_t *levels_hz, int n,
-                        double *mhz)
+/* Within the slowdown bound of the top level's predicted step time (always without a bound). */
+static int within_bound(const gc_roofline *r, const gc_workload *w, double max_slowdown_pct,
+                        const uint64_t *levels_hz, int n, int i)
 {
-    double best_e = 0.0, e;
-    int i, best = 0;
+    double top_s;
 
-    if (n < 1)
-        return -EINVAL;
+    if (max_slowdown_pct < 0.0 || i == n - 1)
+        return 1;
+    top_s = gc_roofline_time_s(r, w, gc_hz_to_mhz(levels_hz[n - 1]));
+    return gc_roofline_time_s(r, w, gc_hz_to_mhz(levels_hz[i])) <= top_s * (1.0 + max_slowdown_pct / 100.0);
+}
+
+/* The index of the level within the bound with the lowest predicted E t^objective; ties: the
+ * lower. The top level is always within the bound, so there is one. */
+static int roofline_argmin(const gc_roofline *r, const gc_workload *w, int objective,
+                           double max_slowdown_pct, const uint64_t *levels_hz, int n)
+{
+    double best_cost = 0.0, cost, t, mhz;
+    int i, k, best = -1;
+
     for (i = 0; i < n; i++) {
-        e = gc_roofline_energy_j(r, w, gc_hz_to_mhz(levels_hz[i]));
-        if (i == 0 || e < best_e) {
-            best_e = e;
+        if (!within_bound(r, w, max_slowdown_pct, levels_hz, n, i))
+            continue;
+        mhz = gc_hz_to_mhz(levels_hz[i]);
+        cost = gc_roofline_energy_j(r, w, mhz);
+        t = gc_roofline_time_s(r, w, mhz);
+        for (k = 0; k < objective; k++)
+            cost *= t;
+        if (best < 0 || cost < best_cost) {
+            best_cost = cost;
             best = i;
         }
     }
-    *mhz = gc_hz_to_mhz(levels_hz[best]);
+    return best;
+}
+
+int gc_propose_roofline(const gc_roofline *r, const gc_workload *w, const uint64_t *levels_hz, int n,
+                        double *mhz)
+{
+    if (n < 1)
+        return -EINVAL;
+    *mhz = gc_hz_to_mhz(levels_hz[roofline_argmin(r, w, GC_OBJECTIVE_ENERGY, -1.0, levels_hz, n)]);
     return 0;
 }
 

@@ -72,11 +72,32 @@ typedef struct gc_roofline {
     double vf_v[GC_ROOFLINE_MAX_VF];
 } gc_roofline;
 
+/* What a policy minimises where a whole curve of the workload is known (the roofline policy),
+ * and a slowdown bound (zeus's MaxSlowdownConstraint) for every policy that pins a clock. The
+ * objective's value is the power of the step time in its cost: E, E t, E t^2. */
+enum gc_objective {
+    GC_OBJECTIVE_ENERGY = 0,
+    GC_OBJECTIVE_EDP = 1,
+    GC_OBJECTIVE_ED2P = 2,
+    GC_OBJECTIVE_COUNT = 3 /* how many there are (gc_objective_name of 0 .. GC_OBJECTIVE_COUNT-1) */
+};
+typedef struct gc_goal {
+    int objective;           /* enum gc_objective */
+    double max_slowdown_pct; /* predicted step time within this % of the top level's; < 0: no bound */
+} gc_goal;
+
+/* Parse "energy" / "edp" / "ed2p". -EINVAL otherwise. */
+int gc_objective_parse(const char *name, int *objective);
+const char *gc_objective_name(int objective);
+
 /* Parse a roofline.txt strictly: every key once, no unknown key, finite numbers >= 0, an
  * ascending V/f table. -EINVAL / -ENOENT with a message in err (file:line). */
 int gc_roofline_load(const char *path, gc_roofline *out, char *err, size_t len);
 /* Predicted energy per token (J) of a workload at a clock (MHz). */
 double gc_roofline_energy_j(const gc_roofline *r, const gc_workload *w, double mhz);
+/* Predicted time per token (s, in the model's gauge: ratios are what it knows) at a clock (MHz):
+ * t = a/f + b, falling with the clock. */
+double gc_roofline_time_s(const gc_roofline *r, const gc_workload *w, double mhz);
 /* The level of levels_hz (ascending, n > 0) with the lowest predicted energy; ties: the lower. */
 int gc_propose_roofline(const gc_roofline *r, const gc_workload *w, const uint64_t *levels_hz, int n,
                         double *mhz);
@@ -109,17 +130,34 @@ double gc_propose_rules(const gc_workload *w);
 
 /* The decision: what the policy proposes, and the board level it becomes. level_hz 0 means
  * MAXN: the maxn policy, or a tree that judged this workload too spiky to pin. The roofline
- * policy needs rl (NULL otherwise allowed: then it fails with -EINVAL). */
+ * policy needs rl (NULL otherwise allowed: then it fails with -EINVAL).
+ *
+ * With a goal (gc_decide_goal; NULL: minimum energy, no bound): the roofline policy minimises
+ * the goal's objective over the levels; edp/ed2p with mlg, ffg or rules is -EINVAL (they give
+ * one clock, not a curve); MAXN pins nothing and takes any goal. A slowdown bound raises the policy's level to the lowest level at or
+ * above it whose predicted step time (rl's t(f)) is within the bound of the top level's; the
+ * roofline policy takes its objective's argmin over those levels. It needs rl (-EINVAL without)
+ * except for MAXN, which pins nothing (the board's own governor is as fast as the board). The
+ * trade is predicted whenever rl is given and a level is pinned. */
 typedef struct gc_decision {
     int policy;
-    double proposed_mhz; /* 0 for MAXN */
-    uint64_t level_hz;   /* 0 for MAXN */
+    double proposed_mhz;      /* 0 for MAXN */
+    uint64_t level_hz;        /* 0 for MAXN */
+    gc_goal goal;             /* what was minimised, under what bound */
+    uint64_t policy_level_hz; /* the level before the slowdown bound (0: MAXN) */
+    uint64_t trade_vs_hz;     /* the reference of the trade, the top level; 0: no trade predicted */
+    double trade_s_pct;       /* predicted step time at level_hz against trade_vs_hz, % */
+    double trade_j_pct;       /* predicted energy per step at level_hz against trade_vs_hz, % */
 } gc_decision;
 
+int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+                   const gc_workload *w, const gc_goal *goal, gc_decision *d);
 int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
               const gc_workload *w, gc_decision *d);
 
 /* Decide and act: pin the level (or, for MAXN, restore the board's own state). */
+int gc_apply_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+                  const gc_workload *w, const gc_goal *goal, const char *state_dir, gc_decision *d);
 int gc_apply(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
              const gc_workload *w, const char *state_dir, gc_decision *d);
 

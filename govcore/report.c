@@ -183,6 +183,23 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
         fprintf(f, "null, \"proposed_mhz\": null");
     else
         fprintf(f, "%.6g, \"proposed_mhz\": %.6g", gc_hz_to_mhz(d->level_hz), d->proposed_mhz);
+    fprintf(f, ", \"policy_mhz\": ");
+    if (d->policy_level_hz == 0)
+        fprintf(f, "null");
+    else
+        fprintf(f, "%.6g", gc_hz_to_mhz(d->policy_level_hz));
+    fprintf(f, ", \"objective\": {\"kind\": \"%s\", \"max_slowdown_pct\": ",
+            gc_objective_name(d->goal.objective));
+    if (d->goal.max_slowdown_pct >= 0)
+        fprintf(f, "%.17g}", d->goal.max_slowdown_pct);
+    else
+        fprintf(f, "null}");
+    fprintf(f, ", \"trade\": ");
+    if (d->trade_vs_hz == 0)
+        fprintf(f, "null");
+    else
+        fprintf(f, "{\"vs_mhz\": %.6g, \"j_per_step_pct\": %.17g, \"s_per_step_pct\": %.17g, "
+                   "\"basis\": \"roofline\"}", gc_hz_to_mhz(d->trade_vs_hz), d->trade_j_pct, d->trade_s_pct);
     fprintf(f, ", \"policy\": \"%s\", \"model\": ", gc_policy_name(d->policy));
     gc_json_str(f, m->name);
     fprintf(f, ", \"dry_run\": %s, \"workload\": {\"model\": ", dry_run ? "true" : "false");

@@ -41,7 +41,8 @@ void gc_json_str(FILE *f, const char *s);
 void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_line);
 void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path);
 void gc_json_restore(FILE *f, int restored, const gc_clock_state *now);
-/* An apply decision: the clock, the policy, the model and the features the tree saw. */
+/* An apply decision: the clock, the policy's own level, the goal and its predicted trade, the
+ * policy, the model and the features the tree saw. */
 void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
                       const gc_decision *d, int dry_run);
 

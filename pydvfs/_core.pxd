@@ -152,6 +152,8 @@ cdef extern from "policy.h" nogil:
         GC_MAX_CLASSES
         GC_ROOFLINE_MAX_VF
         GC_POLICY_COUNT            # policies are numbered 0 .. GC_POLICY_COUNT-1 (gc_policy_name)
+        GC_OBJECTIVE_ENERGY        # objectives: the power of the step time in the cost (E t^k)
+        GC_OBJECTIVE_COUNT         # numbered 0 .. GC_OBJECTIVE_COUNT-1 (gc_objective_name)
 
     ctypedef struct gc_workload:
         int is_decoder             # 0 encoder, 1 decoder
@@ -173,10 +175,19 @@ cdef extern from "policy.h" nogil:
         const char *data_sha256
         const char *trained_utc
 
+    ctypedef struct gc_goal:
+        int objective              # energy, edp, ed2p (gc_objective_name)
+        double max_slowdown_pct    # < 0: no bound
+
     ctypedef struct gc_decision:
         int policy
         double proposed_mhz        # 0 for maxn
         uint64_t level_hz          # 0 for maxn
+        gc_goal goal
+        uint64_t policy_level_hz   # the level before the slowdown bound (0: MAXN)
+        uint64_t trade_vs_hz       # the top level the trade is against; 0: none predicted
+        double trade_s_pct         # predicted step time against it, %
+        double trade_j_pct         # predicted energy per step against it, %
 
     ctypedef struct gc_roofline:
         double k_gauge             # proxy-FLOPs per Gcycle (the time scale's gauge)
@@ -201,17 +212,24 @@ cdef extern from "policy.h" nogil:
     int gc_model_family(const char *model, int *is_decoder)
     int gc_policy_parse(const char *name, int *policy)
     const char *gc_policy_name(int policy)
+    int gc_objective_parse(const char *name, int *objective)
+    const char *gc_objective_name(int objective)
     int gc_features(const gc_tree_model *m, const gc_workload *w, double *out, char *err, size_t n)
     int gc_propose_tree(const gc_tree_model *m, const gc_workload *w, double *mhz, char *err, size_t n)
     double gc_propose_rules(const gc_workload *w)
     int gc_roofline_load(const char *path, gc_roofline *out, char *err, size_t n)
     double gc_roofline_energy_j(const gc_roofline *r, const gc_workload *w, double mhz)
+    double gc_roofline_time_s(const gc_roofline *r, const gc_workload *w, double mhz)
     int gc_propose_roofline(const gc_roofline *r, const gc_workload *w, const uint64_t *levels_hz, int n,
                             double *mhz)
     int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
                   const gc_workload *w, gc_decision *d)
     int gc_apply(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
                  const gc_workload *w, const char *state_dir, gc_decision *d)
+    int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+                       const gc_workload *w, const gc_goal *goal, gc_decision *d)
+    int gc_apply_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
+                      const gc_workload *w, const gc_goal *goal, const char *state_dir, gc_decision *d)
     int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t n)
     void gc_tree_close(void *handle)
 

@@ -6,8 +6,11 @@ from array import array
 from os import PathLike
 from typing import Any, Sequence
 
-# The static policies, in govcore's order (gc_policy_name): ("mlg", "ffg", "rules", "maxn").
+# The static policies, in govcore's order (gc_policy_name): ("mlg", "ffg", "rules", "maxn", "roofline").
 POLICY_NAMES: tuple[str, ...]
+# What a policy may minimise (gc_objective_name): ("energy", "edp", "ed2p"); the index is the
+# power of the step time in the cost E t^k.
+OBJECTIVE_NAMES: tuple[str, ...]
 
 def mhz_to_hz(mhz: float) -> int: ...
 def default_state_dir() -> str | None: ...
@@ -81,17 +84,23 @@ class Tree:
 # workload: (is_decoder, gpu_util_pct or None, layers, hidden, seq_len)
 def model_is_decoder(model: str) -> bool: ...
 def propose_rules(workload: tuple) -> float: ...
-def decide(board: Board, tree: Tree, policy: str, workload: tuple,
-           roofline: Roofline | None = None) -> tuple[float, int]:
-    """(proposed_mhz, level_hz); level_hz 0 means MAXN. Nothing is written."""
+def decide(board: Board, tree: Tree, policy: str, workload: tuple, roofline: Roofline | None = None,
+           objective: str = "energy", max_slowdown_pct: float | None = None) -> dict[str, float | int]:
+    """proposed_mhz, level_hz (0: MAXN), policy_level_hz (before the slowdown bound), and the
+    trade predicted by ``roofline`` against the top level: trade_vs_hz (0: none), trade_j_pct,
+    trade_s_pct. A bound needs ``roofline`` (except for maxn); edp/ed2p only the roofline policy.
+    Nothing is written."""
 def apply(board: Board, tree: Tree, policy: str, workload: tuple, state_dir: str | None = None,
-          roofline: Roofline | None = None) -> tuple[float, int]: ...
+          roofline: Roofline | None = None, objective: str = "energy",
+          max_slowdown_pct: float | None = None) -> dict[str, float | int]: ...
 
 class Roofline:
     """The roofline policy's board constants, read strictly (in C) from a roofline.txt."""
     def __init__(self, path: str | PathLike[str]) -> None: ...
     def energy_j(self, workload: tuple, mhz: float) -> float:
         """Predicted energy per token (J) at a clock (MHz)."""
+    def time_s(self, workload: tuple, mhz: float) -> float:
+        """Predicted time per token (s, in the model's gauge) at a clock (MHz): a/f + b."""
     def propose(self, workload: tuple, levels_mhz: Sequence[float]) -> float:
         """The level with the lowest predicted energy (ties: the lower)."""
 

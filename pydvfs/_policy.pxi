@@ -3,6 +3,8 @@ from libc.errno cimport EBADMSG, ENOEXEC
 
 # The static policies, in govcore's order: the one list every Python caller uses.
 POLICY_NAMES = tuple(gc_policy_name(i).decode() for i in range(GC_POLICY_COUNT))
+# What a policy may minimise, in govcore's order: the index is the power of the step time (E t^k).
+OBJECTIVE_NAMES = tuple(gc_objective_name(i).decode() for i in range(GC_OBJECTIVE_COUNT))
 
 
 MODEL_FORMAT = GC_MODEL_FORMAT
@@ -140,6 +142,11 @@ cdef class Roofline:
         cdef gc_workload w = _workload(workload)
         return gc_roofline_energy_j(&self.r, &w, mhz)
 
+    def time_s(self, tuple workload, double mhz):
+        """Predicted time per token (s, in the model's gauge) at a clock: a/f + b."""
+        cdef gc_workload w = _workload(workload)
+        return gc_roofline_time_s(&self.r, &w, mhz)
+
     def propose(self, tuple workload, levels_mhz):
         """The level (MHz) of the given table with the lowest predicted energy."""
         cdef gc_workload w = _workload(workload)
@@ -164,25 +171,45 @@ cdef const gc_roofline *_rl(Roofline roofline):
     return NULL if roofline is None else &roofline.r
 
 
-def decide(Board board, Tree tree, str policy, tuple workload, Roofline roofline=None):
-    """(proposed_mhz, level_hz) for a policy on this board; nothing is written."""
+cdef gc_goal _goal(str objective, max_slowdown_pct) except *:
+    cdef gc_goal g
+    if gc_objective_parse(objective.encode(), &g.objective) < 0:
+        raise errors.InvalidValueError(
+            f"unknown objective {objective!r}: expected {', '.join(OBJECTIVE_NAMES)}")
+    g.max_slowdown_pct = -1.0 if max_slowdown_pct is None else float(max_slowdown_pct)
+    if max_slowdown_pct is not None and not g.max_slowdown_pct >= 0:
+        raise errors.InvalidValueError(f"the maximum slowdown must be a finite % >= 0, got {max_slowdown_pct}")
+    return g
+
+
+cdef dict _decision(gc_decision *d):
+    return {"proposed_mhz": d.proposed_mhz, "level_hz": d.level_hz, "policy_level_hz": d.policy_level_hz,
+            "trade_vs_hz": d.trade_vs_hz, "trade_j_pct": d.trade_j_pct, "trade_s_pct": d.trade_s_pct}
+
+
+def decide(Board board, Tree tree, str policy, tuple workload, Roofline roofline=None, str objective="energy",
+           max_slowdown_pct=None):
+    """The decision of a policy on this board (see _core.pyi); nothing is written."""
     cdef gc_workload w = _workload(workload)
     cdef int p = _policy(policy)
+    cdef gc_goal g = _goal(objective, max_slowdown_pct)
     cdef gc_decision d
-    check(gc_decide(&board.b, &tree.m, _rl(roofline), p, &w, &d), board.b.err)
-    return d.proposed_mhz, d.level_hz
+    check(gc_decide_goal(&board.b, &tree.m, _rl(roofline), p, &w, &g, &d), board.b.err)
+    return _decision(&d)
 
 
-def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None, Roofline roofline=None):
-    """Decide and pin (maxn: restore). Returns (proposed_mhz, level_hz)."""
+def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None, Roofline roofline=None,
+          str objective="energy", max_slowdown_pct=None):
+    """Decide and pin (maxn: restore). Returns the decision, as decide."""
     cdef gc_workload w = _workload(workload)
     cdef int p = _policy(policy)
+    cdef gc_goal g = _goal(objective, max_slowdown_pct)
     cdef gc_decision d
     cdef const gc_roofline *rl = _rl(roofline)
     cdef bytes sd = _opt(state_dir)
     cdef const char *c_sd = sd
     cdef int rc
     with nogil:
-        rc = gc_apply(&board.b, &tree.m, rl, p, &w, c_sd, &d)
+        rc = gc_apply_goal(&board.b, &tree.m, rl, p, &w, &g, c_sd, &d)
     check(rc, board.b.err)
-    return d.proposed_mhz, d.level_hz
+    return _decision(&d)

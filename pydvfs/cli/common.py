@@ -104,6 +104,26 @@ def add_board_options(p: argparse.ArgumentParser, state: bool = True) -> argpars
     return p
 
 
+def add_objective_options(p: argparse.ArgumentParser) -> None:
+    """``--objective`` and ``--max-slowdown`` (pydvfs/governor/objective.py): what a policy
+    minimises, under what slowdown bound; ``objective_from_args`` checks them."""
+    from .. import _core
+
+    p.add_argument("--objective", default="energy", choices=_core.OBJECTIVE_NAMES,
+                   help="minimise energy per step (default), energy x time (edp) or energy x time^2 (ed2p); "
+                        "static policies: edp/ed2p with --policy roofline only")
+    p.add_argument("--max-slowdown", dest="max_slowdown_pct", type=float, metavar="PCT",
+                   help="lowest cost whose step time stays within PCT %% of the fastest clock's (static "
+                        "policies: as predicted by --model-dir's roofline.txt)")
+
+
+def objective_from_args(args: argparse.Namespace):
+    """The validated Objective of --objective/--max-slowdown."""
+    from ..governor.objective import Objective
+
+    return Objective(args.objective, args.max_slowdown_pct)
+
+
 def add_workload_argument(p: argparse.ArgumentParser, required: bool, aliases: bool = False,
                           help_extra: str = "") -> None:
     """``--workload model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]``, the one spelling of a

@@ -5,7 +5,16 @@ import argparse
 from pathlib import Path
 
 from .. import _core
-from .common import add_board_options, add_workload_argument, emit, examples, name_list, workload_from_args
+from .common import (
+    add_board_options,
+    add_objective_options,
+    add_workload_argument,
+    emit,
+    examples,
+    name_list,
+    objective_from_args,
+    workload_from_args,
+)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -58,11 +67,12 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from ..policy.apply import apply, decide
 
     workload = workload_from_args(args)
+    goal = objective_from_args(args)
     run = decide if args.dry_run else apply
     d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
-            state_dir=args.state_dir)
+            state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct)
     emit(args, {**d.to_dict(), "dry_run": args.dry_run},
-         lambda: d.describe() + (" (dry run: nothing written)" if args.dry_run else ""))
+         lambda: d.describe(" (dry run: nothing written)" if args.dry_run else ""))
     return 0
 
 
@@ -103,6 +113,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_workload_argument(p, required=True, aliases=True)
     p.add_argument("--policy", default="mlg", choices=_core.POLICY_NAMES)
     p.add_argument("--model-dir", default=None, metavar="DIR", help="model folder from `pydvfs train`")
+    add_objective_options(p)
     p.add_argument("--dry-run", action="store_true", help="decide only; write nothing")
     add_board_options(p)
     p.set_defaults(func=cmd_apply)

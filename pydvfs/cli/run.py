@@ -10,9 +10,8 @@ import sys
 
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
-from ..governor.objective import OBJECTIVES, Objective
 from ..signals import Terminated, terminate_as_exception
-from .common import add_board_options, add_workload_argument, examples
+from .common import add_board_options, add_objective_options, add_workload_argument, examples, objective_from_args
 
 
 def _fmt_mhz(mhz) -> str:
@@ -46,7 +45,11 @@ def text_report(r: dict) -> str:
                         if not r["probed"] else
                         f"{'converged on' if r['converged'] else 'best so far'} {_fmt_mhz(r['chosen_mhz'])}"))
     else:
+        from ..policy.apply import describe_trade
+
         lines.append(f"policy    {r['policy']}: {_fmt_mhz(r['chosen_mhz'])}")
+        if r["decision"].get("freq_mhz") is not None:
+            lines.extend(describe_trade(r["decision"]))
     levels = r.get("search_levels_mhz") or []
     if r["policy"] == "online" and levels:
         refused = ", ".join(f"{d['freq_mhz']:g}" for d in r.get("dropped") or []) or "none"
@@ -115,9 +118,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
     workload = workload_from_args(args)
     search = _search_params(args)
-    objective = Objective(args.objective, args.max_slowdown_pct)
-    if args.policy != "online" and objective != Objective():
-        raise InvalidValueError(f"--objective and --max-slowdown are not available with --policy {args.policy}")
+    objective = objective_from_args(args)
     window = _window_params(args)
     if args.policy != "online" and window != type(window)():
         raise InvalidValueError("--window, --min-steps, --settle and --stall are for --policy online")
@@ -159,10 +160,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--progress-file", metavar="F", help="where CMD writes its completed step count")
     p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
     p.add_argument("--model-dir", metavar="DIR", help="a trained model (pydvfs train) instead of the built-in tree")
-    p.add_argument("--objective", default="energy", choices=OBJECTIVES,
-                   help="minimise energy per step (default), energy x time (edp) or energy x time^2 (ed2p)")
-    p.add_argument("--max-slowdown", dest="max_slowdown_pct", type=float, metavar="PCT",
-                   help="lowest cost whose step time stays within PCT %% of the fastest clock's")
+    add_objective_options(p)
     g = p.add_argument_group("online search")
     g.add_argument("--search", choices=SEARCHES,
                    help="model: fit the U-curve, probe where the best clock is uncertain (default, needs numpy "

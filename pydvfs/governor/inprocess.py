@@ -51,7 +51,8 @@ class OnlineGovernor:
     ``rules``, ``maxn``). ``workload``: a :class:`pydvfs.Workload`, a dict or a Hugging Face
     model/config (with ``seq_len``), as for :func:`pydvfs.apply`; the online search uses it for
     its start clock only (None: FFG). ``search``: ``model`` or ``hill``; ``objective``:
-    ``energy``, ``edp`` or ``ed2p``; ``max_slowdown_pct``; ``window``: a
+    ``energy``, ``edp`` or ``ed2p``; ``max_slowdown_pct`` (a static policy takes them as
+    :func:`pydvfs.apply` does, and refuses at :meth:`start` what it cannot); ``window``: a
     :class:`WindowParams` or a dict of its fields; ``search_options``: ``margin_pct``,
     ``samples``, ``reprobe_s``. ``log``: where status lines go (None: nowhere).
     """
@@ -69,9 +70,7 @@ class OnlineGovernor:
         if policy != "online" and (start_mhz is not None or search is not None or search_options):
             raise InvalidValueError("start_mhz, search and search_options are for policy 'online'")
         self.policy, self.workload, self.model_dir = policy, workload, model_dir
-        self.objective = Objective(objective, max_slowdown_pct)
-        if policy != "online" and self.objective != Objective():
-            raise InvalidValueError(f"objective and max_slowdown_pct are not available with policy {policy}")
+        self.objective = Objective(objective, max_slowdown_pct)  # a static policy's: checked by apply at start
         self.search_kind = search or default_search()
         self.search_params = search_params(self.search_kind, **(search_options or {})) \
             if policy == "online" else None
@@ -121,7 +120,8 @@ class OnlineGovernor:
                     self._decision = {"freq_mhz": None, "policy": "maxn"}
                 else:
                     self._decision = apply(self.workload, self.policy, self.model_dir, self.dev.sysfs_root,
-                                           self.dev.state_dir).to_dict()
+                                           self.dev.state_dir, objective=self.objective.kind,
+                                           max_slowdown_pct=self.objective.max_slowdown_pct).to_dict()
                 self.sampler.start()
                 self._t0_ns = time.monotonic_ns()
                 self.sampler.begin_window("run")
@@ -198,7 +198,8 @@ class OnlineGovernor:
                   "restored": self._restored, "measurement": m.to_dict(),
                   "monotonic_ns": [self._t0_ns, self._t1_ns]}  # brackets the measured span
         if engine_part is None:
-            report.update(decision=self._decision, chosen_mhz=self._decision["freq_mhz"])
+            report.update(decision=self._decision, chosen_mhz=self._decision["freq_mhz"],
+                          objective=self.objective.to_dict(), trade=self._decision.get("trade"))
         else:
             report.update(self._plan, search_kind=self.search_kind, decision=None, **engine_part)
             report.update(online_outcome(report, energy))

@@ -245,7 +245,9 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             dev.restore()
             report["decision"] = {"freq_mhz": None, "policy": "maxn"}
         else:
-            report["decision"] = apply(workload, policy, model_dir, dev.sysfs_root, dev.state_dir).to_dict()
+            report["decision"] = apply(workload, policy, model_dir, dev.sysfs_root, dev.state_dir,
+                                       objective=objective.kind,
+                                       max_slowdown_pct=objective.max_slowdown_pct).to_dict()
         with sampler:
             t0 = clock()
             proc = start_command(cmd, {"PYDVFS_POLICY": policy})
@@ -289,7 +291,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         report.update(online_outcome(report, energy))
         engine.say_outcome()
     else:
-        report["chosen_mhz"] = report["decision"]["freq_mhz"]
+        report.update(chosen_mhz=report["decision"]["freq_mhz"], objective=objective.to_dict(),
+                      trade=report["decision"].get("trade"))
     return report
 
 

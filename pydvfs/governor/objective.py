@@ -10,16 +10,21 @@ Both numbers come from the same window: J/step (energy / steps) and s/step (dura
 ``max_slowdown_pct``: a level is admissible only if its step time is within that many percent
 of the fastest step time measured (or, for the model search, predicted) at any level. The cost
 of an inadmissible level is infinite: the search never settles there.
+
+The static policies take the same objective where a whole curve is known (govcore's
+``gc_decide_goal``: the bound for every policy that pins a clock, edp/ed2p for the roofline
+policy only), from the step times the board's roofline model predicts.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
+from .. import _core
 from ..errors import InvalidValueError
 
-OBJECTIVES = ("energy", "edp", "ed2p")
-_TIME_POWER = {"energy": 0, "edp": 1, "ed2p": 2}
+OBJECTIVES = _core.OBJECTIVE_NAMES  # govcore's list: energy, edp, ed2p
+_TIME_POWER = {kind: k for k, kind in enumerate(OBJECTIVES)}  # govcore's order is the power of t
 
 
 @dataclass(frozen=True)

@@ -46,10 +46,33 @@ def _board(sysfs_root) -> "_core.Board":
     return _boards[root]
 
 
+def describe_trade(d: dict) -> list[str]:
+    """The goal, the bound's move and the predicted trade of a decision record (``to_dict``),
+    as text lines (none for a plain minimum-energy decision without a model's curve)."""
+    from ..governor.objective import Objective
+
+    lines = []
+    goal = Objective(**d.get("objective") or {})
+    if goal != Objective():
+        lines.append(f"objective {goal.describe()}")
+    if goal.max_slowdown_pct is not None and d.get("policy_mhz") not in (None, d["freq_mhz"]):
+        lines.append(f"bound     {d['policy']} chose {d['policy_mhz']:g} MHz; {d['freq_mhz']:g} MHz meets the "
+                     f"{goal.max_slowdown_pct:g} % slowdown bound")
+    t = d.get("trade")
+    if t and t["vs_mhz"] != d["freq_mhz"]:
+        lines.append(f"trade     {d['freq_mhz']:g} MHz against {t['vs_mhz']:g} MHz (the top level), predicted by "
+                     f"the roofline model: J/step {t['j_per_step_pct']:+.1f} %, s/step {t['s_per_step_pct']:+.1f} %")
+    return lines
+
+
 @dataclass(frozen=True)
 class Decision:
     """What a policy chose. ``freq_mhz`` is the board level set (None: MAXN, the board's own
-    governor); ``proposed_mhz`` what the policy asked for before the clamp to the table."""
+    governor); ``proposed_mhz`` what the policy asked for before the clamp to the table;
+    ``policy_mhz`` the policy's level before the slowdown bound of ``objective`` (see
+    :class:`pydvfs.governor.objective.Objective`); ``trade`` the predicted J/step and s/step at
+    the level against the top level, in % (``vs_mhz``; from the model folder's roofline.txt;
+    None without one)."""
 
     freq_mhz: float | None
     proposed_mhz: float | None
@@ -57,46 +80,76 @@ class Decision:
     features: dict = field(default_factory=dict)
     workload: dict = field(default_factory=dict)
     model: str = ""
+    policy_mhz: float | None = None
+    objective: dict = field(default_factory=lambda: {"kind": "energy", "max_slowdown_pct": None})
+    trade: dict | None = None
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
+                "policy_mhz": self.policy_mhz, "objective": self.objective, "trade": self.trade,
                 "features": self.features, "workload": self.workload, "model": self.model}
 
-    def describe(self) -> str:
+    def describe(self, note: str = "") -> str:
+        """Text: the clock (with ``note`` after it), then the goal and the trade, if any."""
         if self.freq_mhz is None:
-            return f"policy {self.policy}: MAXN (the board's own governor)"
-        return f"policy {self.policy}: GPU clock {self.freq_mhz:g} MHz"
+            return f"policy {self.policy}: MAXN (the board's own governor){note}"
+        return "\n".join([f"policy {self.policy}: GPU clock {self.freq_mhz:g} MHz{note}",
+                          *describe_trade(self.to_dict())])
 
 
-def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: bool, **overrides) -> Decision:
+def _mhz(hz: int) -> float | None:
+    return None if hz == 0 else hz_to_mhz(hz)
+
+
+def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: bool,
+            objective: str = "energy", max_slowdown_pct: float | None = None, **overrides) -> Decision:
+    from ..errors import InvalidValueError
+    from ..governor.objective import Objective
+
+    goal = Objective(objective, max_slowdown_pct)
     wl = Workload.from_any(workload, **overrides)
     board = _board(sysfs_root)
     if not isinstance(board, _core.Board):  # the govcore daemon's board (device/remote.py)
+        if goal != Objective():
+            raise InvalidValueError("through the govcore daemon --objective and --max-slowdown are not "
+                                    "available (it holds no roofline model); run as root with --model-dir")
         d = board.apply(policy, wl.as_core(), wl.model, model_dir, dry_run=not pin)
         return Decision(freq_mhz=d["freq_mhz"], proposed_mhz=d["proposed_mhz"], policy=policy,
-                        features=d["features"], workload=wl.to_dict(), model=d["model"])
-    roofline = load_roofline(model_dir) if policy == "roofline" else None
+                        features=d["features"], workload=wl.to_dict(), model=d["model"],
+                        policy_mhz=d.get("policy_mhz"), trade=d.get("trade"))
+    # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
+    # (without one, govcore says what is missing)
+    bound = goal.max_slowdown_pct is not None and policy != "maxn" and model_dir is not None
+    roofline = load_roofline(model_dir) if policy == "roofline" or bound else None
     tree = load_tree(model_dir)
+    core_goal = {"roofline": roofline, "objective": goal.kind, "max_slowdown_pct": goal.max_slowdown_pct}
     if pin:
         with ownership.governing(board, state_dir) as owner:
-            proposed, level_hz = _core.apply(board, tree, policy, wl.as_core(), state_dir, roofline=roofline)
-            owner.pinned = level_hz != 0  # maxn restored the board
+            r = _core.apply(board, tree, policy, wl.as_core(), state_dir, **core_goal)
+            owner.pinned = r["level_hz"] != 0  # maxn restored the board
     else:
-        proposed, level_hz = _core.decide(board, tree, policy, wl.as_core(), roofline=roofline)
-    maxn = level_hz == 0  # the maxn policy, or a tree that keeps a spiky workload at MAXN
+        r = _core.decide(board, tree, policy, wl.as_core(), **core_goal)
+    maxn = r["level_hz"] == 0  # the maxn policy, or a tree that keeps a spiky workload at MAXN
+    trade = None if r["trade_vs_hz"] == 0 else {
+        "vs_mhz": hz_to_mhz(r["trade_vs_hz"]), "j_per_step_pct": r["trade_j_pct"],
+        "s_per_step_pct": r["trade_s_pct"], "basis": "roofline"}
     return Decision(
-        freq_mhz=None if maxn else hz_to_mhz(level_hz),
-        proposed_mhz=None if maxn else proposed,
+        freq_mhz=_mhz(r["level_hz"]),
+        proposed_mhz=None if maxn else r["proposed_mhz"],
         policy=policy,
         features=dict(zip(tree.feature_names, tree.features(wl.as_core()))),
         workload=wl.to_dict(),
         model=tree.name,
+        policy_mhz=_mhz(r["policy_level_hz"]),
+        objective=goal.to_dict(),
+        trade=trade,
     )
 
 
 def decide(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, state_dir=None,
            **overrides) -> Decision:
-    """The clock a policy would set on this board, without touching it."""
+    """The clock a policy would set on this board, without touching it (the options as
+    :func:`apply`)."""
     return _decide(workload, policy, model_dir, sysfs_root, state_dir, False, **overrides)
 
 
@@ -105,8 +158,11 @@ def apply(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, s
     """Choose the clock for ``workload`` and pin it (``maxn``: restore the board's default).
 
     ``workload``: a :class:`pydvfs.Workload`, a dict, or a Hugging Face config or model (then give
-    ``seq_len=`` and optionally ``util_pct=``). The original clock state is saved first; call
-    :func:`pydvfs.restore` (or use :func:`governed`) to put it back."""
+    ``seq_len=`` and optionally ``util_pct=``). ``objective=`` ("energy", "edp", "ed2p") and
+    ``max_slowdown_pct=``: as ``pydvfs apply --objective --max-slowdown`` (docs/policy.md); a
+    bound needs a ``model_dir`` with roofline.txt, edp/ed2p the roofline policy. The original
+    clock state is saved first; call :func:`pydvfs.restore` (or use :func:`governed`) to put it
+    back."""
     return _decide(workload, policy, model_dir, sysfs_root, state_dir, True, **overrides)
 
 

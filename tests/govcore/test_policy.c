@@ -252,6 +252,224 @@ static void test_roofline_policy_on_13_levels(void)
     fake_tree_remove(root);
 }
 
+static void test_objective_names(void)
+{
+    int k = -1;
+
+    CHECK(gc_objective_parse("energy", &k) == 0 && k == GC_OBJECTIVE_ENERGY);
+    CHECK(gc_objective_parse("edp", &k) == 0 && k == GC_OBJECTIVE_EDP);
+    CHECK(gc_objective_parse("ed2p", &k) == 0 && k == GC_OBJECTIVE_ED2P);
+    CHECK(gc_objective_parse("EDP", &k) == -EINVAL);
+    CHECK(strcmp(gc_objective_name(GC_OBJECTIVE_ED2P), "ed2p") == 0);
+    CHECK(strcmp(gc_objective_name(7), "?") == 0);
+}
+
+/* The roofline test board: a JetPack 6 Orin with 13 levels and good_roofline loaded. */
+static const char *roofline_board(gc_board *b, gc_roofline *r)
+{
+    const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
+    char path[600], err[256];
+
+    snprintf(path, sizeof path, "%s/roofline.txt", root);
+    CHECK(write_text(path, good_roofline) == 0);
+    CHECK(gc_roofline_load(path, r, err, sizeof err) == 0);
+    CHECK(gc_board_open(b, root) == 0);
+    return root;
+}
+
+static double level_mhz(const gc_board *b, int i)
+{
+    return gc_hz_to_mhz(b->freqs_hz[i]);
+}
+
+static void test_roofline_time_is_a_over_f_plus_b(void)
+{
+    gc_roofline r;
+    gc_board b;
+    const char *root = roofline_board(&b, &r);
+    gc_workload w = {0, -1.0, 12, 768, 64};
+    double a = (12.0 * 12 * 768 * 768 + 3.0 * 12 * 64 * 768) / 1e12 + 1.8e-06 * 12 / 64;
+    double bb = 3.4e-09 * (768.0 * 12) + (3.3e-05 + 6.8e-06 * 12) / 64;
+
+    CHECK(fabs(gc_roofline_time_s(&r, &w, 500.0) - (a / 0.5 + bb)) < 1e-15);
+    CHECK(gc_roofline_time_s(&r, &w, 300.0) > gc_roofline_time_s(&r, &w, 1300.5));
+    fake_tree_remove(root);
+}
+
+/* The lowest level at or above `from` whose predicted time is within pct of the top level's. */
+static int lowest_within(const gc_board *b, const gc_roofline *r, const gc_workload *w, int from, double pct)
+{
+    double top_s = gc_roofline_time_s(r, w, level_mhz(b, b->n_freqs - 1));
+    int i;
+
+    for (i = from; i < b->n_freqs - 1; i++)
+        if (gc_roofline_time_s(r, w, level_mhz(b, i)) <= top_s * (1.0 + pct / 100.0))
+            break;
+    return i;
+}
+
+static void test_slowdown_bound_raises_a_policy_level(void)
+{
+    gc_roofline r;
+    gc_board b;
+    const char *root = roofline_board(&b, &r);
+    double classes[1] = {216.75}; /* the tree's choice: level 1 of 13 */
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", ""};
+    gc_workload w = {0, -1.0, 12, 768, 64};
+    gc_goal g = {GC_OBJECTIVE_ENERGY, 0.0};
+    double pcts[] = {0.0, 1.0, 5.0, 20.0, 50.0, 100.0, 1e9}, top_s, t;
+    gc_decision d;
+    size_t k;
+    int want, raised = 0;
+
+    for (k = 0; k < sizeof pcts / sizeof pcts[0]; k++) {
+        g.max_slowdown_pct = pcts[k];
+        CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_MLG, &w, &g, &d) == 0);
+        want = lowest_within(&b, &r, &w, 1, pcts[k]);
+        CHECK_EQ_U64(d.level_hz, b.freqs_hz[want]);
+        CHECK_EQ_U64(d.policy_level_hz, 216750000);
+        CHECK(d.proposed_mhz == 216.75);
+        raised += want > 1 && want < b.n_freqs - 1;
+        /* the trade: against the top level, as the model predicts it */
+        top_s = gc_roofline_time_s(&r, &w, 1300.5);
+        t = gc_roofline_time_s(&r, &w, level_mhz(&b, want));
+        CHECK_EQ_U64(d.trade_vs_hz, 1300500000);
+        CHECK(fabs(d.trade_s_pct - 100.0 * (t / top_s - 1.0)) < 1e-9);
+        CHECK(d.trade_s_pct <= pcts[k] + 1e-9);
+        CHECK(fabs(d.trade_j_pct - 100.0 * (gc_roofline_energy_j(&r, &w, level_mhz(&b, want)) /
+                                            gc_roofline_energy_j(&r, &w, 1300.5) - 1.0)) < 1e-9);
+        CHECK(d.goal.max_slowdown_pct == pcts[k]);
+    }
+    CHECK(raised > 0); /* some bound lands strictly between the tree's level and the top */
+    g.max_slowdown_pct = 0.0; /* bound 0: only the top level is as fast as itself */
+    CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_FFG, &w, &g, &d) == 0);
+    CHECK_EQ_U64(d.level_hz, 1300500000);
+    CHECK_EQ_U64(d.policy_level_hz, 522750000);
+    g.max_slowdown_pct = 1e9; /* a bound every level meets: unchanged */
+    CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_RULES, &w, &g, &d) == 0);
+    CHECK(d.level_hz == d.policy_level_hz && d.level_hz != 0);
+    /* no goal: as gc_decide, with the trade predicted since the curve is given */
+    CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_MLG, &w, NULL, &d) == 0);
+    CHECK_EQ_U64(d.level_hz, 216750000);
+    CHECK(d.goal.max_slowdown_pct < 0 && d.goal.objective == GC_OBJECTIVE_ENERGY);
+    CHECK(d.trade_s_pct > 0 && d.trade_vs_hz == 1300500000);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0);
+    CHECK(d.trade_vs_hz == 0);
+    fake_tree_remove(root);
+}
+
+static void test_goal_refusals_and_maxn(void)
+{
+    gc_roofline r;
+    gc_board b;
+    const char *root = roofline_board(&b, &r);
+    double classes[1] = {0.0}; /* the tree's MAXN class */
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", ""};
+    gc_workload w = {0, -1.0, 12, 768, 64};
+    gc_goal g = {GC_OBJECTIVE_ENERGY, 3.0};
+    gc_decision d;
+
+    CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_MLG, &w, &g, &d) == 0); /* MAXN stays MAXN */
+    CHECK(d.level_hz == 0 && d.policy_level_hz == 0 && d.trade_vs_hz == 0);
+    CHECK(gc_decide_goal(&b, &m, NULL, GC_POLICY_MAXN, &w, &g, &d) == 0); /* met trivially */
+    CHECK(d.level_hz == 0);
+    b.err[0] = 0;
+    CHECK(gc_decide_goal(&b, &m, NULL, GC_POLICY_FFG, &w, &g, &d) == -EINVAL); /* no time curve */
+    CHECK(strstr(b.err, "roofline.txt") != NULL && strstr(b.err, "pydvfs train") != NULL);
+    g.objective = GC_OBJECTIVE_EDP;
+    g.max_slowdown_pct = -1.0;
+    CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_MLG, &w, &g, &d) == -EINVAL); /* one clock, no curve */
+    CHECK(strstr(b.err, "edp") != NULL && strstr(b.err, "--policy roofline") != NULL &&
+          strstr(b.err, "online") != NULL);
+    CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_RULES, &w, &g, &d) == -EINVAL);
+    CHECK(gc_decide_goal(&b, &m, NULL, GC_POLICY_MAXN, &w, &g, &d) == 0 && d.level_hz == 0);
+    g.objective = GC_OBJECTIVE_COUNT;
+    CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_ROOFLINE, &w, &g, &d) == -EINVAL);
+    g.objective = GC_OBJECTIVE_ENERGY;
+    g.max_slowdown_pct = NAN;
+    CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_ROOFLINE, &w, &g, &d) == -EINVAL);
+    g.max_slowdown_pct = INFINITY;
+    CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_ROOFLINE, &w, &g, &d) == -EINVAL);
+    fake_tree_remove(root);
+}
+
+/* The roofline policy's argmin of E t^k over the levels within the bound, by brute force. */
+static int brute_argmin(const gc_board *b, const gc_roofline *r, const gc_workload *w, int k, double pct)
+{
+    double best = 0, cost, top_s = gc_roofline_time_s(r, w, level_mhz(b, b->n_freqs - 1));
+    int i, best_i = -1;
+
+    for (i = 0; i < b->n_freqs; i++) {
+        double t = gc_roofline_time_s(r, w, level_mhz(b, i));
+
+        if (pct >= 0 && t > top_s * (1.0 + pct / 100.0))
+            continue;
+        cost = gc_roofline_energy_j(r, w, level_mhz(b, i)) * pow(t, k);
+        if (best_i < 0 || cost < best) {
+            best = cost;
+            best_i = i;
+        }
+    }
+    return best_i;
+}
+
+static void test_roofline_objectives(void)
+{
+    gc_roofline r;
+    gc_board b;
+    const char *root = roofline_board(&b, &r);
+    double classes[1] = {700.0};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
+    gc_workload ws[] = {{0, -1.0, 12, 768, 64}, {0, -1.0, 2, 128, 20}, {1, -1.0, 24, 1024, 128}};
+    double pcts[] = {-1.0, 0.0, 2.0, 10.0, 40.0};
+    int k, i, p, differs = 0, e_level, want, want_free;
+    gc_goal g;
+    gc_decision d;
+
+    for (i = 0; i < 3; i++) {
+        CHECK(gc_decide(&b, &m, &r, GC_POLICY_ROOFLINE, &ws[i], &d) == 0);
+        e_level = brute_argmin(&b, &r, &ws[i], 0, -1.0);
+        CHECK_EQ_U64(d.level_hz, b.freqs_hz[e_level]);
+        for (k = 0; k < GC_OBJECTIVE_COUNT; k++)
+            for (p = 0; p < 5; p++) {
+                g.objective = k;
+                g.max_slowdown_pct = pcts[p];
+                CHECK(gc_decide_goal(&b, &m, &r, GC_POLICY_ROOFLINE, &ws[i], &g, &d) == 0);
+                want = brute_argmin(&b, &r, &ws[i], k, pcts[p]);
+                want_free = brute_argmin(&b, &r, &ws[i], k, -1.0);
+                CHECK_EQ_U64(d.level_hz, b.freqs_hz[want]);
+                CHECK_EQ_U64(d.policy_level_hz, b.freqs_hz[want_free]);
+                CHECK(d.proposed_mhz == level_mhz(&b, want_free));
+                differs += k > 0 && pcts[p] < 0 && want != e_level;
+            }
+    }
+    CHECK(differs > 0); /* E t prefers a faster clock than E where the curve says so */
+    fake_tree_remove(root);
+}
+
+static void test_apply_goal_pins_the_raised_level(void)
+{
+    gc_roofline r;
+    gc_board b;
+    const char *root = roofline_board(&b, &r);
+    double classes[1] = {114.75};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
+    gc_workload w = {0, -1.0, 12, 768, 64};
+    gc_goal g = {GC_OBJECTIVE_ENERGY, 10.0};
+    char state_dir[600];
+    gc_clock_state st;
+    gc_decision d;
+    int want = lowest_within(&b, &r, &w, 0, 10.0);
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    CHECK(want > 0 && want < b.n_freqs - 1);
+    CHECK(gc_apply_goal(&b, &m, &r, GC_POLICY_MLG, &w, &g, state_dir, &d) == 0);
+    CHECK(gc_clock_read(&b, &st) == 0);
+    CHECK_EQ_U64(st.min_hz, b.freqs_hz[want]);
+    CHECK_EQ_U64(st.max_hz, b.freqs_hz[want]);
+    fake_tree_remove(root);
+}
+
 int main(void)
 {
     RUN(test_rules);
@@ -263,5 +481,11 @@ int main(void)
     RUN(test_apply_then_maxn_restores);
     RUN(test_roofline_load_is_strict);
     RUN(test_roofline_policy_on_13_levels);
+    RUN(test_objective_names);
+    RUN(test_roofline_time_is_a_over_f_plus_b);
+    RUN(test_slowdown_bound_raises_a_policy_level);
+    RUN(test_goal_refusals_and_maxn);
+    RUN(test_roofline_objectives);
+    RUN(test_apply_goal_pins_the_raised_level);
     return DONE("test_policy");
 }

@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             report = run_governed(cmd, args.policy, workload, args.progress_file, args.rate, args.model_dir,
                                   args.start, search if args.policy == "online" else None, window,
                                   args.sysfs_root, args.state_dir, objective=objective,
-                                  search_kind=args.search or default_search())
+                                  search_kind=args.search or default_search(), total_steps=args.steps)
     except (KeyboardInterrupt, Terminated):
         print("pydvfs run: stopped; the GPU clock was restored", file=sys.stderr, flush=True)
         raise
@@ -171,6 +171,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="hill: move only if J/step is lower by more than this (default 2); model: leave the "
                         "start only for a proven gain larger than this (default 0)")
     g.add_argument("--samples", type=int, metavar="N", help="windows per probe, median taken (default 3)")
+    g.add_argument("--steps", type=int, metavar="N",
+                   help="the count the progress file reaches at the end (CMD's total optimiser steps), if "
+                        "known: the model search weighs a probe's gain over what is left of the run instead "
+                        "of 10 minutes (a short run explores less, a long one more)")
     g.add_argument("--window", dest="min_window_s", type=float, metavar="S",
                    help="shortest measuring window (default 10 s)")
     g.add_argument("--min-steps", type=int, metavar="N", help="fewest steps per window (default 20)")

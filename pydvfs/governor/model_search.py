@@ -18,7 +18,8 @@ One round (docs/online.md):
    measured levels around the smooth curve (a real table is not exactly smooth).
 4. **Expected gain vs cost** of one more probe at each level: a probe of level L at predicted
    cost N(mu, sigma) gains, in expectation, EI = E[max(0, best - cost_L)] per window for the
-   ``horizon_windows`` windows the choice will then be held, and costs
+   windows the choice will then be held (``remaining_windows``, the windows left in the run,
+   when the engine knows its length; else what is left of ``horizon_windows``), and costs
    ``samples x max(0, mu - best)`` (its windows run at a worse level). A measured level is
    re-measured the same way, with sigma its estimate's standard error (where two levels are
    within noise). The level with the largest positive net gain is probed; none: settle.
@@ -95,6 +96,9 @@ class CurveParams:
         return asdict(self)
 
 
+DEFAULT_VF_SOURCE = "default Orin table"  # what state() says when no V/f curve is passed in
+
+
 def vf_for_levels(levels_mhz):
     """The V/f curve to fit with: the curve model's default (an Orin's) when the table ends
     near its top clock; else that shape stretched to the table's top clock (a board whose V/f
@@ -127,7 +131,8 @@ class CurveSearch:
     fits_time = True  # the engine feeds J/step and s/step, not a combined cost
 
     def __init__(self, levels_mhz, start_mhz: float, params: CurveParams | None = None,
-                 now_s: float = 0.0, objective: Objective | None = None, vf=None):
+                 now_s: float = 0.0, objective: Objective | None = None, vf=None,
+                 vf_source: str | None = None):
         levels = sorted(float(f) for f in levels_mhz)
         if not levels:
             raise InvalidValueError("the clock table is empty")
@@ -136,7 +141,11 @@ class CurveSearch:
         self.levels_mhz = tuple(levels)
         self.params = params or CurveParams()
         self.objective = objective or Objective()
-        self.vf = vf
+        self.vf = vf  # the V/f curve to fit with (None: vf_for_levels, the default Orin table)
+        self.vf_source = vf_source or ("given" if vf is not None else DEFAULT_VF_SOURCE)
+        # windows left in the run, set by the engine before each window when the run's length is
+        # known; None: unknown, the horizon is what is left of params.horizon_windows
+        self.remaining_windows: int | None = None
         self.start_mhz = self.levels_mhz[self._index(start_mhz)]
         self._anchor = self.start_mhz  # the level the guard protects (the start, then the held one)
         self._cur = self.start_mhz  # the accepted level
@@ -390,8 +399,10 @@ class CurveSearch:
         best_f = self._best_measured(admissible) or min(self._win, key=self._level_time)
         best = self._level_cost(best_f)
         p = self.params
-        # the gain's horizon: what is left of it after the windows this round has spent
-        horizon = max(1, p.horizon_windows - sum(len(ws) for ws in self._win.values()))
+        # the gain's horizon: the windows left in the run if its length is known, else what is
+        # left of horizon_windows after the windows this round has spent
+        left = self.remaining_windows
+        horizon = max(1, left if left is not None else p.horizon_windows - sum(len(ws) for ws in self._win.values()))
         choice, choice_net, why = None, 0.0, ""
         for f in admissible:
             if f in self._win:
@@ -519,10 +530,11 @@ class CurveSearch:
                 "probes": [p.to_dict() for p in self.probes],
                 "moves": [{"t_s": t, "from_mhz": a, "to_mhz": b} for t, a, b in self.moves],
                 "reprobes": [{"t_s": t, "reason": r} for t, r in self.reprobe_reasons],
-                "decisions": self.decisions, "fit": self.fit_summary,
+                "decisions": self.decisions, "fit": self.fit_summary, "vf_source": self.vf_source,
+                "remaining_windows": self.remaining_windows,
                 "objective": self.objective.to_dict(),
                 "levels_mhz": list(self.levels_mhz), "dropped_mhz": list(self.dropped_mhz),
                 "params": self.params.to_dict()}
 
 
-__all__ = ["CurveParams", "CurveSearch", "expected_improvement", "vf_for_levels"]
+__all__ = ["DEFAULT_VF_SOURCE", "CurveParams", "CurveSearch", "expected_improvement", "vf_for_levels"]

@@ -421,10 +421,13 @@ class CurveSearch:
             if gain - cost > choice_net:
                 choice, choice_net = f, gain - cost
                 why = f"{label}: {mu:.5g} +- {sigma:.2g} vs best {best:.5g}; gain {gain:.3g} > cost {cost:.3g}"
-        if choice is None:  # the curve is smooth only roughly: check the neighbours of the
-            # best measured level and of every level within noise of it
+        # the checks beyond the model's expected gain are tuned for the default horizon: with
+        # fewer than half of it left in a run of known length they cannot pay (the guard settles)
+        checks = left is None or left >= p.horizon_windows / 2
+        if choice is None and checks:  # the curve is smooth only roughly: check the neighbours of
+            # the best measured level and of every level within noise of it
             choice, why = self._neighbour_check(best_f, noise, admissible)
-        if choice is None:
+        if choice is None and checks:
             choice, why = self._resolve_guard(best_f, noise)
         if choice is not None:
             self._probing = choice

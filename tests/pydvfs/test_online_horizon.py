@@ -5,8 +5,10 @@ the length (``total_steps=``, ``pydvfs run --steps``, the trainers' step counts)
 folder's V/f curve to the search."""
 from __future__ import annotations
 
+import json
 import math
 import shutil
+import sys
 import time
 from types import SimpleNamespace
 
@@ -256,3 +258,36 @@ def test_the_model_folders_vf_reaches_the_search(orin, trained, tmp_path):
     with pytest.raises(InvalidValueError, match="roofline"):
         pydvfs.OnlineGovernor(sysfs_root=orin.root, model_dir=broken, log=None).start()
     assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
+
+
+# -- pydvfs run --steps -------------------------------------------------------------------------
+WRITER = ("import os, sys, time\n"
+          "p = sys.argv[1]\n"
+          "for i in range(1, 200):\n"
+          "    open(p + '.tmp', 'w').write(str(i)); os.replace(p + '.tmp', p); time.sleep(0.005)\n")
+
+
+def test_run_steps_reaches_the_search(cli, orin, tmp_path):
+    progress = tmp_path / "steps"
+    res = cli("run", "--sysfs-root", str(orin.root), "--start", "714", "--progress-file", str(progress),
+              "--window", "0.05", "--min-steps", "3", "--settle", "0", "--steps", "199", "--search", "model",
+              "--json", "--", sys.executable, "-c", WRITER, str(progress))
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert r["total_steps"] == 199 and r["trajectory"]
+    told = r["search"]["remaining_windows"]
+    assert told is not None and 0 <= told < 199 / 3
+    assert r["search"]["vf_source"] == "default Orin table"
+    assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
+    assert "--steps N" in cli("run", "--help").stdout
+
+
+def test_run_steps_bad_values_are_one_line(cli, orin, tmp_path):
+    p = ["--sysfs-root", str(orin.root), "--progress-file", str(tmp_path / "steps")]
+    for bad in (["--steps", "0"], ["--steps", "-3"], ["--steps", "ten"], ["--steps", "2.5"], ["--steps"],
+                ["--policy", "ffg", "--workload", "model=bert,layers=12,hidden=768,seq_len=13.3", "--steps", "100"]):
+        res = cli("run", *p, *bad, "--", "true")
+        assert res.returncode == 2, (bad, res.stderr)
+        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, (bad, res.stderr)
+        assert "steps" in res.stderr, (bad, res.stderr)
+        assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL, bad

@@ -52,6 +52,10 @@ def text_report(r: dict) -> str:
         refused = ", ".join(f"{d['freq_mhz']:g}" for d in r.get("dropped") or []) or "none"
         lines.append(f"levels    searched {min(levels):g}..{max(levels):g} MHz (the board's max_freq was "
                      f"{r['board_max_mhz']:g} MHz); refused by the board: {refused}")
+    if r["policy"] == "online" and r["search"].get("vf_source"):  # the model search
+        horizon = f"the run's {r['total_steps']} steps (--steps)" if r.get("total_steps") else \
+            f"{r['search']['params']['horizon_windows']} windows (the run's length unknown)"
+        lines.append(f"model     V/f curve: {r['search']['vf_source']}; horizon: {horizon}")
     lines.append(f"time      {r['duration_s']:.2f} s")
     e = r["cpu_gpu_energy_j"] if r["cpu_gpu_energy_j"] is not None else r["measurement"]["total_energy_j"]
     rails = ", ".join(f"{k} {v:.3f} J" for k, v in r["energy_j"].items())

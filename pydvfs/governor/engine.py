@@ -76,8 +76,9 @@ class OnlineEngine:
     "the training loop"). ``objective``: what a window's cost is; the hill climb is fed that
     cost, the model search (which fits time and energy separately) J/step and s/step.
     ``total_steps``: the step count the source will show at the end of the run, if known (it may
-    be set later, before the first window closes, as :attr:`total_steps`); the search is then
-    told the windows left in the run before each decision (:meth:`remaining_windows`).
+    be set later as :attr:`total_steps`: the Lightning callback knows it only at
+    ``on_train_start``); a search with a horizon is then told the windows left in the run
+    before each window is fed (:meth:`remaining_windows`).
     """
 
     def __init__(self, dev, sampler, search, window: WindowParams, source: str, log=None,

@@ -280,6 +280,11 @@ def test_run_steps_reaches_the_search(cli, orin, tmp_path):
     assert r["search"]["vf_source"] == "default Orin table"
     assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
     assert "--steps N" in cli("run", "--help").stdout
+    text = cli("run", "--sysfs-root", str(orin.root), "--start", "714", "--progress-file", str(progress),
+               "--window", "0.05", "--min-steps", "3", "--settle", "0", "--steps", "199", "--search", "model",
+               "--", sys.executable, "-c", WRITER, str(progress))
+    assert text.returncode == 0, text.stderr
+    assert "V/f curve: default Orin table; horizon: the run's 199 steps (--steps)" in text.stdout
 
 
 def test_run_steps_bad_values_are_one_line(cli, orin, tmp_path):

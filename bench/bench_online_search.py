@@ -26,9 +26,15 @@ the settled clock would have cost for the same steps) and the whole-run saving a
 default (MAXN on the simulated Orin, the top clock / highest limit on the real data) as a share
 of the oracle's (the best level from the first step).
 
-    PYTHONPATH=. python bench/bench_online_search.py [--seeds 10] [--minutes 10]
+``--known-length`` adds ``model (known length)``: the model search told, before each window,
+the windows left in the run (as the engine does when the run's total steps are known:
+``pydvfs run --steps``, a trainer's ``max_steps``), instead of its fixed 60-window horizon.
 
-Writes bench/results/online_search.json and prints a Markdown table.
+    PYTHONPATH=. python bench/bench_online_search.py [--seeds 10] [--minutes 10]
+    PYTHONPATH=. python bench/bench_online_search.py --known-length --minutes 3 10 60 180 \
+        --out bench/results/online_horizon.json
+
+Writes bench/results/online_search.json (or --out) and prints a Markdown table.
 """
 from __future__ import annotations
 
@@ -177,13 +183,20 @@ class Profile:
         return self.target_mhz
 
 
-def replay(curve: Curve, search, minutes: float, window_s: float, settle_s: float, seed: int) -> dict:
+def replay(curve: Curve, search, minutes: float, window_s: float, settle_s: float, seed: int,
+           told: bool = False) -> dict:
+    """One run; ``told``: before each window the search is told the windows left in the run, as
+    the engine converts them (OnlineEngine.remaining_windows: the steps left at the median
+    s/step measured at the level the search favours). A replayed window is ``window_s`` long
+    whatever its step count (a fraction of a step where one step is a zeus epoch), so the time
+    left is divided by it (the engine's windows also hold ``min_steps``: WindowParams)."""
     f_opt = min(curve.levels, key=curve.j.get)
     n_steps = minutes * 60.0 / curve.s[f_opt]
     rng = random.Random(seed)
     steps = energy = t = 0.0
     f = search.target_mhz
     fed_cost = not getattr(search, "fits_time", False)
+    times = defaultdict(list)  # level -> measured s/step of its windows
     while steps < n_steps:
         j_f, s_f = curve.at(f)
         n = min(window_s / s_f, n_steps - steps)
@@ -196,6 +209,10 @@ def replay(curve: Curve, search, minutes: float, window_s: float, settle_s: floa
             tf *= 1 + rng.uniform(0.05, 0.15)
         s_meas = s_f * tf
         j_meas = j_f * tf * pf
+        if told:
+            held = sorted(times[search.best_mhz]) or [s_meas]
+            search.remaining_windows = math.floor((n_steps - steps) * held[len(held) // 2] / window_s)
+        times[f].append(s_meas)
         nxt = search.observe(f, j_meas, t, s_meas) if not fed_cost else search.observe(f, j_meas, t)
         if nxt != f and steps < n_steps:  # settling at the new clock, unmeasured
             f = nxt
@@ -215,17 +232,20 @@ def replay(curve: Curve, search, minutes: float, window_s: float, settle_s: floa
             "oracle_saving_pct": 100 * (1 - curve.j[f_opt] / curve.baseline_j)}
 
 
-SEARCH_NAMES = ("hill-climb", "model", "profile-all")
+KNOWN = "model (known length)"
 
 
-def searches(window_s: float):
+def searches(window_s: float, known_length: bool = False):
     horizon = 60
-    return {
+    out = {
         "hill-climb": lambda c, start: HillClimb(c.levels, start, SearchParams(reprobe_s=math.inf)),
         "model": lambda c, start, maxn=False: CurveSearch(c.levels, start, CurveParams(
             reprobe_s=math.inf, horizon_windows=horizon), maxn_anchor=maxn),
         "profile-all": lambda c, start: Profile(c.levels, start),
     }
+    if known_length:
+        out[KNOWN] = out["model"]
+    return out
 
 
 def summary(rows: list[dict]) -> str:
@@ -236,7 +256,7 @@ def summary(rows: list[dict]) -> str:
     out = [("| run | curves | start | search | within 1 % (worst seed) | mean gap | worst gap | probes "
            "| exploration | saving / oracle's (mean, min) |"), "|---|---|---|---|---|---|---|---|---|---|"]
     for (minutes, source, start), group in groups.items():
-        for name in SEARCH_NAMES:
+        for name in group[0]["searches"]:
             v = [r["searches"][name] for r in group]
             shares = [x["share_of_oracle_pct"] for x in v if x["share_of_oracle_pct"] is not None]
             out.append(
@@ -256,6 +276,8 @@ def main() -> int:
     ap.add_argument("--window", type=float, default=10.0, help="simulated seconds per window")
     ap.add_argument("--settle", type=float, default=2.0)
     ap.add_argument("--models", nargs="+", default=list(PAPER_MODELS))
+    ap.add_argument("--known-length", action="store_true",
+                    help=f"add '{KNOWN}': the model search told the windows left in the run")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "online_search.json"))
     args = ap.parse_args()
     curves = sim_curves(args.models) + perseus_curves() + zeus_curves()
@@ -269,10 +291,10 @@ def main() -> int:
             for start_label, start in c.starts.items():
                 row = {"curve": c.name, "source": c.source, "levels": len(c.levels), "start": start_label,
                        "start_level": start, "optimum": f_opt, "minutes": minutes, "searches": {}}
-                for name, make in searches(args.window).items():
+                for name, make in searches(args.window, args.known_length).items():
                     maxn = start_label in c.maxn_starts
-                    runs = [replay(c, make(c, start, maxn) if name == "model" else make(c, start), minutes,
-                                   args.window, args.settle, seed)
+                    runs = [replay(c, make(c, start, maxn) if name in ("model", KNOWN) else make(c, start), minutes,
+                                   args.window, args.settle, seed, told=name == KNOWN)
                             for seed in range(args.seeds)]
                     oracle = runs[0]["oracle_saving_pct"]
                     row["searches"][name] = {

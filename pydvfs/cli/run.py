@@ -55,6 +55,10 @@ def text_report(r: dict) -> str:
         refused = ", ".join(f"{d['freq_mhz']:g}" for d in r.get("dropped") or []) or "none"
         lines.append(f"levels    searched {min(levels):g}..{max(levels):g} MHz (the board's max_freq was "
                      f"{r['board_max_mhz']:g} MHz); refused by the board: {refused}")
+    if r["policy"] == "online" and r["search"].get("vf_source"):  # the model search
+        horizon = f"the run's {r['total_steps']} steps (--steps)" if r.get("total_steps") else \
+            f"{r['search']['params']['horizon_windows']} windows (the run's length unknown)"
+        lines.append(f"model     V/f curve: {r['search']['vf_source']}; horizon: {horizon}")
     lines.append(f"time      {r['duration_s']:.2f} s")
     e = r["cpu_gpu_energy_j"] if r["cpu_gpu_energy_j"] is not None else r["measurement"]["total_energy_j"]
     rails = ", ".join(f"{k} {v:.3f} J" for k, v in r["energy_j"].items())
@@ -128,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             report = run_governed(cmd, args.policy, workload, args.progress_file, args.rate, args.model_dir,
                                   args.start, search if args.policy == "online" else None, window,
                                   args.sysfs_root, args.state_dir, objective=objective,
-                                  search_kind=args.search or default_search())
+                                  search_kind=args.search or default_search(), total_steps=args.steps)
     except (KeyboardInterrupt, Terminated):
         print("pydvfs run: stopped; the GPU clock was restored", file=sys.stderr, flush=True)
         raise
@@ -170,6 +174,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="hill: move only if J/step is lower by more than this (default 2); model: leave the "
                         "start only for a proven gain larger than this (default 0)")
     g.add_argument("--samples", type=int, metavar="N", help="windows per probe, median taken (default 3)")
+    g.add_argument("--steps", type=int, metavar="N",
+                   help="the count the progress file reaches at the end (CMD's total optimiser steps), if "
+                        "known: the model search weighs a probe's gain over what is left of the run instead "
+                        "of 10 minutes (a short run explores less, a long one more)")
     g.add_argument("--window", dest="min_window_s", type=float, metavar="S",
                    help="shortest measuring window (default 10 s)")
     g.add_argument("--min-steps", type=int, metavar="N", help="fewest steps per window (default 20)")

@@ -40,12 +40,29 @@ class WindowParams:
         if self.poll_s is not None and not self.poll_s > 0:
             raise InvalidValueError("the poll interval must be > 0 s")
 
+    def windows_for_steps(self, steps: float, s_per_step: float) -> float:
+        """How many windows ``steps`` training steps fill at ``s_per_step``: a window closes once
+        it is ``min_window_s`` long *and* holds ``min_steps`` steps, so it lasts
+        max(min_window_s, min_steps x s/step). (The settling after a clock change, unmeasured,
+        and the poll interval are not counted: a held clock has neither.)"""
+        return steps / max(float(self.min_steps), self.min_window_s / s_per_step)
+
     @property
     def poll_interval_s(self) -> float:
         return self.poll_s if self.poll_s is not None else min(0.25, max(0.002, self.min_window_s / 20))
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def checked_total_steps(total_steps) -> int | None:
+    """The run's length in steps as given (``--steps``, ``total_steps=``, a trainer's
+    ``max_steps``): an integer >= 1, or None (unknown)."""
+    if total_steps is None:
+        return None
+    if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps < 1:
+        raise InvalidValueError(f"the run's total steps must be an integer >= 1, got {total_steps!r}")
+    return total_steps
 
 
 def window_energy_j(m) -> float:
@@ -59,11 +76,17 @@ class OnlineEngine:
     ``source`` names where the step count comes from, for messages ("the progress file F",
     "the training loop"). ``objective``: what a window's cost is; the hill climb is fed that
     cost, the model search (which fits time and energy separately) J/step and s/step.
+    ``total_steps``: the step count the source will show at the end of the run, if known (it may
+    be set later as :attr:`total_steps`: the Lightning callback knows it only at
+    ``on_train_start``); a search with a horizon is then told the windows left in the run
+    before each window is fed (:meth:`remaining_windows`).
     """
 
     def __init__(self, dev, sampler, search, window: WindowParams, source: str, log=None,
-                 objective: Objective | None = None, say_prefix: str = "pydvfs run"):
+                 objective: Objective | None = None, say_prefix: str = "pydvfs run",
+                 total_steps: int | None = None):
         self.dev, self.sampler, self.search, self.w = dev, sampler, search, window
+        self.total_steps = checked_total_steps(total_steps)
         self.source, self.log, self.prefix = source, log, say_prefix
         self.objective = objective or Objective()
         self.pinned_mhz: float | None = search.target_mhz  # None: the board's own state
@@ -231,6 +254,8 @@ class OnlineEngine:
         s_per_step = m.duration_s / steps
         phase, rnd = self.search.phase, self.search.round
         fed = j_per_step if getattr(self.search, "fits_time", False) else self.objective.cost(j_per_step, s_per_step)
+        if hasattr(self.search, "remaining_windows"):  # a search with a horizon (not the hill climb)
+            self.search.remaining_windows = self.remaining_windows(s_per_step)
         nxt = self.search.observe(self.pinned_mhz, fed, t, s_per_step)
         self.trajectory.append({"t_s": t, "freq_mhz": self.pinned_mhz, "j_per_step": j_per_step,
                                 "s_per_step": s_per_step, "steps": steps, "duration_s": m.duration_s,
@@ -238,6 +263,18 @@ class OnlineEngine:
         self._say_probes(t, nxt, phase)
         if nxt != self.pinned_mhz:
             self._move_to(t, nxt)
+
+    def remaining_windows(self, s_per_step: float) -> int | None:
+        """Windows left in the run: the steps left (``total_steps`` less the count now) at the
+        step time of the level the search holds or favours (the median of its windows; the run
+        will mostly go on there), else ``s_per_step`` (the window just measured). None when the
+        length is unknown, or the count has passed the total given (then it was wrong)."""
+        if self.total_steps is None or self.last_steps is None or self.last_steps > self.total_steps:
+            return None
+        best = self.search.best_mhz
+        times = sorted(w["s_per_step"] for w in self.trajectory if w["freq_mhz"] == best)
+        s = times[len(times) // 2] if times else s_per_step
+        return math.floor(self.w.windows_for_steps(self.total_steps - self.last_steps, s))
 
     def _say_probes(self, t: float, nxt: float, phase_before: str) -> None:
         """Live feedback: one line per finished probe (clock, J/step +- spread, decision)."""
@@ -297,8 +334,8 @@ class OnlineEngine:
         return {"trajectory": self.trajectory, "switches": self.switches, "search": state,
                 "converged": self.search.converged, "fallback": self.fallback,
                 "probed": measured, "final_mhz": self.pinned_mhz, "dropped": self.dropped,
-                "objective": self.objective.to_dict(),
+                "objective": self.objective.to_dict(), "total_steps": self.total_steps,
                 "counted_span": self._counted_span(), "window": self.w.to_dict()}
 
 
-__all__ = ["OnlineEngine", "WindowParams", "window_energy_j"]
+__all__ = ["OnlineEngine", "WindowParams", "checked_total_steps", "window_energy_j"]

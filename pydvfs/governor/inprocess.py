@@ -32,7 +32,7 @@ from ..device import open_device
 from ..errors import InvalidValueError
 from ..sampler import Sampler
 from ..signals import SIGNALS
-from .engine import OnlineEngine, WindowParams, window_energy_j
+from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
 from .loop import (
     POLICIES,
     default_search,
@@ -54,21 +54,27 @@ class OnlineGovernor:
     ``energy``, ``edp`` or ``ed2p``; ``max_slowdown_pct`` (a static policy takes them as
     :func:`pydvfs.apply` does, and refuses at :meth:`start` what it cannot); ``window``: a
     :class:`WindowParams` or a dict of its fields; ``search_options``: ``margin_pct``,
-    ``samples``, ``reprobe_s``. ``log``: where status lines go (None: nowhere).
+    ``samples``, ``reprobe_s``. ``total_steps``: how many times ``step()`` will count a step
+    in this run, if known (the model search then weighs a probe's gain over what is left of the
+    run; settable until the first window closes: the framework callbacks set it from the
+    trainer). ``model_dir``: a folder from ``pydvfs train``; its ``roofline.txt`` gives the
+    model search the board's V/f curve. ``log``: where status lines go (None: nowhere).
     """
 
     def __init__(self, policy: str = "online", workload: Any = None, *, sysfs_root=None, state_dir=None,
                  model_dir=None, rate_hz: float | None = None, start_mhz: float | None = None,
                  search: str | None = None, objective: str = "energy", max_slowdown_pct: float | None = None,
                  window: WindowParams | dict | None = None, search_options: dict | None = None,
-                 log=sys.stderr, clock: Callable[[], float] = time.monotonic):
+                 total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic):
         if policy not in POLICIES:
             raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
         if policy != "online" and workload is None and policy != "maxn":
             raise InvalidValueError(f"policy {policy} needs a workload (a pydvfs.Workload, a dict, or a "
                                     "Hugging Face model with seq_len)")
-        if policy != "online" and (start_mhz is not None or search is not None or search_options):
-            raise InvalidValueError("start_mhz, search and search_options are for policy 'online'")
+        if policy != "online" and (start_mhz is not None or search is not None or search_options
+                                   or total_steps is not None):
+            raise InvalidValueError("start_mhz, search, search_options and total_steps are for policy 'online'")
+        self._total_steps = checked_total_steps(total_steps)
         self.policy, self.workload, self.model_dir = policy, workload, model_dir
         self.objective = Objective(objective, max_slowdown_pct)  # a static policy's: checked by apply at start
         self.search_kind = search or default_search()
@@ -108,7 +114,7 @@ class OnlineGovernor:
                                          "pydvfs", self.search_kind)
                 searcher = new_search(self.search_kind, self._plan["search_levels_mhz"],
                                       self._plan["centre_mhz"], self.search_params, self.objective,
-                                      self._plan["maxn_anchor"])
+                                      self._plan["maxn_anchor"], self.model_dir)
             self._install_handlers()
             atexit.register(self.close)
             try:
@@ -128,7 +134,8 @@ class OnlineGovernor:
                 self._t0 = self.clock()
                 if self.policy == "online":
                     self.engine = OnlineEngine(self.dev, self.sampler, searcher, self.window, "the training loop",
-                                               self.log, self.objective, say_prefix="pydvfs")
+                                               self.log, self.objective, say_prefix="pydvfs",
+                                               total_steps=self._total_steps)
             except BaseException:
                 self._teardown()
                 raise
@@ -154,6 +161,20 @@ class OnlineGovernor:
             e = window_energy_j(m)
             return {"energy_j": e, "j_per_step": e / self.steps if self.steps else None,
                     "gpu_clock_mhz": self.current_mhz, "steps": self.steps, "duration_s": m.duration_s}
+
+    @property
+    def total_steps(self) -> int | None:
+        """How many steps this run will count (None: unknown); see the class docstring."""
+        return self._total_steps
+
+    @total_steps.setter
+    def total_steps(self, value: int | None) -> None:
+        with self._lock:
+            if self.policy != "online" and value is not None:
+                raise InvalidValueError("total_steps is for policy 'online'")
+            self._total_steps = checked_total_steps(value)
+            if self.engine is not None:
+                self.engine.total_steps = self._total_steps
 
     @property
     def current_mhz(self) -> float | None:

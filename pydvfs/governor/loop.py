@@ -28,7 +28,7 @@ from ..device import open_device
 from ..errors import InvalidValueError, PydvfsError
 from ..progress import read_progress
 from ..sampler import Sampler
-from .engine import OnlineEngine, WindowParams, window_energy_j
+from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
 from .model_search import CurveParams, CurveSearch
 from .objective import Objective
 from .search import HillClimb, SearchParams
@@ -100,11 +100,33 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
             "maxn_anchor": maxn_anchor, "board_max_mhz": cap, "search_levels_mhz": list(levels)}
 
 
+def search_vf(model_dir) -> tuple:
+    """The V/f curve the model search fits P = p0 + c f V(f)^2 with, and where it comes from:
+    the board's own, from a model folder's ``roofline.txt`` (``pydvfs train`` fits it with the
+    roofline constants); else None (the curve model's default Orin table, stretched to another
+    table's top clock), with why. A damaged roofline.txt is bad input, as for the roofline policy."""
+    from .model_search import DEFAULT_VF_SOURCE
+
+    if model_dir is None:
+        return None, DEFAULT_VF_SOURCE
+    path = Path(model_dir) / "roofline.txt"
+    if not path.is_file():
+        return None, f"{DEFAULT_VF_SOURCE} (the model folder {model_dir} has no roofline.txt)"
+    from ..policy.roofline import read_roofline
+
+    try:
+        board = read_roofline(path)
+    except OSError as e:
+        raise InvalidValueError(f"cannot read {path}: {e.strerror}") from None
+    return board.vf, f"model folder roofline.txt ({path})"
+
+
 def new_search(kind: str, levels_mhz, start_mhz: float, params=None, objective: Objective | None = None,
-               maxn_anchor: bool = False):
+               maxn_anchor: bool = False, model_dir=None):
     """The search of kind ``kind`` (see SEARCHES) over ``levels_mhz`` from ``start_mhz``;
     ``maxn_anchor``: the model search measures MAXN first and keeps it unless a level is
-    proven better (the hill climb compares levels only: it starts at ``start_mhz``)."""
+    proven better (the hill climb compares levels only: it starts at ``start_mhz``); the model
+    search fits with the V/f curve of ``model_dir`` if it has one (:func:`search_vf`)."""
     objective = objective or Objective()
     if kind == "hill":
         if objective.max_slowdown_pct is not None:
@@ -117,7 +139,9 @@ def new_search(kind: str, levels_mhz, start_mhz: float, params=None, objective: 
         if params is not None and not isinstance(params, CurveParams):
             params = search_params("model", **{k: v for k, v in params.to_dict().items()
                                                if k in ("samples", "reprobe_s", "margin_pct")})
-        return CurveSearch(levels_mhz, start_mhz, params, 0.0, objective, maxn_anchor=maxn_anchor)
+        vf, vf_source = search_vf(model_dir)
+        return CurveSearch(levels_mhz, start_mhz, params, 0.0, objective, vf=vf, vf_source=vf_source,
+                           maxn_anchor=maxn_anchor)
     raise InvalidValueError(f"unknown search {kind!r}: expected {', '.join(SEARCHES)}")
 
 
@@ -198,8 +222,9 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                  sysfs_root=None, state_dir=None, log=None,
                  clock: Callable[[], float] = time.monotonic,
                  *, objective: Objective | None = None, search_kind: str | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> dict:
-    """Run ``cmd`` under ``policy``; returns the report (see docs/online.md)."""
+                 sleep: Callable[[float], None] = time.sleep, total_steps: int | None = None) -> dict:
+    """Run ``cmd`` under ``policy``; returns the report (see docs/online.md). ``total_steps``:
+    the count the progress file will reach at the end, if known (the online search's horizon)."""
     from ..policy.apply import apply
 
     cmd = list(cmd)
@@ -212,8 +237,9 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         raise InvalidValueError("--policy online needs --progress-file F: the step count CMD writes")
     if not online and workload is None and policy != "maxn":
         raise InvalidValueError(f"--policy {policy} needs --workload model=...,layers=...,hidden=...,seq_len=...")
-    if not online and (start_mhz is not None or search is not None):
-        raise InvalidValueError("the search options (--start, --margin, ...) are for --policy online")
+    if not online and (start_mhz is not None or search is not None or total_steps is not None):
+        raise InvalidValueError("the search options (--start, --margin, --steps, ...) are for --policy online")
+    total_steps = checked_total_steps(total_steps)
     objective = objective or Objective()
     search_kind = search_kind or default_search()
     window = window or WindowParams()
@@ -226,7 +252,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         plan = plan_online(dev, workload, model_dir, start_mhz, log, search_kind=search_kind)
         report.update(plan, search_kind=search_kind)
         searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,
-                              plan["maxn_anchor"])
+                              plan["maxn_anchor"], model_dir)
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)  # fails before any change
     if progress is not None and progress.exists():
         # a count left by an earlier run would read as steps of this one
@@ -254,7 +280,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             try:
                 if online:
                     engine = OnlineEngine(dev, sampler, searcher, window, f"the progress file {progress}",
-                                          log, objective)
+                                          log, objective, total_steps=total_steps)
                     _poll(engine, progress, proc, clock, t0, sleep)
                     report.update(engine.report())
                 else:

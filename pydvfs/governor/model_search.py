@@ -19,7 +19,8 @@ One round (docs/online.md):
    measured levels around the smooth curve (a real table is not exactly smooth).
 4. **Expected gain vs cost** of one more probe at each level: a probe of level L at predicted
    cost N(mu, sigma) gains, in expectation, EI = E[max(0, best - cost_L)] per window for the
-   ``horizon_windows`` windows the choice will then be held, and costs
+   windows the choice will then be held (``remaining_windows``, the windows left in the run,
+   when the engine knows its length; else what is left of ``horizon_windows``), and costs
    ``samples x max(0, mu - best)`` (its windows run at a worse level). A measured level is
    re-measured the same way, with sigma its estimate's standard error (where two levels are
    within noise). The level with the largest positive net gain is probed; none: settle.
@@ -100,6 +101,9 @@ class CurveParams:
         return asdict(self)
 
 
+DEFAULT_VF_SOURCE = "default Orin table"  # what state() says when no V/f curve is passed in
+
+
 def vf_for_levels(levels_mhz):
     """The V/f curve to fit with: the curve model's default (an Orin's) when the table ends
     near its top clock; else that shape stretched to the table's top clock (a board whose V/f
@@ -140,7 +144,8 @@ class CurveSearch:
     fits_time = True  # the engine feeds J/step and s/step, not a combined cost
 
     def __init__(self, levels_mhz, start_mhz: float, params: CurveParams | None = None,
-                 now_s: float = 0.0, objective: Objective | None = None, vf=None, maxn_anchor: bool = False):
+                 now_s: float = 0.0, objective: Objective | None = None, vf=None,
+                 vf_source: str | None = None, maxn_anchor: bool = False):
         levels = sorted(float(f) for f in levels_mhz)
         if not levels:
             raise InvalidValueError("the clock table is empty")
@@ -149,7 +154,11 @@ class CurveSearch:
         self.levels_mhz = tuple(levels)
         self.params = params or CurveParams()
         self.objective = objective or Objective()
-        self.vf = vf
+        self.vf = vf  # the V/f curve to fit with (None: vf_for_levels, the default Orin table)
+        self.vf_source = vf_source or ("given" if vf is not None else DEFAULT_VF_SOURCE)
+        # windows left in the run, set by the engine before each window when the run's length is
+        # known; None: unknown, the horizon is what is left of params.horizon_windows
+        self.remaining_windows: int | None = None
         self.start_mhz = self.levels_mhz[self._index(start_mhz)]
         # maxn_anchor: the learned model keeps this workload at MAXN (a small, spiky one): the
         # board's own governor is measured first and is what the guard protects
@@ -457,8 +466,10 @@ class CurveSearch:
         if self._maxn_win:  # a level must beat MAXN too to be worth a probe
             best = min(best, self._level_cost(MAXN))
         p = self.params
-        # the gain's horizon: what is left of it after the windows this round has spent
-        horizon = max(1, p.horizon_windows - sum(len(ws) for ws in self._win.values()))
+        # the gain's horizon: the windows left in the run if its length is known, else what is
+        # left of horizon_windows after the windows this round has spent
+        left = self.remaining_windows
+        horizon = max(1, left if left is not None else p.horizon_windows - sum(len(ws) for ws in self._win.values()))
         choice, choice_net, why = None, 0.0, ""
         for f in admissible:
             if f in self._win:
@@ -477,10 +488,13 @@ class CurveSearch:
             if gain - cost > choice_net:
                 choice, choice_net = f, gain - cost
                 why = f"{label}: {mu:.5g} +- {sigma:.2g} vs best {best:.5g}; gain {gain:.3g} > cost {cost:.3g}"
-        if not why:  # the curve is smooth only roughly: check the neighbours of the
-            # best measured level and of every level within noise of it
+        # the checks beyond the model's expected gain are tuned for the default horizon: with
+        # fewer than half of it left in a run of known length they cannot pay (the guard settles)
+        checks = left is None or left >= p.horizon_windows / 2
+        if not why and checks:  # the curve is smooth only roughly: check the neighbours of
+            # the best measured level and of every level within noise of it
             choice, why = self._neighbour_check(best_f, noise, admissible)
-        if not why:
+        if not why and checks:
             choice, why = self._resolve_guard(best_f, noise)
         if why:  # (a choice of None is MAXN)
             self._probing = choice
@@ -589,11 +603,13 @@ class CurveSearch:
                 "probes": [p.to_dict() for p in self.probes],
                 "moves": [{"t_s": t, "from_mhz": a, "to_mhz": b} for t, a, b in self.moves],
                 "reprobes": [{"t_s": t, "reason": r} for t, r in self.reprobe_reasons],
-                "decisions": self.decisions, "fit": self.fit_summary,
+                "decisions": self.decisions, "fit": self.fit_summary, "vf_source": self.vf_source,
+                "remaining_windows": self.remaining_windows,
                 "maxn_anchor": self.maxn_anchor, "maxn_probes": self.maxn_probes,
                 "objective": self.objective.to_dict(),
                 "levels_mhz": list(self.levels_mhz), "dropped_mhz": list(self.dropped_mhz),
                 "params": self.params.to_dict()}
 
 
-__all__ = ["MAXN", "CurveParams", "CurveSearch", "expected_improvement", "level_name", "vf_for_levels"]
+__all__ = ["DEFAULT_VF_SOURCE", "MAXN", "CurveParams", "CurveSearch", "expected_improvement", "level_name",
+           "vf_for_levels"]

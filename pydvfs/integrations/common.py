@@ -2,6 +2,7 @@
 numbers they log."""
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -47,11 +48,25 @@ def workload_from(model: Any, dataset: Any, given: Any, options: dict) -> Any:
         return None
 
 
-def make_governor(policy: str, workload: Any, options: dict) -> OnlineGovernor:
+def steps_left(total: Any, done: Any) -> int | None:
+    """What a trainer says is left of its run, in optimiser steps: its ``total`` (HF
+    ``max_steps``, Lightning ``estimated_stepping_batches``) less the steps ``done`` before this
+    fit (a resumed run); None where it does not know (0, -1, infinity) or none is left."""
+    try:
+        left = float(total) - float(done or 0)
+    except (TypeError, ValueError):
+        return None
+    return int(left) if math.isfinite(left) and float(total) > 0 and left >= 1 else None
+
+
+def make_governor(policy: str, workload: Any, options: dict, total_steps: int | None = None) -> OnlineGovernor:
+    """The governor for a callback; ``total_steps`` (from the trainer) unless the options give one."""
     if policy != "online" and workload is None and policy != "maxn":
         raise InvalidValueError(f"policy {policy} needs a workload: pass workload=..., or seq_len= with a "
                                 "Hugging Face model")
     opts = {k: v for k, v in options.items() if k != "seq_len"}
+    if policy == "online" and total_steps is not None:
+        opts.setdefault("total_steps", total_steps)
     opts.setdefault("log", sys.stderr)
     return OnlineGovernor(policy, workload, **opts)
 

@@ -10,7 +10,9 @@ It governs in-process: ``on_step_end`` is the step count (no progress file). ``w
 :class:`pydvfs.Workload` or dict as for :func:`pydvfs.apply`; None: the Trainer's model config
 with the average tokens per sample of the first rows of the training set (or ``seq_len=``).
 Other keyword options go to :class:`pydvfs.OnlineGovernor` (``sysfs_root``, ``search``,
-``objective``, ``max_slowdown_pct``, ``window``, ``search_options``, ``start_mhz``, ...).
+``objective``, ``max_slowdown_pct``, ``window``, ``search_options``, ``start_mhz``, ...). The
+run's length is the Trainer's ``max_steps`` (less the steps of a resumed checkpoint) unless
+``total_steps=`` says otherwise: the model search weighs a probe's gain over what is left of it.
 
 ``energy_j``, ``j_per_step`` and ``gpu_clock_mhz`` are added to every ``on_log`` (the Trainer's
 ``log_history`` and the callbacks after this one). Reporters that the Trainer added itself
@@ -27,7 +29,7 @@ from typing import Any
 from transformers import TrainerCallback
 from typing_extensions import Self
 
-from .common import log_values, make_governor, workload_from
+from .common import log_values, make_governor, steps_left, workload_from
 
 
 class GovernorCallback(TrainerCallback):
@@ -50,7 +52,9 @@ class GovernorCallback(TrainerCallback):
         dataset = getattr(train_dataloader, "dataset", None)
         workload = workload_from(model, dataset, self.workload, self.options)
         self.report = None
-        self.governor = make_governor(self.policy, workload, self.options)
+        # the run's length (max_steps less what a resumed run has done): the search's horizon
+        self.governor = make_governor(self.policy, workload, self.options,
+                                      steps_left(state.max_steps, state.global_step))
         self.governor.start()
 
     def on_step_end(self, args, state, control, **kwargs):

@@ -8,7 +8,9 @@ optimiser step per ``accumulate_grad_batches`` batches), restores the board at t
 fitting, on an exception (``on_exception``) and on SIGTERM/SIGHUP/SIGQUIT, and logs
 ``energy_j``, ``j_per_step`` and ``gpu_clock_mhz`` with ``pl_module.log`` (to the trainer's
 loggers). ``workload``: as for :func:`pydvfs.apply`; None: the module's ``model`` attribute's
-Hugging Face config (if any) with ``seq_len=``.
+Hugging Face config (if any) with ``seq_len=``. The run's length, the model search's horizon, is
+the trainer's ``estimated_stepping_batches`` (``max_steps``, or the epochs' optimiser steps) less
+a restored checkpoint's ``global_step``, unless ``total_steps=`` says otherwise.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ try:
 except ImportError:  # the older package name
     from pytorch_lightning import Callback
 
-from .common import log_values, make_governor, workload_from
+from .common import log_values, make_governor, steps_left, workload_from
 
 
 class GovernorCallback(Callback):
@@ -38,6 +40,12 @@ class GovernorCallback(Callback):
         self.report, self._batches = None, 0
         self.governor = make_governor(self.policy, workload, self.options)
         self.governor.start()
+
+    def on_train_start(self, trainer, pl_module):
+        # the run's length, once a checkpoint's global_step is restored (after on_fit_start)
+        if self.governor is not None and self.report is None and self.policy == "online" \
+                and "total_steps" not in self.options:
+            self.governor.total_steps = steps_left(trainer.estimated_stepping_batches, trainer.global_step)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if self.governor is None or self.report is not None:

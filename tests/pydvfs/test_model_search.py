@@ -215,3 +215,34 @@ def test_where_the_model_keeps_maxn_it_is_measured_first_and_kept_unless_a_level
     drive_with_maxn(s, curve, (1.15 * best, fastest_s), 80, noise)
     assert s.converged and s.best_mhz is not None and gap_pct(curve, s.best_mhz) <= 1.0
     assert s.state()["maxn_anchor"] and s.state()["maxn_probes"]
+
+
+def test_a_short_remaining_run_stops_exploration_that_a_long_one_does():
+    """The same windows, the run's length told: with a few windows left no probe beyond the
+    initial design pays; with hours left the model probes on; unknown: today's 60 windows."""
+    curve = physical()
+    fine = tuple(float(f) for f in range(306, 1301, 25))  # a fine table: the model's probes matter
+    probes = {}
+    for left in (None, 4, 1000):
+        s = CurveSearch(fine, fine[-1], NEVER)
+        rng = random.Random(0)
+        for i in range(120):
+            f = s.target_mhz
+            j, t = curve(f)
+            k = 1 + 0.01 * rng.gauss(0, 1)
+            s.remaining_windows = left
+            s.observe(f, j * k, i + 1.0, t * k)
+        probes[left] = len(s.probes)
+        assert s.converged and s.state()["remaining_windows"] == left
+        if left == 4:  # past the initial design only what the model expects to pay, no neighbour walk
+            assert not [d for d in s.decisions if d["why"].startswith("neighbour")], s.decisions
+    assert probes[4] < probes[None] < probes[1000], probes
+
+
+def test_the_vf_source_is_reported():
+    from pydvfs.curve_model import DEFAULT_VF, VFCurve
+
+    assert CurveSearch(LEVELS, 714, NEVER).state()["vf_source"] == "default Orin table"
+    board_vf = VFCurve(DEFAULT_VF.freqs_mhz, tuple(v * 1.1 for v in DEFAULT_VF.volts_v))
+    s = CurveSearch(LEVELS, 714, NEVER, vf=board_vf, vf_source="model folder roofline.txt (x)")
+    assert s.vf is board_vf and s.state()["vf_source"] == "model folder roofline.txt (x)"

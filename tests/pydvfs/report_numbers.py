@@ -1,5 +1,6 @@
 """Test helpers: check that the numbers a report or the ledger shows are values of results.json,
-and that an HTML page is well formed."""
+that an HTML page is well formed, and what `pydvfs demo --quick` must leave (one demo run, in
+tests/test_packaging.py from the installed sdist, serves all these checks)."""
 from __future__ import annotations
 
 import json
@@ -129,3 +130,37 @@ def check_numbers_from_results(out: Path) -> int:
     assert md.index("## Summary: the decision") < md.index("## Characterisation")
     check_html((out / "report.html").read_text())
     return checked
+
+
+def check_quick_demo(out: Path, summary: dict, stderr: str) -> None:
+    """What `pydvfs demo --quick --out OUT --json` must leave: every stage, a report whose
+    numbers are this run's, an online stage within 1 % of the simulator's optimum, pictures."""
+    assert "[demo] --- evaluate ---" in stderr  # progress on stderr
+    assert summary["stages"] == ["board", "characterise", "train", "evaluate", "governed_run", "online",
+                                 "real_data", "roofline", "replication"]
+    # the summary and the replication ledger show only numbers of this run's results.json
+    assert check_numbers_from_results(out) > 100
+    results = json.loads((out / "results.json").read_text())
+    # the model search ends on a clock whose true (simulated) energy per step is within 1 % of
+    # the optimum's (the hill climb stopped up to its 2 % margin plus the noise above it)
+    o = results["online"]
+    truth = o["simulated_j_per_step"]
+    assert truth[f"{o['final_mhz']:g}"] <= 1.01 * truth[f"{o['simulated_optimum_mhz']:g}"], o
+    ev = results["evaluate"]["summary"]
+    assert ev["mlg"]["mean_saving_pct"] > 0 and ev["mlg"]["share_of_oracle"] > 0.5
+    tr = results["train"]
+    assert tr["shipped"] in ("tree", "ffg") and tr["ship_reason"] and tr["noise"]["n_workloads"] > 0
+    assert any(r["name"].startswith("roofline model") and r["lomo_mean_regret_pct"] >= 0 for r in tr["table"])
+    gov = results["governed_run"]
+    assert gov["runs"]["mlg"]["energy_cpu_gpu_j"] < gov["runs"]["maxn"]["energy_cpu_gpu_j"]
+    assert gov["runs"]["maxn"]["samples"] > 100
+    assert results["real_data"]["perseus_gpt3_a100"] and results["real_data"]["zeus_bert_v100"]
+    md = (out / "report.md").read_text()
+    for section in ("Characterisation", "frequency model", "Evaluation on unseen tasks", "governed run", "online governor",
+                    "real measurements", "roofline", "honest selection"):
+        assert section in md
+    for line in md.splitlines():  # every picture the report shows exists
+        if line.startswith("!["):
+            assert (out / line.split("](", 1)[1].rstrip(")")).is_file(), line
+    assert "](ucurves/plots/bert-base_SST-2.png)" in md and "](real/perseus_gpt3_a100/plots/" in md
+    assert (out / "report.html").read_text().count("<img") >= 8

@@ -255,6 +255,9 @@ static int cmd_status(const struct options *o)
     if (st.have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
                st.state_path, st.saved.governor, gc_hz_to_mhz(st.saved.min_hz), gc_hz_to_mhz(st.saved.max_hz));
+    else if (st.no_state_dir)
+        printf("saved     not known: no private state folder ($XDG_RUNTIME_DIR is not set); "
+               "pass --state-dir DIR (or set PYDVFS_STATE_DIR) to look there\n");
     else
         printf("saved     nothing (the board is as it was)\n");
     return 0;

@@ -15,7 +15,12 @@ int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
         return rc;
     if (gc_gpu_load_permille(b, &st->load_permille) < 0)
         st->load_permille = -1;
-    if ((rc = gc_state_path(b, state_dir, st->state_path, sizeof st->state_path)) < 0)
+    rc = gc_state_path(b, state_dir, st->state_path, sizeof st->state_path);
+    if (rc == -EDESTADDRREQ) { /* the board can still be shown; a saved state cannot be looked up */
+        st->no_state_dir = 1;
+        return 0;
+    }
+    if (rc < 0)
         return rc;
     rc = gc_state_load(b, state_dir, &st->saved);
     if (rc < 0 && rc != -ENOENT)
@@ -130,6 +135,7 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
     } else {
         fprintf(f, "null");
     }
+    fprintf(f, ",%s\"saved_state_known\": %s", sep, st->no_state_dir ? "false" : "true");
     fprintf(f, ",%s\"live\": ", sep);
     if (st->have_live) {
         fprintf(f, "{\"power_w\": {");

@@ -20,6 +20,8 @@ typedef struct gc_status {
     int have_saved;                 /* a state is saved (the board was changed) */
     gc_clock_state saved;           /* governor/min/max saved before the first change */
     char state_path[GC_PATH_MAX];
+    int no_state_dir;               /* no private state folder (a user without $XDG_RUNTIME_DIR and
+                                     * no --state-dir): whether a state is saved is not known */
     int have_live;                  /* live is filled (gc_status_live) */
     gc_window live;                 /* watts per rail and GPU load over a short window */
     double cpu_gpu_w;               /* CPU+GPU watts over that window; < 0 if no such rails */

@@ -70,6 +70,9 @@ def _status_text(st: dict) -> str:
             f"saved     {saved['path']} (governor {saved['governor']}, min {_fmt(saved['min_mhz'])}, "
             f"max {_fmt(saved['max_mhz'])} MHz); `pydvfs restore` puts it back"
         )
+    elif not st.get("saved_state_known", True):
+        lines.append("saved     not known: no private state folder ($XDG_RUNTIME_DIR is not set); "
+                     "pass --state-dir DIR (or set PYDVFS_STATE_DIR) to look there")
     else:
         lines.append("saved     nothing (the board is as it was)")
     return "\n".join(lines)

@@ -197,7 +197,10 @@ class Device:
     def status(self) -> dict:
         """Everything ``pydvfs status --json`` prints."""
         st = self.state()
-        saved = self.saved_state()
+        # a user without $XDG_RUNTIME_DIR and no --state-dir has no private state folder: the
+        # board is still shown, whether a state is saved there is not known
+        known = self.state_dir is not None or _core.default_state_dir() is not None
+        saved = self.saved_state() if known else None
         return {
             "sysfs_root": self.sysfs_root,
             "model": self.model,
@@ -218,6 +221,7 @@ class Device:
                 "min_mhz": saved.min_mhz,
                 "max_mhz": saved.max_mhz,
             },
+            "saved_state_known": known,
         }
 
     def __repr__(self) -> str:

@@ -155,6 +155,22 @@ def test_no_guessable_default_state_folder(govcore, public_tmp):
                      env={"XDG_RUNTIME_DIR": str(run_dir)}).returncode == 0
 
 
+@needs_root
+def test_status_without_a_private_state_folder_shows_the_board(govcore, public_tmp):
+    """`status` only reads: a user without $XDG_RUNTIME_DIR (and no --state-dir) still sees the
+    board; whether a state is saved is reported as not known, not as an error."""
+    board = build_fake_board(public_tmp / "board", "jp5")
+    chown_tree(public_tmp)
+    for tool in ([govcore], [sys.executable, "-m", "pydvfs"]):
+        res = as_nobody([*tool, "status", "--json", "--sysfs-root", str(board.root)])
+        assert res.returncode == 0, res.stderr
+        st = json.loads(res.stdout)
+        assert st["gpu"] == "ga10b" and st["saved_state"] is None and st["saved_state_known"] is False
+        res = as_nobody([*tool, "status", "--sysfs-root", str(board.root)])
+        assert res.returncode == 0 and "saved     not known: no private state folder" in res.stdout
+    assert untouched(board)
+
+
 def test_state_errors_are_state_file_errors(board, tmp_path):
     dev = open_device(board.root, str(tmp_path / "st"))
     dev.pin(510)

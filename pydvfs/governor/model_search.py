@@ -489,8 +489,9 @@ class CurveSearch:
                 choice, choice_net = f, gain - cost
                 why = f"{label}: {mu:.5g} +- {sigma:.2g} vs best {best:.5g}; gain {gain:.3g} > cost {cost:.3g}"
         # the checks beyond the model's expected gain are tuned for the default horizon: with
-        # fewer than half of it left in a run of known length they cannot pay (the guard settles)
-        checks = left is None or left >= p.horizon_windows / 2
+        # fewer than a sixth of it (10 windows) left in a run of known length a neighbour's probe
+        # cannot pay back its windows (the guard settles)
+        checks = left is None or left >= p.horizon_windows / 6
         if not why and checks:  # the curve is smooth only roughly: check the neighbours of
             # the best measured level and of every level within noise of it
             choice, why = self._neighbour_check(best_f, noise, admissible)

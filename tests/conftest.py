@@ -57,6 +57,16 @@ def board(tmp_path):
     return build_fake_board(tmp_path / "board", "jp5")
 
 
+@pytest.fixture
+def powered_orin(tmp_path):
+    """An AGX Orin on JetPack 6 (build_fake_board's jp6) whose rails hold a
+    constant 10 W GPU and 2 W CPU: energy follows time, whatever the clock."""
+    b = build_fake_board(tmp_path / "board", "jp6")
+    b.set_rail("VDD_GPU_SOC", 5000, 2000)  # 10 W
+    b.set_rail("VDD_CPU_CV", 5000, 400)  # 2 W
+    return b
+
+
 @pytest.fixture(params=[("jp5", ORIN_11_LEVELS_HZ), ("jp6", ORIN_13_LEVELS_HZ), ("jp6", ORIN_11_LEVELS_HZ),
                         ("jp4", None)],
                 ids=["jp5-11", "jp6-13", "jp6-11", "jp4-xavier"])

@@ -195,25 +195,18 @@ class OnlineEngine:
         return None
 
     def _fall_back(self, t: float, why: str) -> None:
+        """Stop searching and go back to where the search started: its start clock, or MAXN
+        (the board's own governor) where it started there."""
         self._close_window()
-        if getattr(self.search, "maxn_anchor", False):  # it started from the board's own governor
+        start = MAXN if getattr(self.search, "maxn_anchor", False) else self.search.start_mhz
+        if self.pinned_mhz != start:  # (pinned None: the board's own state already)
             try:
-                self.dev.restore()
+                self.dev.restore() if start is MAXN else self.dev.pin(start)
             except PydvfsError as e:
-                return self._unpinned(t, f"{why}; the board's own state could not be put back ({e})")
-            self._record_pin(t, MAXN)
-            self.fallback = why
-            self._say(f"{why}: searching stopped, the board's own governor (MAXN) keeps the clock")
-            return None
-        start = self.search.start_mhz
-        if self.pinned_mhz != start:
-            try:
-                self.dev.pin(start)
-            except PydvfsError as e:
-                return self._unpinned(t, f"{why}; the start clock {start:g} MHz did not take either ({e})")
+                return self._unpinned(t, f"{why}; the start, {level_name(start)}, did not take either ({e})")
             self._record_pin(t, start)
         self.fallback = why
-        self._say(f"{why}: searching stopped, staying at the start clock {start:g} MHz")
+        self._say(f"{why}: searching stopped, staying at the start, {level_name(start)}")
         return None
 
     def tick(self, t: float, steps: int | None) -> None:

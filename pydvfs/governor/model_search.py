@@ -333,8 +333,8 @@ class CurveSearch:
 
     def _window_noise(self) -> float:
         """Relative std of one window's cost, pooled over the levels measured this round:
-        1.48 x the median absolute deviation from each level's median (robust to the spikes,
-        which the medians leave out as well), never below the floor."""
+        1.48 x the median absolute deviation from each level's median (robust to the spikes),
+        pooled with a prior, never below the floor."""
         devs = []
         for f, ws in list(self._win.items()) + [(MAXN, self._maxn_win)]:
             if len(ws) < 2:

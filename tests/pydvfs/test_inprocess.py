@@ -16,13 +16,8 @@ FULL = (306000000, 1300500000)  # the jp6 fake board's own (min, max)
 
 
 @pytest.fixture
-def orin(tmp_path):
-    from pydvfs.device.fake import build_fake_board
-
-    board = build_fake_board(tmp_path / "board", "jp6")
-    board.set_rail("VDD_GPU_SOC", 5000, 2000)  # 10 W
-    board.set_rail("VDD_CPU_CV", 5000, 400)  # 2 W
-    return board
+def orin(powered_orin):
+    return powered_orin
 
 
 def limits(orin) -> tuple[int, int]:

@@ -16,7 +16,6 @@ import pytest
 
 import pydvfs
 from pydvfs.device import open_device
-from pydvfs.device.fake import build_fake_board
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.engine import OnlineEngine, WindowParams
 from pydvfs.governor.model_search import CurveParams, CurveSearch
@@ -27,11 +26,8 @@ POWER_W = 10.0
 
 
 @pytest.fixture
-def orin(tmp_path):
-    board = build_fake_board(tmp_path / "board", "jp6")
-    board.set_rail("VDD_GPU_SOC", 5000, 2000)
-    board.set_rail("VDD_CPU_CV", 5000, 400)
-    return board
+def orin(powered_orin):
+    return powered_orin
 
 
 class ClockedSampler:

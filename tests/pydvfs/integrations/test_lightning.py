@@ -11,7 +11,6 @@ import pytest
 L = pytest.importorskip("lightning")
 torch = pytest.importorskip("torch")
 
-from pydvfs.device.fake import build_fake_board  # noqa: E402
 from pydvfs.integrations.lightning import GovernorCallback  # noqa: E402
 
 FULL = (306000000, 1300500000)
@@ -47,11 +46,8 @@ def loader():
 
 
 @pytest.fixture
-def orin(tmp_path):
-    board = build_fake_board(tmp_path / "board", "jp6")
-    board.set_rail("VDD_GPU_SOC", 5000, 2000)
-    board.set_rail("VDD_CPU_CV", 5000, 400)
-    return board
+def orin(powered_orin):
+    return powered_orin
 
 
 def trainer(tmp_path, cb, steps):

@@ -173,7 +173,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--margin", dest="margin_pct", type=float, metavar="PCT",
                    help="hill: move only if J/step is lower by more than this (default 2); model: leave the "
                         "start only for a proven gain larger than this (default 0)")
-    g.add_argument("--samples", type=int, metavar="N", help="windows per probe, median taken (default 3)")
+    g.add_argument("--samples", type=int, metavar="N",
+                   help="windows per probe (default 3; more where they disagree)")
     g.add_argument("--steps", type=int, metavar="N",
                    help="the count the progress file reaches at the end (CMD's total optimiser steps), if "
                         "known: the model search weighs a probe's gain over what is left of the run instead "

@@ -27,7 +27,8 @@ from pydvfs.device.fake import build_fake_board
 REPO = Path(__file__).resolve().parents[2]
 GOVCORE = REPO / "govcore"
 ASAN_BIN = GOVCORE / "build" / "govcore-asan"
-GROUP = "pydvfs-test"
+# one group per test process: two test runs on one machine must not add, use and delete the same one
+GROUP = f"pydvfs-test-{os.getpid()}"
 ORIGINAL = (306000000, 1300500000, "nvhost_podgov")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
@@ -52,7 +53,7 @@ def group_gid():
     except KeyError:
         if shutil.which("groupadd") is None:
             pytest.skip("no groupadd to create the test group")
-        subprocess.run(["groupadd", GROUP], check=True)
+        subprocess.run(["groupadd", "--system", GROUP], check=True)
         created = True
         gid = grp.getgrnam(GROUP).gr_gid
     yield gid

@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass
 
 from ..errors import InvalidValueError
 from .objective import Objective
-from .search import Probe, latest_estimate, latest_estimates
+from .search import Probe, SearchBase, latest_estimate
 
 
 @dataclass(frozen=True)
@@ -136,22 +136,17 @@ def expected_improvement(best: float, mu: float, sigma: float) -> float:
     return (best - mu) * cdf + sigma * phi
 
 
-class CurveSearch:
+class CurveSearch(SearchBase):
     """See the module docstring. ``levels_mhz``: the table; ``start_mhz``: snapped to it."""
 
-    SEARCH = "search"
-    HOLD = "hold"
     fits_time = True  # the engine feeds J/step and s/step, not a combined cost
 
     def __init__(self, levels_mhz, start_mhz: float, params: CurveParams | None = None,
                  now_s: float = 0.0, objective: Objective | None = None, vf=None,
                  vf_source: str | None = None, maxn_anchor: bool = False):
-        levels = sorted(float(f) for f in levels_mhz)
-        if not levels:
-            raise InvalidValueError("the clock table is empty")
+        self.levels_mhz = self._table(levels_mhz)
         import scipy.optimize  # noqa: F401 - the fit's solver: imported now, not mid-run (seconds)
 
-        self.levels_mhz = tuple(levels)
         self.params = params or CurveParams()
         self.objective = objective or Objective()
         self.vf = vf  # the V/f curve to fit with (None: vf_for_levels, the default Orin table)
@@ -198,23 +193,12 @@ class CurveSearch:
         admissible = self._admissible({f: self._level_time(f) for f in self._win})
         return self._best_measured(admissible) or min(self._win, key=self._level_time)
 
-    @property
-    def converged(self) -> bool:
-        return self.phase == self.HOLD
-
-    @property
-    def round(self) -> int:
-        return self._round
-
     def estimate(self, freq_mhz: float) -> float | None:
         """The latest J/step measured at the level nearest ``freq_mhz`` (any round), or None."""
         if freq_mhz is MAXN:
             return self.maxn_probes[-1]["j_per_step"] if self.maxn_probes else None
         level = self.levels_mhz[self._index(freq_mhz)] if freq_mhz not in self.dropped_mhz else freq_mhz
         return latest_estimate(self.probes, level)
-
-    def estimates(self) -> dict[float, float]:
-        return latest_estimates(self.probes)
 
     # -- what it is fed --------------------------------------------------------------------
     def observe(self, freq_mhz: float, j_per_step: float, now_s: float,

@@ -105,7 +105,33 @@ def latest_estimates(probes) -> dict[float, float]:
     return dict(sorted({p.freq_mhz: p.j_per_step for p in probes}.items()))
 
 
-class HillClimb:
+class SearchBase:
+    """What both online searches share: the phase names, the clock table's check, and what is
+    read from the probes (each search keeps ``phase``, ``_round`` and ``probes``)."""
+
+    SEARCH = "search"
+    HOLD = "hold"
+
+    @staticmethod
+    def _table(levels_mhz) -> tuple[float, ...]:
+        levels = sorted(float(f) for f in levels_mhz)
+        if not levels:
+            raise InvalidValueError("the clock table is empty")
+        return tuple(levels)
+
+    @property
+    def converged(self) -> bool:
+        return self.phase == self.HOLD
+
+    @property
+    def round(self) -> int:
+        return self._round
+
+    def estimates(self) -> dict[float, float]:
+        return latest_estimates(self.probes)
+
+
+class HillClimb(SearchBase):
     """Search a discrete clock table for the lowest energy per step.
 
     ``levels_mhz``: the board's table; ``start_mhz``: where to start (snapped to the table).
@@ -113,15 +139,9 @@ class HillClimb:
     returns. Windows measured at another clock are ignored (returns the target unchanged).
     """
 
-    SEARCH = "search"
-    HOLD = "hold"
-
     def __init__(self, levels_mhz, start_mhz: float, params: SearchParams | None = None,
                  now_s: float = 0.0):
-        levels = sorted(float(f) for f in levels_mhz)
-        if not levels:
-            raise InvalidValueError("the clock table is empty")
-        self.levels_mhz = tuple(levels)
+        self.levels_mhz = self._table(levels_mhz)
         self.params = params or SearchParams()
         self.start_mhz = self.levels_mhz[self._index(start_mhz)]
         self._cur = self._index(start_mhz)  # the accepted level
@@ -151,20 +171,9 @@ class HillClimb:
         """The accepted level: the best found so far (where it holds once converged)."""
         return self.levels_mhz[self._cur]
 
-    @property
-    def converged(self) -> bool:
-        return self.phase == self.HOLD
-
-    @property
-    def round(self) -> int:
-        return self._round
-
     def estimate(self, freq_mhz: float) -> float | None:
         """The latest J/step measured at the level nearest ``freq_mhz`` (any round), or None."""
         return latest_estimate(self.probes, self.levels_mhz[self._index(freq_mhz)])
-
-    def estimates(self) -> dict[float, float]:
-        return latest_estimates(self.probes)
 
     # -- what it is fed --------------------------------------------------------------------
     def observe(self, freq_mhz: float, j_per_step: float, now_s: float,

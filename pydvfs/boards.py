@@ -1,0 +1,116 @@
+"""The board table (``pydvfs/data/boards.json``): what pydvfs knows of each Jetson module.
+
+One fact, one place: the GPU's devfreq names, its clock table, the power modes' GPU caps, the
+power sensors and their rails, and the rails' **roles** (which rails make the module's energy,
+which the CPU+GPU energy) live in that file only. govcore compiles a header generated from it
+(``tools/gen_boards.py``); everything in Python reads it through this module.
+
+Roles:
+  ``module``   what the whole module draws: its input rail where it has one (VDD_IN, the INA238 on
+               Thor, POM_5V_IN), else the sum of its rails, each once (AGX Orin, AGX Xavier);
+  ``cpu_gpu``  the papers' measure: the rails that carry the CPU and the GPU (CV included where the
+               board puts it on the same rail);
+  ``gpu``      the GPU alone, where the board has a rail for it.
+A rail's role is never guessed: on a board the table does not know, a role has no rails.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Mapping
+
+from .package_data import package_file
+
+ROLES = ("module", "cpu_gpu", "gpu")
+
+
+@dataclass(frozen=True)
+class PowerMode:
+    id: int
+    name: str
+    gpu_cap_mhz: float
+
+
+@dataclass(frozen=True)
+class Board:
+    """One row of the board table."""
+
+    id: str
+    name: str
+    model_match: tuple[str, ...]
+    model_example: str
+    jetpack: tuple[int, ...]
+    gpu_devfreq_names: tuple[str, ...]
+    gpu_of_node_names: tuple[str, ...]
+    gpu_has_load: bool
+    gpu_levels_mhz: tuple[float, ...]
+    power_modes: tuple[PowerMode, ...]
+    sensors: tuple[dict, ...]
+    roles: Mapping[str, tuple[str, ...]]
+    emc_mhz: tuple[float, ...]
+    cpu_policies: tuple[dict, ...]
+    cpu_max_mhz: float
+    estimate: tuple[str, ...]
+
+    @property
+    def rails(self) -> tuple[str, ...]:
+        """Every rail the board's sensors carry, in the table's order (NC channels left out)."""
+        out = []
+        for s in self.sensors:
+            for label in list(s.get("channels", {}).values()) + list(s.get("power_channels", {}).values()):
+                if label != "NC":
+                    out.append(label)
+        return tuple(out)
+
+    def role_rails(self, role: str) -> tuple[str, ...]:
+        if role not in ROLES:
+            raise ValueError(f"unknown rail role {role!r}; expected one of {', '.join(ROLES)}")
+        return self.roles.get(role, ())
+
+
+def _board(row: dict) -> Board:
+    gpu = row["gpu"]
+    return Board(
+        id=row["id"], name=row["name"], model_match=tuple(row["model_match"]),
+        model_example=row["model_example"], jetpack=tuple(row["jetpack"]),
+        gpu_devfreq_names=tuple(gpu["devfreq_names"]), gpu_of_node_names=tuple(gpu["of_node_names"]),
+        gpu_has_load=bool(gpu["load"]), gpu_levels_mhz=tuple(float(f) for f in row["gpu_levels_mhz"]),
+        power_modes=tuple(PowerMode(int(m["id"]), m["name"], float(m["gpu_cap_mhz"])) for m in row["power_modes"]),
+        sensors=tuple(row["sensors"]),
+        roles={role: tuple(rails) for role, rails in row["roles"].items()},
+        emc_mhz=tuple(float(f) for f in row["emc_mhz"]), cpu_policies=tuple(row["cpu_policies"]),
+        cpu_max_mhz=float(row["cpu_max_mhz"]), estimate=tuple(row["estimate"]),
+    )
+
+
+@lru_cache(maxsize=1)
+def boards() -> dict[str, Board]:
+    """The board table, by id, in the file's order."""
+    with open(package_file("data", "boards.json"), encoding="utf-8") as f:
+        table = json.load(f)
+    return {row["id"]: _board(row) for row in table["boards"]}
+
+
+def board(board_id: str) -> Board:
+    """A board by id; ValueError naming the known ids otherwise."""
+    table = boards()
+    if board_id not in table:
+        raise ValueError(f"unknown board {board_id!r}; expected one of {', '.join(table)}")
+    return table[board_id]
+
+
+def identify(model: str) -> Board | None:
+    """The board whose model strings match ``/proc/device-tree/model``; None if none does."""
+    for b in boards().values():
+        if any(m.lower() in model.lower() for m in b.model_match):
+            return b
+    return None
+
+
+def role_sum(per_rail: Mapping[str, float], rails: tuple[str, ...]) -> float | None:
+    """Sum of ``per_rail`` (energy J or power W) over ``rails``, each once; None where the board
+    lacks any of them (a partial sum would be a wrong number, not a smaller one)."""
+    if not rails or any(r not in per_rail for r in rails):
+        return None
+    return float(sum(per_rail[r] for r in dict.fromkeys(rails)))

@@ -114,3 +114,9 @@ def role_sum(per_rail: Mapping[str, float], rails: tuple[str, ...]) -> float | N
     if not rails or any(r not in per_rail for r in rails):
         return None
     return float(sum(per_rail[r] for r in dict.fromkeys(rails)))
+
+
+def energies(per_rail: Mapping[str, float], board: Board | None) -> dict[str, float | None]:
+    """Each role's sum of ``per_rail`` on ``board`` (None: an unknown board, whose roles are not
+    guessed). Roles the board lacks, or whose rails were not read, are None."""
+    return {role: (role_sum(per_rail, board.role_rails(role)) if board else None) for role in ROLES}

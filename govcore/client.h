@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#define GC_CLIENT_REPLY_MAX 65536
+#define GC_CLIENT_REPLY_MAX (262144 + 1) /* GC_SERVE_OUT_MAX (serve.h) and a NUL */
 #define GC_CLIENT_TIMEOUT_MS 30000
 
 /* Send request (no newline) to the daemon at socket_path and read its one-line reply into

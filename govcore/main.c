@@ -76,10 +76,12 @@ static const char usage_text[] =
     "                interpolated over failed reads, or a negative reading, is warned about\n"
     "                (--strict: exit 3). Exits with\n"
     "                CMD's status (128+N if a signal N ended it); 2 if CMD cannot start\n"
-    "  serve [--socket PATH] [--group NAME] [--policy-dir DIR]\n"
+    "  serve [--socket PATH] [--group NAME] [--policy-dir DIR] [--idle-timeout S] [--allow-non-root]\n"
     "                the daemon through which members of group NAME (default pydvfs) govern\n"
-    "                the GPU without root (default socket " GC_SERVE_SOCKET ");\n"
-    "                see README \"Without root\"\n"
+    "                the GPU without root (default socket " GC_SERVE_SOCKET "). A connection\n"
+    "                idle S seconds (default 60, 0: never) is closed unless it holds a pin or\n"
+    "                a sampler window. Needs root; --allow-non-root only for a board this\n"
+    "                user may write (a fake one). See docs/serve.md\n"
     "\n"
     "Without root, status/pin/restore/apply go through the daemon (PYDVFS_SOCKET names its\n"
     "socket). A pin made through it lasts as long as the connection: the board is restored\n"
@@ -807,19 +809,30 @@ static int cmd_serve(const struct options *o)
 
     cfg.sysfs_root = o->sysfs_root && *o->sysfs_root ? o->sysfs_root : getenv("PYDVFS_SYSFS_ROOT");
     cfg.state_dir = o->state_dir;
+    cfg.idle_timeout_s = -1.0; /* GC_SERVE_IDLE_S */
     for (i = 0; i < o->argc; i++) {
         const char *a = o->argv[i];
 
-        if (strcmp(a, "--socket") != 0 && strcmp(a, "--group") != 0 && strcmp(a, "--policy-dir") != 0)
+        if (strcmp(a, "--allow-non-root") == 0) {
+            cfg.allow_non_root = 1;
+            continue;
+        }
+        if (strcmp(a, "--socket") != 0 && strcmp(a, "--group") != 0 && strcmp(a, "--policy-dir") != 0 &&
+            strcmp(a, "--idle-timeout") != 0)
             return fail("serve: unknown option '%s' (usage: govcore serve [--socket PATH] "
-                        "[--group NAME] [--policy-dir DIR])", a);
+                        "[--group NAME] [--policy-dir DIR] [--idle-timeout S] [--allow-non-root])", a);
         if (!(v = opt_value(o, &i)))
             return EXIT_USAGE;
         if (strcmp(a, "--socket") == 0)
             cfg.socket_path = v;
         else if (strcmp(a, "--group") == 0)
             cfg.group = v;
-        else
+        else if (strcmp(a, "--idle-timeout") == 0) {
+            if (parse_number("--idle-timeout", v, &cfg.idle_timeout_s) != 0)
+                return EXIT_USAGE;
+            if (cfg.idle_timeout_s < 0 || cfg.idle_timeout_s > 86400)
+                return fail("--idle-timeout: seconds from 0 (never) to 86400, not '%s'", v);
+        } else
             cfg.policy_dir = v;
     }
     if (cfg.sysfs_root && !*cfg.sysfs_root)

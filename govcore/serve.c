@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #define LISTEN_BACKLOG 16
-#define REPLY_RESERVE 8192   /* out-buffer room kept free before the next request is read */
 
 struct window {
     char name[GC_WINDOW_NAME_MAX];
@@ -40,7 +39,8 @@ struct client {
     char in[GC_REQ_MAX + 1];        /* a request and its newline */
     size_t in_len;
     int64_t partial_since_ms;       /* when the unfinished line began (0: none) */
-    char out[GC_SERVE_OUT_MAX];
+    int64_t active_ms;              /* when it last sent or received a byte (idle timeout) */
+    char *out;                      /* unsent reply bytes (heap, at most GC_SERVE_OUT_MAX) */
     size_t out_len;
     int closing;                    /* close once out is sent */
     int n_windows;
@@ -61,6 +61,7 @@ struct server {
     gc_lock lock;                   /* held while owner >= 0 */
     gc_sampler *sampler;            /* running while a window is open */
     int open_windows;
+    int64_t idle_ms;                /* close a connection idle this long (0: never) */
 };
 
 static int signal_pipe[2] = {-1, -1};
@@ -98,15 +99,58 @@ static int64_t now_ms(void)
 
 /* ------------------------------------------------------------------------- replies */
 
-/* Queue text for c; the connection is closed if it will not fit (a reply is never cut). */
-static void queue(struct client *c, const char *text, size_t len)
+/* Queue text for c, growing its reply buffer up to GC_SERVE_OUT_MAX (a reply is never cut):
+ * 0, or -E2BIG / -ENOMEM with nothing queued. */
+static int queue(struct client *c, const char *text, size_t len)
 {
-    if (c->out_len + len > sizeof c->out) {
-        c->closing = 1;
-        return;
-    }
+    char *p;
+
+    if (len > GC_SERVE_OUT_MAX || c->out_len + len > GC_SERVE_OUT_MAX)
+        return -E2BIG;
+    if (!(p = realloc(c->out, c->out_len + len)))
+        return -ENOMEM;
+    c->out = p;
     memcpy(c->out + c->out_len, text, len);
     c->out_len += len;
+    return 0;
+}
+
+/* {"error": msg, "errno": N} queued for c, without a log line; the connection is closed only
+ * if even that cannot be queued. */
+static void queue_error(struct client *c, int rc, const char *msg)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    if (f) {
+        fputs("{\"error\": ", f);
+        gc_json_str(f, msg);
+        fprintf(f, ", \"errno\": %d}\n", rc < 0 ? -rc : rc);
+    }
+    if (!f || fclose(f) != 0 || !buf || queue(c, buf, len) < 0) {
+        logmsg("pid %ld uid %u: out of memory for an error reply: closing the connection",
+               (long)c->pid, (unsigned)c->uid);
+        c->closing = 1;
+    }
+    free(buf);
+}
+
+/* A reply that could not be queued (larger than GC_SERVE_OUT_MAX, or no memory): the client
+ * gets an error reply instead and a log line says so; the connection (and a pin it holds) stays. */
+static void reply_failed(struct client *c, int rc, size_t len)
+{
+    char msg[GC_ERR_MAX];
+
+    if (rc == -E2BIG)
+        snprintf(msg, sizeof msg, "the reply (%zu bytes) is larger than the daemon's limit of %d "
+                                  "bytes: not sent", len, GC_SERVE_OUT_MAX);
+    else
+        snprintf(msg, sizeof msg, "the reply (%zu bytes) could not be built: %s", len,
+                 strerror(-rc));
+    logmsg("pid %ld uid %u: %s; an error reply was sent instead, the connection stays",
+           (long)c->pid, (unsigned)c->uid, msg);
+    queue_error(c, rc, msg);
 }
 
 /* A reply built by writer into memory, then queued as one line. */
@@ -117,35 +161,26 @@ static FILE *reply_begin(char **buf, size_t *len)
 
 static void reply_end(struct client *c, FILE *f, char **buf, size_t *len)
 {
+    int rc;
+
     fputc('\n', f);
-    if (fclose(f) != 0 || !*buf) {
-        c->closing = 1;
-    } else {
-        queue(c, *buf, *len);
-    }
+    rc = fclose(f) != 0 || !*buf ? -ENOMEM : queue(c, *buf, *len);
     free(*buf);
     *buf = NULL;
+    if (rc < 0)
+        reply_failed(c, rc, *len);
 }
 
 static void reply_error(struct client *c, int rc, const char *fmt, ...)
 {
-    char msg[GC_ERR_MAX], *buf = NULL;
-    size_t len = 0;
-    FILE *f;
+    char msg[GC_ERR_MAX];
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     logmsg("pid %ld uid %u: refused: %s", (long)c->pid, (unsigned)c->uid, msg);
-    if (!(f = reply_begin(&buf, &len))) {
-        c->closing = 1;
-        return;
-    }
-    fputs("{\"error\": ", f);
-    gc_json_str(f, msg);
-    fprintf(f, ", \"errno\": %d}", rc < 0 ? -rc : rc);
-    reply_end(c, f, &buf, &len);
+    queue_error(c, rc, msg);
 }
 
 /* ------------------------------------------------------------------------- the board */
@@ -446,8 +481,8 @@ static void serve_input(struct server *sv, int ci)
     char *nl;
     size_t used;
 
-    while (!c->closing && c->out_len + REPLY_RESERVE <= sizeof c->out &&
-           (nl = memchr(c->in, '\n', c->in_len))) {
+    /* one reply at a time: the next line is served once the last reply has been read */
+    while (!c->closing && c->out_len == 0 && (nl = memchr(c->in, '\n', c->in_len))) {
         used = (size_t)(nl - c->in) + 1;
         handle_line(sv, ci, c->in, used - 1);
         memmove(c->in, c->in + used, c->in_len - used);
@@ -487,6 +522,9 @@ static void drop_client(struct server *sv, int ci, const char *why)
     }
     close(c->fd);
     c->fd = -1;
+    free(c->out);
+    c->out = NULL;
+    c->out_len = 0;
 }
 
 static void flush_client(struct client *c)
@@ -504,13 +542,59 @@ static void flush_client(struct client *c)
         }
         memmove(c->out, c->out + n, c->out_len - (size_t)n);
         c->out_len -= (size_t)n;
+        c->active_ms = now_ms();
     }
+    free(c->out); /* all sent: a large reply's memory is not kept */
+    c->out = NULL;
+}
+
+/* Say why a connection is not taken, and close it. */
+static void refuse_connection(int fd, const char *msg)
+{
+    char line[GC_ERR_MAX + 64];
+    int n = snprintf(line, sizeof line, "{\"error\": \"%s\", \"errno\": 11}\n", msg);
+
+    if (n > 0 && send(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1,
+                      MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        /* it may not read it: closing says enough */
+    }
+    close(fd);
+}
+
+/* A free slot for a peer with this uid, or -1 with why in msg. Slots are shared: a user other
+ * than root takes at most GC_SERVE_PER_USER, and GC_SERVE_ROOT_SLOTS are kept for root (its
+ * `status` is always served, however many connections members hold). */
+static int free_slot(struct server *sv, uid_t uid, char *msg, size_t len)
+{
+    int i, slot = -1, used = 0, mine = 0;
+
+    for (i = 0; i < GC_SERVE_MAX_CLIENTS; i++) {
+        if (sv->clients[i].fd < 0) {
+            if (slot < 0)
+                slot = i;
+            continue;
+        }
+        used++;
+        mine += sv->clients[i].uid == uid;
+    }
+    if (uid != 0 && mine >= GC_SERVE_PER_USER) {
+        snprintf(msg, len, "too many connections from uid %u (at most %d per user): close some%s",
+                 (unsigned)uid, GC_SERVE_PER_USER,
+                 sv->idle_ms ? "; idle ones are closed by the daemon" : "");
+        return -1;
+    }
+    if (slot < 0 || (uid != 0 && used >= GC_SERVE_MAX_CLIENTS - GC_SERVE_ROOT_SLOTS)) {
+        snprintf(msg, len, "too many clients (%d connections)", used);
+        return -1;
+    }
+    return slot;
 }
 
 static void accept_clients(struct server *sv)
 {
     struct ucred cr;
     socklen_t cr_len;
+    char msg[GC_ERR_MAX];
     int fd, i;
 
     for (;;) {
@@ -535,16 +619,9 @@ static void accept_clients(struct server *sv)
             close(fd);
             continue;
         }
-        for (i = 0; i < GC_SERVE_MAX_CLIENTS && sv->clients[i].fd >= 0; i++)
-            ;
-        if (i == GC_SERVE_MAX_CLIENTS) {
-            static const char msg[] = "{\"error\": \"too many clients\", \"errno\": 11}\n";
-            logmsg("pid %ld uid %u: refused: too many clients (%d)", (long)cr.pid,
-                   (unsigned)cr.uid, GC_SERVE_MAX_CLIENTS);
-            if (send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-                /* as above */
-            }
-            close(fd);
+        if ((i = free_slot(sv, cr.uid, msg, sizeof msg)) < 0) {
+            logmsg("pid %ld uid %u: refused: %s", (long)cr.pid, (unsigned)cr.uid, msg);
+            refuse_connection(fd, msg);
             continue;
         }
         memset(&sv->clients[i], 0, sizeof sv->clients[i]);
@@ -552,6 +629,7 @@ static void accept_clients(struct server *sv)
         sv->clients[i].pid = cr.pid;
         sv->clients[i].uid = cr.uid;
         sv->clients[i].gid = cr.gid;
+        sv->clients[i].active_ms = now_ms();
     }
 }
 
@@ -566,6 +644,7 @@ static void read_client(struct server *sv, int ci)
         return;
     }
     if (n > 0) {
+        c->active_ms = now_ms();
         c->in_len += (size_t)n;
         serve_input(sv, ci);
     }
@@ -662,8 +741,12 @@ static void restore_left_state(struct server *sv)
     int rc, restored = 0;
 
     if ((rc = gc_lock_acquire(&sv->board, sv->cfg->state_dir, 0, &sv->lock)) < 0) {
-        gc_lock_holder(&sv->board, sv->cfg->state_dir, &holder);
-        logmsg("the board is governed by pid %ld: its state is left to it", (long)holder);
+        if (rc == -EBUSY && gc_lock_holder(&sv->board, sv->cfg->state_dir, &holder) == 0 &&
+            holder > 0)
+            logmsg("the board is governed by pid %ld: its state is left to it", (long)holder);
+        else
+            logmsg("cannot take the board's lock to look for a state left by an earlier run: %s",
+                   sv->board.err[0] ? sv->board.err : strerror(-rc));
         return;
     }
     rc = restore_board(sv, &restored);
@@ -706,6 +789,17 @@ static void shutdown_server(struct server *sv)
         unlink(sv->socket_path);
     if (sv->instance_fd >= 0)
         close(sv->instance_fd); /* the lock file stays: removing it would race a new instance */
+}
+
+/* Idle: nothing sent or received for idle_ms, no reply pending, and nothing that lives with the
+ * connection (a pin, a sampler window): those are never closed for idleness, since closing
+ * would restore the board under a run or lose a measurement. */
+static int idle_timed_out(const struct server *sv, int ci, int64_t t)
+{
+    const struct client *c = &sv->clients[ci];
+
+    return sv->idle_ms > 0 && !c->closing && sv->owner != ci && c->n_windows == 0 &&
+           c->out_len == 0 && c->in_len == 0 && t - c->active_ms > sv->idle_ms;
 }
 
 static int serve_loop(struct server *sv)
@@ -770,6 +864,17 @@ static int serve_loop(struct server *sv)
                 logmsg("pid %ld uid %u: refused: an unfinished request for over %d ms",
                        (long)c->pid, (unsigned)c->uid, GC_SERVE_PARTIAL_MS);
                 drop_client(sv, map[k], "timed out");
+            } else if (idle_timed_out(sv, map[k], t)) {
+                char why[128];
+
+                snprintf(why, sizeof why, "idle for over %.6g s: closed by the daemon (connect "
+                                          "again when needed)", (double)sv->idle_ms / 1000.0);
+                logmsg("pid %ld uid %u: %s", (long)c->pid, (unsigned)c->uid, why);
+                queue_error(c, -ETIMEDOUT, why);
+                flush_client(c);
+                c->closing = 1;
+                if (c->out_len == 0)
+                    drop_client(sv, map[k], "idle");
             }
         }
     }
@@ -789,11 +894,24 @@ int gc_serve(const gc_serve_config *cfg)
     gc_lock_init(&sv.lock);
     for (i = 0; i < GC_SERVE_MAX_CLIENTS; i++)
         sv.clients[i].fd = -1;
+    sv.idle_ms = (int64_t)((cfg->idle_timeout_s < 0 ? GC_SERVE_IDLE_S : cfg->idle_timeout_s) * 1000.0);
+    if (geteuid() != 0 && !cfg->allow_non_root)
+        return fail("govcore serve must run as root: it writes the GPU's clock files for its "
+                    "clients (`sudo govcore serve`, or `sudo systemctl start govcore`); "
+                    "--allow-non-root serves a board this user may write, such as a fake one");
     if (gc_group_gid(group, &sv.group_gid) < 0)
         return fail("no group '%s': create it (`groupadd %s`) and add the users who may govern the "
                     "GPU, or name another with --group", group, group);
     if ((rc = gc_board_open(&sv.board, cfg->sysfs_root ? cfg->sysfs_root : "/")) < 0)
         return fail("%s", sv.board.err[0] ? sv.board.err : strerror(-rc));
+    if (geteuid() != 0) {
+        char path[GC_PATH_MAX];
+
+        snprintf(path, sizeof path, "%s/max_freq", sv.board.devfreq_dir);
+        if (access(path, W_OK) < 0)
+            return fail("--allow-non-root: this user (uid %u) cannot write %s: %s; a real board "
+                        "needs root", (unsigned)geteuid(), path, strerror(errno));
+    }
     if (install_signals() < 0)
         return fail("cannot install signal handlers: %s", strerror(errno));
     if ((rc = claim_socket(&sv)) != 0) {
@@ -805,8 +923,8 @@ int gc_serve(const gc_serve_config *cfg)
         shutdown_server(&sv);
         return rc;
     }
-    logmsg("serving %s (group %s) on %s, pid %ld", sv.board.sysfs_root, group, sv.socket_path,
-           (long)getpid());
+    logmsg("serving %s (group %s) on %s, pid %ld; idle connections closed after %.6g s", sv.board.sysfs_root,
+           group, sv.socket_path, (long)getpid(), (double)sv.idle_ms / 1000.0);
     rc = serve_loop(&sv);
     shutdown_server(&sv);
     logmsg("stopped; the board is as it was");

@@ -14,9 +14,12 @@
 #define GC_SERVE_GROUP "pydvfs"                     /* default group served besides root */
 #define GC_SERVE_POLICY_DIR "/usr/local/lib/pydvfs/policies" /* trees root installed */
 #define GC_SERVE_MAX_CLIENTS 64
+#define GC_SERVE_ROOT_SLOTS 4         /* of them, kept for root (its status is always served) */
+#define GC_SERVE_PER_USER 16          /* connections one user other than root may hold */
 #define GC_SERVE_MAX_WINDOWS 16       /* open sampler windows per connection */
-#define GC_SERVE_OUT_MAX 16384        /* unsent reply bytes per connection */
+#define GC_SERVE_OUT_MAX 262144       /* one reply's bytes; a longer one is an error reply */
 #define GC_SERVE_PARTIAL_MS 5000      /* a request line must be complete within this */
+#define GC_SERVE_IDLE_S 60.0          /* default idle timeout (a pin or window never idles) */
 
 typedef struct gc_serve_config {
     const char *socket_path;          /* NULL: GC_SERVE_SOCKET */
@@ -24,6 +27,8 @@ typedef struct gc_serve_config {
     const char *sysfs_root;           /* NULL: "/" */
     const char *state_dir;            /* NULL: the default state folder */
     const char *policy_dir;           /* NULL: GC_SERVE_POLICY_DIR */
+    double idle_timeout_s;            /* < 0: GC_SERVE_IDLE_S; 0: never */
+    int allow_non_root;               /* serve without root (a board this user may write) */
 } gc_serve_config;
 
 /* Run the daemon until SIGTERM/SIGINT. Returns the process exit status: 0 after a clean stop,

@@ -82,6 +82,7 @@ class Daemon:
         self.sock = work / "run" / "govcore.sock"
         self.log = work / "daemon.log"
         self.proc = None
+        self.extra: list[str] = []  # more `serve` options (kept for a restart)
 
     def _serving(self) -> int:
         return self.log.read_text().count("serving ") if self.log.exists() else 0
@@ -92,7 +93,8 @@ class Daemon:
                "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98"}
         self.proc = subprocess.Popen(
             [self.binary, "--sysfs-root", str(self.board.root), "--state-dir", str(self.work / "state"),
-             "serve", "--socket", str(self.sock), "--group", GROUP, "--policy-dir", str(self.work / "policies")],
+             "serve", "--socket", str(self.sock), "--group", GROUP, "--policy-dir", str(self.work / "policies"),
+             *self.extra],
             stderr=open(self.log, "ab"), env=env)
         deadline = time.monotonic() + 30
         while self._serving() == before:  # (a stale socket may exist before)
@@ -449,3 +451,182 @@ def test_hypothesis_client_never_crashes_the_daemon(daemon):
     print(f"hypothesis client: {counter[0]} requests sent over the socket; daemon alive, board unchanged")
     assert counter[0] >= 100
     assert daemon.request("status")[0]["pinned"] is False
+
+
+# ----------------------------------------------------------------------------- every member is served
+
+CONNECT_MANY = """
+import json, socket, sys
+path, n = sys.argv[1], int(sys.argv[2])
+served, refused = [], []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(path)
+    try:
+        s.sendall(b"version\\n")
+    except OSError:
+        pass  # refused: the daemon said why and closed
+    f = s.makefile("r")
+    r = json.loads(f.readline())
+    (refused if "error" in r else served).append((s, f, r))
+print(json.dumps({"served": len(served), "refused": [r["error"] for _, _, r in refused]}), flush=True)
+sys.stdin.readline()  # hold them until the test says
+"""
+
+
+def _member(uid: int | str, gid: int, argv: list[str], sock) -> subprocess.Popen:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "PYDVFS_SOCKET": str(sock), "HOME": "/tmp"}
+    return subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *argv],
+                            env=env, cwd="/", text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def test_one_member_cannot_take_every_slot_and_root_is_always_served(daemon, client_python, group_gid):
+    # four members (uids), each trying 20 connections: 16 each at most, 60 in all (4 kept for root)
+    holders = []
+    try:
+        results = []
+        for uid in (65534, 40001, 40002, 40003):
+            p = _member(uid, group_gid, [client_python, "-c", CONNECT_MANY, str(daemon.sock), "20"], daemon.sock)
+            holders.append(p)
+            line = p.stdout.readline()
+            assert line, p.stderr.read()
+            results.append(json.loads(line))
+        assert [r["served"] for r in results] == [16, 16, 16, 12], results
+        assert all("at most 16 per user" in e for e in results[0]["refused"]), results[0]
+        assert any("too many clients" in e for e in results[3]["refused"]), results[3]
+        # every slot a member may take is taken: root's status is still served (its kept slots)
+        for _ in range(3):
+            assert daemon.request("status")[0]["gpu"] == "ga10b"
+        log = daemon.log.read_text()
+        assert "uid 65534: refused: too many connections from uid 65534 (at most 16 per user)" in log
+        # one member's slots do not lock another out: the first lets go, a fifth member is served
+        holders[0].communicate("\n", timeout=60)
+        p = _member(40004, group_gid, [client_python, "-c", CONNECT_MANY, str(daemon.sock), "1"], daemon.sock)
+        holders.append(p)
+        assert json.loads(p.stdout.readline())["served"] == 1
+    finally:
+        for p in holders:
+            if p.poll() is None:
+                p.communicate("\n", timeout=60)
+    assert daemon.request("version")[0]["protocol"] == 1
+
+
+IDLE_CLIENT = """
+import json, socket, sys
+path = sys.argv[1]
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(60)
+    s.connect(path)
+    return s, s.makefile("rw")
+def ask(f, line):
+    f.write(line + "\\n"); f.flush()
+    return json.loads(f.readline())
+_, idle = conn()
+_, pin = conn()
+_, win = conn()
+assert ask(idle, "version")["protocol"] == 1
+assert ask(pin, "pin 714")["freq_mhz"] == 714
+assert "rails" in ask(win, "begin w")
+notice = idle.readline()         # the daemon closes the idle one, saying why ...
+assert idle.readline() == ""     # ... then EOF
+print("idle:", json.loads(notice)["error"], flush=True)
+# the pin and the window outlived the idle limit
+assert ask(pin, "status")["pinned"] is True
+assert ask(win, "end w")["duration_s"] > 0
+print("ok", flush=True)
+"""
+
+
+def test_idle_connections_are_closed_but_a_pin_or_window_is_kept(daemon, client_python, group_gid):
+    daemon.stop()
+    daemon.extra = ["--idle-timeout", "1"]
+    daemon.start()
+    p = _as_nobody(group_gid, [client_python, "-c", IDLE_CLIENT, str(daemon.sock)], daemon.sock)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, (out, err)
+    assert "idle: idle for over 1 s: closed by the daemon" in out and out.endswith("ok\n"), out
+    assert "uid 65534: idle for over 1 s" in daemon.log.read_text()
+    assert _state(daemon.board) == ORIGINAL  # the pin's connection ended: restored
+    bad = subprocess.run([daemon.binary, "serve", "--idle-timeout", "-1"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--idle-timeout" in bad.stderr and len(bad.stderr.splitlines()) == 1
+
+
+CONTROL_LABEL = "".join(chr(c) for c in range(1, 32) if c != 10) * 2
+
+
+def _add_rails_with_control_labels(board, count: int = 12) -> None:
+    """More ina3221 hwmon folders, each channel's label 61 control characters (escaped, 6 bytes
+    each in JSON) and a unique tail."""
+    from pydvfs.device.fake import rewrite_int
+
+    sys_ = Path(board.root) / "sys"
+    for i in range(count // 3):
+        d = sys_ / "bus" / "i2c" / "drivers" / "ina3221" / f"2-004{i}" / "hwmon" / f"hwmon{60 + i}"
+        d.mkdir(parents=True)
+        (sys_ / "class" / "hwmon" / f"hwmon{60 + i}").symlink_to(os.path.relpath(d, sys_ / "class" / "hwmon"))
+        (d / "name").write_text("ina3221\n")
+        (d / "update_interval").write_text("7\n")
+        for ch in (1, 2, 3):
+            (d / f"in{ch}_label").write_text(CONTROL_LABEL[:59] + f"r{i}{ch}\n")
+            (d / f"in{ch}_enable").write_text("1\n")
+            rewrite_int(d / f"in{ch}_input", 5000)
+            rewrite_int(d / f"curr{ch}_input", 1000)
+
+
+def test_a_reply_larger_than_16_kib_is_sent_whole_and_the_pin_stays(daemon):
+    daemon.stop()
+    _add_rails_with_control_labels(daemon.board)
+    daemon.start()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(60)
+        s.connect(str(daemon.sock))
+        f = s.makefile("rwb")
+
+        def ask(line: str) -> bytes:
+            f.write(line.encode() + b"\n")
+            f.flush()
+            return f.readline()
+
+        assert json.loads(ask("pin 714"))["freq_mhz"] == 714
+        rails = json.loads(ask("begin big"))["rails"]
+        assert len(rails) == 16 and sum(CONTROL_LABEL[:20] in r for r in rails) == 12
+        raw = ask("end big")
+        assert len(raw) > 16384, len(raw)  # over the old 16 KiB buffer, which closed the connection
+        window = json.loads(raw)
+        assert set(window["energy_j"]) == set(rails)
+        # the same connection still serves, and its pin was never undone
+        assert json.loads(ask("status"))["pinned"] is True
+        assert _state(daemon.board)[:2] == (714000000, 714000000)
+    assert "closed by the daemon" not in daemon.log.read_text()
+
+
+def test_serve_refuses_to_start_without_root(work, asan_govcore, group_gid):
+    board = build_fake_board(work / "board", "jp5")
+    for d in ("run", "state"):
+        (work / d).mkdir(mode=0o755)
+    argv = [asan_govcore, "--sysfs-root", str(board.root), "--state-dir", str(work / "state"), "serve",
+            "--socket", str(work / "run" / "govcore.sock"), "--group", GROUP]
+    as_nobody = ["setpriv", "--reuid=nobody", f"--regid={group_gid}", "--clear-groups"]
+    p = subprocess.run([*as_nobody, *argv], capture_output=True, text=True, timeout=60, cwd="/")
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "must run as root" in p.stderr and "pid 0" not in p.stderr
+    # the override, for a board this user may write (the tests' own fake boards) ...
+    p = subprocess.run([*as_nobody, *argv, "--allow-non-root"], capture_output=True, text=True, timeout=60, cwd="/")
+    assert p.returncode == 2 and "cannot write" in p.stderr and "max_freq" in p.stderr, p.stderr
+    # ... serves once the board is the user's
+    for path in [work / "run", work / "state", *Path(board.root).rglob("*")]:
+        os.lchown(path, 65534, group_gid)
+    d = subprocess.Popen([*as_nobody, *argv, "--allow-non-root"], stderr=subprocess.PIPE, text=True, cwd="/")
+    try:
+        assert "serving" in d.stderr.readline()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(str(work / "run" / "govcore.sock"))
+            s.sendall(b"pin 510\n")
+            assert json.loads(s.makefile().readline())["freq_mhz"] == 510
+    finally:
+        d.terminate()
+        assert d.wait(timeout=30) == 0
+    assert _state(board) == ORIGINAL

@@ -85,6 +85,8 @@ def text_report(r: dict) -> str:
         if est:
             lines.append("estimates " + ", ".join(f"{e['freq_mhz']:g}: {e['j_per_step']:.5g}" for e in est)
                          + " J/step")
+    for warning in r.get("warnings") or []:
+        lines.append(f"warning   {warning}")
     if r.get("restore_error"):
         lines.append(f"board     NOT restored: {r['restore_error']}")
     else:

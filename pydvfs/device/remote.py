@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
+import sys
 import threading
+import time
 from types import MappingProxyType
 
 from .. import _core
@@ -27,6 +30,7 @@ SOCKET_ENV = "PYDVFS_SOCKET"
 DEFAULT_SOCKET = "/run/pydvfs/govcore.sock"      # GC_SERVE_SOCKET (govcore/serve.h)
 REQUEST_MAX_BYTES = 512                          # GC_REQ_MAX (govcore/protocol.h)
 REPLY_TIMEOUT_S = 30.0
+RECONNECT_WAIT_S = 5.0   # a lost connection: how long the daemon may take to come back (a restart)
 
 NO_DAEMON = ("cannot change the GPU clock without root: run as root, or start the daemon "
              "(`sudo systemctl enable --now govcore` or `sudo govcore serve`) and join its group "
@@ -67,25 +71,117 @@ def plain_decimal(value: float) -> str:
 
 
 class Connection:
-    """One connection to the daemon, kept for the life of the process (it owns our pins)."""
+    """One connection to the daemon, kept for the life of the process (it owns our pins).
+
+    A connection the daemon closed (it restarted, or closed us for idleness) is not kept: the
+    next request connects again. What lived with the old connection is put back on the new one,
+    saying so on stderr: the pin (the last ``pin``/``apply`` not restored since) and the sampler
+    windows still open, which then count from the new connection on."""
 
     def __init__(self, path: str):
         self.path = path
         self._lock = threading.Lock()
         self._buf = b""
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._held: str | None = None        # the request of the pin this process holds
+        self._held_mhz = None
+        self._windows: list[str] = []        # windows begun and not ended, in order
+        self.reconnects = 0                  # connections made again after one was lost
+        self._sock = self._connect()
+
+    def _connect(self, wait_s: float = 0.0) -> socket.socket:
+        deadline = time.monotonic() + wait_s
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(self.path)
+            except OSError as e:
+                sock.close()
+                if isinstance(e, PermissionError):
+                    raise BoardPermissionError(
+                        f"cannot reach the govcore daemon at {self.path}: permission denied (join its group: "
+                        "`sudo usermod -aG pydvfs $USER`, then log in again)") from None
+                if time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                raise BoardIOError(
+                    f"cannot reach the govcore daemon at {self.path}: {e.strerror or e} (start it: "
+                    "`sudo systemctl start govcore` or `sudo govcore serve`)") from None
+            sock.settimeout(REPLY_TIMEOUT_S)
+            return sock
+
+    def _stale(self) -> bool:
+        """No request is outstanding: anything to read (EOF, a closing notice) means the daemon
+        has closed this connection."""
+        if self._sock is None:
+            return True
         try:
-            self._sock.connect(path)
-        except OSError as e:
+            readable, _, _ = select.select([self._sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
+    def _exchange(self, data: bytes) -> bytes:
+        try:
+            self._sock.sendall(data + b"\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # a daemon that refused us closed at once: its reply says why
+        while b"\n" not in self._buf:
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise ConnectionResetError("closed")
+            self._buf += chunk
+        raw, self._buf = self._buf.split(b"\n", 1)
+        return raw
+
+    def _reconnect(self, line: str) -> None:
+        """A new connection in place of a lost one, with our pin and windows put back."""
+        if self._sock is not None:
             self._sock.close()
-            if isinstance(e, PermissionError):
-                raise BoardPermissionError(
-                    f"cannot reach the govcore daemon at {path}: permission denied (join its group: "
-                    "`sudo usermod -aG pydvfs $USER`, then log in again)") from None
-            raise BoardIOError(
-                f"cannot reach the govcore daemon at {path}: {e.strerror or e} (start it: "
-                "`sudo systemctl start govcore` or `sudo govcore serve`)") from None
-        self._sock.settimeout(REPLY_TIMEOUT_S)
+        self._sock, self._buf = None, b""
+        self._sock = self._connect(RECONNECT_WAIT_S)
+        self.reconnects += 1
+        held, self._held = self._held, None
+        if held is not None and line.split(" ", 1)[0] != "restore":
+            reply = self._parse(self._exchange(held.encode("ascii")))
+            if "error" in reply:
+                _warn(f"the connection to the govcore daemon at {self.path} was lost (the daemon "
+                      f"restarted?) and the pin could not be made again: {reply['error']}")
+            else:
+                self._held = held
+                _warn(f"the connection to the govcore daemon at {self.path} was lost (the daemon "
+                      f"restarted?); pinned {_fmt_mhz(reply.get('freq_mhz'))} MHz again on a new connection")
+        windows, self._windows = self._windows, []
+        for name in windows:
+            if "error" not in self._parse(self._exchange(f"begin {name}".encode("ascii"))):
+                self._windows.append(name)
+        if windows:
+            _warn(f"sampler windows open through the daemon were lost with the connection: "
+                  f"{len(self._windows)} of {len(windows)} begun again, counting from now")
+
+    def _parse(self, raw: bytes) -> dict:
+        try:
+            reply = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            raise BoardIOError(f"the govcore daemon at {self.path} sent a reply that is not JSON") from None
+        if not isinstance(reply, dict):
+            raise BoardIOError(f"the govcore daemon at {self.path} sent a reply that is not a record")
+        return reply
+
+    def _track(self, line: str, reply: dict) -> None:
+        """Note what lives with the connection: the pin, and the open windows."""
+        verb, _, rest = line.partition(" ")
+        if verb == "end":
+            if rest in self._windows:
+                self._windows.remove(rest)
+        if "error" in reply:
+            return
+        if verb == "pin" or (verb == "apply" and "dry_run=1" not in rest.split(" ")):
+            pinned = reply.get("freq_mhz") is not None
+            self._held, self._held_mhz = (line, reply.get("freq_mhz")) if pinned else (None, None)
+        elif verb == "restore":
+            self._held = self._held_mhz = None
+        elif verb == "begin":
+            self._windows.append(rest)
 
     def request(self, line: str) -> dict:
         """Send one request, return its reply; an error reply raises the matching PydvfsError."""
@@ -94,28 +190,39 @@ class Connection:
             raise InvalidValueError(f"request too long or not one line ({len(data)} bytes)")
         with self._lock:
             try:
+                if self._stale():
+                    self._reconnect(line)
                 try:
-                    self._sock.sendall(data + b"\n")
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # a daemon that refused us closed at once: its reply says why
-                while b"\n" not in self._buf:
-                    chunk = self._sock.recv(65536)
-                    if not chunk:
-                        raise ConnectionResetError("closed")
-                    self._buf += chunk
+                    raw = self._exchange(data)
+                except ConnectionError:
+                    # lost while asking (the daemon went away): once more on a new connection
+                    self._reconnect(line)
+                    raw = self._exchange(data)
             except OSError as e:
+                if self._sock is not None:
+                    self._sock.close()
+                self._sock, self._buf = None, b""
                 raise BoardIOError(f"lost the connection to the govcore daemon at {self.path}: "
                                    f"{e.strerror or e}") from None
-            raw, self._buf = self._buf.split(b"\n", 1)
-        try:
-            reply = json.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            raise BoardIOError(f"the govcore daemon at {self.path} sent a reply that is not JSON") from None
-        if not isinstance(reply, dict):
-            raise BoardIOError(f"the govcore daemon at {self.path} sent a reply that is not a record")
+            reply = self._parse(raw)
+            self._track(line, reply)
         if "error" in reply:
             _core.raise_for(-int(reply.get("errno") or 5), reply["error"])
         return reply
+
+
+def _warn(message: str) -> None:
+    print(f"pydvfs: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _fmt_mhz(mhz) -> str:
+    return "?" if mhz is None else f"{float(mhz):g}"
+
+
+def reconnects() -> int:
+    """How many times this process connected to a daemon again after losing a connection."""
+    with _connections_lock:
+        return sum(c.reconnects for c in _connections.values())
 
 
 _connections: dict[str, Connection] = {}

@@ -225,6 +225,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                  sleep: Callable[[float], None] = time.sleep, total_steps: int | None = None) -> dict:
     """Run ``cmd`` under ``policy``; returns the report (see docs/online.md). ``total_steps``:
     the count the progress file will reach at the end, if known (the online search's horizon)."""
+    from ..device import remote
     from ..policy.apply import apply
 
     cmd = list(cmd)
@@ -246,6 +247,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     log = log or sys.stderr
     progress = Path(progress_file) if progress_file else None
     dev = open_device(sysfs_root, state_dir)
+    reconnects = remote.reconnects()
 
     report: dict = {"command": cmd, "policy": policy, "progress_file": None if progress is None else str(progress)}
     if online:
@@ -312,7 +314,14 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         restored=restored,
         restore_error=restore_error,
         measurement=m.to_dict(),
+        warnings=[],
     )
+    if remote.reconnects() > reconnects:
+        # the daemon restarted: the client connected again, pinned again and began its windows again
+        report["warnings"].append(
+            "the connection to the govcore daemon was lost during the run (it restarted?): the clock "
+            "was pinned again on a new connection, and energy and time count only from then on")
+        print(f"pydvfs run: warning: {report['warnings'][-1]}", file=log, flush=True)
     if online:
         report.update(online_outcome(report, energy))
         engine.say_outcome()

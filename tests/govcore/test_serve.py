@@ -550,6 +550,11 @@ def test_idle_connections_are_closed_but_a_pin_or_window_is_kept(daemon, client_
     assert "idle: idle for over 1 s: closed by the daemon" in out and out.endswith("ok\n"), out
     assert "uid 65534: idle for over 1 s" in daemon.log.read_text()
     assert _state(daemon.board) == ORIGINAL  # the pin's connection ended: restored
+    # the Python client's kept connection, closed for idleness, is made again without a word
+    code = "import time, pydvfs\nd = pydvfs.open_device()\nd.status()\ntime.sleep(3)\nprint(d.status()['gpu'])"
+    p = _as_nobody(group_gid, [client_python, "-c", code], daemon.sock)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0 and out.strip() == "ga10b" and "warning" not in err, (out, err)
     bad = subprocess.run([daemon.binary, "serve", "--idle-timeout", "-1"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--idle-timeout" in bad.stderr and len(bad.stderr.splitlines()) == 1
 
@@ -630,3 +635,55 @@ def test_serve_refuses_to_start_without_root(work, asan_govcore, group_gid):
         d.terminate()
         assert d.wait(timeout=30) == 0
     assert _state(board) == ORIGINAL
+
+
+RESTART_CLIENT = """
+import sys, pydvfs
+dev = pydvfs.open_device()
+pydvfs.pin(714)
+print("pinned", flush=True)
+sys.stdin.readline()                       # the daemon is killed and started again meanwhile
+assert dev.state().pinned, dev.state()     # the same device connects again, and pins again
+assert pydvfs.open_device().status()["pinned"] is True   # a fresh one too
+assert pydvfs.restore() is True
+assert not dev.state().pinned
+print("ok", flush=True)
+"""
+
+
+def test_the_client_reconnects_and_pins_again_after_a_daemon_restart(daemon, client_python, group_gid):
+    p = _as_nobody(group_gid, [client_python, "-c", RESTART_CLIENT], daemon.sock, stdin=subprocess.PIPE)
+    assert p.stdout.readline().strip() == "pinned", p.stderr.read()
+    daemon.proc.send_signal(signal.SIGKILL)
+    daemon.proc.wait()
+    daemon.start()  # restores the board the dead daemon left pinned
+    assert _state(daemon.board) == ORIGINAL
+    out, err = p.communicate("\n", timeout=120)
+    assert p.returncode == 0 and out.strip() == "ok", (out, err)
+    assert "was lost (the daemon restarted?); pinned 714 MHz again on a new connection" in err, err
+    assert _state(daemon.board) == ORIGINAL
+
+
+def test_a_run_whose_daemon_restarted_finishes_and_reports(daemon, client_python, group_gid):
+    flags = daemon.work / "flags"
+    flags.mkdir(mode=0o777)
+    os.chmod(flags, 0o777)
+    cmd = ["sh", "-c", f"touch {flags}/started; while [ ! -e {flags}/go ]; do sleep 0.05; done"]
+    p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", "run", "--json", "--policy", "rules", "--workload",
+                               "model=bert,layers=12,hidden=768,seq_len=64", "--", *cmd], daemon.sock)
+    deadline = time.monotonic() + 120
+    while not (flags / "started").exists():
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    assert _state(daemon.board)[1] == 816000000
+    daemon.proc.send_signal(signal.SIGKILL)
+    daemon.proc.wait()
+    daemon.start()
+    (flags / "go").touch()
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    report = json.loads(out)
+    assert report["exit_status"] == 0 and report["restored"] is True, report
+    assert report["warnings"] and "lost during the run" in report["warnings"][0], report
+    assert "pydvfs run: warning:" in err and "pinned 816 MHz again" in err, err
+    assert _state(daemon.board) == ORIGINAL

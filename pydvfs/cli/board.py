@@ -7,7 +7,8 @@ import time
 
 from ..device import open_device
 from ..errors import InvalidValueError, PydvfsError
-from .common import add_board_options, emit, examples
+from .common import _Parser, add_board_options, emit, examples
+from .hold import add_command_argument
 
 LIVE_WINDOW_S = 0.25  # how long `status` samples the rails for its live watts
 
@@ -117,7 +118,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_pin(args: argparse.Namespace) -> int:
     from ..device import mhz_to_hz
     from ..levels import beyond_table
+    from .hold import command_of, hold_while, until_exit_note
 
+    cmd = command_of(args)
     dev = open_device(args.sysfs_root, args.state_dir)
     mhz = mhz_to_hz(args.mhz) / 1e6  # validates: a positive number of MHz
     levels = dev.available_frequencies_mhz
@@ -125,11 +128,17 @@ def cmd_pin(args: argparse.Namespace) -> int:
         raise InvalidValueError(
             f"{args.mhz} MHz is outside the board's table ({_fmt(levels[0])}..{_fmt(levels[-1])} MHz) by more "
             "than one level; pass --nearest to pin the nearest level anyway")
+    if cmd:
+        def change():
+            result = dev.pin(args.mhz)
+            return result.to_dict(), result.describe()
+
+        return hold_while(args, dev, "pin", cmd, change)
     result = dev.pin(args.mhz)
     emit(args, result.to_dict(), result.describe)
     if dev.through_daemon:
-        print("pydvfs: note: a pin through the govcore daemon lasts while this process does: the "
-              "board is restored now (govern a run with `pydvfs run` or the Python API)", file=sys.stderr)
+        print(until_exit_note("pin", f"pinned {_fmt(result.freq_mhz)} MHz", f"pydvfs pin {args.mhz}"),
+              file=sys.stderr)
     return 0
 
 
@@ -160,15 +169,24 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("pin", parents=[common], help="pin the GPU clock to one level",
                        description="Pin the GPU clock (min = max) to the available level nearest "
                                    "MHZ. The original governor/min/max are saved first; "
-                                   "`pydvfs restore` puts them back. A clock more than one level "
-                                   "outside the board's table (a typo such as 99999) is refused "
-                                   "unless --nearest is given.",
+                                   "`pydvfs restore` puts them back. With -- CMD the pin is held "
+                                   "while CMD runs, then restored (also when CMD fails, on Ctrl-C "
+                                   "and SIGTERM), and the exit status is CMD's; through the govcore "
+                                   "daemon a pin without CMD ends as this command exits. A clock "
+                                   "more than one level outside the board's table (a typo such as "
+                                   "99999) is refused unless --nearest is given.",
                        epilog=examples("pydvfs pin 714 --sysfs-root /tmp/orin",
+                                       "pydvfs pin 714 -- python train.py",
                                        "pydvfs pin 5000 --nearest --sysfs-root /tmp/orin"))
     p.add_argument("mhz", metavar="MHZ", help="clock in MHz; snapped to the board's table")
-    p.add_argument("--nearest", action="store_true",
-                   help="pin the nearest level even when MHZ lies far outside the table")
-    add_board_options(p)
+
+    def pin_options(q: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        q.add_argument("--nearest", action="store_true",
+                       help="pin the nearest level even when MHZ lies far outside the table")
+        return add_board_options(q)
+
+    pin_options(p)
+    add_command_argument(p, pin_options(_Parser(prog="pydvfs pin", add_help=False, parents=[common])))
     p.set_defaults(func=cmd_pin)
 
     p = sub.add_parser("restore", parents=[common], help="put back the saved clock state",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .. import _core
@@ -15,6 +16,7 @@ from .common import (
     objective_from_args,
     workload_from_args,
 )
+from .hold import add_command_argument
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -64,15 +66,35 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    from ..device import open_device
+    from ..errors import InvalidValueError
     from ..policy.apply import apply, decide
+    from .hold import command_of, hold_while, until_exit_note
 
+    cmd = command_of(args)
     workload = workload_from_args(args)
     goal = objective_from_args(args)
     run = decide if args.dry_run else apply
-    d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
-            state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct)
-    emit(args, {**d.to_dict(), "dry_run": args.dry_run},
-         lambda: d.describe(" (dry run: nothing written)" if args.dry_run else ""))
+
+    def change():
+        d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
+                state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct)
+        return d, {**d.to_dict(), "dry_run": args.dry_run}
+
+    if cmd:
+        if args.dry_run:
+            raise InvalidValueError("--dry-run writes nothing: there is no clock to hold while a command runs")
+        dev = open_device(args.sysfs_root, args.state_dir)
+
+        def held():
+            d, data = change()
+            return data, d.describe()
+
+        return hold_while(args, dev, "apply", cmd, held)
+    d, data = change()
+    emit(args, data, lambda: d.describe(" (dry run: nothing written)" if args.dry_run else ""))
+    if not args.dry_run and d.freq_mhz is not None and open_device(args.sysfs_root, args.state_dir).through_daemon:
+        print(until_exit_note("apply", f"pinned {d.freq_mhz:g} MHz", "pydvfs apply ..."), file=sys.stderr)
     return 0
 
 
@@ -106,10 +128,16 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     p = sub.add_parser("apply", parents=[common], help="pin the energy-optimal clock for a workload",
                        description="Choose the GPU clock for a workload with a policy and pin it "
-                                   "(the original state is saved first; `pydvfs restore` puts it back).",
+                                   "(the original state is saved first; `pydvfs restore` puts it back). "
+                                   "With -- CMD the clock is held while CMD runs, then restored (also "
+                                   "when CMD fails, on Ctrl-C and SIGTERM), and the exit status is "
+                                   "CMD's; through the govcore daemon a clock applied without CMD "
+                                   "ends as this command exits.",
                        epilog=examples(
                            "pydvfs apply --sysfs-root /tmp/orin --workload model=bert,layers=12,hidden=768,seq_len=128",
+                           "pydvfs apply --workload model=bert,layers=12,hidden=768,seq_len=128 -- python train.py",
                            "pydvfs apply --workload model=pythia,layers=12,hidden=768,seq_len=64 --policy ffg --dry-run"))
+    add_command_argument(p, None)
     add_workload_argument(p, required=True, aliases=True)
     p.add_argument("--policy", default="mlg", choices=_core.POLICY_NAMES)
     p.add_argument("--model-dir", default=None, metavar="DIR", help="model folder from `pydvfs train`")

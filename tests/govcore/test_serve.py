@@ -687,3 +687,23 @@ def test_a_run_whose_daemon_restarted_finishes_and_reports(daemon, client_python
     assert report["warnings"] and "lost during the run" in report["warnings"][0], report
     assert "pydvfs run: warning:" in err and "pinned 816 MHz again" in err, err
     assert _state(daemon.board) == ORIGINAL
+
+
+def test_pin_and_apply_hold_the_clock_for_a_command_through_the_daemon(daemon, client_python, group_gid):
+    max_freq = Path(daemon.board.devfreq_dir) / "max_freq"
+    wl = ["--workload", "model=bert,layers=12,hidden=768,seq_len=64", "--policy", "rules"]
+    for verb, mhz in ((["pin", "714"], 714), (["apply", *wl], 816)):
+        p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", *verb, "--json", "--", "sh", "-c",
+                                   f"cat {max_freq}; exit 5"], daemon.sock)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 5, err  # the command's status
+        assert f"{mhz}000000" in err  # what the command saw (its stdout goes to our stderr)
+        record = json.loads(out)
+        assert record["freq_mhz"] == mhz and record["exit_status"] == 5 and record["restored"] is True
+        assert _state(daemon.board) == ORIGINAL
+        # without a command, what the change lasts is said
+        p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", *verb], daemon.sock)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert f"pinned {mhz} MHz until this command exits" in err and " -- CMD` to hold it" in err, err
+        assert _state(daemon.board) == ORIGINAL

@@ -442,11 +442,8 @@ static int parse_number(const char *name, const char *text, double *out)
 static int apply_via_daemon(const char *socket_path, int policy, const char *model_name,
                             const gc_workload *w, const char *model_dir, const gc_goal *goal, int dry_run)
 {
-    char request[GC_PATH_MAX], layers[32], hidden[32], seq_len[32], util[48] = "";
+    char request[GC_PATH_MAX], layers[32], hidden[32], seq_len[32], util[48] = "", bound[64] = "";
 
-    if (goal->objective != GC_OBJECTIVE_ENERGY || goal->max_slowdown_pct >= 0)
-        return fail("through the daemon --objective and --max-slowdown are not available (it "
-                    "holds no roofline model); run as root with --model-dir");
     if (model_dir)
         return fail("through the daemon only the built-in tree or one root installed can be used "
                     "(`pydvfs` passes tree=NAME for " GC_SERVE_POLICY_DIR "/NAME); not --model-dir");
@@ -457,9 +454,13 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
         strcpy(util, " util_pct=");
         plain_decimal(util + strlen(util), sizeof util - strlen(util), w->gpu_util_pct);
     }
-    snprintf(request, sizeof request, "apply policy=%s model=%s layers=%s hidden=%s seq_len=%s%s%s",
-             gc_policy_name(policy), model_name, layers, hidden, seq_len, util,
-             dry_run ? " dry_run=1" : "");
+    if (goal->max_slowdown_pct >= 0) {
+        strcpy(bound, " max_slowdown_pct=");
+        plain_decimal(bound + strlen(bound), sizeof bound - strlen(bound), goal->max_slowdown_pct);
+    }
+    snprintf(request, sizeof request, "apply policy=%s model=%s layers=%s hidden=%s seq_len=%s%s "
+             "objective=%s%s%s", gc_policy_name(policy), model_name, layers, hidden, seq_len, util,
+             gc_objective_name(goal->objective), bound, dry_run ? " dry_run=1" : "");
     return via_daemon(socket_path, request, !dry_run && policy != GC_POLICY_MAXN);
 }
 

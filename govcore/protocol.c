@@ -87,14 +87,17 @@ static int parse_decimal(const char *s, size_t n, double *out)
 static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, size_t len)
 {
     enum { K_MODEL = 1, K_LAYERS = 2, K_HIDDEN = 4, K_SEQ = 8, K_UTIL = 16, K_POLICY = 32,
-           K_TREE = 64, K_DRY = 128 };
-    static const char *const keys[] = {"model", "layers", "hidden", "seq_len", "util_pct",
-                                       "policy", "tree", "dry_run"};
+           K_TREE = 64, K_DRY = 128, K_OBJECTIVE = 256, K_SLOWDOWN = 512, N_KEYS = 10 };
+    static const char *const keys[N_KEYS] = {"model", "layers", "hidden", "seq_len", "util_pct",
+                                             "policy", "tree", "dry_run", "objective",
+                                             "max_slowdown_pct"};
     char value[GC_TREE_NAME_MAX];
     int have = 0, i, k;
 
     req->policy = GC_POLICY_MLG;
     req->workload.gpu_util_pct = -1.0;
+    req->goal.objective = GC_OBJECTIVE_ENERGY;
+    req->goal.max_slowdown_pct = -1.0;
     for (i = 1; i < n_tok; i++) {
         const char *eq = memchr(tok[i].s, '=', tok[i].n);
         token key, val;
@@ -105,11 +108,12 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
         key.n = (size_t)(eq - tok[i].s);
         val.s = eq + 1;
         val.n = tok[i].n - key.n - 1;
-        for (k = 0; k < 8 && !tok_is(&key, keys[k]); k++)
+        for (k = 0; k < N_KEYS && !tok_is(&key, keys[k]); k++)
             ;
-        if (k == 8)
+        if (k == N_KEYS)
             return refuse(err, len, "apply: unknown key (argument %d); keys: model, layers, "
-                                    "hidden, seq_len, util_pct, policy, tree, dry_run", i);
+                                    "hidden, seq_len, util_pct, policy, tree, dry_run, objective, "
+                                    "max_slowdown_pct", i);
         if (have & (1 << k))
             return refuse(err, len, "apply: %s given twice", keys[k]);
         have |= 1 << k;
@@ -135,7 +139,18 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
         }
         case K_POLICY:
             if (gc_policy_parse(value, &req->policy) < 0)
-                return refuse(err, len, "apply: unknown policy: expected mlg, ffg, rules or maxn");
+                return refuse(err, len, "apply: unknown policy: expected mlg, ffg, rules, maxn or "
+                                        "roofline");
+            break;
+        case K_OBJECTIVE:
+            if (gc_objective_parse(value, &req->goal.objective) < 0)
+                return refuse(err, len, "apply: unknown objective: expected energy, edp or ed2p");
+            break;
+        case K_SLOWDOWN:
+            if (parse_decimal(val.s, val.n, &req->goal.max_slowdown_pct) < 0 ||
+                req->goal.max_slowdown_pct > GC_MAX_SLOWDOWN_PCT)
+                return refuse(err, len, "apply: max_slowdown_pct: a plain decimal number of %% "
+                                        "from 0 to %d", GC_MAX_SLOWDOWN_PCT);
             break;
         case K_TREE:
             if (!gc_protocol_name_ok(value))

@@ -6,8 +6,11 @@
  *   pin MHZ                      MHZ: a clock of the board's table (checked by the daemon)
  *   restore
  *   apply KEY=VALUE...           keys: model, layers, hidden, seq_len (required), util_pct,
- *                                policy (mlg|ffg|rules|maxn), tree (a policy installed by root),
- *                                dry_run (0|1); each at most once
+ *                                policy (mlg|ffg|rules|maxn|roofline), tree (a policy installed
+ *                                by root), dry_run (0|1), objective (energy|edp|ed2p),
+ *                                max_slowdown_pct (plain decimal, at most 1000); each at most
+ *                                once. The roofline policy and a slowdown bound use the
+ *                                roofline.txt of tree's folder
  *   begin NAME / end NAME        a sampler window; NAME is 1..63 of [A-Za-z0-9_.:-]
  *
  * Grammar: printable ASCII only, tokens separated by exactly one space, no leading or trailing
@@ -30,6 +33,7 @@
 #define GC_TREE_NAME_MAX 64     /* an installed policy's name's buffer */
 #define GC_MODEL_NAME_MAX 32    /* a model type's buffer (bert, pythia, ...) */
 #define GC_NUMBER_DIGITS 12     /* digits (both sides of the point) a number may have */
+#define GC_MAX_SLOWDOWN_PCT 1000 /* the largest slowdown bound a request may give, % */
 
 enum gc_req_kind {
     GC_REQ_VERSION = 1,
@@ -51,6 +55,7 @@ typedef struct gc_request {
     char model[GC_MODEL_NAME_MAX];    /* the model type, a known family */
     char tree[GC_TREE_NAME_MAX];      /* "" : the built-in tree */
     int dry_run;
+    gc_goal goal;                     /* objective (default energy), max_slowdown_pct (< 0: none) */
 } gc_request;
 
 /* Parse one request (len bytes, no newline; need not be NUL-terminated). 0, or -EINVAL with a

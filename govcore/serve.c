@@ -283,6 +283,8 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
 {
     struct client *c = &sv->clients[ci];
     gc_tree_model model = gc_builtin_tree;
+    gc_roofline roofline;
+    const gc_roofline *rl = NULL;
     gc_decision d;
     char dir[GC_PATH_MAX], err[GC_ERR_MAX] = "", *buf = NULL;
     const char *policy_dir = sv->cfg->policy_dir ? sv->cfg->policy_dir : GC_SERVE_POLICY_DIR;
@@ -297,10 +299,26 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
         if ((rc = gc_tree_load(dir, &model, &handle, err, sizeof err)) < 0)
             return reply_error(c, rc, "%s", err);
     }
+    /* the time curve of the roofline policy and of a slowdown bound: the installed folder's
+     * roofline.txt (its folder passed gc_tree_load's checks); without one, gc_decide_goal says
+     * what is missing */
+    if (rq->policy == GC_POLICY_ROOFLINE ||
+        (rq->goal.max_slowdown_pct >= 0 && rq->policy != GC_POLICY_MAXN && rq->tree[0])) {
+        if (!rq->tree[0])
+            return reply_error(c, -EINVAL, "the roofline policy needs tree=NAME: a folder from "
+                                           "`pydvfs train` root installed in %s", policy_dir);
+        snprintf(dir, sizeof dir, "%s/%s/roofline.txt", policy_dir, rq->tree);
+        if ((rc = gc_roofline_load(dir, &roofline, err, sizeof err)) < 0) {
+            gc_tree_close(handle);
+            return reply_error(c, rc, "%s", err);
+        }
+        rl = &roofline;
+    }
     if (rq->dry_run) {
-        rc = gc_decide(&sv->board, &model, NULL, rq->policy, &rq->workload, &d);
+        rc = gc_decide_goal(&sv->board, &model, rl, rq->policy, &rq->workload, &rq->goal, &d);
     } else if ((rc = take_ownership(sv, ci)) == 0) {
-        rc = gc_apply(&sv->board, &model, NULL, rq->policy, &rq->workload, sv->cfg->state_dir, &d);
+        rc = gc_apply_goal(&sv->board, &model, rl, rq->policy, &rq->workload, &rq->goal,
+                           sv->cfg->state_dir, &d);
         /* a failed pin put the original state back; maxn restored it */
         if ((rc < 0 && !was_owner) || (rc == 0 && d.level_hz == 0))
             drop_ownership(sv);

@@ -103,20 +103,20 @@ def _mhz(hz: int) -> float | None:
 
 def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: bool,
             objective: str = "energy", max_slowdown_pct: float | None = None, **overrides) -> Decision:
-    from ..errors import InvalidValueError
     from ..governor.objective import Objective
 
     goal = Objective(objective, max_slowdown_pct)
     wl = Workload.from_any(workload, **overrides)
     board = _board(sysfs_root)
     if not isinstance(board, _core.Board):  # the govcore daemon's board (device/remote.py)
-        if goal != Objective():
-            raise InvalidValueError("through the govcore daemon --objective and --max-slowdown are not "
-                                    "available (it holds no roofline model); run as root with --model-dir")
-        d = board.apply(policy, wl.as_core(), wl.model, model_dir, dry_run=not pin)
+        # the goal travels too; a curve (roofline policy, slowdown bound) comes from the
+        # installed model folder's roofline.txt
+        d = board.apply(policy, wl.as_core(), wl.model, model_dir, dry_run=not pin,
+                        objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct)
         return Decision(freq_mhz=d["freq_mhz"], proposed_mhz=d["proposed_mhz"], policy=policy,
                         features=d["features"], workload=wl.to_dict(), model=d["model"],
-                        policy_mhz=d.get("policy_mhz"), trade=d.get("trade"))
+                        policy_mhz=d.get("policy_mhz"), objective=d.get("objective") or goal.to_dict(),
+                        trade=d.get("trade"))
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
     bound = goal.max_slowdown_pct is not None and policy != "maxn" and model_dir is not None

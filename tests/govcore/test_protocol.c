@@ -39,6 +39,14 @@ static void test_accepted(void)
     CHECK(parse("apply policy=maxn seq_len=1 hidden=2 layers=3 model=pythia util_pct=40 tree=t1 "
                 "dry_run=1", &rq) == 0 && rq.policy == GC_POLICY_MAXN && rq.workload.is_decoder == 1 &&
           rq.workload.gpu_util_pct == 40 && strcmp(rq.tree, "t1") == 0 && rq.dry_run == 1);
+    /* without a goal: minimum energy, no bound; with one: the objective and the bound (issue 22) */
+    CHECK(parse("apply model=bert layers=12 hidden=768 seq_len=64", &rq) == 0 &&
+          rq.goal.objective == GC_OBJECTIVE_ENERGY && rq.goal.max_slowdown_pct < 0);
+    CHECK(parse("apply model=bert layers=12 hidden=768 seq_len=64 policy=roofline tree=t "
+                "objective=ed2p max_slowdown_pct=7.5", &rq) == 0 && rq.policy == GC_POLICY_ROOFLINE &&
+          rq.goal.objective == GC_OBJECTIVE_ED2P && rq.goal.max_slowdown_pct == 7.5);
+    CHECK(parse("apply model=bert layers=1 hidden=1 seq_len=1 max_slowdown_pct=0", &rq) == 0 &&
+          rq.goal.max_slowdown_pct == 0);
 }
 
 static void test_refused(void)
@@ -53,7 +61,11 @@ static void test_refused(void)
         "apply model=bert layers=1 hidden=1 seq_len=1 policy=best", "apply model=bert layers=1 "
         "hidden=1 seq_len=1 tree=../etc", "apply model=bert layers=1 hidden=1 seq_len=1 dry_run=2",
         "apply model=bert layers=1 hidden=1 seq_len=1 x=1", "apply model=bert layers= hidden=1 seq_len=1",
-        "apply model=bert layers hidden=1 seq_len=1", "pin 714\r", "pin 714\t", "status\n",
+        "apply model=bert layers hidden=1 seq_len=1", "apply model=bert layers=1 hidden=1 "
+        "seq_len=1 objective=time", "apply model=bert layers=1 hidden=1 seq_len=1 objective=edp "
+        "objective=edp", "apply model=bert layers=1 hidden=1 seq_len=1 max_slowdown_pct=-5",
+        "apply model=bert layers=1 hidden=1 seq_len=1 max_slowdown_pct=1e2",
+        "apply model=bert layers=1 hidden=1 seq_len=1 max_slowdown_pct=1000.5", "pin 714\r", "pin 714\t", "status\n",
         "unknown", NULL};
     gc_request rq;
     char err[GC_ERR_MAX], big[GC_REQ_MAX + 2];

@@ -707,3 +707,36 @@ def test_pin_and_apply_hold_the_clock_for_a_command_through_the_daemon(daemon, c
         assert p.returncode == 0, err
         assert f"pinned {mhz} MHz until this command exits" in err and " -- CMD` to hold it" in err, err
         assert _state(daemon.board) == ORIGINAL
+
+
+def test_the_objective_and_the_slowdown_bound_travel_through_the_daemon(daemon, client_python, group_gid,
+                                                                         trained_model):
+    installed = daemon.work / "policies" / "ours"
+    shutil.copytree(trained_model, installed)
+    assert (installed / "roofline.txt").exists()
+    wl = {"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64}
+    goals = [{"policy": "roofline", "objective": "edp"}, {"policy": "roofline", "objective": "ed2p"},
+             {"policy": "mlg", "max_slowdown_pct": 2.5}, {"policy": "roofline", "max_slowdown_pct": 0}]
+    code = ("import json, sys, pydvfs\n"
+            f"for goal in {goals!r}:\n"
+            f"    d = pydvfs.decide({wl!r}, model_dir=sys.argv[1], **goal)\n"
+            "    print(json.dumps(d.to_dict()))\n")
+    p = _as_nobody(group_gid, [client_python, "-c", code, str(installed)], daemon.sock)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    import pydvfs
+
+    for line, goal in zip(out.splitlines(), goals):
+        remote = json.loads(line)
+        local = pydvfs.decide(wl, model_dir=installed, sysfs_root=daemon.board.root, **goal).to_dict()
+        for key in ("freq_mhz", "policy_mhz", "objective", "trade"):
+            assert remote[key] == local[key], (goal, key, remote[key], local[key])
+    # pinned through the daemon with its goal, and the refusals in one line
+    r = daemon.request("apply model=bert layers=12 hidden=768 seq_len=64 policy=roofline tree=ours objective=edp")[0]
+    assert r["objective"] == {"kind": "edp", "max_slowdown_pct": None} and r["freq_mhz"], r
+    assert "tree=NAME" in daemon.request("apply model=bert layers=1 hidden=1 seq_len=1 policy=roofline")[0]["error"]
+    assert "objective" in daemon.request("apply model=bert layers=1 hidden=1 seq_len=1 objective=fast")[0]["error"]
+    p = _as_nobody(group_gid, [str(GOVCORE / "govcore"), "apply", "--workload", "model=bert,layers=12,hidden=768,"
+                               "seq_len=64", "--objective", "edp", "--dry-run"], daemon.sock)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and len(err.splitlines()) == 1 and "edp" in err, (out, err)

@@ -83,9 +83,8 @@ class Connection:
         self._lock = threading.Lock()
         self._buf = b""
         self._held: str | None = None        # the request of the pin this process holds
-        self._held_mhz = None
         self._windows: list[str] = []        # windows begun and not ended, in order
-        self.reconnects = 0                  # connections made again after one was lost
+        self.reconnects = 0                  # new connections that had a pin or windows to put back
         self._sock = self._connect()
 
     def _connect(self, wait_s: float = 0.0) -> socket.socket:
@@ -139,22 +138,23 @@ class Connection:
             self._sock.close()
         self._sock, self._buf = None, b""
         self._sock = self._connect(RECONNECT_WAIT_S)
+        # (kept until put back: a new connection lost meanwhile puts them back again)
+        held, windows = self._held, list(self._windows)
+        if held is None and not windows:
+            return  # (closed for idleness, say): nothing was lost with it
         self.reconnects += 1
-        held, self._held = self._held, None
-        if held is not None and line.split(" ", 1)[0] != "restore":
+        if held is not None and line.split(" ", 1)[0] != "restore":  # (a restore: nothing to pin)
             reply = self._parse(self._exchange(held.encode("ascii")))
             if "error" in reply:
+                self._held = None
                 _warn(f"the connection to the govcore daemon at {self.path} was lost (the daemon "
                       f"restarted?) and the pin could not be made again: {reply['error']}")
             else:
-                self._held = held
                 _warn(f"the connection to the govcore daemon at {self.path} was lost (the daemon "
                       f"restarted?); pinned {_fmt_mhz(reply.get('freq_mhz'))} MHz again on a new connection")
-        windows, self._windows = self._windows, []
-        for name in windows:
-            if "error" not in self._parse(self._exchange(f"begin {name}".encode("ascii"))):
-                self._windows.append(name)
         if windows:
+            self._windows = [name for name in windows
+                             if "error" not in self._parse(self._exchange(f"begin {name}".encode("ascii")))]
             _warn(f"sampler windows open through the daemon were lost with the connection: "
                   f"{len(self._windows)} of {len(windows)} begun again, counting from now")
 
@@ -176,10 +176,9 @@ class Connection:
         if "error" in reply:
             return
         if verb == "pin" or (verb == "apply" and "dry_run=1" not in rest.split(" ")):
-            pinned = reply.get("freq_mhz") is not None
-            self._held, self._held_mhz = (line, reply.get("freq_mhz")) if pinned else (None, None)
+            self._held = line if reply.get("freq_mhz") is not None else None  # maxn: nothing held
         elif verb == "restore":
-            self._held = self._held_mhz = None
+            self._held = None
         elif verb == "begin":
             self._windows.append(rest)
 
@@ -220,7 +219,8 @@ def _fmt_mhz(mhz) -> str:
 
 
 def reconnects() -> int:
-    """How many times this process connected to a daemon again after losing a connection."""
+    """How many times this process lost a connection to a daemon that held its pin or its
+    sampler windows (and connected again, putting them back)."""
     with _connections_lock:
         return sum(c.reconnects for c in _connections.values())
 

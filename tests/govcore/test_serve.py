@@ -602,6 +602,7 @@ def test_a_reply_larger_than_16_kib_is_sent_whole_and_the_pin_stays(daemon):
         assert len(rails) == 16 and sum(CONTROL_LABEL[:20] in r for r in rails) == 12
         raw = ask("end big")
         assert len(raw) > 16384, len(raw)  # over the old 16 KiB buffer, which closed the connection
+        print(f"a window's reply with 16 control-character rail labels: {len(raw)} bytes")
         window = json.loads(raw)
         assert set(window["energy_j"]) == set(rails)
         # the same connection still serves, and its pin was never undone

@@ -258,6 +258,7 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
             return;
         }
     }
+    d->writable = 1;
     board_path(ds, GC_EMC_RATES, path, sizeof path);
     rc = read_text(ds->sysfs_root, path, text, sizeof text);
     if (rc == 0) {
@@ -307,6 +308,7 @@ static void open_cpu(gc_domains *ds, gc_domain *d, int policy)
             return;
         }
     }
+    d->writable = 1;
     file_of(d, "scaling_available_frequencies", path, sizeof path);
     if (read_text(ds->sysfs_root, path, text, sizeof text) < 0 ||
         parse_table(text, KHZ, d->levels_hz, &d->n_levels) < 0) {
@@ -404,7 +406,7 @@ int gc_domain_read(gc_domains *ds, int i, gc_domain_state *st)
         return -EINVAL;
     d = &ds->d[i];
     memset(st, 0, sizeof *st);
-    if (!d->available) {
+    if (!d->writable) {
         set_err(ds, "%s is unavailable: %s", d->name, d->why);
         return -ENODEV;
     }
@@ -552,19 +554,23 @@ static int verify(gc_domains *ds, int i, uint64_t level_hz)
 static int cpu_set_range(gc_domains *ds, int i, uint64_t min_hz, uint64_t max_hz)
 {
     const gc_domain *d = &ds->d[i];
-    uint64_t cur_max = 0;
+    uint64_t cur_min = 0, cur_max = 0;
     int rc;
 
-    if ((rc = cpu_read_hz(ds, d, "scaling_max_freq", &cur_max)) < 0)
+    if ((rc = cpu_read_hz(ds, d, "scaling_min_freq", &cur_min)) < 0 ||
+        (rc = cpu_read_hz(ds, d, "scaling_max_freq", &cur_max)) < 0)
         return rc;
+    /* raise the ceiling first when going up; unchanged values are not written */
     if (min_hz > cur_max) {
         if ((rc = cpu_write_hz(ds, d, "scaling_max_freq", max_hz)) < 0)
             return rc;
         return cpu_write_hz(ds, d, "scaling_min_freq", min_hz);
     }
-    if ((rc = cpu_write_hz(ds, d, "scaling_min_freq", min_hz)) < 0)
+    if (min_hz != cur_min && (rc = cpu_write_hz(ds, d, "scaling_min_freq", min_hz)) < 0)
         return rc;
-    return cpu_write_hz(ds, d, "scaling_max_freq", max_hz);
+    if (max_hz != cur_max && (rc = cpu_write_hz(ds, d, "scaling_max_freq", max_hz)) < 0)
+        return rc;
+    return 0;
 }
 
 int gc_domain_pin(gc_domains *ds, int i, uint64_t level_hz)
@@ -600,8 +606,13 @@ int gc_domain_restore(gc_domains *ds, int i, const gc_domain_state *st)
         return -EINVAL;
     d = &ds->d[i];
     if (d->kind == GC_DOMAIN_EMC) {
-        /* the rate while still locked, then the flag: 0 hands it back to memory scaling */
-        if (st->rate_hz && (rc = dom_write_u64(ds, d, "rate", st->rate_hz)) < 0) {
+        /* as saved already: nothing to write (an unlocked EMC's rate is its scaling's) */
+        if (gc_domain_read(ds, i, &now) == 0 && now.locked == st->locked &&
+            (!st->locked || now.rate_hz == st->rate_hz))
+            return 0;
+        /* a locked original: its rate while still locked, then the flag; 0 hands the EMC back
+         * to the board's memory scaling */
+        if (st->locked && st->rate_hz && (rc = dom_write_u64(ds, d, "rate", st->rate_hz)) < 0) {
             first_rc = rc;
             snprintf(first, sizeof first, "%s", ds->err);
         }
@@ -609,10 +620,12 @@ int gc_domain_restore(gc_domains *ds, int i, const gc_domain_state *st)
             first_rc = rc;
             snprintf(first, sizeof first, "%s", ds->err);
         }
-        if (!first_rc && gc_domain_read(ds, i, &now) == 0 && now.locked != st->locked) {
+        if (!first_rc && (rc = gc_domain_read(ds, i, &now)) == 0 &&
+            (now.locked != st->locked || (st->locked && now.rate_hz != st->rate_hz))) {
             first_rc = -GC_EVERIFY;
-            snprintf(first, sizeof first, "emc: mrq_rate_locked reads %d after writing %d",
-                     now.locked, st->locked);
+            snprintf(first, sizeof first, "emc: reads %g MHz locked %d after restoring %g MHz "
+                     "locked %d", gc_hz_to_mhz(now.rate_hz), now.locked, gc_hz_to_mhz(st->rate_hz),
+                     st->locked);
         }
     } else {
         if (st->governor[0]) {
@@ -701,7 +714,7 @@ int gc_domains_snapshot(gc_domains *ds, gc_domain_state *st)
     for (i = 0; i < GC_MAX_DOMAINS; i++)
         memset(&st[i], 0, sizeof st[i]);
     for (i = 0; i < ds->n; i++) {
-        if (!ds->d[i].available)
+        if (!ds->d[i].writable)
             continue;
         if ((rc = gc_domain_read(ds, i, &st[i])) < 0)
             return rc;
@@ -762,7 +775,7 @@ int gc_domains_parse(gc_domains *ds, const char *key, const char *value, gc_doma
         return 0;
     field = dot + 1;
     i = gc_domain_find(ds, name);
-    if (i < 0 || !ds->d[i].available) {
+    if (i < 0 || !ds->d[i].writable) {
         set_err(ds, "the saved state names clock domain %s, which this board does not offer; "
                     "check the clocks by hand and delete it", name);
         return -GC_ESTATE;
@@ -802,9 +815,13 @@ bad:
     return -GC_ESTATE;
 }
 
+/* hz is one of d's levels; without a table (a domain restorable, not pinnable): a clock. */
 static int level_of(const gc_domain *d, uint64_t hz)
 {
     int i;
+
+    if (d->n_levels == 0)
+        return hz > 0 && hz <= GC_MAX_LEVEL_HZ;
 
     for (i = 0; i < d->n_levels; i++)
         if (d->levels_hz[i] == hz)
@@ -841,7 +858,7 @@ int gc_domains_parse_done(gc_domains *ds, gc_domain_state *st)
             return -GC_ESTATE;
         }
         /* the EMC's rate under its own scaling need not be a listed one: within the table */
-        if (d->kind == GC_DOMAIN_EMC ? (!st[i].rate_hz || st[i].rate_hz > d->levels_hz[d->n_levels - 1])
+        if (d->kind == GC_DOMAIN_EMC ? (!st[i].rate_hz || st[i].rate_hz > (d->n_levels ? d->levels_hz[d->n_levels - 1] : GC_MAX_LEVEL_HZ))
                                      : (!level_of(d, st[i].min_hz) || !level_of(d, st[i].max_hz) ||
                                         st[i].max_hz < st[i].min_hz)) {
             set_err(ds, "the saved state of %s holds clocks that are not this board's levels; "

@@ -37,7 +37,8 @@ typedef struct gc_domain {
     char dir[GC_PATH_MAX];          /* its folder on the board (under the root) */
     int policy;                     /* CPU: the policy's number; EMC: -1 */
     char related_cpus[GC_NAME_MAX]; /* CPU: related_cpus, e.g. "0 1 2 3"; EMC: "" */
-    int available;                  /* 1: readable and writable, with a table */
+    int writable;                   /* 1: its files are there, regular and writable (restorable) */
+    int available;                  /* 1: writable and with a table (pinnable) */
     char why[GC_ERR_MAX / 2];       /* why not available */
     int n_levels;
     uint64_t levels_hz[GC_MAX_FREQS]; /* ascending */

@@ -59,10 +59,10 @@ static int file_is(const char *root, const char *rel, const char *want)
     return 1;
 }
 
-/* The tree as domain_tree left it. */
+/* The tree as domain_tree left it (an unlocked EMC's rate is its own scaling's: not compared). */
 static int untouched(const char *root)
 {
-    return file_is(root, EMC "rate", "2133000000") && file_is(root, EMC "mrq_rate_locked", "0") &&
+    return file_is(root, EMC "mrq_rate_locked", "0") &&
            file_is(root, P0 "scaling_min_freq", "115200") &&
            file_is(root, P0 "scaling_max_freq", "1728000") &&
            file_is(root, P4 "scaling_min_freq", "115200") &&
@@ -194,6 +194,26 @@ static void test_pin_and_restore(void)
     fake_tree_remove(root);
 }
 
+static void test_locked_emc_gets_its_rate_back(void)
+{
+    const char *root = domain_tree(1);
+    gc_domains ds;
+    gc_domain_state orig[GC_MAX_DOMAINS];
+    uint64_t levels[GC_MAX_DOMAINS];
+
+    /* pinned by jetson_clocks before us: locked at 3199 MHz */
+    fake_write(root, EMC "mrq_rate_locked", "1\n");
+    fake_write(root, EMC "rate", "3199000000\n");
+    CHECK(gc_domains_open(&ds, root, NULL, 0) == 0);
+    CHECK(gc_domains_snapshot(&ds, orig) == 0 && orig[0].locked == 1);
+    CHECK(gc_domains_check(&ds, 204000000ULL, 0, orig, levels) == 0);
+    CHECK(gc_domains_pin(&ds, levels, orig) == 0);
+    CHECK(file_is(root, EMC "rate", "204000000"));
+    CHECK(gc_domains_restore(&ds, orig) == 0);
+    CHECK(file_is(root, EMC "rate", "3199000000") && file_is(root, EMC "mrq_rate_locked", "1"));
+    fake_tree_remove(root);
+}
+
 static void test_failed_pin_puts_back_what_it_pinned(void)
 {
     const char *root = domain_tree(1);
@@ -208,10 +228,10 @@ static void test_failed_pin_puts_back_what_it_pinned(void)
     /* policy4's floor turns into a folder after discovery: its write fails */
     snprintf(path, sizeof path, "%s/" P4 "scaling_min_freq", root);
     CHECK(unlink(path) == 0 && mkdir(path, 0700) == 0);
-    CHECK(gc_domains_pin(&ds, levels, orig) == -EISDIR);
-    CHECK(strstr(ds.err, "cpu4: cannot write 1036800") != NULL);
+    CHECK(gc_domains_pin(&ds, levels, orig) == -GC_EBOARD);
+    CHECK(strstr(ds.err, "cpu4: cannot read") != NULL);
     CHECK(strstr(ds.err, "put back") != NULL);
-    CHECK(file_is(root, EMC "rate", "2133000000") && file_is(root, EMC "mrq_rate_locked", "0"));
+    CHECK(file_is(root, EMC "mrq_rate_locked", "0"));
     CHECK(file_is(root, P0 "scaling_min_freq", "115200") && file_is(root, P0 "scaling_max_freq", "1728000"));
     rmdir(path);
     fake_tree_remove(root);
@@ -297,6 +317,7 @@ int main(void)
     RUN(test_unavailable_domains);
     RUN(test_check_refuses_and_writes_nothing);
     RUN(test_pin_and_restore);
+    RUN(test_locked_emc_gets_its_rate_back);
     RUN(test_failed_pin_puts_back_what_it_pinned);
     RUN(test_record_lines);
     RUN(test_fifo_never_blocks);

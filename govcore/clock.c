@@ -1,5 +1,6 @@
 /* clock.c - write the GPU clock range safely; save and restore the board's original state. */
 #include "govcore.h"
+#include "domain.h"
 #include "sysfs.h"
 
 #include <dirent.h>
@@ -349,10 +350,12 @@ static int state_check(gc_board *b, const gc_clock_state *st, const char *what)
 }
 
 /* Parse the text of a state file. -GC_ESTATE (with b->err) if it is not one we wrote. */
-static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state *st)
+static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state *st,
+                       char *domains, size_t domains_len)
 {
-    char *line, *save = NULL;
-    int have = 0, bad = 0;
+    char *line, *save = NULL, dom[GC_DOMAINS_RECORD_MAX] = "";
+    size_t dom_used = 0;
+    int have = 0, bad = 0, rc;
 
     memset(st, 0, sizeof *st);
     if (strncmp(text, STATE_MAGIC, strlen(STATE_MAGIC)) != 0)
@@ -377,6 +380,12 @@ static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state
         } else if (strcmp(line, "max_hz") == 0 && !(have & 4)) {
             bad |= parse_state_hz(eq + 1, &st->max_hz) < 0;
             have |= 4;
+        } else if (gc_domains_is_key(line)) {
+            /* a clock domain's original (domain.c reads and checks them) */
+            int n = snprintf(dom + dom_used, sizeof dom - dom_used, "%s=%s\n", line, eq + 1);
+            bad |= n < 0 || (size_t)n >= sizeof dom - dom_used;
+            if (!bad)
+                dom_used += (size_t)n;
         } else if (strcmp(line, "sysfs_root") != 0 && strcmp(line, "devfreq_dir") != 0) {
             bad = 1; /* an unknown or repeated key: not a file we wrote */
         }
@@ -385,11 +394,25 @@ static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state
         set_err(b, "state file %s is damaged; check the clock by hand and delete it", path);
         return -GC_ESTATE;
     }
-    return state_check(b, st, path);
+    if ((rc = state_check(b, st, path)) < 0)
+        return rc;
+    if (dom_used) {
+        gc_domains ds;
+        gc_domain_state dst[GC_MAX_DOMAINS];
+
+        if ((rc = gc_domains_load_record(&ds, b->sysfs_root, dom, dst)) < 0) {
+            set_err(b, "state file %s: %s", path, ds.err);
+            return rc;
+        }
+    }
+    if (domains)
+        snprintf(domains, domains_len, "%s", dom);
+    return 0;
 }
 
 /* Read the state file name in folder dfd. -ENOENT if there is none. */
-static int load_at(gc_board *b, int dfd, const char *name, const char *path, gc_clock_state *st)
+static int load_at(gc_board *b, int dfd, const char *name, const char *path, gc_clock_state *st,
+                   char *domains, size_t domains_len)
 {
     char text[STATE_MAX_BYTES + 1];
     struct stat sb;
@@ -437,7 +460,7 @@ static int load_at(gc_board *b, int dfd, const char *name, const char *path, gc_
         rc = -GC_ESTATE;
         goto close_fd;
     }
-    rc = parse_state(b, text, path, st);
+    rc = parse_state(b, text, path, st, domains, domains_len);
 close_fd:
     close(fd);
     return rc;
@@ -453,7 +476,23 @@ int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st)
     if ((rc = open_state_dir(b, state_dir, 0, &dfd)) < 0)
         return rc;
     state_name(b, name, sizeof name);
-    rc = load_at(b, dfd, name, path, st);
+    rc = load_at(b, dfd, name, path, st, NULL, 0);
+    close(dfd);
+    return rc;
+}
+
+int gc_state_load_domains(gc_board *b, const char *state_dir, char *lines, size_t len)
+{
+    char path[GC_PATH_MAX], name[64];
+    gc_clock_state st;
+    int rc, dfd;
+
+    if ((rc = gc_state_path(b, state_dir, path, sizeof path)) < 0)
+        return rc;
+    if ((rc = open_state_dir(b, state_dir, 0, &dfd)) < 0)
+        return rc;
+    state_name(b, name, sizeof name);
+    rc = load_at(b, dfd, name, path, &st, lines, len);
     close(dfd);
     return rc;
 }
@@ -534,8 +573,10 @@ static int write_state_at(gc_board *b, int dfd, const char *name, const char *pa
 
 int gc_state_save(gc_board *b, const char *state_dir, int *saved_now)
 {
-    char path[GC_PATH_MAX], name[64], text[GC_PATH_MAX * 2 + 256];
+    char path[GC_PATH_MAX], name[64], text[STATE_MAX_BYTES];
     gc_clock_state st, old;
+    gc_domains ds;
+    gc_domain_state dst[GC_MAX_DOMAINS];
     int rc, dfd, n;
 
     *saved_now = 0;
@@ -544,7 +585,7 @@ int gc_state_save(gc_board *b, const char *state_dir, int *saved_now)
     if ((rc = open_state_dir(b, state_dir, 1, &dfd)) < 0)
         return rc;
     state_name(b, name, sizeof name);
-    rc = load_at(b, dfd, name, path, &old);
+    rc = load_at(b, dfd, name, path, &old, NULL, 0);
     if (rc != -ENOENT)
         goto close_dir; /* 0: the original state is already saved; else refused */
     if ((rc = gc_clock_read(b, &st)) < 0)
@@ -563,9 +604,16 @@ int gc_state_save(gc_board *b, const char *state_dir, int *saved_now)
         rc = -EINVAL;
         goto close_dir;
     }
+    /* every clock domain that can be put back (EMC, CPU policies): its originals in the record */
+    if ((rc = gc_domains_open(&ds, b->sysfs_root, NULL, 0)) < 0 ||
+        (rc = gc_domains_snapshot(&ds, dst)) < 0 ||
+        (rc = gc_domains_format(&ds, dst, text, sizeof text)) < 0) {
+        set_err(b, "cannot save the clock domains' state: %s", rc == -ENOSPC ? "too many" : ds.err);
+        goto close_dir;
+    }
     rc = write_state_at(b, dfd, name, path, text);
     if (rc == -EEXIST) /* saved by someone else meanwhile: it must be a real state */
-        rc = load_at(b, dfd, name, path, &old);
+        rc = load_at(b, dfd, name, path, &old, NULL, 0);
     else if (rc == 0)
         *saved_now = 1;
 close_dir:
@@ -578,9 +626,11 @@ close_dir:
 int gc_restore(gc_board *b, const char *state_dir, int *restored)
 {
     char path[GC_PATH_MAX], name[64], gov_path[GC_PATH_MAX], gov_now[GC_NAME_MAX];
-    char left[GC_ERR_MAX] = "", first_err[GC_ERR_MAX] = "";
+    char left[GC_ERR_MAX] = "", first_err[GC_ERR_MAX] = "", dom_lines[GC_DOMAINS_RECORD_MAX];
     gc_clock_state saved, now;
-    int rc, dfd, pass, min_ok = 0, max_ok = 0, gov_ok = 1, first_rc = 0;
+    gc_domains ds;
+    gc_domain_state dst[GC_MAX_DOMAINS];
+    int rc, dfd, pass, min_ok = 0, max_ok = 0, gov_ok = 1, dom_ok = 1, first_rc = 0;
 
     *restored = 0;
     if ((rc = gc_state_path(b, state_dir, path, sizeof path)) < 0)
@@ -588,7 +638,7 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
     if ((rc = open_state_dir(b, state_dir, 0, &dfd)) < 0)
         return rc == -ENOENT ? 0 : rc;
     state_name(b, name, sizeof name);
-    rc = load_at(b, dfd, name, path, &saved);
+    rc = load_at(b, dfd, name, path, &saved, dom_lines, sizeof dom_lines);
     if (rc < 0) {
         close(dfd);
         return rc == -ENOENT ? 0 : rc;
@@ -628,7 +678,16 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
             max_ok = now.max_hz == saved.max_hz;
         }
     }
-    if (gov_ok && min_ok && max_ok) {
+    /* every clock domain saved beside the GPU (EMC, CPU policies), best effort */
+    if (dom_lines[0] && ((rc = gc_domains_load_record(&ds, b->sysfs_root, dom_lines, dst)) < 0 ||
+                         (rc = gc_domains_restore(&ds, dst)) < 0)) {
+        dom_ok = 0;
+        if (!first_rc) {
+            first_rc = rc;
+            snprintf(first_err, sizeof first_err, "%s", ds.err);
+        }
+    }
+    if (gov_ok && min_ok && max_ok && dom_ok) {
         rc = 0;
         if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT) {
             rc = -errno;
@@ -638,8 +697,8 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
         *restored = rc == 0;
         return rc;
     }
-    snprintf(left, sizeof left, "%s%s%s", gov_ok ? "" : " governor", min_ok ? "" : " min_freq",
-             max_ok ? "" : " max_freq");
+    snprintf(left, sizeof left, "%s%s%s%s", gov_ok ? "" : " governor", min_ok ? "" : " min_freq",
+             max_ok ? "" : " max_freq", dom_ok ? "" : " clock domains");
     set_err(b, "restore incomplete, still not as saved:%s (saved governor %s, min %.2f, max "
                "%.2f MHz); the saved state is kept, run restore again: %s", left,
             saved.governor[0] ? saved.governor : "(unknown)", gc_hz_to_mhz(saved.min_hz),

@@ -758,6 +758,19 @@ static int plain_name(const char *s)
     return 1;
 }
 
+int gc_domains_is_key(const char *key)
+{
+    const char *p;
+
+    if (strncmp(key, "emc.", 4) == 0)
+        return 1;
+    if (strncmp(key, "cpu", 3) != 0 || key[3] < '0' || key[3] > '9')
+        return 0;
+    for (p = key + 3; *p >= '0' && *p <= '9'; p++)
+        ;
+    return *p == '.';
+}
+
 int gc_domains_parse(gc_domains *ds, const char *key, const char *value, gc_domain_state *st)
 {
     const char *dot = strchr(key, '.');
@@ -771,7 +784,7 @@ int gc_domains_parse(gc_domains *ds, const char *key, const char *value, gc_doma
         return 0;
     memcpy(name, key, (size_t)(dot - key));
     name[dot - key] = '\0';
-    if (strcmp(name, "emc") != 0 && strncmp(name, "cpu", 3) != 0)
+    if (!gc_domains_is_key(key))
         return 0;
     field = dot + 1;
     i = gc_domain_find(ds, name);
@@ -873,4 +886,111 @@ int gc_domains_parse_done(gc_domains *ds, gc_domain_state *st)
         }
     }
     return 0;
+}
+
+int gc_domains_load_record(gc_domains *ds, const char *sysfs_root, const char *lines,
+                           gc_domain_state *st)
+{
+    char text[GC_DOMAINS_RECORD_MAX], *line, *save = NULL;
+    int rc;
+
+    memset(st, 0, sizeof *st * GC_MAX_DOMAINS);
+    if ((rc = gc_domains_open(ds, sysfs_root, NULL, 0)) < 0)
+        return rc;
+    if (snprintf(text, sizeof text, "%s", lines) >= (int)sizeof text) {
+        set_err(ds, "the saved state's clock domains are too long; check the clocks by hand and "
+                    "delete it");
+        return -GC_ESTATE;
+    }
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *eq = strchr(line, '=');
+
+        if (!eq) {
+            set_err(ds, "the saved state's clock domains are damaged; check the clocks by hand "
+                        "and delete it");
+            return -GC_ESTATE;
+        }
+        *eq = '\0';
+        rc = gc_domains_parse(ds, line, eq + 1, st);
+        if (rc == 0) {
+            set_err(ds, "the saved state's line %s is not a clock domain's", line);
+            return -GC_ESTATE;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    return gc_domains_parse_done(ds, st);
+}
+
+int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz,
+                const char *state_dir, uint64_t *gpu_level_hz, uint64_t *level_hz)
+{
+    char lines[GC_DOMAINS_RECORD_MAX], err[GC_ERR_MAX];
+    gc_domains rec;
+    gc_domain_state orig[GC_MAX_DOMAINS], *have = NULL;
+    int rc, i, saved_now, restored;
+
+    *gpu_level_hz = 0;
+    for (i = 0; i < GC_MAX_DOMAINS; i++)
+        level_hz[i] = 0;
+    memset(orig, 0, sizeof orig);
+    if (gpu_hz && gc_snap_hz(b, gpu_hz, gpu_level_hz) < 0) {
+        snprintf(b->err, sizeof b->err, "not a clock: %.3f MHz", gc_hz_to_mhz(gpu_hz));
+        return -EINVAL;
+    }
+    /* a record saved already holds the originals: the CPU ceiling the power mode set is there */
+    rc = gc_state_load_domains(b, state_dir, lines, sizeof lines);
+    if (rc == 0) {
+        if ((rc = gc_domains_load_record(&rec, ds->sysfs_root, lines, orig)) < 0) {
+            snprintf(b->err, sizeof b->err, "%s", rec.err);
+            return rc;
+        }
+        have = orig;
+    } else if (rc != -ENOENT) {
+        return rc;
+    }
+    /* every domain checked before anything is written */
+    if ((rc = gc_domains_check(ds, emc_hz, cpu_hz, have, level_hz)) < 0) {
+        snprintf(b->err, sizeof b->err, "%s", ds->err);
+        return rc;
+    }
+    for (i = 0; have && i < ds->n; i++)
+        if (level_hz[i] && !have[i].saved) {
+            snprintf(b->err, sizeof b->err, "the saved state holds no original of %s (saved "
+                     "before it could be written): run restore first; nothing was changed",
+                     ds->d[i].name);
+            return -EBUSY;
+        }
+    if ((rc = gc_state_save(b, state_dir, &saved_now)) < 0)
+        return rc;
+    if (!have) { /* the originals just saved */
+        if ((rc = gc_state_load_domains(b, state_dir, lines, sizeof lines)) < 0 ||
+            (rc = gc_domains_load_record(&rec, ds->sysfs_root, lines, orig)) < 0) {
+            if (rc == -GC_ESTATE)
+                snprintf(b->err, sizeof b->err, "%s", rec.err);
+            goto undo;
+        }
+    }
+    for (i = 0; i < ds->n; i++)
+        if (level_hz[i] && !orig[i].saved) { /* never write what restore could not put back */
+            snprintf(b->err, sizeof b->err, "%s: its original could not be saved", ds->d[i].name);
+            rc = -EIO;
+            goto undo;
+        }
+    if ((rc = gc_domains_pin(ds, level_hz, orig)) < 0) {
+        snprintf(b->err, sizeof b->err, "%s", ds->err);
+        goto undo;
+    }
+    if (*gpu_level_hz && (rc = gc_set_range_hz(b, *gpu_level_hz, *gpu_level_hz)) < 0)
+        goto undo;
+    return 0;
+undo:
+    /* never half a mode: the whole record goes back */
+    memcpy(err, b->err, sizeof err);
+    if (gc_restore(b, state_dir, &restored) == 0)
+        snprintf(b->err, sizeof b->err, "%s; the original clocks are restored", err);
+    else
+        snprintf(b->err, sizeof b->err, "%s; restoring the original clocks also failed: run "
+                 "restore again", err);
+    return rc;
 }

@@ -20,6 +20,7 @@
 
 #define GC_MAX_CPU_POLICIES 16
 #define GC_MAX_DOMAINS (1 + GC_MAX_CPU_POLICIES)
+#define GC_DOMAINS_RECORD_MAX 3072      /* the domains' lines of a saved record, at most */
 
 #define GC_EMC_DIR "/sys/kernel/debug/bpmp/debug/clk/emc"
 #define GC_EMC_RATES "/sys/kernel/debug/emc/available_rates"
@@ -121,5 +122,30 @@ int gc_domains_parse(gc_domains *ds, const char *key, const char *value, gc_doma
 /* After the last line: every domain named in the record complete, and its values this board's
  * (levels, governors). -GC_ESTATE with ds->err otherwise. */
 int gc_domains_parse_done(gc_domains *ds, gc_domain_state *st);
+
+/* Open the domains under root (no EMC table: enough to restore) and read the domain lines of a
+ * record ("key=value" lines, as gc_domains_format writes them) into st. -GC_ESTATE (with
+ * ds->err) for lines that are not a record of this board's domains. */
+int gc_domains_load_record(gc_domains *ds, const char *sysfs_root, const char *lines,
+                           gc_domain_state *st);
+
+/* The domain lines of this board's saved record (the saved-state module, clock.c): "" where the
+ * record has none; -ENOENT where nothing is saved. */
+int gc_state_load_domains(gc_board *b, const char *state_dir, char *lines, size_t len);
+
+/* 1 if key names a clock domain's value of a record ("emc.*", "cpuN.*"). */
+int gc_domains_is_key(const char *key);
+
+/* --- the joint pin: GPU, EMC and CPU as one --- */
+
+/* Pin the GPU at the level nearest gpu_hz (0: leave it), the EMC at emc_hz and every CPU policy
+ * at the level of its table nearest cpu_hz (0: leave them), as one: every domain is checked
+ * before anything is written (gc_domains_check: nothing is written on a refusal); the original
+ * state of the GPU and of every domain is saved first (one record, gc_state_save); on any
+ * failure the whole record is put back (gc_restore). ds: opened by the caller (with the board
+ * table's EMC rates). *gpu_level_hz and level_hz[GC_MAX_DOMAINS] receive the levels set (0:
+ * untouched). Errors in b->err. */
+int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz,
+                const char *state_dir, uint64_t *gpu_level_hz, uint64_t *level_hz);
 
 #endif

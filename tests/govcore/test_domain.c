@@ -310,6 +310,52 @@ static void test_fifo_never_blocks(void)
     fake_tree_remove(root);
 }
 
+static void test_joint_pin_and_restore(void)
+{
+    const char *root = domain_tree(1);
+    char state_dir[600], path[GC_PATH_MAX], gpu_min[64];
+    gc_board b, b2;
+    gc_domains ds;
+    uint64_t gpu_level, levels[GC_MAX_DOMAINS];
+    int restored;
+    FILE *f;
+    char text[4096];
+    size_t n;
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(gc_domains_open(&ds, root, NULL, 0) == 0);
+    snprintf(path, sizeof path, "%s/min_freq", b.devfreq_dir + strlen(root) + 1);
+    fake_read(root, path, gpu_min, sizeof gpu_min);
+    /* refused before anything is written: no state file either */
+    CHECK(gc_pin_mode(&b, &ds, 612000000ULL, 1000000000ULL, 0, state_dir, &gpu_level, levels) == -EINVAL);
+    CHECK(strstr(b.err, "emc: 1000 MHz is not in its table") != NULL);
+    CHECK(gc_state_path(&b, state_dir, text, sizeof text) == 0 && access(text, F_OK) != 0);
+    CHECK(file_is(root, path, gpu_min) && untouched(root));
+    /* the mode as one */
+    CHECK(gc_pin_mode(&b, &ds, 612000000ULL, 2133000000ULL, 1036800000ULL, state_dir, &gpu_level,
+                      levels) == 0);
+    CHECK_EQ_U64(gpu_level, 612000000ULL);
+    CHECK(file_is(root, path, "612000000"));
+    CHECK(file_is(root, EMC "mrq_rate_locked", "1") && file_is(root, EMC "rate", "2133000000"));
+    CHECK(file_is(root, P4 "scaling_max_freq", "1036800"));
+    /* one record with every domain's originals */
+    CHECK(gc_state_path(&b, state_dir, text, sizeof text) == 0 && (f = fopen(text, "r")) != NULL);
+    n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    CHECK(strstr(text, "min_hz=") && strstr(text, "emc.locked=0\n") && strstr(text, "cpu0.governor=schedutil\n"));
+    CHECK(strstr(text, "cpu4.max_hz=1728000000\n") != NULL);
+    /* a second pin keeps the first originals; the CPU ceiling is the saved one */
+    CHECK(gc_pin_mode(&b, &ds, 0, 0, 1728000000ULL, state_dir, &gpu_level, levels) == 0);
+    CHECK(gpu_level == 0 && levels[0] == 0 && file_is(root, P0 "scaling_min_freq", "1728000"));
+    /* another process (after a kill -9, say) restores every domain from the record */
+    CHECK(gc_board_open(&b2, root) == 0);
+    CHECK(gc_restore(&b2, state_dir, &restored) == 0 && restored == 1);
+    CHECK(file_is(root, path, gpu_min) && untouched(root));
+    fake_tree_remove(root);
+}
+
 int main(void)
 {
     RUN(test_discovers_emc_and_policies);
@@ -321,5 +367,6 @@ int main(void)
     RUN(test_failed_pin_puts_back_what_it_pinned);
     RUN(test_record_lines);
     RUN(test_fifo_never_blocks);
+    RUN(test_joint_pin_and_restore);
     return DONE("test_domain");
 }

@@ -51,10 +51,13 @@ static const char usage_text[] =
     "\n"
     "verbs:\n"
     "  status        board, GPU clock state, available levels, power rails\n"
-    "  pin MHZ [--nearest]\n"
+    "  pin MHZ [--nearest] [--emc MHZ] [--cpu MHZ]\n"
     "                pin the GPU clock to the available level nearest MHZ; the original\n"
     "                governor/min/max are saved first. MHZ more than one level outside\n"
-    "                the board's table is refused unless --nearest\n"
+    "                the board's table is refused unless --nearest. --emc pins the memory\n"
+    "                clock (one of its rates), --cpu every cpufreq policy (each one's nearest\n"
+    "                level), as one with the GPU: a clock not in a table or above the power\n"
+    "                mode's cap is refused before anything is written\n"
     "  restore [--force]\n"
     "                put back the state saved before the first change (idempotent); while\n"
     "                another process governs the GPU only with --force\n"
@@ -254,6 +257,7 @@ static int cmd_status(const struct options *o)
             printf("; cpu+gpu %.2f W", st.cpu_gpu_w);
         printf("\n");
     }
+    gc_print_domains(stdout, &st.domains, st.dom_now);
     if (st.have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
                st.state_path, st.saved.governor, gc_hz_to_mhz(st.saved.min_hz), gc_hz_to_mhz(st.saved.max_hz));
@@ -313,33 +317,95 @@ static int beyond_table(const gc_board *b, double mhz)
            mhz > hi + (hi - gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 2]));
 }
 
+/* The levels a joint pin set, as text: "the EMC to 2133 MHz, the CPU to 1036.8 MHz (cpu0 and
+ * cpu4 ...)"; a CPU clock asked between levels says what each policy got. */
+static void print_mode(const gc_domains *ds, const uint64_t *level_hz, double emc_mhz, double cpu_mhz)
+{
+    int i, first = 1, snapped = 0;
+
+    if (level_hz[0])
+        printf(", the EMC to %g MHz", gc_hz_to_mhz(level_hz[0]));
+    for (i = 1; i < ds->n; i++)
+        snapped |= level_hz[i] && level_hz[i] != gc_mhz_to_hz(cpu_mhz);
+    if (cpu_mhz > 0) {
+        printf(", every CPU policy");
+        for (i = 1; i < ds->n; i++) {
+            if (!level_hz[i])
+                continue;
+            if (snapped)
+                printf("%s %s to %g MHz", first ? ":" : ",", ds->d[i].name, gc_hz_to_mhz(level_hz[i]));
+            else
+                printf("%s%s", first ? " (" : ", ", ds->d[i].name);
+            first = 0;
+        }
+        if (snapped)
+            printf(" (asked %g MHz: snapped to each policy's nearest level)", cpu_mhz);
+        else
+            printf(") to %g MHz", cpu_mhz);
+    }
+    (void)emc_mhz;
+}
+
+/* request ("pin MHZ") with the joint pin's keys appended: emc_mhz=, cpu_mhz= */
+static const char *pin_request(char *request, const char *emc_text, double emc_mhz,
+                               const char *cpu_text, double cpu_mhz)
+{
+    size_t n;
+
+    if (emc_text) {
+        n = strlen(request);
+        snprintf(request + n, 160 - n, " emc_mhz=");
+        n = strlen(request);
+        plain_decimal(request + n, 160 - n, emc_mhz);
+    }
+    if (cpu_text) {
+        n = strlen(request);
+        snprintf(request + n, 160 - n, " cpu_mhz=");
+        n = strlen(request);
+        plain_decimal(request + n, 160 - n, cpu_mhz);
+    }
+    return request;
+}
+
 static int cmd_pin(const struct options *o)
 {
     gc_board b;
     gc_lock lk;
-    double mhz;
-    uint64_t level_hz;
-    char request[64] = "pin ";
+    gc_domains ds;
+    double mhz, emc_mhz = 0, cpu_mhz = 0;
+    uint64_t level_hz, levels[GC_MAX_DOMAINS];
+    char request[160] = "pin ";
     const char *socket_path;
     char state_path[GC_PATH_MAX];
-    const char *text = NULL;
-    int rc, snapped, nearest = 0, i;
+    const char *text = NULL, *emc_text = NULL, *cpu_text = NULL;
+    int rc, snapped, nearest = 0, i, joint;
 
     for (i = 0; i < o->argc; i++) {
         if (strcmp(o->argv[i], "--nearest") == 0)
             nearest = 1;
-        else if (!text)
+        else if (strcmp(o->argv[i], "--emc") == 0 || strcmp(o->argv[i], "--cpu") == 0) {
+            const char **slot = o->argv[i][2] == 'e' ? &emc_text : &cpu_text;
+            if (i + 1 >= o->argc)
+                return fail("%s needs a clock in MHz", o->argv[i]);
+            *slot = o->argv[++i];
+        } else if (!text)
             text = o->argv[i];
         else
             text = "";
     }
     if (!text || !*text)
-        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest]");
+        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest] [--emc MHZ] "
+                    "[--cpu MHZ]");
     if (parse_mhz(text, &mhz) < 0)
         return fail("not a clock: '%s' (expected a positive number of MHz)", text);
+    if (emc_text && parse_mhz(emc_text, &emc_mhz) < 0)
+        return fail("--emc: not a clock: '%s' (expected a positive number of MHz)", emc_text);
+    if (cpu_text && parse_mhz(cpu_text, &cpu_mhz) < 0)
+        return fail("--cpu: not a clock: '%s' (expected a positive number of MHz)", cpu_text);
+    joint = emc_text || cpu_text;
     if (daemon_socket(NULL)) {
         plain_decimal(request + 4, sizeof request - 4, mhz);
-        return via_daemon(daemon_socket(NULL), request, 1);
+        return via_daemon(daemon_socket(NULL), pin_request(request, emc_text, emc_mhz, cpu_text, cpu_mhz), 1);
     }
     if ((rc = open_board(o, &b)) != 0)
         return rc;
@@ -348,32 +414,46 @@ static int cmd_pin(const struct options *o)
                     "pass --nearest to pin the nearest level anyway", mhz,
                     gc_hz_to_mhz(b.freqs_hz[0]), gc_hz_to_mhz(b.freqs_hz[b.n_freqs - 1]));
     if ((socket_path = daemon_socket(&b))) {
-        /* the daemon takes only clocks of the table: snap here, as a local pin does */
+        /* the daemon takes only clocks of the table: snap here, as a local pin does (the EMC
+         * and CPU clocks are checked and snapped by the daemon) */
         if (gc_snap_hz(&b, gc_mhz_to_hz(mhz), &level_hz) < 0)
             return fail("not a clock: '%s'", text);
         plain_decimal(request + 4, sizeof request - 4, gc_hz_to_mhz(level_hz));
-        return via_daemon(socket_path, request, 1);
+        return via_daemon(socket_path, pin_request(request, emc_text, emc_mhz, cpu_text, cpu_mhz), 1);
     }
     if (!board_writable(&b))
         return fail("%s", no_daemon);
+    /* the EMC's rates: the kernel's list (available_rates); the board table's comes with
+     * pydvfs (pydvfs pin) */
+    if (joint && (rc = gc_domains_open(&ds, b.sysfs_root, NULL, 0)) < 0)
+        return fail("cannot read the clock domains: %s", strerror(-rc));
     gc_lock_init(&lk);
     if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) < 0)
         return fail_board(&b, rc);
-    rc = gc_pin_hz(&b, gc_mhz_to_hz(mhz), o->state_dir, &level_hz);
+    if (joint)
+        rc = gc_pin_mode(&b, &ds, gc_mhz_to_hz(mhz), gc_mhz_to_hz(emc_mhz), gc_mhz_to_hz(cpu_mhz),
+                         o->state_dir, &level_hz, levels);
+    else
+        rc = gc_pin_hz(&b, gc_mhz_to_hz(mhz), o->state_dir, &level_hz);
     gc_lock_release(&lk);
     if (rc < 0)
         return fail_board(&b, rc);
     gc_state_path(&b, o->state_dir, state_path, sizeof state_path);
     snapped = level_hz != gc_mhz_to_hz(mhz);
     if (o->json) {
-        gc_json_pin(stdout, mhz, level_hz, state_path);
+        if (joint)
+            gc_json_pin_mode(stdout, mhz, level_hz, state_path, &ds, levels);
+        else
+            gc_json_pin(stdout, mhz, level_hz, state_path);
         putchar('\n');
-    } else if (snapped) {
-        printf("pinned the GPU clock to %g MHz (asked %g MHz: snapped to the nearest level)\n",
-               gc_hz_to_mhz(level_hz), mhz);
-    } else {
-        printf("pinned the GPU clock to %g MHz\n", gc_hz_to_mhz(level_hz));
+        return 0;
     }
+    printf("pinned the GPU clock to %g MHz", gc_hz_to_mhz(level_hz));
+    if (snapped)
+        printf(" (asked %g MHz: snapped to the nearest level)", mhz);
+    if (joint)
+        print_mode(&ds, levels, emc_mhz, cpu_mhz);
+    printf("\n");
     return 0;
 }
 

@@ -3,7 +3,11 @@
  *
  *   version
  *   status
- *   pin MHZ                      MHZ: a clock of the board's table (checked by the daemon)
+ *   pin MHZ [emc_mhz=MHZ] [cpu_mhz=MHZ]
+ *                                MHZ: a clock of the board's table (checked by the daemon);
+ *                                emc_mhz: the memory clock (one of its rates), cpu_mhz: every
+ *                                cpufreq policy (each one's nearest level), pinned with the GPU
+ *                                as one (domain.h)
  *   restore
  *   apply KEY=VALUE...           keys: model, layers, hidden, seq_len (required), util_pct,
  *                                policy (mlg|ffg|rules|maxn|roofline), tree (a policy installed
@@ -48,6 +52,7 @@ enum gc_req_kind {
 typedef struct gc_request {
     int kind;                         /* enum gc_req_kind */
     double mhz;                       /* pin: the clock asked for, MHz */
+    double emc_mhz, cpu_mhz;          /* pin: the EMC / CPU clocks asked for; 0: not given */
     char name[GC_WINDOW_NAME_MAX];    /* begin/end: the window */
     /* apply */
     int policy;                       /* enum gc_policy */

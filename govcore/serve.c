@@ -229,28 +229,45 @@ static int restore_board(struct server *sv, int *restored)
 static void handle_pin(struct server *sv, int ci, const gc_request *rq)
 {
     struct client *c = &sv->clients[ci];
-    uint64_t want_hz = gc_mhz_to_hz(rq->mhz), level_hz;
+    uint64_t want_hz = gc_mhz_to_hz(rq->mhz), level_hz, levels[GC_MAX_DOMAINS];
     char state_path[GC_PATH_MAX], *buf = NULL;
+    static gc_domains ds; /* the daemon serves one request at a time */
     size_t len = 0;
-    int rc, was_owner = sv->owner == ci;
+    int rc, was_owner = sv->owner == ci, joint;
     FILE *f;
 
     if (!is_table_level(&sv->board, want_hz))
         return reply_error(c, -EINVAL, "not a clock of the board's table: %.6g MHz (see "
                                            "available_mhz in status)", rq->mhz);
+    joint = rq->emc_mhz > 0 || rq->cpu_mhz > 0;
+    /* the EMC's rates: the kernel's list (available_rates) */
+    if (joint && (rc = gc_domains_open(&ds, sv->board.sysfs_root, NULL, 0)) < 0)
+        return reply_error(c, rc, "cannot read the clock domains");
     if ((rc = take_ownership(sv, ci)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);
-    rc = gc_pin_hz(&sv->board, want_hz, sv->cfg->state_dir, &level_hz);
+    if (joint)
+        rc = gc_pin_mode(&sv->board, &ds, want_hz, gc_mhz_to_hz(rq->emc_mhz),
+                         gc_mhz_to_hz(rq->cpu_mhz), sv->cfg->state_dir, &level_hz, levels);
+    else
+        rc = gc_pin_hz(&sv->board, want_hz, sv->cfg->state_dir, &level_hz);
     if (rc < 0) {
         if (!was_owner)
-            drop_ownership(sv); /* gc_pin_hz put the original state back */
+            drop_ownership(sv); /* gc_pin_hz / gc_pin_mode put the original state back */
         return reply_error(c, rc, "%s", sv->board.err);
     }
-    logmsg("pid %ld uid %u: pinned %.6g MHz", (long)c->pid, (unsigned)c->uid, gc_hz_to_mhz(level_hz));
+    if (joint)
+        logmsg("pid %ld uid %u: pinned %.6g MHz, emc %.6g MHz, cpu %.6g MHz", (long)c->pid,
+               (unsigned)c->uid, gc_hz_to_mhz(level_hz), gc_hz_to_mhz(levels[0]),
+               ds.n > 1 ? gc_hz_to_mhz(levels[1]) : 0.0);
+    else
+        logmsg("pid %ld uid %u: pinned %.6g MHz", (long)c->pid, (unsigned)c->uid, gc_hz_to_mhz(level_hz));
     gc_state_path(&sv->board, sv->cfg->state_dir, state_path, sizeof state_path);
     if (!(f = reply_begin(&buf, &len)))
         return reply_error(c, -ENOMEM, "out of memory");
-    gc_json_pin(f, rq->mhz, level_hz, state_path);
+    if (joint)
+        gc_json_pin_mode(f, rq->mhz, level_hz, state_path, &ds, levels);
+    else
+        gc_json_pin(f, rq->mhz, level_hz, state_path);
     reply_end(c, f, &buf, &len);
 }
 

@@ -296,6 +296,34 @@ class RemoteBoard:
         self._state_file = reply["state_file"]
         return _hz(reply["freq_mhz"])
 
+    def domains(self, emc_table_hz=()) -> list:
+        """The daemon's clock domains, in _core.Board.domains's shape (Hz)."""
+        out = []
+        for r in self._fresh().get("domains", []):
+            st = None
+            if r["pinned"] is not None:
+                st = {"governor": r.get("governor", ""), "locked": bool(r.get("locked", False)),
+                      "rate_hz": _hz(r["cur_mhz"]) if r.get("cur_mhz") else 0,
+                      "min_hz": _hz(r["min_mhz"]) if "min_mhz" in r else 0,
+                      "max_hz": _hz(r["max_mhz"]) if "max_mhz" in r else 0}
+            out.append({"name": r["name"], "kind": r["kind"], "available": r["available"],
+                        "why": r["why"], "levels_hz": tuple(_hz(m) for m in r["levels_mhz"]),
+                        "cap_hz": _hz(r["cap_mhz"]) if r.get("cap_mhz") else None,
+                        "related_cpus": r.get("related_cpus", ""), "state": st})
+        return out
+
+    def pin_mode_hz(self, gpu_hz: int, emc_hz: int, cpu_hz: int, state_dir=None, emc_table_hz=()):
+        """The joint pin in the daemon: it checks and snaps the EMC and CPU clocks (one snap, in
+        C); the GPU's level is snapped here, as pin_hz does."""
+        parts = [f"pin {plain_decimal(self.snap_hz(gpu_hz) / 1e6)}"]
+        if emc_hz:
+            parts.append(f"emc_mhz={plain_decimal(emc_hz / 1e6)}")
+        if cpu_hz:
+            parts.append(f"cpu_mhz={plain_decimal(cpu_hz / 1e6)}")
+        reply = self._conn.request(" ".join(parts))
+        self._state_file = reply["state_file"]
+        return _hz(reply["freq_mhz"]), {k: _hz(v) for k, v in reply.get("domains", {}).items()}
+
     def restore(self, state_dir=None) -> bool:
         return bool(self._conn.request("restore")["restored"])
 

@@ -213,7 +213,7 @@ static void test_no_rails_is_a_clear_error(void)
     make_board(&b, "norails", 0, GC_RAIL_HWMON);
     CHECK(gc_sampler_create(&s, &b, NULL) == -ENODEV);
     CHECK(s == NULL);
-    CHECK(strstr(b.err, "no INA3221") != NULL);
+    CHECK(strstr(b.err, "no power rail") != NULL);
 }
 
 static void test_bad_config_rejected(void)

@@ -797,10 +797,10 @@ static int cmd_measure(const struct options *o)
         return fail("measure needs a command after `--`, e.g. `govcore measure -- sleep 1`");
     if ((rc = open_board(o, &b)) != 0)
         return rc;
-    if (b.warning[0])
-        fprintf(stderr, "govcore measure: warning: %s\n", b.warning);
     if ((rc = gc_sampler_create(&s, &b, &cfg)) < 0)
         return fail_board(&b, rc);
+    if (b.warning[0])
+        fprintf(stderr, "govcore measure: warning: %s\n", b.warning);
     if ((rc = gc_sampler_start(s)) < 0) {
         gc_sampler_free(s);
         return fail("cannot start the sampler thread: %s", strerror(-rc));

@@ -125,6 +125,32 @@ def test_jp4_ina3221x_layout(tmp_path):
     assert m.cpu_gpu_energy_j == pytest.approx(m.energy_j["GPU"] + m.energy_j["CPU"])
 
 
+def test_thor_hwmon_power_channel_follows_a_waveform(tmp_path):
+    """Thor's INA238: an hwmon power channel (power1_input, uW, no label) beside the INA3221."""
+    b = build_fake_board(tmp_path / "thor", board="thor")
+    for name in b.rails:
+        b.set_rail(name, 5000, 200)  # 1 W each
+    anim = animate(b, {"ina238": Waveform(voltage_mv=48000, base_ma=600, sine_ma=200, sine_hz=2.0,
+                                          step_ma=150, step_period_s=0.2)}, rate_hz=3000, duration_s=2.0)
+    try:
+        s = Sampler(rate_hz=800, sysfs_root=b.root)
+        s.start()
+        a = s._core.snapshot()
+        s.begin_window("w")
+        time.sleep(1.0)
+        m = s.end_window("w")
+        z = s._core.snapshot()
+        s.stop()
+    finally:
+        anim.stop()
+    assert list(m.energy_j) == ["VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0", "ina238"]
+    _check_waveform(m.energy_j["ina238"], anim, "ina238", a.t_ns, z.t_ns)
+    assert m.module_energy_j == m.energy_j["ina238"] == m.total_energy_j  # the module's input alone
+    assert m.cpu_gpu_energy_j == pytest.approx(2.0 * m.duration_s, abs=1e-8)
+    assert m.gpu_energy_j == pytest.approx(1.0 * m.duration_s, abs=1e-8)
+    assert m.gpu_util_pct is None  # no load file on Thor: unknown, not 0
+
+
 def test_overlapping_and_nested_windows(board):
     s = Sampler(rate_hz=500, sysfs_root=board.root)
     s.begin_window("outer")                 # starts the sampler

@@ -473,7 +473,11 @@ static void read_release(gc_board *b)
     int i;
 
     if (under_root(b, path, sizeof path, "/etc/nv_tegra_release") < 0 ||
-        gc_sysfs_read(b->sysfs_root, path, text, sizeof text) < 0 || !(r = strstr(text, "R")))
+        gc_sysfs_read(b->sysfs_root, path, text, sizeof text) < 0)
+        return;
+    for (r = text; *r && !(r[0] == 'R' && r[1] >= '0' && r[1] <= '9'); r++)
+        ; /* the first "R<digits>": "# R36 (release), REVISION: 4.0, ..." */
+    if (!*r)
         return;
     major = strtol(r + 1, &end, 10);
     if (end == r + 1 || major <= 0 || major > 999)

@@ -1,7 +1,9 @@
 """The board as Python sees it: discovery, clock state, pinning and restoring.
 
-All the work happens in govcore (C); this module turns Hz into MHz at the user boundary and
-returns small immutable records. Every path resolves under a sysfs root: the argument, else
+All the work happens in govcore (C): discovery (govcore/board.c) finds the GPU, the power rails
+and the board, whose row of the table (``pydvfs/boards.py``, ``Device.board``) says which rails
+make the module's and the CPU+GPU energy (``Device.roles``). This module turns Hz into MHz at the
+user boundary and returns small immutable records. Every path resolves under a sysfs root: the argument, else
 ``$PYDVFS_SYSFS_ROOT``, else ``/``.
 """
 from __future__ import annotations

@@ -11,6 +11,8 @@
 #ifndef GOVCORE_H
 #define GOVCORE_H
 
+#include "boards.h" /* the board table, generated from pydvfs/data/boards.json */
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,26 +40,40 @@
 enum gc_rail_kind {
     GC_RAIL_HWMON = 0,     /* ina3221 hwmon driver: inN_input (mV) x currN_input (mA) */
     GC_RAIL_INA3221X = 1,  /* JetPack 4 ina3221x iio driver: in_powerN_input (mW) */
+    GC_RAIL_POWER = 2,     /* an hwmon power channel: powerN_input (uW), e.g. the INA238 on Thor */
 };
+/* The kind's name in reports: "hwmon", "ina3221x", "power". */
+const char *gc_rail_kind_name(int kind);
 
 typedef struct gc_rail {
     char name[GC_NAME_MAX];         /* the rail's label, e.g. "VDD_GPU_SOC" */
     int kind;                       /* enum gc_rail_kind */
     char voltage_path[GC_PATH_MAX]; /* bus voltage file, mV ("" if none) */
     char current_path[GC_PATH_MAX]; /* current file, mA ("" if none) */
-    char power_path[GC_PATH_MAX];   /* power file, mW (GC_RAIL_INA3221X only) */
+    char power_path[GC_PATH_MAX];   /* power file: mW (GC_RAIL_INA3221X), uW (GC_RAIL_POWER) */
 } gc_rail;
 
 typedef struct gc_board {
     char sysfs_root[GC_PATH_MAX];   /* every board path is resolved under it; "/" = real board */
-    char model[GC_MODEL_MAX];       /* device-tree model, "" if unknown */
+    char model[GC_MODEL_MAX];       /* device-tree model (non-printable bytes as \\xNN), "" if none */
+    char board_id[GC_NAME_MAX];     /* the board table's id (boards.h), "" if the board is unknown */
+    int jetpack;                    /* from /etc/nv_tegra_release (R36 -> 6); 0 if unknown */
+    char l4t[GC_NAME_MAX];          /* the L4T release, e.g. "R36.4.0"; "" if unknown */
     char gpu_name[GC_NAME_MAX];     /* of_node name of the GPU: ga10b, gpu, gv11b, ... */
     char devfreq_dir[GC_PATH_MAX];  /* the GPU's devfreq folder (under the root) */
     char load_path[GC_PATH_MAX];    /* GPU load file, 0..1000 (tenths of %); "" if none */
     int n_freqs;
     uint64_t freqs_hz[GC_MAX_FREQS];/* available_frequencies, ascending */
     int n_rails;
-    gc_rail rails[GC_MAX_RAILS];    /* power rails found, NC and shunt-sum channels skipped */
+    gc_rail rails[GC_MAX_RAILS];    /* power rails found, NC and shunt-sum channels skipped;
+                                       labels made printable; a repeated label gets "#2", "#3" */
+    /* Rail roles (GC_ROLE_MODULE, _CPU_GPU, _GPU; gc_role_names): role_n[r] rails, by index into
+     * rails[], each once. role_n[r] = 0: the board has no such role (a GPU-only rail); -1: not
+     * known (a board outside the table, a rail of the role not found, or its label repeated).
+     * Roles come from the table only: never guessed from labels. */
+    int role_n[GC_N_ROLES];
+    int role_rail[GC_N_ROLES][GC_MAX_RAILS];
+    char warning[GC_ERR_MAX];       /* what discovery could not settle, one line; "" if nothing */
     int sensor_interval_ms;         /* INA3221 update_interval, 0 if not exposed */
     char err[GC_ERR_MAX];           /* detail of the last failure, for the user */
 } gc_board;
@@ -74,9 +90,15 @@ typedef struct gc_clock_state {
 uint64_t gc_mhz_to_hz(double mhz);
 double gc_hz_to_mhz(uint64_t hz);
 
-/* Discover the GPU devfreq node, GPU load file, INA3221 rails and board model under root.
- * -ENODEV (with b->err) if no Jetson GPU devfreq node is found. */
+/* Discover the GPU devfreq node, GPU load file, power rails, the board (from the device-tree
+ * model and the table) and JetPack under root, and give each rail role its rails. -ENODEV (with
+ * b->err) if no Jetson GPU devfreq node is found. What could not be settled (an unknown board,
+ * a role's rail missing, a repeated label) is in b->warning: the front ends show it once. */
 int gc_board_open(gc_board *b, const char *sysfs_root);
+
+/* The sum of per-rail values (J or W; values[i] for b->rails[i]) over a role's rails, each once.
+ * 0 with *known = 0 where the role is unknown or absent. */
+double gc_role_sum(const gc_board *b, int role, const double *values, int *known);
 
 /* Read the GPU clock state. */
 int gc_clock_read(gc_board *b, gc_clock_state *st);

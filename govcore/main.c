@@ -46,11 +46,12 @@ static const char usage_text[] =
     "usage: govcore [--sysfs-root DIR] [--state-dir DIR] [--json] VERB [ARGS]\n"
     "       govcore --version\n"
     "\n"
-    "The on-board half of pydvfs: discover the Jetson GPU and its INA3221 power rails,\n"
+    "The on-board half of pydvfs: discover the Jetson board, its GPU and its power rails,\n"
     "pin and restore the GPU clock.\n"
     "\n"
     "verbs:\n"
-    "  status        board, GPU clock state, available levels, power rails\n"
+    "  status        board and JetPack, GPU clock state, available levels, power rails and\n"
+    "                which make the module's and the CPU+GPU energy (docs/boards.md)\n"
     "  pin MHZ [--nearest]\n"
     "                pin the GPU clock to the available level nearest MHZ; the original\n"
     "                governor/min/max are saved first. MHZ more than one level outside\n"
@@ -70,8 +71,9 @@ static const char usage_text[] =
     "                is within PCT %% of the top level's; --objective edp|ed2p (energy x\n"
     "                time, x time^2) needs the whole curve: --policy roofline only\n"
     "  measure [--rate HZ] [--strict] -- CMD...\n"
-    "                run CMD (no shell) while sampling the INA3221 rails; print its time,\n"
-    "                energy per rail, CPU+GPU energy, average power and GPU load (CMD's\n"
+    "                run CMD (no shell) while sampling the power rails; print its time,\n"
+    "                energy per rail, the module's and the CPU+GPU energy (with their\n"
+    "                rails), average power and GPU load (CMD's\n"
     "                output goes to stderr). A rail with more than %g %% of the time\n"
     "                interpolated over failed reads, or a negative reading, is warned about\n"
     "                (--strict: exit 3). Exits with\n"
@@ -202,6 +204,29 @@ static void plain_decimal(char *out, size_t len, double v)
 }
 
 
+static const char *role_label(int role)
+{
+    return role == GC_ROLE_MODULE ? "module" : role == GC_ROLE_CPU_GPU ? "cpu+gpu" : "gpu";
+}
+
+/* "roles     module = VDD_IN; cpu+gpu = VDD_CPU_GPU_CV; gpu: no rail of its own" */
+static void print_roles(const gc_board *b)
+{
+    int role, k;
+
+    printf("roles    ");
+    for (role = 0; role < GC_N_ROLES; role++) {
+        printf("%s %s", role ? ";" : "", role_label(role));
+        if (b->role_n[role] < 0)
+            printf(": not known");
+        else if (b->role_n[role] == 0)
+            printf(": no rail of its own");
+        for (k = 0; k < b->role_n[role]; k++)
+            printf("%s%s", k ? " + " : " = ", b->rails[b->role_rail[role][k]].name);
+    }
+    printf("\n");
+}
+
 static int cmd_status(const struct options *o)
 {
     gc_board b;
@@ -216,6 +241,8 @@ static int cmd_status(const struct options *o)
         return rc;
     if ((rc = gc_status_read(&b, o->state_dir, &st)) < 0)
         return fail_board(&b, rc);
+    if (b.warning[0])
+        fprintf(stderr, "govcore status: warning: %s\n", b.warning);
     if (gc_status_live(&b, &st) && gc_status_all_zero(&st))
         fprintf(stderr, "govcore status: warning: every power rail reads 0 W: the sensor is off, or "
                         "this is a fake board nobody animates (`pydvfs fake-board DIR --animate MODEL`); "
@@ -225,7 +252,12 @@ static int cmd_status(const struct options *o)
         putchar('\n');
         return 0;
     }
-    printf("board     %s\n", b.model[0] ? b.model : "(unknown model)");
+    printf("board     %s: %s", b.board_id[0] ? b.board_id : "unknown", b.model[0] ? b.model : "(no model)");
+    if (b.jetpack > 0)
+        printf(" (JetPack %d, L4T %s)", b.jetpack, b.l4t);
+    else if (b.l4t[0])
+        printf(" (L4T %s)", b.l4t);
+    printf("\n");
     printf("sysfs     %s\n", b.sysfs_root);
     printf("gpu       %s (%s)\n", b.gpu_name, b.devfreq_dir);
     printf("governor  %s\n", st.clock.governor);
@@ -244,14 +276,16 @@ static int cmd_status(const struct options *o)
     for (i = 0; i < b.n_rails; i++)
         printf("%s %s", i ? "," : "", b.rails[i].name);
     if (b.n_rails == 0)
-        printf(" none found (no INA3221 sensor)");
+        printf(" none found (no power sensor)");
     printf("\n");
+    print_roles(&b);
     if (st.have_live) {
         printf("power    ");
         for (i = 0; i < st.live.n_rails; i++)
             printf("%s %s %.2f W", i ? "," : "", b.rails[i].name, st.live.avg_power_w[i]);
-        if (st.cpu_gpu_w >= 0)
-            printf("; cpu+gpu %.2f W", st.cpu_gpu_w);
+        for (i = 0; i < GC_N_ROLES; i++)
+            if (st.role_w[i] >= 0)
+                printf("; %s %.2f W", role_label(i), st.role_w[i]);
         printf("\n");
     }
     if (st.have_saved)
@@ -714,6 +748,30 @@ static int run_child(char **argv, int *status)
     return n == (ssize_t)sizeof child_errno ? -child_errno : 0;
 }
 
+/* module / cpu+gpu / gpu energy, each with the rails that make it (none counted twice). */
+static void print_role_energies(const gc_sampler *s, const gc_window *w, double dur_s)
+{
+    const int *rails;
+    int role, k, n, known;
+
+    for (role = 0; role < GC_N_ROLES; role++) {
+        double j = gc_window_role_j(s, w, role, &known);
+
+        n = gc_sampler_role(s, role, &rails);
+        if (n == 0)
+            continue; /* the board has no rail of its own for it (a GPU rail) */
+        if (!known) {
+            printf("%-9s not known (%s)\n", role_label(role),
+                   gc_sampler_board_id(s)[0] ? "a rail of the table is missing" : "board not in the table");
+            continue;
+        }
+        printf("%-9s %12.3f J  %8.3f W avg  (", role_label(role), j, dur_s > 0 ? j / dur_s : 0.0);
+        for (k = 0; k < n; k++)
+            printf("%s%s", k ? " + " : "", gc_sampler_rail_name(s, rails[k]));
+        printf(")\n");
+    }
+}
+
 static int cmd_measure(const struct options *o)
 {
     gc_sampler_config cfg = {0};
@@ -721,8 +779,7 @@ static int cmd_measure(const struct options *o)
     gc_snapshot a, z;
     gc_window w;
     gc_board b;
-    double total_j = 0, cpu_gpu_j;
-    int rc, i, status = 0, exit_status, have_cpu_gpu, strict = 0;
+    int rc, i, status = 0, exit_status, strict = 0;
 
     for (i = 0; i < o->argc; i++) {
         if (strcmp(o->argv[i], "--strict") == 0) {
@@ -747,6 +804,8 @@ static int cmd_measure(const struct options *o)
         return rc;
     if ((rc = gc_sampler_create(&s, &b, &cfg)) < 0)
         return fail_board(&b, rc);
+    if (b.warning[0])
+        fprintf(stderr, "govcore measure: warning: %s\n", b.warning);
     if ((rc = gc_sampler_start(s)) < 0) {
         gc_sampler_free(s);
         return fail("cannot start the sampler thread: %s", strerror(-rc));
@@ -762,10 +821,6 @@ static int cmd_measure(const struct options *o)
     gc_window_diff(&a, &z, &w);
     exit_status = WIFEXITED(status) ? WEXITSTATUS(status)
                   : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-    for (i = 0; i < w.n_rails; i++)
-        total_j += w.energy_j[i];
-    cpu_gpu_j = gc_cpu_gpu_energy_j(s, &w, &have_cpu_gpu);
-
     if (o->json) {
         printf("{\n  \"command\": [");
         for (i = 0; i < o->cmd_argc; i++) {
@@ -783,10 +838,7 @@ static int cmd_measure(const struct options *o)
         for (i = 0; i < w.n_rails; i++)
             printf("%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
                    gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
-        printf("%-9s %-16s %12.3f J  %8.3f W avg\n", "", "total", total_j,
-               dur_s > 0 ? total_j / dur_s : 0.0);
-        if (have_cpu_gpu)
-            printf("cpu+gpu   %.3f J  %.3f W avg\n", cpu_gpu_j, dur_s > 0 ? cpu_gpu_j / dur_s : 0.0);
+        print_role_energies(s, &w, dur_s);
         if (w.gpu_util_pct >= 0)
             printf("gpu load  %.1f %%\n", w.gpu_util_pct);
         printf("samples   %llu at %.1f Hz, %llu read errors\n", (unsigned long long)w.samples,

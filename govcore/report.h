@@ -24,7 +24,8 @@ typedef struct gc_status {
                                      * no --state-dir): whether a state is saved is not known */
     int have_live;                  /* live is filled (gc_status_live) */
     gc_window live;                 /* watts per rail and GPU load over a short window */
-    double cpu_gpu_w;               /* CPU+GPU watts over that window; < 0 if no such rails */
+    double role_w[GC_N_ROLES];      /* watts per rail role over that window (module, CPU+GPU,
+                                       GPU; gc_role_names); < 0 where the role is not known */
 } gc_status;
 
 /* Read the status of a board. -errno with b->err. */
@@ -48,13 +49,20 @@ void gc_json_restore(FILE *f, int restored, const gc_clock_state *now);
 void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
                       const gc_decision *d, int dry_run);
 
-/* Sum of the CPU and GPU rails' energy (J): VDD_CPU_CV + VDD_GPU_SOC, else the JetPack 4 names
- * CPU + GPU; 0 with *found = 0 if the board has neither. */
-double gc_cpu_gpu_energy_j(const gc_sampler *s, const gc_window *w, int *found);
+/* A window's "total" energy (J): the module's energy where the board's roles are known; on a
+ * board outside the table, the sum of the rails read (which may count a rail's parts twice:
+ * the warning says the roles are unknown). */
+double gc_window_total_j(const gc_sampler *s, const gc_window *w);
 
-/* A window's fields (the Measurement of pydvfs), without the braces: duration_s, energy_j,
- * total_energy_j, cpu_gpu_energy_j, avg_power_w, total_avg_power_w, gpu_util_pct, samples,
- * read_errors, rate_hz. sep goes between two fields. */
+/* "roles": {"module": [rails] | null, ...}: which rails make each role (null: not known; []: the
+ * board has no such role). */
+void gc_json_roles_board(FILE *f, const gc_board *b);
+
+/* A window's fields (the Measurement of pydvfs), without the braces: duration_s, board,
+ * energy_j, module_energy_j, cpu_gpu_energy_j, gpu_energy_j, total_energy_j (= module energy;
+ * the sum of the rails on a board outside the table), roles, avg_power_w, total_avg_power_w,
+ * gpu_util_pct, samples, read_errors, rate_hz and the reading-quality keys. sep goes between two
+ * fields. */
 void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep);
 
 #endif

@@ -12,6 +12,8 @@ cdef extern from "govcore.h" nogil:
         GC_MAX_RAILS
         GC_RAIL_HWMON
         GC_RAIL_INA3221X
+        GC_RAIL_POWER
+        GC_N_ROLES
         GC_EVERIFY                 # errno: the board reported other clock values than written
         GC_ESTATE                  # errno: the saved state file is damaged
         GC_EBOARD                  # errno: a board file holds malformed data
@@ -25,7 +27,10 @@ cdef extern from "govcore.h" nogil:
 
     ctypedef struct gc_board:
         char sysfs_root[GC_PATH_MAX]       # every board path resolves under it
-        char model[GC_MODEL_MAX]            # device-tree model
+        char model[GC_MODEL_MAX]            # device-tree model (made printable)
+        char board_id[GC_NAME_MAX]          # the board table's id, "" if unknown
+        int jetpack                         # 0 if unknown
+        char l4t[GC_NAME_MAX]               # "R36.4.0", "" if unknown
         char gpu_name[GC_NAME_MAX]          # of_node name of the GPU
         char devfreq_dir[GC_PATH_MAX]      # the GPU's devfreq folder
         char load_path[GC_PATH_MAX]        # GPU load file (0..1000), "" if none
@@ -33,6 +38,9 @@ cdef extern from "govcore.h" nogil:
         uint64_t freqs_hz[GC_MAX_FREQS]      # available levels, ascending, Hz
         int n_rails
         gc_rail rails[GC_MAX_RAILS]
+        int role_n[GC_N_ROLES]             # rails per role; 0 none, -1 not known
+        int role_rail[GC_N_ROLES][GC_MAX_RAILS]
+        char warning[GC_ERR_MAX]           # what discovery could not settle, "" if nothing
         int sensor_interval_ms     # INA3221 update_interval, 0 if unknown
         char err[GC_ERR_MAX]              # detail of the last failure
 
@@ -42,6 +50,8 @@ cdef extern from "govcore.h" nogil:
         uint64_t max_hz
         char governor[GC_NAME_MAX]
 
+    const char *gc_rail_kind_name(int kind)
+    const char *gc_role_names[]
     uint64_t gc_mhz_to_hz(double mhz)
     double gc_hz_to_mhz(uint64_t hz)
     int gc_board_open(gc_board *b, const char *sysfs_root)
@@ -137,6 +147,7 @@ cdef extern from "sampler.h" nogil:
     int gc_sampler_n_rails(const gc_sampler *s)
     const char *gc_sampler_rail_name(const gc_sampler *s, int i)
     int gc_sampler_has_load(const gc_sampler *s)
+    const char *gc_sampler_board_id(const gc_sampler *s)
     int gc_sampler_snapshot(gc_sampler *s, gc_snapshot *snap)
     int gc_window_diff(const gc_snapshot *a, const gc_snapshot *b, gc_window *w)
     int gc_sampler_get_stats(gc_sampler *s, gc_sampler_stats *st)
@@ -256,3 +267,5 @@ cdef class Sampler:
     cdef gc_sampler *s             # owned; freed (after a bounded stop) in __dealloc__
     cdef readonly tuple rail_names # sampled rails, in the C order
     cdef readonly bint has_load    # a GPU load file is sampled
+    cdef readonly str board_id     # the board table's id, "" if the board is unknown
+    cdef readonly str warning      # what discovery could not settle, "" if nothing

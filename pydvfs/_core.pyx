@@ -87,7 +87,41 @@ cdef class Board:
 
     @property
     def gpu_name(self):
-        return self.b.gpu_name.decode()
+        return self.b.gpu_name.decode("utf-8", "replace")
+
+    @property
+    def board_id(self):
+        """The board table's id (pydvfs/data/boards.json), "" where the board is unknown."""
+        return self.b.board_id.decode()
+
+    @property
+    def jetpack(self):
+        """The JetPack major version (from /etc/nv_tegra_release), None if unknown."""
+        return self.b.jetpack or None
+
+    @property
+    def l4t(self):
+        return self.b.l4t.decode() or None
+
+    @property
+    def warning(self):
+        """What discovery could not settle (an unknown board, a role's rail missing, a repeated
+        label), one line; "" if nothing."""
+        return self.b.warning.decode("utf-8", "replace")
+
+    @property
+    def roles(self):
+        """{role: (rail, ...) | None}: the rails of each role as discovered (None: not known)."""
+        cdef int r, k
+        out = {}
+        for r in range(GC_N_ROLES):
+            role = gc_role_names[r].decode()
+            if self.b.role_n[r] < 0:
+                out[role] = None
+            else:
+                out[role] = tuple(self.b.rails[self.b.role_rail[r][k]].name.decode()
+                                  for k in range(self.b.role_n[r]))
+        return out
 
     @property
     def devfreq_dir(self):
@@ -113,7 +147,7 @@ cdef class Board:
         out = []
         for i in range(self.b.n_rails):
             r = &self.b.rails[i]
-            kind = "hwmon" if r.kind == GC_RAIL_HWMON else "ina3221x"
+            kind = gc_rail_kind_name(r.kind).decode()
             out.append((r.name.decode(), kind, r.voltage_path.decode(), r.current_path.decode(),
                         r.power_path.decode()))
         return tuple(out)
@@ -266,6 +300,8 @@ cdef class Sampler:
         cdef int rc, i
         self.s = NULL
         self.rail_names = ()
+        self.board_id = ""
+        self.warning = ""
         if rate_hz != rate_hz or rate_hz > GC_SAMPLER_MAX_RATE_HZ:
             raise errors.InvalidValueError(
                 f"sampling rate must be a number of Hz up to {GC_SAMPLER_MAX_RATE_HZ:.0f}")
@@ -293,6 +329,8 @@ cdef class Sampler:
         self.rail_names = tuple(gc_sampler_rail_name(self.s, i).decode()
                                 for i in range(gc_sampler_n_rails(self.s)))
         self.has_load = gc_sampler_has_load(self.s) != 0
+        self.board_id = gc_sampler_board_id(self.s).decode()
+        self.warning = self.b.warning.decode("utf-8", "replace")
 
     def __dealloc__(self):
         if self.s != NULL:

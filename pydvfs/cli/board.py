@@ -30,11 +30,25 @@ def live_power(sysfs_root: str, window_s: float = LIVE_WINDOW_S) -> dict | None:
     m = s.measurement
     if m.duration_s <= 0:
         return None
-    cpu_gpu = m.cpu_gpu_energy_j
+    by_role = {"module": m.module_energy_j, "cpu_gpu": m.cpu_gpu_energy_j, "gpu": m.gpu_energy_j}
     # rounded as govcore prints them (%.3f W, %.1f %%), so both front ends say the same
     return {"power_w": {name: round(w, 3) for name, w in m.avg_power_w.items()},
-            "cpu_gpu_power_w": None if cpu_gpu is None else round(cpu_gpu / m.duration_s, 3),
+            **{f"{role}_power_w": None if e is None else round(e / m.duration_s, 3)
+               for role, e in by_role.items()},
             "gpu_load_pct": None if m.gpu_util_pct is None else round(m.gpu_util_pct, 1)}
+
+
+ROLE_LABELS = {"module": "module", "cpu_gpu": "cpu+gpu", "gpu": "gpu"}
+
+
+def roles_text(roles: dict) -> str:
+    """"module = VDD_IN; cpu+gpu = VDD_CPU_GPU_CV; gpu: no rail of its own" (as govcore)."""
+    parts = []
+    for role, label in ROLE_LABELS.items():
+        rails = roles.get(role)
+        parts.append(f"{label}: not known" if rails is None else
+                     f"{label}: no rail of its own" if not rails else f"{label} = {' + '.join(rails)}")
+    return "; ".join(parts)
 
 
 def zero_rails_warning(power_w: dict) -> str | None:
@@ -46,9 +60,11 @@ def zero_rails_warning(power_w: dict) -> str | None:
 
 
 def _status_text(st: dict) -> str:
-    rails = ", ".join(r["name"] for r in st["rails"]) or "none found (no INA3221 sensor)"
+    rails = ", ".join(r["name"] for r in st["rails"]) or "none found (no power sensor)"
+    release = (f" (JetPack {st['jetpack']}, L4T {st['l4t']})" if st.get("jetpack")
+               else f" (L4T {st['l4t']})" if st.get("l4t") else "")
     lines = [
-        f"board     {st['model'] or '(unknown model)'}",
+        f"board     {st.get('board') or 'unknown'}: {st['model'] or '(no model)'}{release}",
         f"sysfs     {st['sysfs_root']}",
         f"gpu       {st['gpu']} ({st['devfreq_dir']})",
         f"governor  {st['governor']}",
@@ -61,9 +77,11 @@ def _status_text(st: dict) -> str:
     if load is not None:
         lines.append(f"gpu load  {load:.1f} %")
     lines.append(f"rails     {rails}")
+    lines.append(f"roles     {roles_text(st['roles'])}")
     if live:
         watts = ", ".join(f"{name} {w:.2f} W" for name, w in live["power_w"].items())
-        total = "" if live["cpu_gpu_power_w"] is None else f"; cpu+gpu {live['cpu_gpu_power_w']:.2f} W"
+        total = "".join(f"; {label} {live[role + '_power_w']:.2f} W" for role, label in ROLE_LABELS.items()
+                        if live.get(role + "_power_w") is not None)
         lines.append(f"power     {watts}{total}")
     saved = st["saved_state"]
     if saved:
@@ -82,6 +100,8 @@ def _status_text(st: dict) -> str:
 def _status_once(args: argparse.Namespace, dev) -> None:
     st = dev.status()
     st["live"] = live_power(dev.sysfs_root) if dev.rails else None
+    if st["warning"]:
+        print(f"pydvfs status: warning: {st['warning']}", file=sys.stderr, flush=True)
     warning = zero_rails_warning(st["live"]["power_w"]) if st["live"] else None
     if warning:
         print(f"pydvfs status: {warning}", file=sys.stderr, flush=True)

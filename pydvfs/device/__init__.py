@@ -1,7 +1,9 @@
 """The board as Python sees it: discovery, clock state, pinning and restoring.
 
-All the work happens in govcore (C); this module turns Hz into MHz at the user boundary and
-returns small immutable records. Every path resolves under a sysfs root: the argument, else
+All the work happens in govcore (C): discovery (govcore/board.c) finds the GPU, the power rails
+and the board, whose row of the table (``pydvfs/boards.py``, ``Device.board``) says which rails
+make the module's and the CPU+GPU energy (``Device.roles``). This module turns Hz into MHz at the
+user boundary and returns small immutable records. Every path resolves under a sysfs root: the argument, else
 ``$PYDVFS_SYSFS_ROOT``, else ``/``.
 """
 from __future__ import annotations
@@ -87,7 +89,10 @@ class PinResult:
 
 @dataclass(frozen=True)
 class Rail:
-    """One INA3221 power rail. kind: 'hwmon' (mV and mA files) or 'ina3221x' (mW file)."""
+    """One power rail. kind: 'hwmon' (INA3221 mV and mA files), 'ina3221x' (JetPack 4, a mW
+    file) or 'power' (an hwmon powerN_input in uW, as the INA238 on Thor). The name is the
+    channel's label made printable (other bytes as \\xNN); a label seen twice is kept, the
+    second named LABEL#2."""
 
     name: str
     kind: str
@@ -112,6 +117,38 @@ class Device:
     @property
     def gpu_name(self) -> str:
         return self._board.gpu_name
+
+    @property
+    def board_id(self) -> str | None:
+        """The board table's id (docs/boards.md), None where the board is not in the table."""
+        return self._board.board_id or None
+
+    @property
+    def board(self):
+        """The board's row of the table (``pydvfs.boards.Board``), None where unknown."""
+        from .. import boards
+
+        return boards.boards().get(self._board.board_id) if self._board.board_id else None
+
+    @property
+    def jetpack(self) -> int | None:
+        return self._board.jetpack
+
+    @property
+    def l4t(self) -> str | None:
+        return self._board.l4t
+
+    @property
+    def warning(self) -> str | None:
+        """What discovery could not settle (an unknown board, a role's rail missing, a label
+        seen twice), one line; None if nothing."""
+        return self._board.warning or None
+
+    @property
+    def roles(self) -> dict[str, tuple[str, ...] | None]:
+        """Which rails make each role (module, cpu_gpu, gpu); () where the board has no rail of
+        its own for it, None where it is not known. From the table only, never guessed."""
+        return self._board.roles
 
     @property
     def devfreq_dir(self) -> str:
@@ -204,6 +241,9 @@ class Device:
         return {
             "sysfs_root": self.sysfs_root,
             "model": self.model,
+            "board": self.board_id,
+            "jetpack": self.jetpack,
+            "l4t": self.l4t,
             "gpu": self.gpu_name,
             "devfreq_dir": self.devfreq_dir,
             "governor": st.governor,
@@ -214,6 +254,8 @@ class Device:
             "available_mhz": list(self.available_frequencies_mhz),
             "gpu_load_pct": self.gpu_load_pct(),
             "rails": [{"name": r.name, "kind": r.kind} for r in self.rails],
+            "roles": {k: (None if v is None else list(v)) for k, v in self.roles.items()},
+            "warning": self.warning,
             "sensor_interval_ms": self.sensor_interval_ms,
             "saved_state": None if saved is None else {
                 "path": self.state_file(),

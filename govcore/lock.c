@@ -213,9 +213,8 @@ int gc_lock_acquire(gc_board *b, int wait_ms, gc_lock *lk)
         if (pfd >= 0)
             close(pfd);
         if (holder > 0)
-            set_err(b, "the GPU is governed by another process (pid %ld; lock %s); wait for it "
-                       "to finish, or `restore --force` takes the board back", (long)holder,
-                    lk->path);
+            set_err(b, "the GPU is governed by another process (pid %ld); wait for it to "
+                       "finish, or `restore --force` takes the board back", (long)holder);
         else
             set_err(b, "the GPU is governed by another process (lock %s)", lk->path);
     } else if (rc == -EPERM) {

@@ -5,7 +5,8 @@
  * any sysfs root or bind mount, meets the same lock) in ONE folder per system, whatever
  * --state-dir or PYDVFS_STATE_DIR says:
  *     $PYDVFS_LOCK_DIR if set (absolute; tests set it to a temp folder), else
- *     /run/pydvfs/locks for root, else $XDG_RUNTIME_DIR/pydvfs/locks (a user's own fake boards).
+ *     /run/pydvfs/locks for root, else $XDG_RUNTIME_DIR/pydvfs/locks, else /tmp/pydvfs-locks-UID
+ *     (a user's own boards: fake ones; a folder planted there is refused as not private).
  * The folder is private (owned by us, 0700, as the state folder). The kernel drops the lock
  * when the holder exits for any reason (kill -9 included), so a dead holder's lock is simply
  * taken by the next process. The holder writes its pid into the file, so a refused process can
@@ -36,8 +37,7 @@ typedef struct gc_lock {
 /* A gc_lock that holds nothing. */
 void gc_lock_init(gc_lock *lk);
 
-/* The lock folder (see above). -EDESTADDRREQ where there is none (a user without
- * $XDG_RUNTIME_DIR); -EINVAL for a relative $PYDVFS_LOCK_DIR. */
+/* The lock folder (see above). -EINVAL for a relative $PYDVFS_LOCK_DIR. */
 int gc_lock_dir(char *out, size_t len);
 
 /* Path of this GPU's lock file. -errno (with b->err) if the GPU's devfreq folder cannot be

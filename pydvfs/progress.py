@@ -61,7 +61,7 @@ def read_progress(path: str | os.PathLike) -> int | None:
     missing, empty or unreadable."""
     try:
         text = _read_regular(os.fspath(path)).strip()
-    except (OSError, UnicodeDecodeError):
+    except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError):
         return None
     if not text:
         return None
@@ -73,11 +73,14 @@ def read_progress(path: str | os.PathLike) -> int | None:
 
 
 def _read_regular(path: str) -> str:
-    """The text of a regular file; a FIFO or device at the path is refused, never waited on."""
+    """The text of a regular file; a FIFO or device at the path reads as "" (no count yet),
+    never waited on."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise IsADirectoryError(path)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
+            return ""
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read(4096).decode()
     finally:

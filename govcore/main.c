@@ -677,6 +677,8 @@ static int cmd_apply(const struct options *o)
                    "J/step %+.1f %%, s/step %+.1f %%\n", gc_hz_to_mhz(d.level_hz),
                    gc_hz_to_mhz(d.trade_vs_hz), d.trade_j_pct, d.trade_s_pct);
     }
+    if (!dry_run && b.warn[0]) /* the original it saved is itself a pin */
+        fprintf(stderr, "govcore: warning: %s\n", b.warn);
     gc_tree_close(handle);
     return 0;
 }

@@ -223,6 +223,11 @@ def test_an_original_that_is_a_pin_is_said_when_saved(tmp_path, govcore):
     out = _govcore(govcore, "--sysfs-root", str(fb.root), "--json", "pin", "612")
     assert out.returncode == 0 and "warning" not in json.loads(out.stdout) and not out.stderr
     assert _govcore(govcore, "--sysfs-root", str(fb.root), "restore").returncode == 0
+    out = _govcore(govcore, "--sysfs-root", str(fb.root), "apply", "--policy", "rules", "--model", "bert",
+                   "--layers", "12", "--hidden", "768", "--seq-len", "64")
+    assert out.returncode == 0 and "itself a pin" in out.stderr, out.stderr
+    assert _govcore(govcore, "--sysfs-root", str(fb.root), "restore").returncode == 0
+    assert _board_state(fb)[:2] == (1300500000, 1300500000)  # the original, pin and all
     # an ordinary original: no warning
     (fb.devfreq_dir / "min_freq").write_text("306000000\n")
     res = pydvfs.pin(714, sysfs_root=fb.root)

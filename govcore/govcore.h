@@ -76,6 +76,8 @@ typedef struct gc_board {
     char warning[GC_ERR_MAX];       /* what discovery could not settle, one line; "" if nothing */
     int sensor_interval_ms;         /* INA3221 update_interval, 0 if not exposed */
     char err[GC_ERR_MAX];           /* detail of the last failure, for the user */
+    char warn[GC_ERR_MAX];          /* set by a gc_pin_hz that succeeded with something to say
+                                       (the original it saved is itself a pin); "" if none */
 } gc_board;
 
 typedef struct gc_clock_state {
@@ -103,6 +105,10 @@ double gc_role_sum(const gc_board *b, int role, const double *values, int *known
 /* Read the GPU clock state. */
 int gc_clock_read(gc_board *b, gc_clock_state *st);
 
+/* Read the floor, ceiling and governor (governor "" if unreadable), not cur_freq: what a
+ * restore reports back. cur_hz is 0. */
+int gc_range_read(gc_board *b, gc_clock_state *st);
+
 /* GPU load in tenths of a percent (0..1000). -ENOENT if the board has no load file. */
 int gc_gpu_load_permille(gc_board *b, int *load_permille);
 
@@ -114,27 +120,37 @@ int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz);
  * then read both back. -EIO (with b->err) if the board reports other values. */
 int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz);
 
-/* --- saved state: one per board (i.e. per sysfs root), written before the first change --- */
+/* --- saved state: one per board (i.e. per sysfs root), written before the first change. The file
+ * and its safety rules are state.c's (state.h); what is written back is clock.c's. --- */
 
 /* The state folder used when none is given: $PYDVFS_STATE_DIR, else /run/pydvfs for root
  * (cleared at reboot, as are pinned clocks), else $XDG_RUNTIME_DIR/pydvfs; else -EDESTADDRREQ
- * (never a guessable /tmp name: pass a folder). Whatever folder is used must be owned by the
- * caller and writable by no one else, or the state functions refuse it with -EBADMSG. */
+ * (never a guessable /tmp name: pass a folder). Whatever folder is used must be absolute
+ * (-EINVAL otherwise), owned by the caller and writable by no one else, or the state functions
+ * refuse it with -GC_ESTATE. */
 int gc_default_state_dir(char *out, size_t len);
 
-/* Path of this board's state file in state_dir (NULL: the default folder). */
 /* Create dir and its missing parents, mode 0700 (the state folder's). 0 or -errno. */
 int gc_mkdir_p(const char *dir);
+
+/* Path of this board's state file in state_dir (NULL: the default folder). */
 int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t len);
 
 /* Save governor/min/max unless a state is already saved (the first saved state is the
  * original). Written atomically (O_EXCL temp file, mode 0600, linkat). *saved_now = 1 if this
- * call wrote it. -EBADMSG (with b->err) for a state folder or file that is not safe. */
+ * call wrote it; if what it saved is itself a pin (min == max, as jetson_clocks leaves it),
+ * b->warn says so. -GC_ESTATE (with b->err) for a state folder or file that is not safe. */
 int gc_state_save(gc_board *b, const char *state_dir, int *saved_now);
 
-/* Read this board's saved state, checked against the board's levels and governors. -ENOENT if
- * none; -EBADMSG (with b->err) if damaged, not a regular file of ours, or not of this board. */
+/* Read this board's saved state as it was saved (not checked against the board: `status`
+ * shows it as it is; gc_restore writes only what the board offers). -ENOENT if none;
+ * -GC_ESTATE (with b->err) if damaged or not a regular file of ours. */
 int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st);
+
+/* Remove this board's saved state whatever it holds (`restore --force`: a damaged state, or one
+ * a failed restore kept); a symlink or other planted entry is removed, never followed.
+ * *dropped = 1 if there was one. */
+int gc_state_drop(gc_board *b, const char *state_dir, int *dropped);
 
 /* Pin the GPU clock: snap want_hz to the table, save the original state if not yet saved,
  * set min = max = level, verify. On failure the original state is put back.
@@ -144,8 +160,11 @@ int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *le
 /* Put the saved state back and remove the state file. Idempotent: with nothing saved it does
  * nothing and sets *restored = 0. Best effort: what can be written is written (governor, then
  * the range in an order that never makes min > max, retried once), even where the current
- * state cannot be read; if anything is left, b->err names it, the state file is kept for a
- * retry and the first error is returned. */
+ * state cannot be read. What is left, b->err names:
+ * - a write the board refused: the state file is kept for a retry, the first error returned;
+ * - a saved value the board no longer offers (a governor or level gone): never written; once
+ *   everything else is back the state is removed (*restored = 1) and -GC_ESTATE returned.
+ * A damaged state file: -GC_ESTATE, nothing written (gc_state_drop removes it). */
 int gc_restore(gc_board *b, const char *state_dir, int *restored);
 
 #endif

@@ -391,7 +391,7 @@ static int cmd_pin(const struct options *o)
     if (!board_writable(&b))
         return fail("%s", no_daemon);
     gc_lock_init(&lk);
-    if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) < 0)
+    if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) < 0)
         return fail_board(&b, rc);
     rc = gc_pin_hz(&b, gc_mhz_to_hz(mhz), o->state_dir, &level_hz);
     gc_lock_release(&lk);
@@ -399,8 +399,10 @@ static int cmd_pin(const struct options *o)
         return fail_board(&b, rc);
     gc_state_path(&b, o->state_dir, state_path, sizeof state_path);
     snapped = level_hz != gc_mhz_to_hz(mhz);
+    if (b.warn[0])
+        fprintf(stderr, "govcore: warning: %s\n", b.warn);
     if (o->json) {
-        gc_json_pin(stdout, mhz, level_hz, state_path);
+        gc_json_pin_warned(stdout, mhz, level_hz, state_path, b.warn);
         putchar('\n');
     } else if (snapped) {
         printf("pinned the GPU clock to %g MHz (asked %g MHz: snapped to the nearest level)\n",
@@ -411,12 +413,43 @@ static int cmd_pin(const struct options *o)
     return 0;
 }
 
+/* After a restore: the board's governor/min/max as they are now, for the report. cur_freq is
+ * not needed; where even these cannot be read, the restore still succeeded: say so. */
+static void report_restored(const struct options *o, gc_board *b, int restored)
+{
+    gc_clock_state st;
+    int rc;
+
+    memset(&st, 0, sizeof st);
+    if ((rc = gc_clock_read(b, &st)) < 0) {
+        fprintf(stderr, "govcore: note: cannot read the clock back (%s): cur_freq unknown\n",
+                b->err[0] ? b->err : strerror(-rc));
+        if (gc_range_read(b, &st) < 0) {
+            if (o->json)
+                printf("{\"restored\": %s, \"governor\": null, \"min_mhz\": null, "
+                       "\"max_mhz\": null}\n", restored ? "true" : "false");
+            else
+                printf("%s (the clock cannot be read back now)\n", restored ?
+                       "restored the saved clock state" : "nothing to restore");
+            return;
+        }
+    }
+    if (o->json) {
+        gc_json_restore(stdout, restored, &st);
+        putchar('\n');
+    } else if (restored) {
+        printf("restored governor %s, min %g MHz, max %g MHz\n", st.governor[0] ? st.governor :
+               "(unknown)", gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
+    } else {
+        printf("nothing to restore (no saved state for this board)\n");
+    }
+}
+
 static int cmd_restore(const struct options *o)
 {
     gc_board b;
     gc_lock lk;
-    gc_clock_state st;
-    int rc, restored, force = o->argc == 1 && strcmp(o->argv[0], "--force") == 0;
+    int rc, restored = 0, dropped = 0, force = o->argc == 1 && strcmp(o->argv[0], "--force") == 0;
 
     if (o->argc != 0 && !force)
         return fail("restore takes no arguments but --force");
@@ -426,29 +459,27 @@ static int cmd_restore(const struct options *o)
         return rc;
     if (daemon_socket(&b))
         return via_daemon(daemon_socket(&b), "restore", 0);
-    if (!board_writable(&b))
+    /* root may write the clock files: one that is missing is named by the restore itself */
+    if (geteuid() != 0 && !board_writable(&b))
         return fail("%s", no_daemon);
     gc_lock_init(&lk);
-    rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk);
-    if (rc == -EBUSY && force)
+    rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk);
+    if (rc < 0 && force)
         fprintf(stderr, "govcore: warning: %s; restoring anyway (--force)\n", b.err);
     else if (rc < 0)
         return fail_board(&b, rc);
     rc = gc_restore(&b, o->state_dir, &restored);
+    if (rc < 0 && force) {
+        /* --force: whatever could not be put back, the state does not stay behind */
+        fprintf(stderr, "govcore: warning: %s\n", b.err);
+        if ((rc = gc_state_drop(&b, o->state_dir, &dropped)) == 0 && dropped)
+            fprintf(stderr, "govcore: warning: dropped the saved state (--force); the clock is "
+                            "left as it is now\n");
+    }
     gc_lock_release(&lk);
     if (rc < 0)
         return fail_board(&b, rc);
-    if ((rc = gc_clock_read(&b, &st)) < 0)
-        return fail_board(&b, rc);
-    if (o->json) {
-        gc_json_restore(stdout, restored, &st);
-        putchar('\n');
-    } else if (restored) {
-        printf("restored governor %s, min %g MHz, max %g MHz\n", st.governor,
-               gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
-    } else {
-        printf("nothing to restore (no saved state for this board)\n");
-    }
+    report_restored(o, &b, restored);
     return 0;
 }
 
@@ -652,7 +683,7 @@ static int cmd_apply(const struct options *o)
     gc_lock_init(&lk);
     if (dry_run) {
         rc = gc_decide_goal(&b, &model, rl, policy, &w, &goal, &d);
-    } else if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) == 0) {
+    } else if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) == 0) {
         rc = gc_apply_goal(&b, &model, rl, policy, &w, &goal, o->state_dir, &d);
         gc_lock_release(&lk);
     }
@@ -683,6 +714,8 @@ static int cmd_apply(const struct options *o)
                    "J/step %+.1f %%, s/step %+.1f %%\n", gc_hz_to_mhz(d.level_hz),
                    gc_hz_to_mhz(d.trade_vs_hz), d.trade_j_pct, d.trade_s_pct);
     }
+    if (!dry_run && b.warn[0]) /* the original it saved is itself a pin */
+        fprintf(stderr, "govcore: warning: %s\n", b.warn);
     gc_tree_close(handle);
     return 0;
 }

@@ -190,10 +190,20 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
 
 void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path)
 {
+    gc_json_pin_warned(f, requested_mhz, level_hz, state_path, NULL);
+}
+
+void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
+                        const char *warning)
+{
     fprintf(f, "{\"requested_mhz\": %.6g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
             requested_mhz, gc_hz_to_mhz(level_hz),
             level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
     gc_json_str(f, state_path);
+    if (warning && *warning) {
+        fputs(", \"warning\": ", f);
+        gc_json_str(f, warning);
+    }
     fputc('}', f);
 }
 

@@ -43,6 +43,9 @@ void gc_json_str(FILE *f, const char *s);
 
 void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_line);
 void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path);
+/* The same with "warning" (b->warn: the original saved is itself a pin) where warning is set. */
+void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
+                        const char *warning);
 void gc_json_restore(FILE *f, int restored, const gc_clock_state *now);
 /* An apply decision: the clock, the policy's own level, the goal and its predicted trade, the
  * policy, the model and the features the tree saw. */

@@ -43,6 +43,7 @@ cdef extern from "govcore.h" nogil:
         char warning[GC_ERR_MAX]           # what discovery could not settle, "" if nothing
         int sensor_interval_ms     # INA3221 update_interval, 0 if unknown
         char err[GC_ERR_MAX]              # detail of the last failure
+        char warn[GC_ERR_MAX]             # what a successful pin has to say ("" if nothing)
 
     ctypedef struct gc_clock_state:
         uint64_t cur_hz
@@ -56,17 +57,20 @@ cdef extern from "govcore.h" nogil:
     double gc_hz_to_mhz(uint64_t hz)
     int gc_board_open(gc_board *b, const char *sysfs_root)
     int gc_clock_read(gc_board *b, gc_clock_state *st)
+    int gc_range_read(gc_board *b, gc_clock_state *st)
     int gc_gpu_load_permille(gc_board *b, int *load_permille)
     int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz)
     int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
     int gc_default_state_dir(char *out, size_t length)
     int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t length)
     int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st)
+    int gc_state_drop(gc_board *b, const char *state_dir, int *dropped)
     int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz)
     int gc_restore(gc_board *b, const char *state_dir, int *restored)
 
 
-# One owner per GPU (govcore/lock.h): flock on a file next to the state file.
+# One owner per GPU (govcore/lock.h): flock on a file named after the GPU's devfreq node, in one
+# lock folder per system whatever the state folder.
 cdef extern from "lock.h" nogil:
     ctypedef int pid_t
     ctypedef struct gc_lock:
@@ -74,9 +78,9 @@ cdef extern from "lock.h" nogil:
         char path[512]             # the lock file
 
     void gc_lock_init(gc_lock *lk)
-    int gc_lock_path(const gc_board *b, const char *state_dir, char *out, size_t length)
-    int gc_lock_acquire(gc_board *b, const char *state_dir, int wait_ms, gc_lock *lk)
-    int gc_lock_holder(gc_board *b, const char *state_dir, pid_t *pid)
+    int gc_lock_path(gc_board *b, char *out, size_t length)
+    int gc_lock_acquire(gc_board *b, int wait_ms, gc_lock *lk)
+    int gc_lock_holder(gc_board *b, pid_t *pid)
     void gc_lock_release(gc_lock *lk)
 
 

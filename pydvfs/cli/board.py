@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 
 from ..device import open_device
 from ..errors import InvalidValueError, PydvfsError
@@ -155,6 +156,8 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
         return hold_while(args, dev, "pin", cmd, change)
     result = dev.pin(args.mhz)
+    if result.warning:
+        print(f"pydvfs: warning: {result.warning}", file=sys.stderr, flush=True)
     emit(args, result.to_dict(), result.describe)
     if dev.through_daemon:
         print(until_exit_note("pin", f"pinned {_fmt(result.freq_mhz)} MHz", f"pydvfs pin {args.mhz}"),
@@ -163,12 +166,33 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
+    from ..device import RestoreForcedWarning
+
     dev = open_device(args.sysfs_root, args.state_dir)
-    restored = dev.restore(force=args.force)
-    st = dev.state()
-    data = {"restored": restored, "governor": st.governor, "min_mhz": st.min_mhz, "max_mhz": st.max_mhz}
-    text = (f"restored governor {st.governor}, min {_fmt(st.min_mhz)} MHz, max {_fmt(st.max_mhz)} MHz"
-            if restored else "nothing to restore (no saved state for this board)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RestoreForcedWarning)
+        restored = dev.restore(force=args.force)
+    for w in caught:
+        print(f"pydvfs: warning: {w.message}", file=sys.stderr, flush=True)
+    # the board as it is now; cur_freq is not needed, and a restore that succeeded stays one
+    # even where the clock cannot be read back
+    try:
+        st = dev.state()
+        lo, hi, gov = st.min_mhz, st.max_mhz, st.governor
+    except PydvfsError as e:
+        print(f"pydvfs: note: cannot read the clock back ({e}): cur_freq unknown", file=sys.stderr)
+        try:
+            lo_hz, hi_hz, gov = dev.range_state()
+            lo, hi = lo_hz / 1e6, hi_hz / 1e6
+        except PydvfsError:
+            lo = hi = gov = None
+    data = {"restored": restored, "governor": gov, "min_mhz": lo, "max_mhz": hi}
+    if not restored:
+        text = "nothing to restore (no saved state for this board)"
+    elif lo is None:
+        text = "restored the saved clock state (the clock cannot be read back now)"
+    else:
+        text = f"restored governor {gov or '(unknown)'}, min {_fmt(lo)} MHz, max {_fmt(hi)} MHz"
     emit(args, data, text)
     return 0
 
@@ -213,8 +237,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        description="Put back the governor/min/max saved before the first change. "
                                    "Safe to run any number of times, and from a new process after "
                                    "a crash. While another process governs the GPU (holds its "
-                                   "lock) it is refused, naming that process, unless --force.")
+                                   "lock) it is refused, naming that process, unless --force. "
+                                   "A saved state the board no longer matches is put back as "
+                                   "far as the board allows, then removed; what was left is "
+                                   "named.")
     add_board_options(p)
     p.add_argument("--force", action="store_true",
-                   help="restore even while another process governs the GPU")
+                   help="restore even while another process governs the GPU, and drop a saved "
+                        "state that cannot be put back (damaged, or refused by the board) "
+                        "after writing what it can")
     p.set_defaults(func=cmd_restore)

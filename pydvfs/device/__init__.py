@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Iterator
 
 from .. import _core
-from ..errors import BoardBusyError, InvalidValueError
+from ..errors import BoardBusyError, DeviceNotFoundError, InvalidValueError, PydvfsError
 from . import ownership
 
 SYSFS_ROOT_ENV = "PYDVFS_SYSFS_ROOT"
@@ -65,13 +66,19 @@ class ClockState:
         return {**asdict(self), "pinned": self.pinned}
 
 
+class RestoreForcedWarning(UserWarning):
+    """``restore(force=True)`` dropped a saved state it could not (wholly) put back."""
+
+
 @dataclass(frozen=True)
 class PinResult:
-    """What a pin asked for and what the board was set to. Units: MHz."""
+    """What a pin asked for and what the board was set to. Units: MHz. ``warning``: set when the
+    original state saved by this pin is itself a pin (min == max, as jetson_clocks leaves it)."""
 
     requested_mhz: float
     freq_mhz: float
     state_file: str
+    warning: str | None = None
 
     @property
     def snapped(self) -> bool:
@@ -176,6 +183,13 @@ class Device:
         cur, lo, hi, gov = self._board.clock_state()
         return ClockState(hz_to_mhz(cur), hz_to_mhz(lo), hz_to_mhz(hi), gov)
 
+    def range_state(self) -> tuple[int, int, str]:
+        """(min_hz, max_hz, governor) without cur_freq: what a restore reports back."""
+        if hasattr(self._board, "range_state"):
+            return self._board.range_state()
+        st = self.state()
+        return mhz_to_hz(st.min_mhz), mhz_to_hz(st.max_mhz), st.governor
+
     def gpu_load_pct(self) -> float | None:
         permille = self._board.load_permille()
         return None if permille is None else permille / 10.0
@@ -202,34 +216,70 @@ class Device:
         return not isinstance(self._board, _core.Board)
 
     # -- changing the board ------------------------------------------------------------------
+    # Threads of one process take turns (ownership.changing): each pin, restore or apply runs
+    # whole, so no thread saves another's pin as the original.
     @contextlib.contextmanager
     def governing(self) -> Iterator[None]:
         """Hold the board for the whole block (one owner per GPU): no other process may pin or
         restore it meanwhile. BoardBusyError, naming the holder's pid, if another governs it."""
-        with ownership.governing(self._board, self.state_dir):
+        with ownership.governing(self._board, block=True):
             yield
 
+    @property
+    def governed_outside(self) -> bool:
+        """True if a governing block of this process already holds the board (a nested
+        :func:`pydvfs.governed` leaves the board to the outer block)."""
+        return ownership.in_block(self._board)
+
     def pin(self, mhz: float) -> PinResult:
-        """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first.
-        From here until :meth:`restore` (or the end of the process) this process owns the board."""
+        """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first (if
+        that original is itself a pin, as jetson_clocks leaves it, ``PinResult.warning`` says
+        so). From here until :meth:`restore` (or the end of the process) this process owns the
+        board."""
         want_hz = mhz_to_hz(mhz)
-        with ownership.governing(self._board, self.state_dir) as owner:
+        with ownership.changing(), ownership.governing(self._board) as owner:
             level_hz = self._board.pin_hz(want_hz, self.state_dir)
             owner.pinned = True
-        return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file())
+            warning = getattr(self._board, "warning", "") or None
+        return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file(), warning)
 
     def restore(self, force: bool = False) -> bool:
         """Put back the state saved before the first change. True if there was one.
-        While another process governs the board: BoardBusyError, unless ``force``."""
+        While another process governs the board: BoardBusyError, unless ``force``. A saved
+        state that no longer matches the board is put back as far as the board allows and
+        removed; StateFileError names what was left. ``force`` also drops a state that cannot
+        be put back (damaged, or a write the board refused), after writing what it can."""
+        with ownership.changing():
+            try:
+                with ownership.governing(self._board) as owner:
+                    try:
+                        return self._restore(force)
+                    finally:
+                        owner.pinned = owner.pinned and self._has_state()
+            except BoardBusyError:
+                if not force:
+                    raise
+            return self._restore(force)
+
+    def _has_state(self) -> bool:
         try:
-            with ownership.governing(self._board, self.state_dir) as owner:
-                restored = self._board.restore(self.state_dir)
-                owner.pinned = False
-                return restored
-        except BoardBusyError:
-            if not force:
+            return self._board.saved_state(self.state_dir) is not None
+        except PydvfsError:
+            return True  # a damaged state is still there
+
+    def _restore(self, force: bool) -> bool:
+        try:
+            return self._board.restore(self.state_dir)
+        except (BoardBusyError, DeviceNotFoundError):
+            raise
+        except PydvfsError as e:
+            if not force or self.through_daemon:
                 raise
-        return self._board.restore(self.state_dir)
+            dropped = self._board.drop_state(self.state_dir)
+            warnings.warn(f"{e}; " + ("dropped the saved state (--force); the clock is left as it "
+                                      "is now" if dropped else "no saved state is left"),
+                          RestoreForcedWarning, stacklevel=3)
+            return True
 
     def status(self) -> dict:
         """Everything ``pydvfs status --json`` prints."""

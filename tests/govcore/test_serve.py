@@ -747,3 +747,24 @@ def test_the_objective_and_the_slowdown_bound_travel_through_the_daemon(daemon, 
                                "seq_len=64", "--objective", "edp", "--dry-run"], daemon.sock)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 2 and len(err.splitlines()) == 1 and "edp" in err, (out, err)
+
+
+def test_a_damaged_state_says_what_to_do_and_root_clears_it(daemon, asan_govcore):
+    """Before: every client's verbs failed on a damaged saved state, and nothing said how to
+    clear it. The daemon's error names the fix; root's `govcore restore --force` applies it."""
+    from pydvfs.device import open_device
+
+    state_dir = daemon.work / "state"
+    state = Path(open_device(daemon.board.root, str(state_dir)).state_file())
+    state.write_text("# govcore saved GPU clock state\ngovernor=nvhost_podgov\nmin_hz=12abc\nmax_hz=1\n")
+    state.chmod(0o600)
+    (reply,) = daemon.request("pin 612")
+    assert "damaged" in reply["error"] and "govcore restore --force" in reply["error"], reply
+    (reply,) = daemon.request("restore")
+    assert "restore --force" in reply["error"], reply
+    out = subprocess.run([asan_govcore, "--sysfs-root", str(daemon.board.root), "--state-dir", str(state_dir),
+                          "restore", "--force"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "dropped the saved state" in out.stderr, out.stderr
+    assert not state.exists()
+    first, second = daemon.request("pin 612", "restore")
+    assert first["freq_mhz"] == 612 and second["restored"] is True

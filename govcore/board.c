@@ -1,4 +1,7 @@
-/* board.c - discover the Jetson GPU devfreq node, GPU load and INA3221 rails under a root. */
+/* board.c - discovery, in one place: the Jetson GPU's devfreq node and load file, the power
+ * rails (INA3221 hwmon, JetPack 4 ina3221x, hwmon power channels such as Thor's INA238), the
+ * board (the device-tree model against the table in boards.h), the JetPack, and which rails make
+ * each rail role. Board facts come from boards.h only (generated from pydvfs/data/boards.json). */
 #include "govcore.h"
 #include "sysfs.h"
 
@@ -16,8 +19,10 @@
 
 #define MAX_ENTRIES 128
 
-/* of_node names of Jetson iGPUs: Orin on JetPack 5 / JetPack 6, Xavier, TX2. */
-static const char *const gpu_of_names[] = {"ga10b", "gpu", "gv11b", "gp10b", NULL};
+const char *gc_rail_kind_name(int kind)
+{
+    return kind == GC_RAIL_HWMON ? "hwmon" : kind == GC_RAIL_INA3221X ? "ina3221x" : "power";
+}
 
 uint64_t gc_mhz_to_hz(double mhz)
 {
@@ -37,6 +42,21 @@ static void set_err(gc_board *b, const char *fmt, ...)
 
     va_start(ap, fmt);
     vsnprintf(b->err, sizeof b->err, fmt, ap);
+    va_end(ap);
+}
+
+/* Add a clause to b->warning ("; " between clauses): the front ends show it as one line. */
+static void add_warning(gc_board *b, const char *fmt, ...)
+{
+    size_t used = strlen(b->warning);
+    va_list ap;
+
+    if (used && used + 2 < sizeof b->warning) {
+        memcpy(b->warning + used, "; ", 3);
+        used += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->warning + used, sizeof b->warning - used, fmt, ap);
     va_end(ap);
 }
 
@@ -179,71 +199,121 @@ static int parse_freq_table(gc_board *b, const char *path)
     return 0;
 }
 
-static int is_gpu_name(const char *name)
+/* 1 if name is in one of the table's lists (field: offset of the list in gc_board_profile). */
+static int in_table(const char *name, int devfreq_list)
 {
-    const char *const *g;
+    int p, i;
 
-    for (g = gpu_of_names; *g; g++)
-        if (strcmp(name, *g) == 0)
-            return 1;
+    for (p = 0; p < GC_N_BOARD_PROFILES; p++) {
+        const char *const *list = devfreq_list ? gc_board_profiles[p].devfreq_names
+                                                : gc_board_profiles[p].of_node_names;
+        for (i = 0; list[i]; i++)
+            if (strcmp(name, list[i]) == 0)
+                return 1;
+    }
     return 0;
 }
 
-/* Scan <root>/sys/class/devfreq/ for the entry whose of_node/name is a Jetson GPU. */
+static void take_gpu(gc_board *b, const char *dir, const char *name)
+{
+    char path[GC_PATH_MAX];
+
+    snprintf(b->devfreq_dir, sizeof b->devfreq_dir, "%s", dir);
+    snprintf(b->gpu_name, sizeof b->gpu_name, "%s", name);
+    /* GPU load lives in the GPU device folder; a GPU without one (Thor's gpu-gpc-0) reports
+     * its load as unknown, never as a made-up number. */
+    if (join(path, sizeof path, dir, "device/load") == 0 && gc_sysfs_exists(b->sysfs_root, path))
+        snprintf(b->load_path, sizeof b->load_path, "%s", path);
+}
+
+/* The GPU's devfreq folder: under <root>/sys/class/devfreq/, the entry whose of_node/name is a
+ * GPU of the table (ga10b, gpu, gv11b), else the entry whose own name is a GPU devfreq name of
+ * the table with no of_node (Thor's virtual gpu-gpc-0, also looked for under
+ * /sys/devices/virtual/devfreq/). */
 static int find_gpu(gc_board *b)
 {
+    static const char *const classes[] = {"/sys/class/devfreq", "/sys/devices/virtual/devfreq"};
     char class_dir[GC_PATH_MAX], dir[GC_PATH_MAX], path[GC_PATH_MAX], name[GC_NAME_MAX];
     char *names[MAX_ENTRIES];
-    int n, i, rc;
+    int n, i, rc, pass;
+    size_t c;
 
-    rc = under_root(b, class_dir, sizeof class_dir, "/sys/class/devfreq");
-    if (rc < 0)
-        return rc;
-    n = list_dir(b->sysfs_root, class_dir, names, MAX_ENTRIES);
-    if (n < 0) {
-        set_err(b, "cannot list %s: %s", class_dir, strerror(-n));
-        return n;
-    }
-    for (i = 0; i < n; i++) {
-        /* of_node is on the device; some trees also show it in the devfreq folder. */
-        static const char *const where[] = {"device/of_node/name", "of_node/name"};
-        size_t w;
+    for (pass = 0; pass < 2; pass++) {
+        for (c = 0; c < (pass == 0 ? 1 : 2); c++) {
+            rc = under_root(b, class_dir, sizeof class_dir, "%s", classes[c]);
+            if (rc < 0)
+                return rc;
+            n = list_dir(b->sysfs_root, class_dir, names, MAX_ENTRIES);
+            if (n < 0) {
+                set_err(b, "cannot list %s: %s", class_dir, strerror(-n));
+                return n;
+            }
+            for (i = 0; i < n; i++) {
+                /* of_node is on the device; some trees also show it in the devfreq folder. */
+                static const char *const where[] = {"device/of_node/name", "of_node/name"};
+                size_t w;
+                int has_of_node = 0;
 
-        if (join(dir, sizeof dir, class_dir, names[i]) < 0)
-            continue;
-        for (w = 0; w < sizeof where / sizeof where[0]; w++) {
-            if (join(path, sizeof path, dir, where[w]) < 0 ||
-                gc_sysfs_read(b->sysfs_root, path, name, sizeof name) < 0 || !is_gpu_name(name))
-                continue;
-            snprintf(b->devfreq_dir, sizeof b->devfreq_dir, "%s", dir);
-            snprintf(b->gpu_name, sizeof b->gpu_name, "%s", name);
-            /* GPU load lives in the GPU device folder. */
-            if (join(path, sizeof path, dir, "device/load") == 0 && gc_sysfs_exists(b->sysfs_root, path))
-                snprintf(b->load_path, sizeof b->load_path, "%s", path);
+                if (join(dir, sizeof dir, class_dir, names[i]) < 0)
+                    continue;
+                for (w = 0; w < sizeof where / sizeof where[0]; w++) {
+                    if (join(path, sizeof path, dir, where[w]) < 0 ||
+                        gc_sysfs_read(b->sysfs_root, path, name, sizeof name) < 0)
+                        continue;
+                    has_of_node = 1;
+                    if (pass == 0 && in_table(name, 0)) {
+                        take_gpu(b, dir, name);
+                        free_names(names, n);
+                        return 0;
+                    }
+                }
+                if (pass == 1 && !has_of_node && in_table(names[i], 1) &&
+                    join(path, sizeof path, dir, "available_frequencies") == 0 &&
+                    gc_sysfs_exists(b->sysfs_root, path)) {
+                    take_gpu(b, dir, names[i]);
+                    free_names(names, n);
+                    return 0;
+                }
+            }
             free_names(names, n);
-            return 0;
         }
     }
-    free_names(names, n);
-    set_err(b, "no Jetson GPU devfreq node under %s (looked for of_node/name ga10b, gpu, gv11b "
-               "or gp10b); is this a Jetson, and is --sysfs-root right?", class_dir);
+    rc = under_root(b, class_dir, sizeof class_dir, "%s", classes[0]);
+    set_err(b, "no Jetson GPU devfreq node under %s (looked for the of_node names and devfreq "
+               "names of docs/boards.md's boards); is this a Jetson, and is --sysfs-root right?",
+            class_dir);
     return -ENODEV;
 }
 
-static int add_rail(gc_board *b, const char *label, int kind, const char *v_path,
+/* Add a rail. A label seen before (two channels labelled alike) is kept, named "LABEL#2"
+ * (#3, ...), with a warning: dropping it would lose a channel, and a role naming that label is
+ * then not known (resolve_roles). */
+static int add_rail(gc_board *b, const char *raw_label, int kind, const char *v_path,
                     const char *i_path, const char *p_path)
 {
+    char label[GC_NAME_MAX], named[GC_NAME_MAX];
     gc_rail *r;
-    int i;
+    int i, copy = 1, clash;
 
-    if (b->n_rails == GC_MAX_RAILS)
+    if (b->n_rails == GC_MAX_RAILS) {
+        add_warning(b, "more than %d power channels: the rest are not read", GC_MAX_RAILS);
         return -E2BIG;
-    for (i = 0; i < b->n_rails; i++)
-        if (strcmp(b->rails[i].name, label) == 0)
-            return 0; /* the same sensor seen through a second path */
+    }
+    gc_printable(raw_label, label, sizeof label - 4); /* room for "#NN" */
+    snprintf(named, sizeof named, "%s", label);
+    do {
+        clash = 0;
+        for (i = 0; i < b->n_rails; i++)
+            if (strcmp(b->rails[i].name, named) == 0)
+                clash = 1;
+        if (clash)
+            snprintf(named, sizeof named, "%s#%d", label, ++copy);
+    } while (clash && copy < 99);
+    if (copy > 1)
+        add_warning(b, "two power channels are labelled %s: the second is read as %s", label, named);
     r = &b->rails[b->n_rails++];
     memset(r, 0, sizeof *r);
-    snprintf(r->name, sizeof r->name, "%s", label);
+    snprintf(r->name, sizeof r->name, "%s", named);
     r->kind = kind;
     snprintf(r->voltage_path, sizeof r->voltage_path, "%s", v_path ? v_path : "");
     snprintf(r->current_path, sizeof r->current_path, "%s", i_path ? i_path : "");
@@ -256,17 +326,21 @@ static int skip_label(const char *label)
     return label[0] == '\0' || strcasecmp(label, "NC") == 0 || strncasecmp(label, "sum", 3) == 0;
 }
 
-/* One ina3221 hwmon folder: channels with a label, a bus voltage and a current file. */
+/* One hwmon folder. An ina3221: channels with a label, a bus voltage (mV) and a current (mA).
+ * Any hwmon with power channels (powerN_input, uW; the INA238 on Thor): each channel, named by
+ * its powerN_label, else by the device's name (with "_powerN" past the first channel). */
 static void scan_hwmon_dir(gc_board *b, const char *dir)
 {
     char path[GC_PATH_MAX], v_path[GC_PATH_MAX], i_path[GC_PATH_MAX], label[GC_NAME_MAX];
+    char dev_name[GC_NAME_MAX];
     uint64_t interval_ms;
-    int ch;
+    int ch, is_ina3221;
 
-    if (join(path, sizeof path, dir, "name") < 0 || gc_sysfs_read(b->sysfs_root, path, label, sizeof label) < 0 ||
-        strcmp(label, "ina3221") != 0)
+    if (join(path, sizeof path, dir, "name") < 0 ||
+        gc_sysfs_read(b->sysfs_root, path, dev_name, sizeof dev_name) < 0)
         return;
-    for (ch = 1; ch <= 8; ch++) {
+    is_ina3221 = strcmp(dev_name, "ina3221") == 0;
+    for (ch = 1; is_ina3221 && ch <= 8; ch++) {
         snprintf(path, sizeof path, "%s/in%d_label", dir, ch);
         if (gc_sysfs_read(b->sysfs_root, path, label, sizeof label) < 0 || skip_label(label))
             continue;
@@ -276,7 +350,24 @@ static void scan_hwmon_dir(gc_board *b, const char *dir)
             continue;
         add_rail(b, label, GC_RAIL_HWMON, v_path, i_path, NULL);
     }
-    if (join(path, sizeof path, dir, "update_interval") == 0 &&
+    for (ch = 1; !is_ina3221 && ch <= 8; ch++) {
+        char p_path[GC_PATH_MAX];
+
+        snprintf(p_path, sizeof p_path, "%s/power%d_input", dir, ch);
+        if (!gc_sysfs_exists(b->sysfs_root, p_path))
+            continue;
+        snprintf(path, sizeof path, "%s/power%d_label", dir, ch);
+        if (gc_sysfs_read(b->sysfs_root, path, label, sizeof label) < 0 || !label[0]) {
+            if (ch == 1)
+                snprintf(label, sizeof label, "%s", dev_name);
+            else
+                snprintf(label, sizeof label, "%.40s_power%d", dev_name, ch);
+        }
+        if (skip_label(label))
+            continue;
+        add_rail(b, label, GC_RAIL_POWER, NULL, NULL, p_path);
+    }
+    if (is_ina3221 && join(path, sizeof path, dir, "update_interval") == 0 &&
         gc_sysfs_read_u64(b->sysfs_root, path, &interval_ms) == 0 && b->sensor_interval_ms == 0)
         b->sensor_interval_ms = (int)interval_ms;
 }
@@ -358,20 +449,125 @@ static void find_rails(gc_board *b)
 
 static void read_model(gc_board *b)
 {
-    char path[GC_PATH_MAX];
+    char path[GC_PATH_MAX], raw[GC_MODEL_MAX];
     static const char *const where[] = {"/proc/device-tree/model",
                                         "/sys/firmware/devicetree/base/model"};
     size_t i;
 
+    b->model[0] = '\0';
     for (i = 0; i < sizeof where / sizeof where[0]; i++)
         if (under_root(b, path, sizeof path, "%s", where[i]) == 0 &&
-            gc_sysfs_read(b->sysfs_root, path, b->model, sizeof b->model) == 0)
+            gc_sysfs_read(b->sysfs_root, path, raw, sizeof raw) == 0) {
+            gc_printable(raw, b->model, sizeof b->model);
             return;
-    b->model[0] = '\0';
+        }
+}
+
+/* The JetPack from /etc/nv_tegra_release ("# R36 (release), REVISION: 4.0, ..."). */
+static void read_release(gc_board *b)
+{
+    char path[GC_PATH_MAX], text[256];
+    const char *r;
+    char *end;
+    long major;
+    int i;
+
+    if (under_root(b, path, sizeof path, "/etc/nv_tegra_release") < 0 ||
+        gc_sysfs_read(b->sysfs_root, path, text, sizeof text) < 0)
+        return;
+    for (r = text; *r && !(r[0] == 'R' && r[1] >= '0' && r[1] <= '9'); r++)
+        ; /* the first "R<digits>": "# R36 (release), REVISION: 4.0, ..." */
+    if (!*r)
+        return;
+    major = strtol(r + 1, &end, 10);
+    if (end == r + 1 || major <= 0 || major > 999)
+        return;
+    snprintf(b->l4t, sizeof b->l4t, "R%ld", major);
+    if ((r = strstr(end, "REVISION:")) != NULL) {
+        char rev[16];
+        size_t k = 0;
+
+        for (r += 9; *r == ' '; r++)
+            ;
+        while (k + 1 < sizeof rev && ((*r >= '0' && *r <= '9') || *r == '.'))
+            rev[k++] = *r++;
+        rev[k] = '\0';
+        if (k)
+            snprintf(b->l4t, sizeof b->l4t, "R%ld.%s", major, rev);
+    }
+    for (i = 0; i < GC_N_L4T_RELEASES; i++)
+        if (gc_l4t_jetpack[i][0] == major)
+            b->jetpack = gc_l4t_jetpack[i][1];
+}
+
+/* The table's row whose model strings are in the device-tree model, or NULL. */
+static const gc_board_profile *identify(const gc_board *b)
+{
+    int p, i;
+
+    for (p = 0; b->model[0] && p < GC_N_BOARD_PROFILES; p++)
+        for (i = 0; gc_board_profiles[p].model_match[i]; i++)
+            if (strcasestr(b->model, gc_board_profiles[p].model_match[i]))
+                return &gc_board_profiles[p];
+    return NULL;
+}
+
+static int rail_index(const gc_board *b, const char *name)
+{
+    int i;
+
+    for (i = 0; i < b->n_rails; i++)
+        if (strcmp(b->rails[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Give each role its rails, from the table only. */
+static void resolve_roles(gc_board *b, const gc_board_profile *p)
+{
+    int role, j, k, idx;
+
+    for (role = 0; role < GC_N_ROLES; role++) {
+        b->role_n[role] = -1;
+        if (!p)
+            continue;
+        b->role_n[role] = 0;
+        for (j = 0; p->roles[role][j]; j++) {
+            char dup[GC_NAME_MAX];
+
+            idx = rail_index(b, p->roles[role][j]);
+            snprintf(dup, sizeof dup, "%s#2", p->roles[role][j]);
+            if (idx < 0 || rail_index(b, dup) >= 0) {
+                add_warning(b, "%s energy is not known: rail %s %s", gc_role_names[role],
+                            p->roles[role][j], idx < 0 ? "was not found" : "is labelled twice");
+                b->role_n[role] = -1;
+                break;
+            }
+            for (k = 0; k < b->role_n[role]; k++)
+                if (b->role_rail[role][k] == idx)
+                    break;
+            if (k == b->role_n[role])
+                b->role_rail[role][b->role_n[role]++] = idx;
+        }
+    }
+}
+
+double gc_role_sum(const gc_board *b, int role, const double *values, int *known)
+{
+    double sum = 0;
+    int k;
+
+    *known = role >= 0 && role < GC_N_ROLES && b->role_n[role] > 0;
+    if (!*known)
+        return 0;
+    for (k = 0; k < b->role_n[role]; k++)
+        sum += values[b->role_rail[role][k]];
+    return sum;
 }
 
 int gc_board_open(gc_board *b, const char *sysfs_root)
 {
+    const gc_board_profile *p;
     char path[GC_PATH_MAX];
     size_t len;
     int rc;
@@ -401,6 +597,21 @@ int gc_board_open(gc_board *b, const char *sysfs_root)
         return rc;
     find_rails(b);
     read_model(b);
+    read_release(b);
+    p = identify(b);
+    if (p) {
+        snprintf(b->board_id, sizeof b->board_id, "%s", p->id);
+    } else {
+        /* One warning says what is unknown; discovery alone still pins and measures. */
+        char warn[GC_ERR_MAX];
+
+        snprintf(warn, sizeof warn, "%s", b->warning);
+        snprintf(b->warning, sizeof b->warning,
+                 "unknown board (model \"%s\"): the GPU and rails were found by discovery alone; "
+                 "rail roles are unknown, so module and CPU+GPU energy are not reported "
+                 "(docs/boards.md)%s%s", b->model[0] ? b->model : "none", warn[0] ? "; " : "", warn);
+    }
+    resolve_roles(b, p);
     return 0;
 }
 

@@ -11,6 +11,8 @@
 #ifndef GOVCORE_H
 #define GOVCORE_H
 
+#include "boards.h" /* the board table, generated from pydvfs/data/boards.json */
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,28 +40,44 @@
 enum gc_rail_kind {
     GC_RAIL_HWMON = 0,     /* ina3221 hwmon driver: inN_input (mV) x currN_input (mA) */
     GC_RAIL_INA3221X = 1,  /* JetPack 4 ina3221x iio driver: in_powerN_input (mW) */
+    GC_RAIL_POWER = 2,     /* an hwmon power channel: powerN_input (uW), e.g. the INA238 on Thor */
 };
+/* The kind's name in reports: "hwmon", "ina3221x", "power". */
+const char *gc_rail_kind_name(int kind);
 
 typedef struct gc_rail {
     char name[GC_NAME_MAX];         /* the rail's label, e.g. "VDD_GPU_SOC" */
     int kind;                       /* enum gc_rail_kind */
     char voltage_path[GC_PATH_MAX]; /* bus voltage file, mV ("" if none) */
     char current_path[GC_PATH_MAX]; /* current file, mA ("" if none) */
-    char power_path[GC_PATH_MAX];   /* power file, mW (GC_RAIL_INA3221X only) */
+    char power_path[GC_PATH_MAX];   /* power file: mW (GC_RAIL_INA3221X), uW (GC_RAIL_POWER) */
 } gc_rail;
 
 typedef struct gc_board {
     char sysfs_root[GC_PATH_MAX];   /* every board path is resolved under it; "/" = real board */
-    char model[GC_MODEL_MAX];       /* device-tree model, "" if unknown */
+    char model[GC_MODEL_MAX];       /* device-tree model (non-printable bytes as \\xNN), "" if none */
+    char board_id[GC_NAME_MAX];     /* the board table's id (boards.h), "" if the board is unknown */
+    int jetpack;                    /* from /etc/nv_tegra_release (R36 -> 6); 0 if unknown */
+    char l4t[GC_NAME_MAX];          /* the L4T release, e.g. "R36.4.0"; "" if unknown */
     char gpu_name[GC_NAME_MAX];     /* of_node name of the GPU: ga10b, gpu, gv11b, ... */
     char devfreq_dir[GC_PATH_MAX];  /* the GPU's devfreq folder (under the root) */
     char load_path[GC_PATH_MAX];    /* GPU load file, 0..1000 (tenths of %); "" if none */
     int n_freqs;
     uint64_t freqs_hz[GC_MAX_FREQS];/* available_frequencies, ascending */
     int n_rails;
-    gc_rail rails[GC_MAX_RAILS];    /* power rails found, NC and shunt-sum channels skipped */
+    gc_rail rails[GC_MAX_RAILS];    /* power rails found, NC and shunt-sum channels skipped;
+                                       labels made printable; a repeated label gets "#2", "#3" */
+    /* Rail roles (GC_ROLE_MODULE, _CPU_GPU, _GPU; gc_role_names): role_n[r] rails, by index into
+     * rails[], each once. role_n[r] = 0: the board has no such role (a GPU-only rail); -1: not
+     * known (a board outside the table, a rail of the role not found, or its label repeated).
+     * Roles come from the table only: never guessed from labels. */
+    int role_n[GC_N_ROLES];
+    int role_rail[GC_N_ROLES][GC_MAX_RAILS];
+    char warning[GC_ERR_MAX];       /* what discovery could not settle, one line; "" if nothing */
     int sensor_interval_ms;         /* INA3221 update_interval, 0 if not exposed */
     char err[GC_ERR_MAX];           /* detail of the last failure, for the user */
+    char warn[GC_ERR_MAX];          /* set by a gc_pin_hz that succeeded with something to say
+                                       (the original it saved is itself a pin); "" if none */
 } gc_board;
 
 typedef struct gc_clock_state {
@@ -74,12 +92,22 @@ typedef struct gc_clock_state {
 uint64_t gc_mhz_to_hz(double mhz);
 double gc_hz_to_mhz(uint64_t hz);
 
-/* Discover the GPU devfreq node, GPU load file, INA3221 rails and board model under root.
- * -ENODEV (with b->err) if no Jetson GPU devfreq node is found. */
+/* Discover the GPU devfreq node, GPU load file, power rails, the board (from the device-tree
+ * model and the table) and JetPack under root, and give each rail role its rails. -ENODEV (with
+ * b->err) if no Jetson GPU devfreq node is found. What could not be settled (an unknown board,
+ * a role's rail missing, a repeated label) is in b->warning: the front ends show it once. */
 int gc_board_open(gc_board *b, const char *sysfs_root);
+
+/* The sum of per-rail values (J or W; values[i] for b->rails[i]) over a role's rails, each once.
+ * 0 with *known = 0 where the role is unknown or absent. */
+double gc_role_sum(const gc_board *b, int role, const double *values, int *known);
 
 /* Read the GPU clock state. */
 int gc_clock_read(gc_board *b, gc_clock_state *st);
+
+/* Read the floor, ceiling and governor (governor "" if unreadable), not cur_freq: what a
+ * restore reports back. cur_hz is 0. */
+int gc_range_read(gc_board *b, gc_clock_state *st);
 
 /* GPU load in tenths of a percent (0..1000). -ENOENT if the board has no load file. */
 int gc_gpu_load_permille(gc_board *b, int *load_permille);
@@ -92,27 +120,37 @@ int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz);
  * then read both back. -EIO (with b->err) if the board reports other values. */
 int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz);
 
-/* --- saved state: one per board (i.e. per sysfs root), written before the first change --- */
+/* --- saved state: one per board (i.e. per sysfs root), written before the first change. The file
+ * and its safety rules are state.c's (state.h); what is written back is clock.c's. --- */
 
 /* The state folder used when none is given: $PYDVFS_STATE_DIR, else /run/pydvfs for root
  * (cleared at reboot, as are pinned clocks), else $XDG_RUNTIME_DIR/pydvfs; else -EDESTADDRREQ
- * (never a guessable /tmp name: pass a folder). Whatever folder is used must be owned by the
- * caller and writable by no one else, or the state functions refuse it with -EBADMSG. */
+ * (never a guessable /tmp name: pass a folder). Whatever folder is used must be absolute
+ * (-EINVAL otherwise), owned by the caller and writable by no one else, or the state functions
+ * refuse it with -GC_ESTATE. */
 int gc_default_state_dir(char *out, size_t len);
 
-/* Path of this board's state file in state_dir (NULL: the default folder). */
 /* Create dir and its missing parents, mode 0700 (the state folder's). 0 or -errno. */
 int gc_mkdir_p(const char *dir);
+
+/* Path of this board's state file in state_dir (NULL: the default folder). */
 int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t len);
 
 /* Save governor/min/max unless a state is already saved (the first saved state is the
  * original). Written atomically (O_EXCL temp file, mode 0600, linkat). *saved_now = 1 if this
- * call wrote it. -EBADMSG (with b->err) for a state folder or file that is not safe. */
+ * call wrote it; if what it saved is itself a pin (min == max, as jetson_clocks leaves it),
+ * b->warn says so. -GC_ESTATE (with b->err) for a state folder or file that is not safe. */
 int gc_state_save(gc_board *b, const char *state_dir, int *saved_now);
 
-/* Read this board's saved state, checked against the board's levels and governors. -ENOENT if
- * none; -EBADMSG (with b->err) if damaged, not a regular file of ours, or not of this board. */
+/* Read this board's saved state as it was saved (not checked against the board: `status`
+ * shows it as it is; gc_restore writes only what the board offers). -ENOENT if none;
+ * -GC_ESTATE (with b->err) if damaged or not a regular file of ours. */
 int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st);
+
+/* Remove this board's saved state whatever it holds (`restore --force`: a damaged state, or one
+ * a failed restore kept); a symlink or other planted entry is removed, never followed.
+ * *dropped = 1 if there was one. */
+int gc_state_drop(gc_board *b, const char *state_dir, int *dropped);
 
 /* Pin the GPU clock: snap want_hz to the table, save the original state if not yet saved,
  * set min = max = level, verify. On failure the original state is put back.
@@ -122,8 +160,11 @@ int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *le
 /* Put the saved state back and remove the state file. Idempotent: with nothing saved it does
  * nothing and sets *restored = 0. Best effort: what can be written is written (governor, then
  * the range in an order that never makes min > max, retried once), even where the current
- * state cannot be read; if anything is left, b->err names it, the state file is kept for a
- * retry and the first error is returned. */
+ * state cannot be read. What is left, b->err names:
+ * - a write the board refused: the state file is kept for a retry, the first error returned;
+ * - a saved value the board no longer offers (a governor or level gone): never written; once
+ *   everything else is back the state is removed (*restored = 1) and -GC_ESTATE returned.
+ * A damaged state file: -GC_ESTATE, nothing written (gc_state_drop removes it). */
 int gc_restore(gc_board *b, const char *state_dir, int *restored);
 
 #endif

@@ -1,5 +1,10 @@
 /* lock.c - one owner per GPU (see lock.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* O_PATH */
+#endif
 #include "lock.h"
+#include "state.h"
+#include "sysfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define STATE_SUFFIX ".state"
-#define LOCK_SUFFIX ".lock"
-#define PID_TEXT_MAX 24
+#define LOCK_NAME_FMT "gpu-%llx-%llx.lock"
+#define PID_RECORD 16 /* the file's fixed size: a pid, blank-padded, and a newline */
 
 static void set_err(gc_board *b, const char *fmt, ...)
 {
@@ -31,42 +35,82 @@ void gc_lock_init(gc_lock *lk)
     lk->path[0] = '\0';
 }
 
-int gc_lock_path(gc_board *b, const char *state_dir, char *out, size_t len)
+int gc_lock_dir(char *out, size_t len)
 {
-    size_t n, suffix = strlen(STATE_SUFFIX);
-    int rc;
+    const char *env = getenv(GC_LOCK_DIR_ENV);
+    int n;
 
-    /* The state file's name (clock.c hashes the sysfs root into it) with .lock for .state. */
-    if ((rc = gc_state_path(b, state_dir, out, len)) < 0)
+    if (env && *env) {
+        if (env[0] != '/')
+            return -EINVAL;
+        n = snprintf(out, len, "%s", env);
+    } else if (geteuid() == 0) {
+        n = snprintf(out, len, "%s", GC_LOCK_DIR_ROOT);
+    } else if ((env = getenv("XDG_RUNTIME_DIR")) && *env && env[0] == '/') {
+        n = snprintf(out, len, "%s/pydvfs/locks", env);
+    } else {
+        /* a user without a runtime folder (boards they may write: fake ones). A name planted
+         * there by someone else is refused as not private: a lock is never steered by it */
+        n = snprintf(out, len, "/tmp/pydvfs-locks-%ld", (long)geteuid());
+    }
+    return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+/* The lock folder and this GPU's file name in it, with b->err on failure. */
+static int lock_place(gc_board *b, char *dir, size_t dir_len, char *name, size_t name_len)
+{
+    struct stat st;
+    int rc, fd;
+
+    rc = gc_lock_dir(dir, dir_len);
+    if (rc == -EINVAL) {
+        set_err(b, "$%s must be an absolute path", GC_LOCK_DIR_ENV);
         return rc;
-    n = strlen(out);
-    if (n >= suffix && strcmp(out + n - suffix, STATE_SUFFIX) == 0)
-        n -= suffix;
-    if (n + strlen(LOCK_SUFFIX) + 1 > len)
-        return -ENAMETOOLONG;
-    memcpy(out + n, LOCK_SUFFIX, strlen(LOCK_SUFFIX) + 1);
+    }
+    if (rc < 0) {
+        set_err(b, "lock folder path is too long");
+        return rc;
+    }
+    /* the key: the GPU's devfreq node itself, whichever path reached it */
+    fd = gc_sysfs_open(b->sysfs_root, b->devfreq_dir, O_PATH | O_DIRECTORY);
+    if (fd < 0) {
+        set_err(b, "cannot open the GPU's devfreq folder %s: %s", b->devfreq_dir,
+                gc_sysfs_strerror(fd));
+        return fd;
+    }
+    rc = fstat(fd, &st) < 0 ? -errno : 0;
+    close(fd);
+    if (rc < 0) {
+        set_err(b, "cannot stat the GPU's devfreq folder %s: %s", b->devfreq_dir, strerror(-rc));
+        return rc;
+    }
+    snprintf(name, name_len, LOCK_NAME_FMT, (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
     return 0;
 }
 
-/* Create the folders of path's parent that are missing, as clock.c creates the state folder. */
-static int make_parent(const char *path)
+int gc_lock_path(gc_board *b, char *out, size_t len)
 {
-    char dir[GC_PATH_MAX], *p;
+    char dir[GC_PATH_MAX], name[64];
+    int rc, n;
 
-    snprintf(dir, sizeof dir, "%s", path);
-    p = strrchr(dir, '/');
-    if (!p || p == dir)
-        return 0;
-    *p = '\0';
-    return gc_mkdir_p(dir);
+    if ((rc = lock_place(b, dir, sizeof dir, name, sizeof name)) < 0)
+        return rc;
+    n = snprintf(out, len, "%s/%s", dir, name);
+    return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
 
-int gc_flock_try(const char *path, int *fd_out)
+/* Try once to take the flock on name in folder dfd (AT_FDCWD: a path). */
+static int flock_try_at(int dfd, const char *name, int *fd_out)
 {
     struct stat st;
     int fd, rc;
 
-    fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+    /* an existing file first: no O_CREAT, nothing new to allocate */
+    fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0 && errno == ENOENT)
+        fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+                    0600);
     if (fd < 0)
         return -errno;
     if (fstat(fd, &st) < 0) {
@@ -89,24 +133,27 @@ close_fd:
     return rc;
 }
 
-/* The pid written in a lock file, -1 if none is written (yet). */
-static pid_t read_pid(const char *path)
+int gc_flock_try(const char *path, int *fd_out)
 {
-    char text[PID_TEXT_MAX];
+    return flock_try_at(AT_FDCWD, path, fd_out);
+}
+
+/* The pid written in an open lock file, -1 if none is written. */
+static pid_t read_pid_fd(int fd)
+{
+    char text[PID_RECORD + 8];
     ssize_t n;
     long v;
     char *end;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
-    if (fd < 0)
-        return -1;
     n = pread(fd, text, sizeof text - 1, 0);
-    close(fd);
     if (n <= 0)
         return -1;
     text[n] = '\0';
     errno = 0;
     v = strtol(text, &end, 10);
+    while (*end == ' ')
+        end++;
     if (errno || end == text || v <= 0 || (*end != '\n' && *end != '\0'))
         return -1;
     return (pid_t)v;
@@ -120,68 +167,82 @@ static void sleep_ms(int ms)
         ;
 }
 
-int gc_lock_acquire(gc_board *b, const char *state_dir, int wait_ms, gc_lock *lk)
+/* Write the fixed-size record over the old one: no truncation, so no new block once the file
+ * has its first one. */
+static int write_record(int fd, long pid)
 {
-    char text[PID_TEXT_MAX];
-    int rc, fd = -1, n, waited_ms = 0;
+    char text[PID_RECORD + 1];
+
+    if (pid > 0)
+        snprintf(text, sizeof text, "%-*ld\n", PID_RECORD - 1, pid);
+    else
+        snprintf(text, sizeof text, "%*s\n", PID_RECORD - 1, "");
+    return pwrite(fd, text, PID_RECORD, 0) == PID_RECORD ? 0 : -1;
+}
+
+int gc_lock_acquire(gc_board *b, int wait_ms, gc_lock *lk)
+{
+    char dir[GC_PATH_MAX], name[64];
+    int rc, fd = -1, dfd, waited_ms = 0;
     pid_t holder;
 
     if (lk->fd >= 0)
         return -EEXIST;
-    if ((rc = gc_lock_path(b, state_dir, lk->path, sizeof lk->path)) < 0) {
-        if (rc == -ENAMETOOLONG) /* gc_state_path said why for anything else */
-            set_err(b, "lock file path too long");
+    if ((rc = lock_place(b, dir, sizeof dir, name, sizeof name)) < 0)
         return rc;
+    if ((size_t)snprintf(lk->path, sizeof lk->path, "%s/%s", dir, name) >= sizeof lk->path) {
+        set_err(b, "lock file path too long");
+        return -ENAMETOOLONG;
     }
-    if ((rc = make_parent(lk->path)) < 0) {
-        set_err(b, "cannot create the state folder of %s: %s", lk->path, strerror(-rc));
+    if ((rc = gc_private_dir_open(b, dir, 1, "lock folder", &dfd)) < 0)
         return rc;
-    }
     for (;;) {
-        rc = gc_flock_try(lk->path, &fd);
+        rc = flock_try_at(dfd, name, &fd);
         if (rc != -EBUSY || waited_ms >= wait_ms)
             break;
         sleep_ms(GC_LOCK_POLL_MS);
         waited_ms += GC_LOCK_POLL_MS;
     }
     if (rc == -EBUSY) {
-        holder = read_pid(lk->path);
+        int pfd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+        holder = pfd < 0 ? -1 : read_pid_fd(pfd);
+        if (pfd >= 0)
+            close(pfd);
         if (holder > 0)
-            set_err(b, "the GPU is governed by another process (pid %ld); wait for it to finish, "
-                       "or `restore --force` takes the board back", (long)holder);
+            set_err(b, "the GPU is governed by another process (pid %ld); wait for it to "
+                       "finish, or `restore --force` takes the board back", (long)holder);
         else
             set_err(b, "the GPU is governed by another process (lock %s)", lk->path);
-        return rc;
-    }
-    if (rc == -EPERM) {
+    } else if (rc == -EPERM) {
         set_err(b, "lock file %s is not a regular file of this user: refusing to use it", lk->path);
-        return rc;
-    }
-    if (rc < 0) {
+    } else if (rc < 0) {
         set_err(b, "cannot open lock file %s: %s", lk->path, strerror(-rc));
-        return rc;
     }
-    /* Ours now: whatever pid a dead holder left is replaced by ours. */
-    n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)n, 0) != n) {
-        rc = -errno;
-        set_err(b, "cannot write lock file %s: %s", lk->path, strerror(-rc));
-        close(fd);
+    close(dfd);
+    if (rc < 0)
         return rc;
-    }
+    /* Ours now: whatever pid a dead holder left is replaced by ours. A full disk may refuse
+     * the very first record of a new file; the lock holds all the same (the holder then reads
+     * as unknown), so a restore on a full /run still works. */
+    (void)write_record(fd, (long)getpid());
     lk->fd = fd;
     return 0;
 }
 
-int gc_lock_holder(gc_board *b, const char *state_dir, pid_t *pid)
+int gc_lock_holder(gc_board *b, pid_t *pid)
 {
-    char path[GC_PATH_MAX];
-    int rc, fd;
+    char dir[GC_PATH_MAX], name[64];
+    int rc, fd, dfd;
 
     *pid = 0;
-    if ((rc = gc_lock_path(b, state_dir, path, sizeof path)) < 0)
+    if ((rc = lock_place(b, dir, sizeof dir, name, sizeof name)) < 0)
         return rc;
-    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    close(dfd);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
     if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
@@ -189,9 +250,9 @@ int gc_lock_holder(gc_board *b, const char *state_dir, pid_t *pid)
         return 0;
     }
     rc = errno == EWOULDBLOCK ? 0 : -errno;
-    close(fd);
     if (rc == 0)
-        *pid = read_pid(path);
+        *pid = read_pid_fd(fd);
+    close(fd);
     return rc;
 }
 
@@ -199,11 +260,9 @@ void gc_lock_release(gc_lock *lk)
 {
     if (lk->fd < 0)
         return;
-    /* Clear our pid before unlocking, so no one reads a stale holder; the file stays (removing a
-     * lock file races with a process that has just opened it). */
-    if (ftruncate(lk->fd, 0) < 0) {
-        /* the lock still goes with the close */
-    }
+    /* Blank our pid before unlocking, so no one reads a stale holder; the file stays (removing
+     * a lock file races with a process that has just opened it). */
+    (void)write_record(lk->fd, 0);
     close(lk->fd);
     lk->fd = -1;
 }

@@ -1,9 +1,17 @@
 /* lock.h - one owner per GPU: an advisory lock a process holds for as long as it governs.
  *
- * The lock is flock(2) on a file next to the board's state file (same folder, same name with
- * .lock for .state). The kernel drops it when the holder exits for any reason (kill -9
- * included), so a dead holder's lock is simply taken by the next process. The holder writes
- * its pid into the file, so a refused process can say who governs.
+ * The lock belongs to the GPU, not to a state folder: it is flock(2) on a file named after the
+ * GPU's devfreq folder (its device and inode numbers, so every path to the same node, through
+ * any sysfs root or bind mount, meets the same lock) in ONE folder per system, whatever
+ * --state-dir or PYDVFS_STATE_DIR says:
+ *     $PYDVFS_LOCK_DIR if set (absolute; tests set it to a temp folder), else
+ *     /run/pydvfs/locks for root, else $XDG_RUNTIME_DIR/pydvfs/locks, else /tmp/pydvfs-locks-UID
+ *     (a user's own boards: fake ones; a folder planted there is refused as not private).
+ * The folder is private (owned by us, 0700, as the state folder). The kernel drops the lock
+ * when the holder exits for any reason (kill -9 included), so a dead holder's lock is simply
+ * taken by the next process. The holder writes its pid into the file, so a refused process can
+ * say who governs. The file keeps a fixed size and is never truncated: once it exists, taking
+ * and dropping the lock needs no disk space (a full /run must not stop a restore).
  *
  * Who takes it: the govcore verbs that change the board (pin, restore, apply) for the moment
  * they write, a Python process from its first pin/apply until its restore (or exit), and
@@ -18,6 +26,8 @@
 #include <sys/types.h>
 
 #define GC_LOCK_POLL_MS 10 /* how often a waiting acquire tries again */
+#define GC_LOCK_DIR_ENV "PYDVFS_LOCK_DIR"
+#define GC_LOCK_DIR_ROOT "/run/pydvfs/locks"
 
 typedef struct gc_lock {
     int fd;                       /* the locked file; -1 when not held */
@@ -27,25 +37,29 @@ typedef struct gc_lock {
 /* A gc_lock that holds nothing. */
 void gc_lock_init(gc_lock *lk);
 
-/* Path of this board's lock file in state_dir (NULL: the default folder). */
-int gc_lock_path(gc_board *b, const char *state_dir, char *out, size_t len);
+/* The lock folder (see above). -EINVAL for a relative $PYDVFS_LOCK_DIR. */
+int gc_lock_dir(char *out, size_t len);
 
-/* Take the board's lock, trying for up to wait_ms. -EBUSY (with b->err naming the holder's
- * pid) if another process holds it; -EEXIST if lk already holds one; other -errno (with b->err)
- * if the file cannot be made. The state folder is created if missing; the lock file is created
- * 0600 and never followed through a symlink. */
-int gc_lock_acquire(gc_board *b, const char *state_dir, int wait_ms, gc_lock *lk);
+/* Path of this GPU's lock file. -errno (with b->err) if the GPU's devfreq folder cannot be
+ * opened or there is no lock folder. */
+int gc_lock_path(gc_board *b, char *out, size_t len);
 
-/* The pid holding this board's lock, 0 if none holds it (the file not existing included). A
- * holder that has not written its pid yet reads as -1. */
-int gc_lock_holder(gc_board *b, const char *state_dir, pid_t *pid);
+/* Take the GPU's lock, trying for up to wait_ms. -EBUSY (with b->err naming the holder's pid)
+ * if another process holds it; -EEXIST if lk already holds one; other -errno (with b->err) if
+ * the file cannot be made. The lock folder is created if missing; the lock file is created 0600
+ * and never followed through a symlink. */
+int gc_lock_acquire(gc_board *b, int wait_ms, gc_lock *lk);
+
+/* The pid holding this GPU's lock, 0 if none holds it (the file not existing included). A
+ * holder whose pid could not be read reads as -1. */
+int gc_lock_holder(gc_board *b, pid_t *pid);
 
 /* Drop the lock (no-op if not held). */
 void gc_lock_release(gc_lock *lk);
 
 /* Try once to take an exclusive flock on path (created 0600 if missing, not followed through a
  * symlink, must be a regular file of ours). 0 with *fd_out; -EBUSY if another holds it. Used
- * for the board lock and for `govcore serve`'s one-instance lock. */
+ * for `govcore serve`'s one-instance lock. */
 int gc_flock_try(const char *path, int *fd_out);
 
 #endif

@@ -46,11 +46,12 @@ static const char usage_text[] =
     "usage: govcore [--sysfs-root DIR] [--state-dir DIR] [--json] VERB [ARGS]\n"
     "       govcore --version\n"
     "\n"
-    "The on-board half of pydvfs: discover the Jetson GPU and its INA3221 power rails,\n"
+    "The on-board half of pydvfs: discover the Jetson board, its GPU and its power rails,\n"
     "pin and restore the GPU clock.\n"
     "\n"
     "verbs:\n"
-    "  status        board, GPU clock state, available levels, power rails\n"
+    "  status        board and JetPack, GPU clock state, available levels, power rails and\n"
+    "                which make the module's and the CPU+GPU energy (docs/boards.md)\n"
     "  pin MHZ [--nearest] [--emc MHZ] [--cpu MHZ]\n"
     "                pin the GPU clock to the available level nearest MHZ; the original\n"
     "                governor/min/max are saved first. MHZ more than one level outside\n"
@@ -73,8 +74,9 @@ static const char usage_text[] =
     "                is within PCT %% of the top level's; --objective edp|ed2p (energy x\n"
     "                time, x time^2) needs the whole curve: --policy roofline only\n"
     "  measure [--rate HZ] [--strict] -- CMD...\n"
-    "                run CMD (no shell) while sampling the INA3221 rails; print its time,\n"
-    "                energy per rail, CPU+GPU energy, average power and GPU load (CMD's\n"
+    "                run CMD (no shell) while sampling the power rails; print its time,\n"
+    "                energy per rail, the module's and the CPU+GPU energy (with their\n"
+    "                rails), average power and GPU load (CMD's\n"
     "                output goes to stderr). A rail with more than %g %% of the time\n"
     "                interpolated over failed reads, or a negative reading, is warned about\n"
     "                (--strict: exit 3). Exits with\n"
@@ -205,6 +207,29 @@ static void plain_decimal(char *out, size_t len, double v)
 }
 
 
+static const char *role_label(int role)
+{
+    return role == GC_ROLE_MODULE ? "module" : role == GC_ROLE_CPU_GPU ? "cpu+gpu" : "gpu";
+}
+
+/* "roles     module = VDD_IN; cpu+gpu = VDD_CPU_GPU_CV; gpu: no rail of its own" */
+static void print_roles(const gc_board *b)
+{
+    int role, k;
+
+    printf("roles    ");
+    for (role = 0; role < GC_N_ROLES; role++) {
+        printf("%s %s", role ? ";" : "", role_label(role));
+        if (b->role_n[role] < 0)
+            printf(": not known");
+        else if (b->role_n[role] == 0)
+            printf(": no rail of its own");
+        for (k = 0; k < b->role_n[role]; k++)
+            printf("%s%s", k ? " + " : " = ", b->rails[b->role_rail[role][k]].name);
+    }
+    printf("\n");
+}
+
 static int cmd_status(const struct options *o)
 {
     gc_board b;
@@ -219,6 +244,8 @@ static int cmd_status(const struct options *o)
         return rc;
     if ((rc = gc_status_read(&b, o->state_dir, &st)) < 0)
         return fail_board(&b, rc);
+    if (b.warning[0])
+        fprintf(stderr, "govcore status: warning: %s\n", b.warning);
     if (gc_status_live(&b, &st) && gc_status_all_zero(&st))
         fprintf(stderr, "govcore status: warning: every power rail reads 0 W: the sensor is off, or "
                         "this is a fake board nobody animates (`pydvfs fake-board DIR --animate MODEL`); "
@@ -228,7 +255,12 @@ static int cmd_status(const struct options *o)
         putchar('\n');
         return 0;
     }
-    printf("board     %s\n", b.model[0] ? b.model : "(unknown model)");
+    printf("board     %s: %s", b.board_id[0] ? b.board_id : "unknown", b.model[0] ? b.model : "(no model)");
+    if (b.jetpack > 0)
+        printf(" (JetPack %d, L4T %s)", b.jetpack, b.l4t);
+    else if (b.l4t[0])
+        printf(" (L4T %s)", b.l4t);
+    printf("\n");
     printf("sysfs     %s\n", b.sysfs_root);
     printf("gpu       %s (%s)\n", b.gpu_name, b.devfreq_dir);
     printf("governor  %s\n", st.clock.governor);
@@ -247,14 +279,16 @@ static int cmd_status(const struct options *o)
     for (i = 0; i < b.n_rails; i++)
         printf("%s %s", i ? "," : "", b.rails[i].name);
     if (b.n_rails == 0)
-        printf(" none found (no INA3221 sensor)");
+        printf(" none found (no power sensor)");
     printf("\n");
+    print_roles(&b);
     if (st.have_live) {
         printf("power    ");
         for (i = 0; i < st.live.n_rails; i++)
             printf("%s %s %.2f W", i ? "," : "", b.rails[i].name, st.live.avg_power_w[i]);
-        if (st.cpu_gpu_w >= 0)
-            printf("; cpu+gpu %.2f W", st.cpu_gpu_w);
+        for (i = 0; i < GC_N_ROLES; i++)
+            if (st.role_w[i] >= 0)
+                printf("; %s %.2f W", role_label(i), st.role_w[i]);
         printf("\n");
     }
     gc_print_domains(stdout, &st.domains, st.dom_now);
@@ -428,7 +462,7 @@ static int cmd_pin(const struct options *o)
     if (joint && (rc = gc_domains_open(&ds, b.sysfs_root, NULL, 0)) < 0)
         return fail("cannot read the clock domains: %s", strerror(-rc));
     gc_lock_init(&lk);
-    if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) < 0)
+    if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) < 0)
         return fail_board(&b, rc);
     if (joint)
         rc = gc_pin_mode(&b, &ds, gc_mhz_to_hz(mhz), gc_mhz_to_hz(emc_mhz), gc_mhz_to_hz(cpu_mhz),
@@ -440,11 +474,13 @@ static int cmd_pin(const struct options *o)
         return fail_board(&b, rc);
     gc_state_path(&b, o->state_dir, state_path, sizeof state_path);
     snapped = level_hz != gc_mhz_to_hz(mhz);
+    if (b.warn[0])
+        fprintf(stderr, "govcore: warning: %s\n", b.warn);
     if (o->json) {
         if (joint)
-            gc_json_pin_mode(stdout, mhz, level_hz, state_path, &ds, levels);
+            gc_json_pin_mode(stdout, mhz, level_hz, state_path, b.warn, &ds, levels);
         else
-            gc_json_pin(stdout, mhz, level_hz, state_path);
+            gc_json_pin_warned(stdout, mhz, level_hz, state_path, b.warn);
         putchar('\n');
         return 0;
     }
@@ -457,12 +493,43 @@ static int cmd_pin(const struct options *o)
     return 0;
 }
 
+/* After a restore: the board's governor/min/max as they are now, for the report. cur_freq is
+ * not needed; where even these cannot be read, the restore still succeeded: say so. */
+static void report_restored(const struct options *o, gc_board *b, int restored)
+{
+    gc_clock_state st;
+    int rc;
+
+    memset(&st, 0, sizeof st);
+    if ((rc = gc_clock_read(b, &st)) < 0) {
+        fprintf(stderr, "govcore: note: cannot read the clock back (%s): cur_freq unknown\n",
+                b->err[0] ? b->err : strerror(-rc));
+        if (gc_range_read(b, &st) < 0) {
+            if (o->json)
+                printf("{\"restored\": %s, \"governor\": null, \"min_mhz\": null, "
+                       "\"max_mhz\": null}\n", restored ? "true" : "false");
+            else
+                printf("%s (the clock cannot be read back now)\n", restored ?
+                       "restored the saved clock state" : "nothing to restore");
+            return;
+        }
+    }
+    if (o->json) {
+        gc_json_restore(stdout, restored, &st);
+        putchar('\n');
+    } else if (restored) {
+        printf("restored governor %s, min %g MHz, max %g MHz\n", st.governor[0] ? st.governor :
+               "(unknown)", gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
+    } else {
+        printf("nothing to restore (no saved state for this board)\n");
+    }
+}
+
 static int cmd_restore(const struct options *o)
 {
     gc_board b;
     gc_lock lk;
-    gc_clock_state st;
-    int rc, restored, force = o->argc == 1 && strcmp(o->argv[0], "--force") == 0;
+    int rc, restored = 0, dropped = 0, force = o->argc == 1 && strcmp(o->argv[0], "--force") == 0;
 
     if (o->argc != 0 && !force)
         return fail("restore takes no arguments but --force");
@@ -472,29 +539,27 @@ static int cmd_restore(const struct options *o)
         return rc;
     if (daemon_socket(&b))
         return via_daemon(daemon_socket(&b), "restore", 0);
-    if (!board_writable(&b))
+    /* root may write the clock files: one that is missing is named by the restore itself */
+    if (geteuid() != 0 && !board_writable(&b))
         return fail("%s", no_daemon);
     gc_lock_init(&lk);
-    rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk);
-    if (rc == -EBUSY && force)
+    rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk);
+    if (rc < 0 && force)
         fprintf(stderr, "govcore: warning: %s; restoring anyway (--force)\n", b.err);
     else if (rc < 0)
         return fail_board(&b, rc);
     rc = gc_restore(&b, o->state_dir, &restored);
+    if (rc < 0 && force) {
+        /* --force: whatever could not be put back, the state does not stay behind */
+        fprintf(stderr, "govcore: warning: %s\n", b.err);
+        if ((rc = gc_state_drop(&b, o->state_dir, &dropped)) == 0 && dropped)
+            fprintf(stderr, "govcore: warning: dropped the saved state (--force); the clock is "
+                            "left as it is now\n");
+    }
     gc_lock_release(&lk);
     if (rc < 0)
         return fail_board(&b, rc);
-    if ((rc = gc_clock_read(&b, &st)) < 0)
-        return fail_board(&b, rc);
-    if (o->json) {
-        gc_json_restore(stdout, restored, &st);
-        putchar('\n');
-    } else if (restored) {
-        printf("restored governor %s, min %g MHz, max %g MHz\n", st.governor,
-               gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
-    } else {
-        printf("nothing to restore (no saved state for this board)\n");
-    }
+    report_restored(o, &b, restored);
     return 0;
 }
 
@@ -698,7 +763,7 @@ static int cmd_apply(const struct options *o)
     gc_lock_init(&lk);
     if (dry_run) {
         rc = gc_decide_goal(&b, &model, rl, policy, &w, &goal, &d);
-    } else if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) == 0) {
+    } else if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) == 0) {
         rc = gc_apply_goal(&b, &model, rl, policy, &w, &goal, o->state_dir, &d);
         gc_lock_release(&lk);
     }
@@ -729,6 +794,8 @@ static int cmd_apply(const struct options *o)
                    "J/step %+.1f %%, s/step %+.1f %%\n", gc_hz_to_mhz(d.level_hz),
                    gc_hz_to_mhz(d.trade_vs_hz), d.trade_j_pct, d.trade_s_pct);
     }
+    if (!dry_run && b.warn[0]) /* the original it saved is itself a pin */
+        fprintf(stderr, "govcore: warning: %s\n", b.warn);
     gc_tree_close(handle);
     return 0;
 }
@@ -794,6 +861,30 @@ static int run_child(char **argv, int *status)
     return n == (ssize_t)sizeof child_errno ? -child_errno : 0;
 }
 
+/* module / cpu+gpu / gpu energy, each with the rails that make it (none counted twice). */
+static void print_role_energies(const gc_sampler *s, const gc_window *w, double dur_s)
+{
+    const int *rails;
+    int role, k, n, known;
+
+    for (role = 0; role < GC_N_ROLES; role++) {
+        double j = gc_window_role_j(s, w, role, &known);
+
+        n = gc_sampler_role(s, role, &rails);
+        if (n == 0)
+            continue; /* the board has no rail of its own for it (a GPU rail) */
+        if (!known) {
+            printf("%-9s not known (%s)\n", role_label(role),
+                   gc_sampler_board_id(s)[0] ? "a rail of the table is missing" : "board not in the table");
+            continue;
+        }
+        printf("%-9s %12.3f J  %8.3f W avg  (", role_label(role), j, dur_s > 0 ? j / dur_s : 0.0);
+        for (k = 0; k < n; k++)
+            printf("%s%s", k ? " + " : "", gc_sampler_rail_name(s, rails[k]));
+        printf(")\n");
+    }
+}
+
 static int cmd_measure(const struct options *o)
 {
     gc_sampler_config cfg = {0};
@@ -801,8 +892,7 @@ static int cmd_measure(const struct options *o)
     gc_snapshot a, z;
     gc_window w;
     gc_board b;
-    double total_j = 0, cpu_gpu_j;
-    int rc, i, status = 0, exit_status, have_cpu_gpu, strict = 0;
+    int rc, i, status = 0, exit_status, strict = 0;
 
     for (i = 0; i < o->argc; i++) {
         if (strcmp(o->argv[i], "--strict") == 0) {
@@ -827,6 +917,8 @@ static int cmd_measure(const struct options *o)
         return rc;
     if ((rc = gc_sampler_create(&s, &b, &cfg)) < 0)
         return fail_board(&b, rc);
+    if (b.warning[0])
+        fprintf(stderr, "govcore measure: warning: %s\n", b.warning);
     if ((rc = gc_sampler_start(s)) < 0) {
         gc_sampler_free(s);
         return fail("cannot start the sampler thread: %s", strerror(-rc));
@@ -842,10 +934,6 @@ static int cmd_measure(const struct options *o)
     gc_window_diff(&a, &z, &w);
     exit_status = WIFEXITED(status) ? WEXITSTATUS(status)
                   : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-    for (i = 0; i < w.n_rails; i++)
-        total_j += w.energy_j[i];
-    cpu_gpu_j = gc_cpu_gpu_energy_j(s, &w, &have_cpu_gpu);
-
     if (o->json) {
         printf("{\n  \"command\": [");
         for (i = 0; i < o->cmd_argc; i++) {
@@ -863,10 +951,7 @@ static int cmd_measure(const struct options *o)
         for (i = 0; i < w.n_rails; i++)
             printf("%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
                    gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
-        printf("%-9s %-16s %12.3f J  %8.3f W avg\n", "", "total", total_j,
-               dur_s > 0 ? total_j / dur_s : 0.0);
-        if (have_cpu_gpu)
-            printf("cpu+gpu   %.3f J  %.3f W avg\n", cpu_gpu_j, dur_s > 0 ? cpu_gpu_j / dur_s : 0.0);
+        print_role_energies(s, &w, dur_s);
         if (w.gpu_util_pct >= 0)
             printf("gpu load  %.1f %%\n", w.gpu_util_pct);
         printf("samples   %llu at %.1f Hz, %llu read errors\n", (unsigned long long)w.samples,

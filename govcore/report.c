@@ -43,10 +43,11 @@ int gc_status_live(gc_board *b, gc_status *st)
     gc_sampler *s = NULL;
     gc_snapshot a, z;
     struct timespec nap = {0, GC_LIVE_WINDOW_MS * 1000000L};
-    int found = 0;
+    int found = 0, role;
 
     st->have_live = 0;
-    st->cpu_gpu_w = -1.0;
+    for (role = 0; role < GC_N_ROLES; role++)
+        st->role_w[role] = -1.0;
     if (b->n_rails == 0 || gc_sampler_create(&s, b, &cfg) < 0)
         return 0;
     if (gc_sampler_start(s) < 0)
@@ -58,9 +59,11 @@ int gc_status_live(gc_board *b, gc_status *st)
     gc_sampler_stop(s);
     if (gc_window_diff(&a, &z, &st->live) < 0 || st->live.duration_ns <= 0)
         goto free_sampler;
-    st->cpu_gpu_w = gc_cpu_gpu_energy_j(s, &st->live, &found) / (st->live.duration_ns / 1e9);
-    if (!found)
-        st->cpu_gpu_w = -1.0;
+    for (role = 0; role < GC_N_ROLES; role++) {
+        double j = gc_window_role_j(s, &st->live, role, &found);
+
+        st->role_w[role] = found ? j / (st->live.duration_ns / 1e9) : -1.0;
+    }
     st->have_live = 1;
 free_sampler:
     gc_sampler_free(s);
@@ -103,6 +106,21 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
     gc_json_str(f, b->sysfs_root);
     fprintf(f, ",%s\"model\": ", sep);
     gc_json_str(f, b->model);
+    fprintf(f, ",%s\"board\": ", sep);
+    if (b->board_id[0])
+        gc_json_str(f, b->board_id);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",%s\"jetpack\": ", sep);
+    if (b->jetpack > 0)
+        fprintf(f, "%d", b->jetpack);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",%s\"l4t\": ", sep);
+    if (b->l4t[0])
+        gc_json_str(f, b->l4t);
+    else
+        fprintf(f, "null");
     fprintf(f, ",%s\"gpu\": ", sep);
     gc_json_str(f, b->gpu_name);
     fprintf(f, ",%s\"devfreq_dir\": ", sep);
@@ -125,9 +143,16 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
     for (i = 0; i < b->n_rails; i++) {
         fprintf(f, "%s{\"name\": ", i ? ", " : "");
         gc_json_str(f, b->rails[i].name);
-        fprintf(f, ", \"kind\": \"%s\"}", b->rails[i].kind == GC_RAIL_HWMON ? "hwmon" : "ina3221x");
+        fprintf(f, ", \"kind\": \"%s\"}", gc_rail_kind_name(b->rails[i].kind));
     }
-    fprintf(f, "],%s\"sensor_interval_ms\": ", sep);
+    fprintf(f, "],%s", sep);
+    gc_json_roles_board(f, b);
+    fprintf(f, ",%s\"warning\": ", sep);
+    if (b->warning[0])
+        gc_json_str(f, b->warning);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",%s\"sensor_interval_ms\": ", sep);
     if (b->sensor_interval_ms > 0)
         fprintf(f, "%d", b->sensor_interval_ms);
     else
@@ -154,11 +179,14 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
             gc_json_str(f, b->rails[i].name);
             fprintf(f, ": %.3f", st->live.avg_power_w[i]);
         }
-        fprintf(f, "}, \"cpu_gpu_power_w\": ");
-        if (st->cpu_gpu_w >= 0)
-            fprintf(f, "%.3f", st->cpu_gpu_w);
-        else
-            fprintf(f, "null");
+        fprintf(f, "}");
+        for (i = 0; i < GC_N_ROLES; i++) {
+            fprintf(f, ", \"%s_power_w\": ", gc_role_names[i]);
+            if (st->role_w[i] >= 0)
+                fprintf(f, "%.3f", st->role_w[i]);
+            else
+                fprintf(f, "null");
+        }
         fprintf(f, ", \"gpu_load_pct\": ");
         if (st->live.gpu_util_pct >= 0)
             fprintf(f, "%.1f}", st->live.gpu_util_pct);
@@ -172,15 +200,25 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
 
 void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path)
 {
+    gc_json_pin_warned(f, requested_mhz, level_hz, state_path, NULL);
+}
+
+void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
+                        const char *warning)
+{
     fprintf(f, "{\"requested_mhz\": %.6g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
             requested_mhz, gc_hz_to_mhz(level_hz),
             level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
     gc_json_str(f, state_path);
+    if (warning && *warning) {
+        fputs(", \"warning\": ", f);
+        gc_json_str(f, warning);
+    }
     fputc('}', f);
 }
 
 void gc_json_pin_mode(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
-                      const gc_domains *ds, const uint64_t *domain_level_hz)
+                      const char *warning, const gc_domains *ds, const uint64_t *domain_level_hz)
 {
     int i, first = 1;
 
@@ -192,6 +230,10 @@ void gc_json_pin_mode(FILE *f, double requested_mhz, uint64_t level_hz, const ch
     fprintf(f, ", \"snapped\": %s, \"state_file\": ",
             level_hz && level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
     gc_json_str(f, state_path);
+    if (warning && *warning) {
+        fputs(", \"warning\": ", f);
+        gc_json_str(f, warning);
+    }
     fprintf(f, ", \"domains\": {");
     for (i = 0; i < ds->n; i++) {
         if (!domain_level_hz[i])
@@ -261,26 +303,49 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
     fprintf(f, "}}");
 }
 
-/* Rails that make up "CPU+GPU energy": the AGX Orin names, else the JetPack 4 ones. */
-static const char *const cpu_gpu_rails[2][2] = {{"VDD_CPU_CV", "VDD_GPU_SOC"}, {"CPU", "GPU"}};
-
-double gc_cpu_gpu_energy_j(const gc_sampler *s, const gc_window *w, int *found)
+void gc_json_roles_board(FILE *f, const gc_board *b)
 {
-    int set, k, j;
-    double sum = 0;
+    int role, k;
 
-    for (set = 0; set < 2; set++) {
-        *found = 0;
-        for (j = 0; j < 2; j++)
-            for (k = 0; k < w->n_rails; k++)
-                if (strcmp(gc_sampler_rail_name(s, k), cpu_gpu_rails[set][j]) == 0) {
-                    sum += w->energy_j[k];
-                    *found = 1;
-                }
-        if (*found)
-            return sum;
+    fprintf(f, "\"roles\": {");
+    for (role = 0; role < GC_N_ROLES; role++) {
+        fprintf(f, "%s\"%s\": ", role ? ", " : "", gc_role_names[role]);
+        if (b->role_n[role] < 0) {
+            fprintf(f, "null");
+            continue;
+        }
+        fputc('[', f);
+        for (k = 0; k < b->role_n[role]; k++) {
+            fprintf(f, "%s", k ? ", " : "");
+            gc_json_str(f, b->rails[b->role_rail[role][k]].name);
+        }
+        fputc(']', f);
     }
-    return 0;
+    fputc('}', f);
+}
+
+/* The same for a sampler's rails. */
+static void json_roles_sampler(FILE *f, const gc_sampler *s)
+{
+    const int *rails;
+    int role, k, n;
+
+    fprintf(f, "\"roles\": {");
+    for (role = 0; role < GC_N_ROLES; role++) {
+        fprintf(f, "%s\"%s\": ", role ? ", " : "", gc_role_names[role]);
+        n = gc_sampler_role(s, role, &rails);
+        if (n < 0) {
+            fprintf(f, "null");
+            continue;
+        }
+        fputc('[', f);
+        for (k = 0; k < n; k++) {
+            fprintf(f, "%s", k ? ", " : "");
+            gc_json_str(f, gc_sampler_rail_name(s, rails[k]));
+        }
+        fputc(']', f);
+    }
+    fputc('}', f);
 }
 
 /* The reading-quality keys (the same in pydvfs's Measurement.to_dict): per rail the failed reads,
@@ -312,25 +377,47 @@ static void json_quality_fields(FILE *f, const gc_sampler *s, const gc_window *w
     fprintf(f, "],%s\"readings_ok\": %s", sep, w->readings_ok ? "true" : "false");
 }
 
+double gc_window_total_j(const gc_sampler *s, const gc_window *w)
+{
+    double sum = 0;
+    int i, known;
+
+    sum = gc_window_role_j(s, w, GC_ROLE_MODULE, &known);
+    if (known)
+        return sum;
+    for (i = 0; i < w->n_rails; i++)
+        sum += w->energy_j[i];
+    return sum;
+}
+
 void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)
 {
-    double dur_s = (double)w->duration_ns / 1e9, total_j = 0, cpu_gpu_j;
-    int i, have_cpu_gpu;
+    double dur_s = (double)w->duration_ns / 1e9, total_j = 0, role_j;
+    int i, known;
 
-    for (i = 0; i < w->n_rails; i++)
-        total_j += w->energy_j[i];
-    cpu_gpu_j = gc_cpu_gpu_energy_j(s, w, &have_cpu_gpu);
-    fprintf(f, "\"duration_s\": %.9g,%s\"energy_j\": {", dur_s, sep);
+    total_j = gc_window_total_j(s, w);
+    fprintf(f, "\"duration_s\": %.9g,%s\"board\": ", dur_s, sep);
+    if (gc_sampler_board_id(s)[0])
+        gc_json_str(f, gc_sampler_board_id(s));
+    else
+        fprintf(f, "null");
+    fprintf(f, ",%s\"energy_j\": {", sep);
     for (i = 0; i < w->n_rails; i++) {
         fprintf(f, "%s", i ? ", " : "");
         gc_json_str(f, gc_sampler_rail_name(s, i));
         fprintf(f, ": %.9g", w->energy_j[i]);
     }
-    fprintf(f, "},%s\"total_energy_j\": %.9g,%s\"cpu_gpu_energy_j\": ", sep, total_j, sep);
-    if (have_cpu_gpu)
-        fprintf(f, "%.9g", cpu_gpu_j);
-    else
-        fprintf(f, "null");
+    fprintf(f, "}");
+    for (i = 0; i < GC_N_ROLES; i++) {
+        role_j = gc_window_role_j(s, w, i, &known);
+        fprintf(f, ",%s\"%s_energy_j\": ", sep, gc_role_names[i]);
+        if (known)
+            fprintf(f, "%.9g", role_j);
+        else
+            fprintf(f, "null");
+    }
+    fprintf(f, ",%s\"total_energy_j\": %.9g,%s", sep, total_j, sep);
+    json_roles_sampler(f, s);
     fprintf(f, ",%s\"avg_power_w\": {", sep);
     for (i = 0; i < w->n_rails; i++) {
         fprintf(f, "%s", i ? ", " : "");

@@ -25,7 +25,8 @@ typedef struct gc_status {
                                      * no --state-dir): whether a state is saved is not known */
     int have_live;                  /* live is filled (gc_status_live) */
     gc_window live;                 /* watts per rail and GPU load over a short window */
-    double cpu_gpu_w;               /* CPU+GPU watts over that window; < 0 if no such rails */
+    double role_w[GC_N_ROLES];      /* watts per rail role over that window (module, CPU+GPU,
+                                       GPU; gc_role_names); < 0 where the role is not known */
     gc_domains domains;             /* the EMC and CPU policies (unavailable ones with a reason) */
     gc_domain_state dom_now[GC_MAX_DOMAINS]; /* each one's state where readable (saved = 1) */
 } gc_status;
@@ -51,20 +52,30 @@ void gc_print_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now)
 void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path);
 /* A joint pin: gc_json_pin's fields and "domains": {name: level MHz} of the domains it set. */
 void gc_json_pin_mode(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
-                      const gc_domains *ds, const uint64_t *domain_level_hz);
+                      const char *warning, const gc_domains *ds, const uint64_t *domain_level_hz);
+/* The same with "warning" (b->warn: the original saved is itself a pin) where warning is set. */
+void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
+                        const char *warning);
 void gc_json_restore(FILE *f, int restored, const gc_clock_state *now);
 /* An apply decision: the clock, the policy's own level, the goal and its predicted trade, the
  * policy, the model and the features the tree saw. */
 void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
                       const gc_decision *d, int dry_run);
 
-/* Sum of the CPU and GPU rails' energy (J): VDD_CPU_CV + VDD_GPU_SOC, else the JetPack 4 names
- * CPU + GPU; 0 with *found = 0 if the board has neither. */
-double gc_cpu_gpu_energy_j(const gc_sampler *s, const gc_window *w, int *found);
+/* A window's "total" energy (J): the module's energy where the board's roles are known; on a
+ * board outside the table, the sum of the rails read (which may count a rail's parts twice:
+ * the warning says the roles are unknown). */
+double gc_window_total_j(const gc_sampler *s, const gc_window *w);
 
-/* A window's fields (the Measurement of pydvfs), without the braces: duration_s, energy_j,
- * total_energy_j, cpu_gpu_energy_j, avg_power_w, total_avg_power_w, gpu_util_pct, samples,
- * read_errors, rate_hz. sep goes between two fields. */
+/* "roles": {"module": [rails] | null, ...}: which rails make each role (null: not known; []: the
+ * board has no such role). */
+void gc_json_roles_board(FILE *f, const gc_board *b);
+
+/* A window's fields (the Measurement of pydvfs), without the braces: duration_s, board,
+ * energy_j, module_energy_j, cpu_gpu_energy_j, gpu_energy_j, total_energy_j (= module energy;
+ * the sum of the rails on a board outside the table), roles, avg_power_w, total_avg_power_w,
+ * gpu_util_pct, samples, read_errors, rate_hz and the reading-quality keys. sep goes between two
+ * fields. */
 void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep);
 
 #endif

@@ -53,7 +53,7 @@ struct chan {
 struct rail_state {
     char name[GC_NAME_MAX];
     int kind;                        /* enum gc_rail_kind */
-    struct chan v, i, p;             /* hwmon: v (mV), i (mA); ina3221x: p (mW) */
+    struct chan v, i, p;             /* hwmon: v (mV), i (mA); ina3221x: p (mW); power: p (uW) */
     /* integration state, under mu */
     int have_last;
     int64_t last_t_ns;
@@ -75,6 +75,9 @@ struct gc_sampler {
     int n_rails;
     struct rail_state rails[GC_MAX_RAILS];
     struct chan load;                /* path "" if the board has no load file */
+    char board_id[GC_NAME_MAX];      /* the board table's id, "" if unknown */
+    int role_n[GC_N_ROLES];          /* as gc_board's, by index into rails[] here; -1 unknown */
+    int role_rail[GC_N_ROLES][GC_MAX_RAILS];
     int has_load;
     int64_t period_ns;               /* 0: flat out */
     double rate_hz;
@@ -248,13 +251,25 @@ static int read_rail_uw(struct rail_state *r, int64_t *uw, uint64_t *errors)
     int64_t mv, ma, mw;
     int rc;
 
-    if (r->kind == GC_RAIL_INA3221X) {
+    if (r->kind == GC_RAIL_INA3221X || r->kind == GC_RAIL_POWER) {
         rc = chan_read(&r->p, &mw);
         if (rc < 0) {
             (*errors)++;
             return rc;
         }
-        *uw = mw * 1000; /* the mW -> uW conversion */
+        if (r->kind == GC_RAIL_POWER) { /* hwmon powerN_input is uW already */
+            if (mw > MAX_ABS_UW || mw < -MAX_ABS_UW) {
+                (*errors)++;
+                return -ERANGE;
+            }
+            *uw = mw;
+        } else {
+            if (mw > MAX_ABS_UW / 1000 || mw < -MAX_ABS_UW / 1000) {
+                (*errors)++;
+                return -ERANGE;
+            }
+            *uw = mw * 1000; /* the mW -> uW conversion */
+        }
     } else {
         int rv = chan_read(&r->v, &mv), ri = chan_read(&r->i, &ma);
 
@@ -507,6 +522,28 @@ static void destroy(gc_sampler *s)
     free(s);
 }
 
+/* The board's rail roles, by index into the sampled rails: a role with a rail left out of the
+ * mask is not known. */
+static void copy_roles(gc_sampler *s, const gc_board *b, uint32_t mask)
+{
+    int role, j, k, at[GC_MAX_RAILS];
+
+    for (k = 0, j = 0; k < b->n_rails; k++)
+        at[k] = (!mask || (mask & (1u << k))) ? j++ : -1;
+    for (role = 0; role < GC_N_ROLES; role++) {
+        s->role_n[role] = b->role_n[role];
+        for (j = 0; j < b->role_n[role]; j++) {
+            int idx = at[b->role_rail[role][j]];
+
+            if (idx < 0) {
+                s->role_n[role] = -1;
+                break;
+            }
+            s->role_rail[role][j] = idx;
+        }
+    }
+}
+
 int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cfg)
 {
     gc_sampler_config def = {0};
@@ -518,8 +555,8 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
     if (!cfg)
         cfg = &def;
     if (b->n_rails == 0) {
-        board_err(b, "no INA3221 power rail under %s (looked for hwmon devices named ina3221 "
-                     "and the ina3221x driver): energy cannot be measured on this board",
+        board_err(b, "no power rail under %s (looked for hwmon devices named ina3221, hwmon power "
+                     "channels and the ina3221x driver): energy cannot be measured on this board",
                   b->sysfs_root);
         return -ENODEV;
     }
@@ -569,17 +606,19 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
         r = &s->rails[s->n_rails++];
         snprintf(r->name, sizeof r->name, "%s", src->name);
         r->kind = src->kind;
-        if (src->kind == GC_RAIL_INA3221X)
+        if (src->kind == GC_RAIL_INA3221X || src->kind == GC_RAIL_POWER)
             rc = chan_init(&r->p, s->root, src->power_path);
         else if ((rc = chan_init(&r->v, s->root, src->voltage_path)) == 0)
             rc = chan_init(&r->i, s->root, src->current_path);
         if (rc < 0) {
             board_err(b, "cannot open the %s sensor files (%s): %s", src->name,
-                      src->kind == GC_RAIL_INA3221X ? src->power_path : src->voltage_path,
+                      src->kind != GC_RAIL_HWMON ? src->power_path : src->voltage_path,
                       strerror(-rc));
             goto fail_files;
         }
     }
+    snprintf(s->board_id, sizeof s->board_id, "%s", b->board_id);
+    copy_roles(s, b, cfg->rail_mask);
     if (b->load_path[0]) {
         /* the load file is optional: a board without one measures energy all the same */
         s->has_load = chan_init(&s->load, s->root, b->load_path) == 0;
@@ -716,6 +755,32 @@ int gc_sampler_n_rails(const gc_sampler *s)
 const char *gc_sampler_rail_name(const gc_sampler *s, int i)
 {
     return (i >= 0 && i < s->n_rails) ? s->rails[i].name : NULL;
+}
+
+const char *gc_sampler_board_id(const gc_sampler *s)
+{
+    return s->board_id;
+}
+
+int gc_sampler_role(const gc_sampler *s, int role, const int **rails)
+{
+    if (role < 0 || role >= GC_N_ROLES)
+        return -1;
+    if (rails)
+        *rails = s->role_rail[role];
+    return s->role_n[role];
+}
+
+double gc_window_role_j(const gc_sampler *s, const gc_window *w, int role, int *known)
+{
+    const int *rails;
+    int n = gc_sampler_role(s, role, &rails), k;
+    double sum = 0;
+
+    *known = n > 0 && w->n_rails == s->n_rails;
+    for (k = 0; *known && k < n; k++)
+        sum += w->energy_j[rails[k]];
+    return *known ? sum : 0;
 }
 
 int gc_sampler_has_load(const gc_sampler *s)

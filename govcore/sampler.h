@@ -8,7 +8,8 @@
  * mutex held for a few hundred nanoseconds. Snapshots can be taken from any thread.
  *
  * Units (one conversion point each, in sampler.c):
- *   power   - uW as integers: hwmon mV x mA is exactly uW; ina3221x mW x 1000.
+ *   power   - uW as integers: hwmon mV x mA is exactly uW; ina3221x mW x 1000; hwmon power
+ *             channels (powerN_input) are uW as read.
  *   energy  - the trapezoid integral is kept exactly, in integers: twice the energy, as whole
  *             nJ plus a fJ remainder (0..999999), so no rounding ever accumulates; windows
  *             report int64 nJ (exact to 1 nJ) and double J.
@@ -125,6 +126,14 @@ void gc_sampler_free(gc_sampler *s);
 int gc_sampler_n_rails(const gc_sampler *s);
 const char *gc_sampler_rail_name(const gc_sampler *s, int i);   /* NULL if out of range */
 int gc_sampler_has_load(const gc_sampler *s);
+/* The board table's id of the sampled board ("" if unknown). */
+const char *gc_sampler_board_id(const gc_sampler *s);
+/* A rail role's rails (GC_ROLE_MODULE, _CPU_GPU, _GPU), as indices of the sampled rails in
+ * *rails: the count, 0 if the board has no such role, -1 if it is not known (a board outside
+ * the table, a rail missing, repeated or not sampled). */
+int gc_sampler_role(const gc_sampler *s, int role, const int **rails);
+/* A window's energy over a role's rails, each once (J); 0 with *known = 0 where not known. */
+double gc_window_role_j(const gc_sampler *s, const gc_window *w, int role, int *known);
 
 /* The counters now (between two samples: extended to now, holding the last reading). */
 int gc_sampler_snapshot(gc_sampler *s, gc_snapshot *snap);

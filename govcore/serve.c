@@ -208,7 +208,7 @@ static int take_ownership(struct server *sv, int ci)
                  "restores or disconnects", (long)sv->clients[sv->owner].pid);
         return -EBUSY;
     }
-    if ((rc = gc_lock_acquire(&sv->board, sv->cfg->state_dir, 0, &sv->lock)) < 0)
+    if ((rc = gc_lock_acquire(&sv->board, 0, &sv->lock)) < 0)
         return rc;
     sv->owner = ci;
     return 0;
@@ -265,9 +265,9 @@ static void handle_pin(struct server *sv, int ci, const gc_request *rq)
     if (!(f = reply_begin(&buf, &len)))
         return reply_error(c, -ENOMEM, "out of memory");
     if (joint)
-        gc_json_pin_mode(f, rq->mhz, level_hz, state_path, &ds, levels);
+        gc_json_pin_mode(f, rq->mhz, level_hz, state_path, sv->board.warn, &ds, levels);
     else
-        gc_json_pin(f, rq->mhz, level_hz, state_path);
+        gc_json_pin_warned(f, rq->mhz, level_hz, state_path, sv->board.warn);
     reply_end(c, f, &buf, &len);
 }
 
@@ -283,12 +283,15 @@ static void handle_restore(struct server *sv, int ci)
     if ((rc = take_ownership(sv, ci)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);
     rc = restore_board(sv, &restored);
-    if (rc < 0) /* keep the lock: the board is still changed, and ours */
+    if (rc < 0) { /* keep the lock while a state is kept: the board is still changed, and ours */
+        if (restored)
+            drop_ownership(sv); /* a state that no longer matched the board: done with */
         return reply_error(c, rc, "%s", sv->board.err);
+    }
     drop_ownership(sv);
     if (restored)
         logmsg("pid %ld uid %u: restored the board", (long)c->pid, (unsigned)c->uid);
-    if ((rc = gc_clock_read(&sv->board, &now)) < 0)
+    if ((rc = gc_range_read(&sv->board, &now)) < 0) /* cur_freq is not reported: not needed */
         return reply_error(c, rc, "%s", sv->board.err);
     if (!(f = reply_begin(&buf, &len)))
         return reply_error(c, -ENOMEM, "out of memory");
@@ -775,9 +778,8 @@ static void restore_left_state(struct server *sv)
     pid_t holder = 0;
     int rc, restored = 0;
 
-    if ((rc = gc_lock_acquire(&sv->board, sv->cfg->state_dir, 0, &sv->lock)) < 0) {
-        if (rc == -EBUSY && gc_lock_holder(&sv->board, sv->cfg->state_dir, &holder) == 0 &&
-            holder > 0)
+    if ((rc = gc_lock_acquire(&sv->board, 0, &sv->lock)) < 0) {
+        if (rc == -EBUSY && gc_lock_holder(&sv->board, &holder) == 0 && holder > 0)
             logmsg("the board is governed by pid %ld: its state is left to it", (long)holder);
         else
             logmsg("cannot take the board's lock to look for a state left by an earlier run: %s",

@@ -16,7 +16,9 @@
  * ".." leading out of the tree gives -EXDEV (see sysfs_path.c). */
 
 /* Open path beneath root (flags as for open(2); O_CLOEXEC is added). Returns the descriptor or
- * -errno. */
+ * -errno. A file (flags without O_PATH or O_DIRECTORY) must be a regular file, and is opened
+ * without blocking and without following a symlink as its last component: anything else gives
+ * -EBADMSG (GC_EBOARD) and never hangs. */
 int gc_sysfs_open(const char *root, const char *path, int flags);
 
 /* Read a whole (small) file into buf (NUL-terminated, trailing whitespace removed). */

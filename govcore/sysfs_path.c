@@ -68,7 +68,36 @@ static int check_fd_beneath(int fd, const char *root)
     return inside(real, real_root) ? 0 : -EXDEV;
 }
 
+static int open_beneath(const char *root, const char *path, int flags);
+
+/* Board files are regular files (sysfs attributes, procfs device-tree entries, a fake tree's
+ * files): a FIFO, socket or device planted in the tree must not block a verb (the daemon is
+ * single-threaded), nor a symlink as the last component redirect it. So a file (not a folder,
+ * not O_PATH) is opened O_NONBLOCK|O_NOFOLLOW|O_NOCTTY, checked with fstat, and handed back
+ * blocking as usual. */
 int gc_sysfs_open(const char *root, const char *path, int flags)
+{
+    struct stat st;
+    int fd, fl, rc;
+
+    if (flags & (O_PATH | O_DIRECTORY))
+        return open_beneath(root, path, flags);
+    fd = open_beneath(root, path, flags | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY);
+    if (fd == -ENXIO || fd == -ELOOP) /* a FIFO without reader (write), a symlink */
+        return -EBADMSG;
+    if (fd < 0)
+        return fd;
+    rc = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EBADMSG;
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    if (!(flags & O_NONBLOCK) && (fl = fcntl(fd, F_GETFL)) >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+static int open_beneath(const char *root, const char *path, int flags)
 {
     struct gc_open_how how;
     size_t rlen;
@@ -130,6 +159,9 @@ const char *gc_sysfs_strerror(int rc)
 {
     if (rc == -EXDEV)
         return "it leads outside the sysfs root (a symbolic link or '..' pointing out); refused";
+    if (rc == -EBADMSG)
+        return "it is not a regular file (a FIFO, socket, device or symbolic link), as board "
+               "files are; refused";
     return strerror(-rc);
 }
 

@@ -12,6 +12,8 @@ cdef extern from "govcore.h" nogil:
         GC_MAX_RAILS
         GC_RAIL_HWMON
         GC_RAIL_INA3221X
+        GC_RAIL_POWER
+        GC_N_ROLES
         GC_EVERIFY                 # errno: the board reported other clock values than written
         GC_ESTATE                  # errno: the saved state file is damaged
         GC_EBOARD                  # errno: a board file holds malformed data
@@ -25,7 +27,10 @@ cdef extern from "govcore.h" nogil:
 
     ctypedef struct gc_board:
         char sysfs_root[GC_PATH_MAX]       # every board path resolves under it
-        char model[GC_MODEL_MAX]            # device-tree model
+        char model[GC_MODEL_MAX]            # device-tree model (made printable)
+        char board_id[GC_NAME_MAX]          # the board table's id, "" if unknown
+        int jetpack                         # 0 if unknown
+        char l4t[GC_NAME_MAX]               # "R36.4.0", "" if unknown
         char gpu_name[GC_NAME_MAX]          # of_node name of the GPU
         char devfreq_dir[GC_PATH_MAX]      # the GPU's devfreq folder
         char load_path[GC_PATH_MAX]        # GPU load file (0..1000), "" if none
@@ -33,8 +38,12 @@ cdef extern from "govcore.h" nogil:
         uint64_t freqs_hz[GC_MAX_FREQS]      # available levels, ascending, Hz
         int n_rails
         gc_rail rails[GC_MAX_RAILS]
+        int role_n[GC_N_ROLES]             # rails per role; 0 none, -1 not known
+        int role_rail[GC_N_ROLES][GC_MAX_RAILS]
+        char warning[GC_ERR_MAX]           # what discovery could not settle, "" if nothing
         int sensor_interval_ms     # INA3221 update_interval, 0 if unknown
         char err[GC_ERR_MAX]              # detail of the last failure
+        char warn[GC_ERR_MAX]             # what a successful pin has to say ("" if nothing)
 
     ctypedef struct gc_clock_state:
         uint64_t cur_hz
@@ -42,16 +51,20 @@ cdef extern from "govcore.h" nogil:
         uint64_t max_hz
         char governor[GC_NAME_MAX]
 
+    const char *gc_rail_kind_name(int kind)
+    const char *gc_role_names[]
     uint64_t gc_mhz_to_hz(double mhz)
     double gc_hz_to_mhz(uint64_t hz)
     int gc_board_open(gc_board *b, const char *sysfs_root)
     int gc_clock_read(gc_board *b, gc_clock_state *st)
+    int gc_range_read(gc_board *b, gc_clock_state *st)
     int gc_gpu_load_permille(gc_board *b, int *load_permille)
     int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz)
     int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
     int gc_default_state_dir(char *out, size_t length)
     int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t length)
     int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st)
+    int gc_state_drop(gc_board *b, const char *state_dir, int *dropped)
     int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz)
     int gc_restore(gc_board *b, const char *state_dir, int *restored)
 
@@ -97,7 +110,8 @@ cdef extern from "domain.h" nogil:
                     const char *state_dir, uint64_t *gpu_level_hz, uint64_t *level_hz)
 
 
-# One owner per GPU (govcore/lock.h): flock on a file next to the state file.
+# One owner per GPU (govcore/lock.h): flock on a file named after the GPU's devfreq node, in one
+# lock folder per system whatever the state folder.
 cdef extern from "lock.h" nogil:
     ctypedef int pid_t
     ctypedef struct gc_lock:
@@ -105,9 +119,9 @@ cdef extern from "lock.h" nogil:
         char path[512]             # the lock file
 
     void gc_lock_init(gc_lock *lk)
-    int gc_lock_path(const gc_board *b, const char *state_dir, char *out, size_t length)
-    int gc_lock_acquire(gc_board *b, const char *state_dir, int wait_ms, gc_lock *lk)
-    int gc_lock_holder(gc_board *b, const char *state_dir, pid_t *pid)
+    int gc_lock_path(gc_board *b, char *out, size_t length)
+    int gc_lock_acquire(gc_board *b, int wait_ms, gc_lock *lk)
+    int gc_lock_holder(gc_board *b, pid_t *pid)
     void gc_lock_release(gc_lock *lk)
 
 
@@ -178,6 +192,7 @@ cdef extern from "sampler.h" nogil:
     int gc_sampler_n_rails(const gc_sampler *s)
     const char *gc_sampler_rail_name(const gc_sampler *s, int i)
     int gc_sampler_has_load(const gc_sampler *s)
+    const char *gc_sampler_board_id(const gc_sampler *s)
     int gc_sampler_snapshot(gc_sampler *s, gc_snapshot *snap)
     int gc_window_diff(const gc_snapshot *a, const gc_snapshot *b, gc_window *w)
     int gc_sampler_get_stats(gc_sampler *s, gc_sampler_stats *st)
@@ -297,3 +312,5 @@ cdef class Sampler:
     cdef gc_sampler *s             # owned; freed (after a bounded stop) in __dealloc__
     cdef readonly tuple rail_names # sampled rails, in the C order
     cdef readonly bint has_load    # a GPU load file is sampled
+    cdef readonly str board_id     # the board table's id, "" if the board is unknown
+    cdef readonly str warning      # what discovery could not settle, "" if nothing

@@ -12,6 +12,8 @@ cdef extern from "<errno.h>":
 from libc.string cimport strerror
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
+import os
+
 from pydvfs import errors
 
 
@@ -64,7 +66,13 @@ def default_state_dir():
 
 
 cdef bytes _opt(s):
-    return b"" if s is None else str(s).encode()
+    """A state folder argument: None (the default folder) or a path; govcore refuses a relative
+    one. Anything else (state_dir=5) is refused here rather than turned into a folder "5"."""
+    if s is None:
+        return b""
+    if not isinstance(s, (str, os.PathLike)):
+        raise errors.InvalidValueError(f"state_dir must be a folder path, got {s!r}")
+    return os.fsencode(s)
 
 
 cdef class Board:
@@ -88,7 +96,41 @@ cdef class Board:
 
     @property
     def gpu_name(self):
-        return self.b.gpu_name.decode()
+        return self.b.gpu_name.decode("utf-8", "replace")
+
+    @property
+    def board_id(self):
+        """The board table's id (pydvfs/data/boards.json), "" where the board is unknown."""
+        return self.b.board_id.decode()
+
+    @property
+    def jetpack(self):
+        """The JetPack major version (from /etc/nv_tegra_release), None if unknown."""
+        return self.b.jetpack or None
+
+    @property
+    def l4t(self):
+        return self.b.l4t.decode() or None
+
+    @property
+    def warning(self):
+        """What discovery could not settle (an unknown board, a role's rail missing, a repeated
+        label), one line; "" if nothing."""
+        return self.b.warning.decode("utf-8", "replace")
+
+    @property
+    def roles(self):
+        """{role: (rail, ...) | None}: the rails of each role as discovered (None: not known)."""
+        cdef int r, k
+        out = {}
+        for r in range(GC_N_ROLES):
+            role = gc_role_names[r].decode()
+            if self.b.role_n[r] < 0:
+                out[role] = None
+            else:
+                out[role] = tuple(self.b.rails[self.b.role_rail[r][k]].name.decode()
+                                  for k in range(self.b.role_n[r]))
+        return out
 
     @property
     def devfreq_dir(self):
@@ -114,7 +156,7 @@ cdef class Board:
         out = []
         for i in range(self.b.n_rails):
             r = &self.b.rails[i]
-            kind = "hwmon" if r.kind == GC_RAIL_HWMON else "ina3221x"
+            kind = gc_rail_kind_name(r.kind).decode()
             out.append((r.name.decode(), kind, r.voltage_path.decode(), r.current_path.decode(),
                         r.power_path.decode()))
         return tuple(out)
@@ -127,6 +169,16 @@ cdef class Board:
             rc = gc_clock_read(&self.b, &st)
         check(rc, self.b.err)
         return st.cur_hz, st.min_hz, st.max_hz, st.governor.decode()
+
+    def range_state(self):
+        """(min_hz, max_hz, governor) without cur_freq (governor "" if unreadable): what a
+        restore reports back."""
+        cdef gc_clock_state st
+        cdef int rc
+        with nogil:
+            rc = gc_range_read(&self.b, &st)
+        check(rc, self.b.err)
+        return st.min_hz, st.max_hz, st.governor.decode("utf-8", "replace")
 
     def load_permille(self):
         """GPU load in tenths of a percent, or None where the board has no load file."""
@@ -150,17 +202,46 @@ cdef class Board:
         cdef char out[512]
         cdef bytes d = _opt(state_dir)
         check(gc_state_path(&self.b, d, out, sizeof(out)), self.b.err)
-        return out.decode()
+        return os.fsdecode(out)
+
+    def lock_path(self):
+        """This GPU's lock file (govcore/lock.h): one per GPU, whatever the state folder."""
+        cdef char out[512]
+        cdef int rc
+        with nogil:
+            rc = gc_lock_path(&self.b, out, sizeof(out))
+        check(rc, self.b.err)
+        return os.fsdecode(out)
+
+    @property
+    def warning(self):
+        """What the last successful pin had to say ("": nothing), e.g. that the original it saved
+        is itself a pin."""
+        return self.b.warn.decode("utf-8", "replace")
 
     def saved_state(self, state_dir=None):
         """(min_hz, max_hz, governor) saved before the first change, or None."""
         cdef gc_clock_state st
         cdef bytes d = _opt(state_dir)
-        cdef int rc = gc_state_load(&self.b, d, &st)
+        cdef const char *c_dir = d
+        cdef int rc
+        with nogil:
+            rc = gc_state_load(&self.b, c_dir, &st)
         if rc == -ENOENT:
             return None
         check(rc, self.b.err)
-        return st.min_hz, st.max_hz, st.governor.decode()
+        return st.min_hz, st.max_hz, st.governor.decode("utf-8", "replace")
+
+    def drop_state(self, state_dir=None):
+        """Remove the saved state whatever it holds (restore --force); True if there was one."""
+        cdef int dropped = 0
+        cdef bytes d = _opt(state_dir)
+        cdef const char *c_dir = d
+        cdef int rc
+        with nogil:
+            rc = gc_state_drop(&self.b, c_dir, &dropped)
+        check(rc, self.b.err)
+        return bool(dropped)
 
     def pin_hz(self, uint64_t want_hz, state_dir=None):
         """Pin the GPU clock to the level nearest want_hz; returns the level (Hz)."""
@@ -176,7 +257,9 @@ cdef class Board:
         return level
 
     def restore(self, state_dir=None):
-        """Put the saved state back; True if there was one."""
+        """Put the saved state back; True if there was one. A state that no longer matches the
+        board: what it still offers is written, the state removed, and StateFileError names what
+        was left."""
         cdef int restored = 0
         cdef bytes d = _opt(state_dir)
         cdef const char *c_dir = d
@@ -254,17 +337,15 @@ cdef gc_domains *_open_domains(const char *root, emc_table_hz) except NULL:
 
 
 cdef class Lock:
-    """The board's owner lock (govcore/lock.h), taken in the constructor (waiting up to wait_ms;
-    BoardBusyError naming the holder's pid) and held until release(). One per process and board:
+    """The GPU's owner lock (govcore/lock.h), taken in the constructor (waiting up to wait_ms;
+    BoardBusyError naming the holder's pid) and held until release(). One per process and GPU:
     flock locks of two open files conflict even within one process."""
 
-    def __cinit__(self, Board board not None, state_dir=None, int wait_ms=0):
-        cdef bytes d = _opt(state_dir)
-        cdef const char *c_dir = d
+    def __cinit__(self, Board board not None, int wait_ms=0):
         cdef int rc
         gc_lock_init(&self.lk)
         with nogil:
-            rc = gc_lock_acquire(&board.b, c_dir, wait_ms, &self.lk)
+            rc = gc_lock_acquire(&board.b, wait_ms, &self.lk)
         check(rc, board.b.err)
 
     @property
@@ -276,17 +357,20 @@ cdef class Lock:
         return self.lk.fd >= 0
 
     def release(self):
-        gc_lock_release(&self.lk)
+        with nogil:
+            gc_lock_release(&self.lk)
 
     def __dealloc__(self):
         gc_lock_release(&self.lk)
 
 
-def lock_holder(Board board not None, state_dir=None):
-    """The pid holding the board's lock: 0 if none, -1 if a holder has not written its pid yet."""
-    cdef bytes d = _opt(state_dir)
+def lock_holder(Board board not None):
+    """The pid holding the GPU's lock: 0 if none, -1 if its pid cannot be read."""
     cdef pid_t pid = 0
-    check(gc_lock_holder(&board.b, d, &pid), board.b.err)
+    cdef int rc
+    with nogil:
+        rc = gc_lock_holder(&board.b, &pid)
+    check(rc, board.b.err)
     return pid
 
 
@@ -333,6 +417,8 @@ cdef class Sampler:
         cdef int rc, i
         self.s = NULL
         self.rail_names = ()
+        self.board_id = ""
+        self.warning = ""
         if rate_hz != rate_hz or rate_hz > GC_SAMPLER_MAX_RATE_HZ:
             raise errors.InvalidValueError(
                 f"sampling rate must be a number of Hz up to {GC_SAMPLER_MAX_RATE_HZ:.0f}")
@@ -360,6 +446,8 @@ cdef class Sampler:
         self.rail_names = tuple(gc_sampler_rail_name(self.s, i).decode()
                                 for i in range(gc_sampler_n_rails(self.s)))
         self.has_load = gc_sampler_has_load(self.s) != 0
+        self.board_id = gc_sampler_board_id(self.s).decode()
+        self.warning = self.b.warning.decode("utf-8", "replace")
 
     def __dealloc__(self):
         if self.s != NULL:

@@ -12,6 +12,9 @@ Roles:
                board puts it on the same rail);
   ``gpu``      the GPU alone, where the board has a rail for it.
 A rail's role is never guessed: on a board the table does not know, a role has no rails.
+
+Rail names are the labels discovery reads (govcore/board.c): a label seen twice is kept, the
+second read as ``LABEL#2``; a role naming such a label is then not known (None), as in govcore.
 """
 from __future__ import annotations
 
@@ -85,11 +88,20 @@ def _board(row: dict) -> Board:
 
 
 @lru_cache(maxsize=1)
+def _table() -> dict:
+    with open(package_file("data", "boards.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+@lru_cache(maxsize=1)
 def boards() -> dict[str, Board]:
     """The board table, by id, in the file's order."""
-    with open(package_file("data", "boards.json"), encoding="utf-8") as f:
-        table = json.load(f)
-    return {row["id"]: _board(row) for row in table["boards"]}
+    return {row["id"]: _board(row) for row in _table()["boards"]}
+
+
+def l4t_jetpack() -> dict[int, int]:
+    """L4T major release (``/etc/nv_tegra_release``'s R36) -> JetPack major (6)."""
+    return {int(r): int(j) for r, j in _table()["l4t_jetpack"].items()}
 
 
 def board(board_id: str) -> Board:
@@ -108,10 +120,27 @@ def identify(model: str) -> Board | None:
     return None
 
 
+def by_rails(names) -> Board | None:
+    """The first board of the table whose rails are all among ``names`` (a record that kept its
+    rails but not its model: a dataset, a simulated board); None if none. Boards with the same
+    rails (Orin Nano and NX) have the same roles, so the first is as good as the other."""
+    have = set(names)
+    for b in boards().values():
+        if b.rails and set(b.rails) <= have:
+            return b
+    return None
+
+
+def duplicate_name(label: str, copy: int = 2) -> str:
+    """How discovery names the ``copy``-th channel with the same label (govcore/board.c)."""
+    return f"{label}#{copy}"
+
+
 def role_sum(per_rail: Mapping[str, float], rails: tuple[str, ...]) -> float | None:
     """Sum of ``per_rail`` (energy J or power W) over ``rails``, each once; None where the board
-    lacks any of them (a partial sum would be a wrong number, not a smaller one)."""
-    if not rails or any(r not in per_rail for r in rails):
+    lacks any of them (a partial sum would be a wrong number, not a smaller one), or where one
+    of them was labelled twice (which channel is the rail is then not known)."""
+    if not rails or any(r not in per_rail or duplicate_name(r) in per_rail for r in rails):
         return None
     return float(sum(per_rail[r] for r in dict.fromkeys(rails)))
 

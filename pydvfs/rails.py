@@ -1,24 +1,20 @@
-"""Which power rails make up "CPU+GPU energy" (the papers' measure).
+"""Rail names by role, for code that predates the board table: a thin view of ``pydvfs.boards``.
 
-On AGX Orin (JetPack 5/6) the INA3221 rails VDD_CPU_CV and VDD_GPU_SOC; on JetPack 4 (Xavier)
-the ina3221x rails CPU and GPU. The first set of which any rail is present is used. govcore's
-``measure`` (govcore/main.c, ``cpu_gpu_rails``) sums the same names in the same order.
+Every rail fact lives in ``pydvfs/data/boards.json``; new code should call
+``boards.energies(per_rail, board)`` with the board it measured (``Device.board``,
+``Measurement.board``). These names are the AGX Orin devkit's, the board the simulator models.
 """
 from __future__ import annotations
 
 from typing import Mapping
 
-# The AGX Orin devkit's INA3221 rails, in the order a dataset records them (SPEC section 5).
-ORIN_RAILS = ("VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO")
-CPU_GPU_RAILS = ("VDD_CPU_CV", "VDD_GPU_SOC")          # AGX Orin
-CPU_GPU_RAILS_JP4 = ("CPU", "GPU")                      # JetPack 4 (ina3221x)
-CPU_GPU_RAIL_SETS = (CPU_GPU_RAILS, CPU_GPU_RAILS_JP4)
+from . import boards
+
+ORIN_RAILS = boards.board("agx-orin").rails                    # a dataset's rail columns
+CPU_GPU_RAILS = boards.board("agx-orin").role_rails("cpu_gpu")  # what the papers call CPU+GPU
 
 
 def cpu_gpu_sum(per_rail: Mapping[str, float]) -> float | None:
-    """CPU+GPU total of a per-rail mapping (energy J or power W); None if no such rail."""
-    for names in CPU_GPU_RAIL_SETS:
-        present = [per_rail[n] for n in names if n in per_rail]
-        if present:
-            return float(sum(present))
-    return None
+    """CPU+GPU total of a per-rail mapping (energy J or power W) of a board of the table, named
+    by its rails (``boards.by_rails``); None where no board of the table has these rails."""
+    return boards.energies(per_rail, boards.by_rails(per_rail))["cpu_gpu"]

@@ -2,7 +2,7 @@
 
     with pydvfs.Sampler(rate_hz=1000) as s:
         train()
-    print(s.measurement.cpu_gpu_energy_j)
+    print(s.measurement.module_energy_j, s.measurement.cpu_gpu_energy_j)
 
     s = pydvfs.Sampler()
     s.begin_window("epoch")            # windows may overlap and nest
@@ -11,7 +11,8 @@
 
 The thread, the integration (exact trapezoid on P = mV x mA) and the ring buffer are in C
 (govcore/sampler.c); this module only names windows and converts units at the boundary:
-energy J, power W, time s, GPU utilisation %. See docs/sampler.md.
+energy J, power W, time s, GPU utilisation %. Which rails make the module's energy and the
+CPU+GPU energy is the board table's (pydvfs/boards.py, docs/boards.md). See docs/sampler.md.
 """
 from __future__ import annotations
 
@@ -22,10 +23,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-from . import _core
+from . import _core, boards
 from .device import resolve_sysfs_root
 from .errors import InvalidValueError
-from .rails import cpu_gpu_sum
 
 MAX_INTERPOLATED_PCT = _core.MAX_INTERPOLATED_PCT  # see Measurement.readings_ok
 MAX_RATE_HZ = 100000.0
@@ -35,21 +35,41 @@ MIN_RATE_HZ = 0.01  # GC_SAMPLER_MIN_RATE_HZ: one sample per 100 s
 _WITH_WINDOW = "__with__"  # the window a `with Sampler()` block measures
 
 
-def cpu_gpu_energy_j(energy_j: Mapping[str, float]) -> float | None:
-    """VDD_CPU_CV + VDD_GPU_SOC where present, else CPU + GPU (JetPack 4); None if neither."""
-    return cpu_gpu_sum(energy_j)
+def _board(board_id: str | None) -> boards.Board | None:
+    return boards.boards().get(board_id) if board_id else None
+
+
+def role_rails(board_id: str | None) -> dict[str, list[str] | None]:
+    """{role: [rails] | None}: which rails make each role on a board of the table ([]: the board
+    has no rail of its own for it; None: not known, as on a board outside the table)."""
+    b = _board(board_id)
+    return {role: (list(b.role_rails(role)) if b else None) for role in boards.ROLES}
+
+
+def total_energy_j(energy_j: Mapping[str, float], board_id: str | None) -> float:
+    """What ``total_energy_j`` means: the module's energy where the board is in the table (no
+    rail counted twice: VDD_IN is not added to its own parts); on a board outside the table, the
+    sum of the rails read (the roles are unknown, and a warning says so)."""
+    module = boards.energies(energy_j, _board(board_id))["module"]
+    return module if module is not None else float(sum(energy_j.values()))
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """What a window measured. Units are in the field names."""
+    """What a window measured. Units are in the field names.
+
+    Energy by rail role (docs/boards.md): ``module_energy_j`` is what the whole module drew (its
+    input rail where it has one, else the sum of its rails, each once), ``cpu_gpu_energy_j`` the
+    papers' measure (the CPU and GPU rails), ``gpu_energy_j`` the GPU alone where the board has a
+    rail for it; each None where the board (``board``, the table's id) does not say.
+    ``total_energy_j`` is the module's energy (see :func:`total_energy_j`)."""
 
     duration_s: float
-    energy_j: Mapping[str, float]          # per rail, J (trapezoid integral of mV x mA)
+    energy_j: Mapping[str, float]          # per rail, J (trapezoid integral of the rail's power)
     avg_power_w: Mapping[str, float]       # per rail, W
-    total_energy_j: float                  # sum over the sampled rails
+    total_energy_j: float                  # the module's energy; see total_energy_j()
     total_avg_power_w: float
-    cpu_gpu_energy_j: float | None         # see cpu_gpu_energy_j()
+    cpu_gpu_energy_j: float | None         # the CPU+GPU rails, by role
     gpu_util_pct: float | None             # time-weighted mean GPU load; None without a load file
     samples: int                           # sample rounds inside the window
     read_errors: int                       # failed file reads inside the window (skipped)
@@ -60,6 +80,18 @@ class Measurement:
     failed_reads: Mapping[str, int] = field(default_factory=dict)
     interpolated_pct: Mapping[str, float] = field(default_factory=dict)  # % of duration_s
     negative_readings: Mapping[str, int] = field(default_factory=dict)
+    module_energy_j: float | None = None   # the module's rails, by role
+    gpu_energy_j: float | None = None      # the GPU's own rail, where the board has one
+    board: str | None = None               # the board table's id; None: a board outside it
+
+    @property
+    def roles(self) -> dict[str, list[str] | None]:
+        """Which rails make each role (see :func:`role_rails`); None for a role whose rails were
+        not all read (or one was labelled twice), as govcore reports it."""
+        energy = {"module": self.module_energy_j, "cpu_gpu": self.cpu_gpu_energy_j,
+                  "gpu": self.gpu_energy_j}
+        return {role: (rails if rails is not None and (not rails or energy[role] is not None) else None)
+                for role, rails in role_rails(self.board).items()}
 
     @property
     def incomplete_rails(self) -> tuple[str, ...]:
@@ -84,17 +116,21 @@ class Measurement:
                 or self.negative_readings.get(r, 0)]
 
     @classmethod
-    def from_window(cls, w: dict) -> "Measurement":
+    def from_window(cls, w: dict, board_id: str | None = None) -> "Measurement":
         duration_s = w["duration_ns"] / 1e9
         energy = dict(w["energy_j"])
-        total = float(sum(energy.values()))
+        total = total_energy_j(energy, board_id)
+        by_role = boards.energies(energy, _board(board_id))
         return cls(
             duration_s=duration_s,
             energy_j=MappingProxyType(energy),
             avg_power_w=MappingProxyType(dict(w["avg_power_w"])),
             total_energy_j=total,
             total_avg_power_w=total / duration_s if duration_s > 0 else 0.0,
-            cpu_gpu_energy_j=cpu_gpu_energy_j(energy),
+            cpu_gpu_energy_j=by_role["cpu_gpu"],
+            module_energy_j=by_role["module"],
+            gpu_energy_j=by_role["gpu"],
+            board=board_id or None,
             gpu_util_pct=w["gpu_util_pct"],
             samples=int(w["samples"]),
             read_errors=int(w["read_errors"]),
@@ -109,9 +145,13 @@ class Measurement:
         ``govcore measure --json`` (which add ``command`` and ``exit_status``)."""
         return {
             "duration_s": self.duration_s,
+            "board": self.board,
             "energy_j": dict(self.energy_j),
-            "total_energy_j": self.total_energy_j,
+            "module_energy_j": self.module_energy_j,
             "cpu_gpu_energy_j": self.cpu_gpu_energy_j,
+            "gpu_energy_j": self.gpu_energy_j,
+            "total_energy_j": self.total_energy_j,
+            "roles": self.roles,
             "avg_power_w": dict(self.avg_power_w),
             "total_avg_power_w": self.total_avg_power_w,
             "gpu_util_pct": self.gpu_util_pct,
@@ -160,7 +200,7 @@ def _check_rate(rate_hz) -> float:
 
 
 class Sampler:
-    """Sample the board's INA3221 rails from a C thread and measure energy over windows.
+    """Sample the board's power rails from a C thread and measure energy over windows.
 
     rate_hz: samples per second (None: follow the sensor's ``update_interval``, ~150 Hz on an
     Orin by default; the INA3221 gives a fresh value at most every ~0.84 ms). sysfs_root: as
@@ -203,6 +243,17 @@ class Sampler:
     @property
     def rails(self) -> tuple[str, ...]:
         return self._core.rail_names
+
+    @property
+    def board(self) -> str | None:
+        """The board table's id of the sampled board; None where the board is not in the table."""
+        return self._core.board_id or None
+
+    @property
+    def warning(self) -> str | None:
+        """What discovery could not settle (an unknown board: no module or CPU+GPU energy; a
+        role's rail missing; a label seen twice), one line; None if nothing."""
+        return self._core.warning or None
 
     @property
     def rate_hz(self) -> float:
@@ -264,7 +315,7 @@ class Sampler:
                 open_ = ", ".join(repr(n) for n in self._windows if n != _WITH_WINDOW) or "none"
                 raise InvalidValueError(f"no open window {name!r} (open: {open_})")
             core = self._core
-        return Measurement.from_window(core.window(begin, core.snapshot()))
+        return Measurement.from_window(core.window(begin, core.snapshot()), core.board_id)
 
     def peek_window(self, name: str) -> Measurement:
         """What an open window has measured so far; it stays open."""
@@ -273,7 +324,7 @@ class Sampler:
             if begin is None:
                 raise InvalidValueError(f"no open window {name!r}")
             core = self._core
-        return Measurement.from_window(core.window(begin, core.snapshot()))
+        return Measurement.from_window(core.window(begin, core.snapshot()), core.board_id)
 
     # -- raw data ----------------------------------------------------------------------------
     def trace(self) -> Trace:

@@ -44,11 +44,12 @@ def test_tmp() -> Path:
 
 @pytest.fixture(autouse=True)
 def _hermetic_env(tmp_path_factory, monkeypatch):
-    """Point the default sysfs root at an empty folder and the state folder at a temp one, so
-    no test can reach the host's /sys or /run by accident."""
+    """Point the default sysfs root at an empty folder and the state and lock folders at temp
+    ones, so no test can reach the host's /sys or /run by accident."""
     empty = tmp_path_factory.mktemp("empty-root")
     monkeypatch.setenv("PYDVFS_SYSFS_ROOT", str(empty))
     monkeypatch.setenv("PYDVFS_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.setenv("PYDVFS_LOCK_DIR", str(tmp_path_factory.mktemp("locks")))
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 
 from ..device import describe_domain, open_device
 from ..errors import InvalidValueError, PydvfsError
@@ -30,11 +31,25 @@ def live_power(sysfs_root: str, window_s: float = LIVE_WINDOW_S) -> dict | None:
     m = s.measurement
     if m.duration_s <= 0:
         return None
-    cpu_gpu = m.cpu_gpu_energy_j
+    by_role = {"module": m.module_energy_j, "cpu_gpu": m.cpu_gpu_energy_j, "gpu": m.gpu_energy_j}
     # rounded as govcore prints them (%.3f W, %.1f %%), so both front ends say the same
     return {"power_w": {name: round(w, 3) for name, w in m.avg_power_w.items()},
-            "cpu_gpu_power_w": None if cpu_gpu is None else round(cpu_gpu / m.duration_s, 3),
+            **{f"{role}_power_w": None if e is None else round(e / m.duration_s, 3)
+               for role, e in by_role.items()},
             "gpu_load_pct": None if m.gpu_util_pct is None else round(m.gpu_util_pct, 1)}
+
+
+ROLE_LABELS = {"module": "module", "cpu_gpu": "cpu+gpu", "gpu": "gpu"}
+
+
+def roles_text(roles: dict) -> str:
+    """"module = VDD_IN; cpu+gpu = VDD_CPU_GPU_CV; gpu: no rail of its own" (as govcore)."""
+    parts = []
+    for role, label in ROLE_LABELS.items():
+        rails = roles.get(role)
+        parts.append(f"{label}: not known" if rails is None else
+                     f"{label}: no rail of its own" if not rails else f"{label} = {' + '.join(rails)}")
+    return "; ".join(parts)
 
 
 def zero_rails_warning(power_w: dict) -> str | None:
@@ -46,9 +61,11 @@ def zero_rails_warning(power_w: dict) -> str | None:
 
 
 def _status_text(st: dict) -> str:
-    rails = ", ".join(r["name"] for r in st["rails"]) or "none found (no INA3221 sensor)"
+    rails = ", ".join(r["name"] for r in st["rails"]) or "none found (no power sensor)"
+    release = (f" (JetPack {st['jetpack']}, L4T {st['l4t']})" if st.get("jetpack")
+               else f" (L4T {st['l4t']})" if st.get("l4t") else "")
     lines = [
-        f"board     {st['model'] or '(unknown model)'}",
+        f"board     {st.get('board') or 'unknown'}: {st['model'] or '(no model)'}{release}",
         f"sysfs     {st['sysfs_root']}",
         f"gpu       {st['gpu']} ({st['devfreq_dir']})",
         f"governor  {st['governor']}",
@@ -61,9 +78,11 @@ def _status_text(st: dict) -> str:
     if load is not None:
         lines.append(f"gpu load  {load:.1f} %")
     lines.append(f"rails     {rails}")
+    lines.append(f"roles     {roles_text(st['roles'])}")
     if live:
         watts = ", ".join(f"{name} {w:.2f} W" for name, w in live["power_w"].items())
-        total = "" if live["cpu_gpu_power_w"] is None else f"; cpu+gpu {live['cpu_gpu_power_w']:.2f} W"
+        total = "".join(f"; {label} {live[role + '_power_w']:.2f} W" for role, label in ROLE_LABELS.items()
+                        if live.get(role + "_power_w") is not None)
         lines.append(f"power     {watts}{total}")
     lines.extend(describe_domain(r) for r in st.get("domains", []))
     saved = st["saved_state"]
@@ -83,6 +102,8 @@ def _status_text(st: dict) -> str:
 def _status_once(args: argparse.Namespace, dev) -> None:
     st = dev.status()
     st["live"] = live_power(dev.sysfs_root) if dev.rails else None
+    if st["warning"]:
+        print(f"pydvfs status: warning: {st['warning']}", file=sys.stderr, flush=True)
     warning = zero_rails_warning(st["live"]["power_w"]) if st["live"] else None
     if warning:
         print(f"pydvfs status: {warning}", file=sys.stderr, flush=True)
@@ -138,6 +159,8 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
         return hold_while(args, dev, "pin", cmd, change)
     result = dev.pin(args.mhz, emc_mhz=emc, cpu_mhz=cpu)
+    if result.warning:
+        print(f"pydvfs: warning: {result.warning}", file=sys.stderr, flush=True)
     emit(args, result.to_dict(), result.describe)
     if dev.through_daemon:
         print(until_exit_note("pin", f"pinned {_fmt(result.freq_mhz)} MHz", f"pydvfs pin {args.mhz}"),
@@ -146,12 +169,33 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
+    from ..device import RestoreForcedWarning
+
     dev = open_device(args.sysfs_root, args.state_dir)
-    restored = dev.restore(force=args.force)
-    st = dev.state()
-    data = {"restored": restored, "governor": st.governor, "min_mhz": st.min_mhz, "max_mhz": st.max_mhz}
-    text = (f"restored governor {st.governor}, min {_fmt(st.min_mhz)} MHz, max {_fmt(st.max_mhz)} MHz"
-            if restored else "nothing to restore (no saved state for this board)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RestoreForcedWarning)
+        restored = dev.restore(force=args.force)
+    for w in caught:
+        print(f"pydvfs: warning: {w.message}", file=sys.stderr, flush=True)
+    # the board as it is now; cur_freq is not needed, and a restore that succeeded stays one
+    # even where the clock cannot be read back
+    try:
+        st = dev.state()
+        lo, hi, gov = st.min_mhz, st.max_mhz, st.governor
+    except PydvfsError as e:
+        print(f"pydvfs: note: cannot read the clock back ({e}): cur_freq unknown", file=sys.stderr)
+        try:
+            lo_hz, hi_hz, gov = dev.range_state()
+            lo, hi = lo_hz / 1e6, hi_hz / 1e6
+        except PydvfsError:
+            lo = hi = gov = None
+    data = {"restored": restored, "governor": gov, "min_mhz": lo, "max_mhz": hi}
+    if not restored:
+        text = "nothing to restore (no saved state for this board)"
+    elif lo is None:
+        text = "restored the saved clock state (the clock cannot be read back now)"
+    else:
+        text = f"restored governor {gov or '(unknown)'}, min {_fmt(lo)} MHz, max {_fmt(hi)} MHz"
     emit(args, data, text)
     return 0
 
@@ -207,8 +251,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "and min/max, saved with them). "
                                    "Safe to run any number of times, and from a new process after "
                                    "a crash. While another process governs the GPU (holds its "
-                                   "lock) it is refused, naming that process, unless --force.")
+                                   "lock) it is refused, naming that process, unless --force. "
+                                   "A saved state the board no longer matches is put back as "
+                                   "far as the board allows, then removed; what was left is "
+                                   "named.")
     add_board_options(p)
     p.add_argument("--force", action="store_true",
-                   help="restore even while another process governs the GPU")
+                   help="restore even while another process governs the GPU, and drop a saved "
+                        "state that cannot be put back (damaged, or refused by the board) "
+                        "after writing what it can")
     p.set_defaults(func=cmd_restore)

@@ -1,17 +1,21 @@
 """``pydvfs fake-board DIR``: a simulated Jetson sysfs tree to try every command on.
 
 The tree is what ``pydvfs.device.fake`` lays out for the tests and the demo (discovered, not
-assumed: unstable hwmonN numbers, decoy devices, NC channels). Its rails hold the simulated
-AGX Orin's idle power; ``--animate MODEL`` then runs the simulated fine-tuning process on it in
-the foreground (it follows the clock a governor pins and writes the rails, the GPU load and a
-step count) until its steps are done or Ctrl-C.
+assumed: unstable hwmonN numbers, decoy devices, NC channels), for any board of the table
+(``--board``, docs/boards.md). An AGX Orin's rails hold the simulated idle power; ``--animate
+MODEL`` then runs the simulated fine-tuning process on it in the foreground (it follows the clock
+a governor pins and writes the rails, the GPU load and a step count) until its steps are done or
+Ctrl-C, and says which. Without ``--animate`` the board is static: its ``cur_freq`` shows the
+ceiling a pin sets, as a kernel would.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ..errors import InvalidValueError
@@ -21,34 +25,45 @@ LEVEL_TABLES = ("11", "13")
 
 
 def cmd_fake_board(args: argparse.Namespace) -> int:
-    from ..device.fake import ORIN_11_LEVELS_HZ, ORIN_13_LEVELS_HZ, build_fake_board
+    from ..device.fake import ORIN_13_LEVELS_HZ, build_fake_board
 
     root = Path(args.dir)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InvalidValueError(f"{root} exists and is not an empty folder: give a new one")
-    if args.layout == "jp4" and args.levels == "13":
-        raise InvalidValueError("--levels 13 is an AGX Orin table; jp4 (Xavier) has its own")
-    if args.animate and args.layout == "jp4":
-        raise InvalidValueError("--animate needs an AGX Orin layout (jp5 or jp6)")
-    levels = None if args.layout == "jp4" else (ORIN_13_LEVELS_HZ if args.levels == "13" else ORIN_11_LEVELS_HZ)
-    board = build_fake_board(root, args.layout, levels_hz=levels)
-    if args.layout != "jp4":
+    if args.board and args.layout:
+        raise InvalidValueError("give --board or --layout, not both (--layout jp5|jp6 is --board agx-orin)")
+    orin = args.board in (None, "agx-orin") and args.layout != "jp4"
+    if not orin and args.levels == "13":
+        raise InvalidValueError("--levels 13 is an AGX Orin table; this board has its own")
+    if args.animate and not orin:
+        raise InvalidValueError("--animate needs an AGX Orin (--board agx-orin, or --layout jp5|jp6): "
+                                "the simulator models that board")
+    levels = ORIN_13_LEVELS_HZ if args.levels == "13" else None
+    if args.board:
+        board = build_fake_board(root, board=args.board, levels_hz=levels, follow_clamp=not args.animate)
+    else:
+        board = build_fake_board(root, args.layout or "jp5", levels_hz=levels, follow_clamp=not args.animate)
+    if orin:
         from ..sim.board import BoardFiles
         from ..sim.model import default_params, idle_board_power_w
 
         BoardFiles.discover(board.root).write_power(idle_board_power_w(default_params()))
-    data = {"sysfs_root": str(board.root.resolve()), "layout": board.layout, "model": board.model,
+    data = {"sysfs_root": str(board.root.resolve()), "board": board.board, "jetpack": board.jetpack,
+            "layout": board.layout, "model": board.model,
             "levels_mhz": [hz / 1e6 for hz in board.levels_hz], "rails": sorted(board.rails),
             "animate": args.animate}
     root_arg = str(board.root)
+    mid_mhz = f"{board.levels_hz[len(board.levels_hz) // 2] / 1e6:g}"
 
     def text() -> str:
-        lines = [f"fake {board.model} ({board.layout}, {len(board.levels_hz)} GPU levels) in {root_arg}",
+        lines = [f"fake {board.model} ({board.board}, JetPack {board.jetpack}, {len(board.levels_hz)} "
+                 f"GPU levels) in {root_arg}",
                  "try:", f"  pydvfs status --sysfs-root {root_arg}",
-                 f"  pydvfs pin 714 --sysfs-root {root_arg}",
+                 f"  pydvfs pin {mid_mhz} --sysfs-root {root_arg}",
                  f"  pydvfs restore --sysfs-root {root_arg}"]
-        if board.layout == "jp4":
-            lines.append("its rails read 0 W (the simulator animates AGX Orin layouts only)")
+        if not orin:
+            lines.append("its rails read 0 W (the simulator animates the AGX Orin only); write them "
+                         "with pydvfs.device.fake.FakeBoard.set_rail")
         return "\n".join(lines)
 
     emit(args, data, text)
@@ -63,28 +78,54 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
     print(f"animating {args.animate} on {args.task} ({args.time_scale:g} simulated s per s); "
           "Ctrl-C stops it and leaves the rails at idle", file=sys.stderr, flush=True)
     env = dict(os.environ)
+    t0 = time.monotonic()
     try:
-        rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
     except KeyboardInterrupt:
+        print(f"animation ended after {time.monotonic() - t0:.1f} s: interrupted (Ctrl-C); the rails "
+              "are back at idle", file=sys.stderr, flush=True)
         return 0  # the process got the same Ctrl-C and put the idle values back
-    return 0 if rc in (0, 130) else rc
+    print(animation_end(proc.returncode, proc.stdout, time.monotonic() - t0), file=sys.stderr, flush=True)
+    return 0 if proc.returncode in (0, 130) else proc.returncode
+
+
+def animation_end(rc: int, stdout: str, real_s: float) -> str:
+    """One line: when the animation ended and why (its steps done, interrupted, or failed)."""
+    try:
+        summary = json.loads(stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        summary = None
+    if rc not in (0, 130) or not isinstance(summary, dict):
+        return f"animation ended after {real_s:.1f} s: the simulated process failed (exit status {rc})"
+    why = ("interrupted" if summary.get("interrupted") else
+           f"its {summary.get('target_steps')} steps are done")
+    return (f"animation ended after {real_s:.1f} s ({summary.get('sim_duration_s', 0.0):.0f} simulated s): "
+            f"{why} ({summary.get('steps')} steps); the rails are back at idle")
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "fake-board", parents=[common], help="make a simulated Jetson board (a sysfs tree) to try commands on",
         description="Lay out a simulated Jetson sysfs tree in DIR (a new or empty folder): the GPU's "
-                    "devfreq files and INA3221 power rails, at the simulated AGX Orin's idle power. "
+                    "devfreq files and power rails of a board of the table (default: the AGX Orin, "
+                    "at its simulated idle power). "
                     "Every verb that touches a board takes it with --sysfs-root DIR. With --animate, "
                     "run the simulated fine-tuning of MODEL on it in the foreground: it follows the "
                     "clock you pin and writes the rails, the GPU load and its step count.",
         epilog=examples("pydvfs fake-board /tmp/orin",
+                        "pydvfs fake-board /tmp/thor --board thor",
                         "pydvfs fake-board /tmp/orin6 --layout jp6 --levels 13",
                         "pydvfs fake-board /tmp/orin --animate bert-base --progress-file /tmp/steps",
                         "pydvfs status --sysfs-root /tmp/orin      (in a second terminal)"))
     p.add_argument("dir", metavar="DIR", help="where to lay out the tree (a new or empty folder)")
-    p.add_argument("--layout", choices=("jp4", "jp5", "jp6"), default="jp5",
-                   help="jp5: AGX Orin JetPack 5 (default), jp6: JetPack 6, jp4: Xavier (ina3221x)")
+    from ..boards import boards
+
+    p.add_argument("--board", choices=tuple(boards()), default=None,
+                   help="a board of the table (docs/boards.md), laid out as on its newest JetPack "
+                        "(AGX Xavier: JetPack 4)")
+    p.add_argument("--layout", choices=("jp4", "jp5", "jp6"), default=None,
+                   help="the older names: jp5: AGX Orin JetPack 5 (the default), jp6: JetPack 6, "
+                        "jp4: AGX Xavier (ina3221x)")
     p.add_argument("--levels", choices=LEVEL_TABLES, default="11",
                    help="GPU table: 11 levels 306..1300.5 MHz (default) or 13 levels 114.75..1300.5 MHz")
     g = p.add_argument_group("animation")

@@ -1,7 +1,7 @@
 """``pydvfs measure [--rate HZ] [--json] -- CMD...``: run a command and report its energy.
 
 The command is started directly (a list, no shell) while the C sampler thread integrates the
-INA3221 rails; its stdout goes to our stderr, so that our stdout carries only the report. pydvfs
+board's power rails; its stdout goes to our stderr, so that our stdout carries only the report. pydvfs
 exits with the command's status (128+N if signal N ended it), or 2 with
 one line if the command cannot be started: the same contract as ``govcore measure``, and the
 same JSON keys.
@@ -17,6 +17,7 @@ import threading
 from .._core import MAX_INTERPOLATED_PCT
 from ..command import command_after_dashes, exit_status, start_command
 from ..errors import InvalidValueError
+from .board import ROLE_LABELS
 from .common import add_board_options, examples
 
 EXIT_BAD_READINGS = 3  # --strict and bad readings (govcore measure --strict: the same)
@@ -28,8 +29,9 @@ def register(subparsers, common) -> None:
         parents=[common],
         help="run a command and report its energy per rail",
         description=(
-            "Run CMD (no shell) while a C thread samples the INA3221 power rails; print its "
-            "time, energy per rail, CPU+GPU energy, average power, GPU load and sample count "
+            "Run CMD (no shell) while a C thread samples the board's power rails; print its "
+            "time, energy per rail, the module's energy and the CPU+GPU energy (with the rails "
+            "that make each: docs/boards.md), average power, GPU load and sample count "
             "(CMD's own output goes to stderr). "
             "Exits with CMD's exit status (128+N if signal N ended it); 2 if CMD cannot be "
             "started; 3 with --strict if the readings were bad."
@@ -71,11 +73,16 @@ def text_report(data: dict) -> str:
     for i, (name, e) in enumerate(data["energy_j"].items()):
         lines.append(f"{'energy' if i == 0 else '':<9} {name:<16} {e:12.3f} J  "
                      f"{data['avg_power_w'][name]:8.3f} W avg")
-    lines.append(f"{'':<9} {'total':<16} {data['total_energy_j']:12.3f} J  "
-                 f"{data['total_avg_power_w']:8.3f} W avg")
-    if data["cpu_gpu_energy_j"] is not None:
-        e = data["cpu_gpu_energy_j"]
-        lines.append(f"cpu+gpu   {e:.3f} J  {e / dur if dur > 0 else 0.0:.3f} W avg")
+    for role, label in ROLE_LABELS.items():
+        rails, e = data["roles"][role], data[f"{role}_energy_j"]
+        if rails == []:
+            continue  # the board has no rail of its own for it
+        if rails is None or e is None:
+            why = "a rail of the table is missing" if data["board"] else "board not in the table"
+            lines.append(f"{label:<9} not known ({why})")
+            continue
+        lines.append(f"{label:<9} {e:12.3f} J  {e / dur if dur > 0 else 0.0:8.3f} W avg  "
+                     f"({' + '.join(rails)})")
     if data["gpu_util_pct"] is not None:
         lines.append(f"gpu load  {data['gpu_util_pct']:.1f} %")
     lines.append(f"samples   {data['samples']} at {data['rate_hz']:.1f} Hz, "
@@ -91,6 +98,8 @@ def run(args) -> int:
     if not cmd:
         raise InvalidValueError("measure needs a command after `--`, e.g. `pydvfs measure -- sleep 1`")
     sampler = Sampler(rate_hz=args.rate, sysfs_root=args.sysfs_root)
+    if sampler.warning:
+        print(f"pydvfs measure: warning: {sampler.warning}", file=sys.stderr, flush=True)
     with sampler:
         proc = start_command(cmd)
         status = exit_status(_wait(proc))

@@ -1,7 +1,9 @@
 """The board as Python sees it: discovery, clock state, pinning and restoring.
 
-All the work happens in govcore (C); this module turns Hz into MHz at the user boundary and
-returns small immutable records. Every path resolves under a sysfs root: the argument, else
+All the work happens in govcore (C): discovery (govcore/board.c) finds the GPU, the power rails
+and the board, whose row of the table (``pydvfs/boards.py``, ``Device.board``) says which rails
+make the module's and the CPU+GPU energy (``Device.roles``). This module turns Hz into MHz at the
+user boundary and returns small immutable records. Every path resolves under a sysfs root: the argument, else
 ``$PYDVFS_SYSFS_ROOT``, else ``/``.
 """
 from __future__ import annotations
@@ -9,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Iterator
 
 from .. import _core
-from ..errors import BoardBusyError, InvalidValueError
+from ..errors import BoardBusyError, DeviceNotFoundError, InvalidValueError, PydvfsError
 from . import ownership
 
 SYSFS_ROOT_ENV = "PYDVFS_SYSFS_ROOT"
@@ -63,14 +66,21 @@ class ClockState:
         return {**asdict(self), "pinned": self.pinned}
 
 
+class RestoreForcedWarning(UserWarning):
+    """``restore(force=True)`` dropped a saved state it could not (wholly) put back."""
+
+
 @dataclass(frozen=True)
 class PinResult:
-    """What a pin asked for and what the board was set to. Units: MHz. A joint pin (``--emc``,
-    ``--cpu``) also gives the level each clock domain got (``domains_mhz``: "emc", "cpu0", ...)."""
+    """What a pin asked for and what the board was set to. Units: MHz. ``warning``: set when the
+    original state saved by this pin is itself a pin (min == max, as jetson_clocks leaves it). A
+    joint pin (``--emc``, ``--cpu``) also gives the level each clock domain got (``domains_mhz``:
+    "emc", "cpu0", ...)."""
 
     requested_mhz: float
     freq_mhz: float
     state_file: str
+    warning: str | None = None
     domains_mhz: dict = field(default_factory=dict)
     requested_cpu_mhz: float | None = None
 
@@ -80,7 +90,7 @@ class PinResult:
 
     def to_dict(self) -> dict:
         out = {"requested_mhz": self.requested_mhz, "freq_mhz": self.freq_mhz,
-               "snapped": self.snapped, "state_file": self.state_file}
+               "state_file": self.state_file, "warning": self.warning, "snapped": self.snapped}
         if self.domains_mhz:
             out["domains"] = dict(self.domains_mhz)
         return out
@@ -142,7 +152,10 @@ def describe_domain(r: dict) -> str:
 
 @dataclass(frozen=True)
 class Rail:
-    """One INA3221 power rail. kind: 'hwmon' (mV and mA files) or 'ina3221x' (mW file)."""
+    """One power rail. kind: 'hwmon' (INA3221 mV and mA files), 'ina3221x' (JetPack 4, a mW
+    file) or 'power' (an hwmon powerN_input in uW, as the INA238 on Thor). The name is the
+    channel's label made printable (other bytes as \\xNN); a label seen twice is kept, the
+    second named LABEL#2."""
 
     name: str
     kind: str
@@ -167,6 +180,38 @@ class Device:
     @property
     def gpu_name(self) -> str:
         return self._board.gpu_name
+
+    @property
+    def board_id(self) -> str | None:
+        """The board table's id (docs/boards.md), None where the board is not in the table."""
+        return self._board.board_id or None
+
+    @property
+    def board(self):
+        """The board's row of the table (``pydvfs.boards.Board``), None where unknown."""
+        from .. import boards
+
+        return boards.boards().get(self._board.board_id) if self._board.board_id else None
+
+    @property
+    def jetpack(self) -> int | None:
+        return self._board.jetpack
+
+    @property
+    def l4t(self) -> str | None:
+        return self._board.l4t
+
+    @property
+    def warning(self) -> str | None:
+        """What discovery could not settle (an unknown board, a role's rail missing, a label
+        seen twice), one line; None if nothing."""
+        return self._board.warning or None
+
+    @property
+    def roles(self) -> dict[str, tuple[str, ...] | None]:
+        """Which rails make each role (module, cpu_gpu, gpu); () where the board has no rail of
+        its own for it, None where it is not known. From the table only, never guessed."""
+        return self._board.roles
 
     @property
     def devfreq_dir(self) -> str:
@@ -194,6 +239,13 @@ class Device:
         cur, lo, hi, gov = self._board.clock_state()
         return ClockState(hz_to_mhz(cur), hz_to_mhz(lo), hz_to_mhz(hi), gov)
 
+    def range_state(self) -> tuple[int, int, str]:
+        """(min_hz, max_hz, governor) without cur_freq: what a restore reports back."""
+        if hasattr(self._board, "range_state"):
+            return self._board.range_state()
+        st = self.state()
+        return mhz_to_hz(st.min_mhz), mhz_to_hz(st.max_mhz), st.governor
+
     def gpu_load_pct(self) -> float | None:
         permille = self._board.load_permille()
         return None if permille is None else permille / 10.0
@@ -220,12 +272,20 @@ class Device:
         return not isinstance(self._board, _core.Board)
 
     # -- changing the board ------------------------------------------------------------------
+    # Threads of one process take turns (ownership.changing): each pin, restore or apply runs
+    # whole, so no thread saves another's pin as the original.
     @contextlib.contextmanager
     def governing(self) -> Iterator[None]:
         """Hold the board for the whole block (one owner per GPU): no other process may pin or
         restore it meanwhile. BoardBusyError, naming the holder's pid, if another governs it."""
-        with ownership.governing(self._board, self.state_dir):
+        with ownership.governing(self._board, block=True):
             yield
+
+    @property
+    def governed_outside(self) -> bool:
+        """True if a governing block of this process already holds the board (a nested
+        :func:`pydvfs.governed` leaves the board to the outer block)."""
+        return ownership.in_block(self._board)
 
     def _emc_table_hz(self) -> tuple[int, ...]:
         """The board table's EMC rates (used where the kernel lists none)."""
@@ -240,41 +300,68 @@ class Device:
         return [domain_record(d) for d in self._board.domains(self._emc_table_hz())]
 
     def pin(self, mhz: float, emc_mhz: float | None = None, cpu_mhz: float | None = None) -> PinResult:
-        """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first.
-        From here until :meth:`restore` (or the end of the process) this process owns the board.
+        """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first (if
+        that original is itself a pin, as jetson_clocks leaves it, ``PinResult.warning`` says
+        so). From here until :meth:`restore` (or the end of the process) this process owns the
+        board.
 
         ``emc_mhz`` pins the memory clock (one of its rates), ``cpu_mhz`` every cpufreq policy
         (each one's nearest level), together with the GPU as one: a clock not in a domain's
         table, or above the power mode's cap, raises InvalidValueError and nothing is written;
         a failure part way puts every clock back."""
         want_hz = mhz_to_hz(mhz)
-        if emc_mhz is None and cpu_mhz is None:
-            with ownership.governing(self._board, self.state_dir) as owner:
-                level_hz = self._board.pin_hz(want_hz, self.state_dir)
-                owner.pinned = True
-            return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file())
         emc_hz = mhz_to_hz(emc_mhz) if emc_mhz is not None else 0
         cpu_hz = mhz_to_hz(cpu_mhz) if cpu_mhz is not None else 0
-        with ownership.governing(self._board, self.state_dir) as owner:
-            level_hz, levels = self._board.pin_mode_hz(want_hz, emc_hz, cpu_hz, self.state_dir,
-                                                       self._emc_table_hz())
+        levels: dict = {}
+        with ownership.changing(), ownership.governing(self._board) as owner:
+            if emc_hz or cpu_hz:
+                level_hz, levels = self._board.pin_mode_hz(want_hz, emc_hz, cpu_hz, self.state_dir,
+                                                           self._emc_table_hz())
+            else:
+                level_hz = self._board.pin_hz(want_hz, self.state_dir)
             owner.pinned = True
-        return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file(),
-                         {k: hz_to_mhz(v) for k, v in levels.items()},
-                         float(cpu_mhz) if cpu_mhz is not None else None)
+            warning = getattr(self._board, "pin_warning", "") or None
+        return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file(), warning,
+                         domains_mhz={k: hz_to_mhz(v) for k, v in levels.items()},
+                         requested_cpu_mhz=float(cpu_mhz) if cpu_mhz is not None else None)
 
     def restore(self, force: bool = False) -> bool:
         """Put back the state saved before the first change. True if there was one.
-        While another process governs the board: BoardBusyError, unless ``force``."""
+        While another process governs the board: BoardBusyError, unless ``force``. A saved
+        state that no longer matches the board is put back as far as the board allows and
+        removed; StateFileError names what was left. ``force`` also drops a state that cannot
+        be put back (damaged, or a write the board refused), after writing what it can."""
+        with ownership.changing():
+            try:
+                with ownership.governing(self._board) as owner:
+                    try:
+                        return self._restore(force)
+                    finally:
+                        owner.pinned = owner.pinned and self._has_state()
+            except BoardBusyError:
+                if not force:
+                    raise
+            return self._restore(force)
+
+    def _has_state(self) -> bool:
         try:
-            with ownership.governing(self._board, self.state_dir) as owner:
-                restored = self._board.restore(self.state_dir)
-                owner.pinned = False
-                return restored
-        except BoardBusyError:
-            if not force:
+            return self._board.saved_state(self.state_dir) is not None
+        except PydvfsError:
+            return True  # a damaged state is still there
+
+    def _restore(self, force: bool) -> bool:
+        try:
+            return self._board.restore(self.state_dir)
+        except (BoardBusyError, DeviceNotFoundError):
+            raise
+        except PydvfsError as e:
+            if not force or self.through_daemon:
                 raise
-        return self._board.restore(self.state_dir)
+            dropped = self._board.drop_state(self.state_dir)
+            warnings.warn(f"{e}; " + ("dropped the saved state (--force); the clock is left as it "
+                                      "is now" if dropped else "no saved state is left"),
+                          RestoreForcedWarning, stacklevel=3)
+            return True
 
     def status(self) -> dict:
         """Everything ``pydvfs status --json`` prints."""
@@ -286,6 +373,9 @@ class Device:
         return {
             "sysfs_root": self.sysfs_root,
             "model": self.model,
+            "board": self.board_id,
+            "jetpack": self.jetpack,
+            "l4t": self.l4t,
             "gpu": self.gpu_name,
             "devfreq_dir": self.devfreq_dir,
             "governor": st.governor,
@@ -296,6 +386,8 @@ class Device:
             "available_mhz": list(self.available_frequencies_mhz),
             "gpu_load_pct": self.gpu_load_pct(),
             "rails": [{"name": r.name, "kind": r.kind} for r in self.rails],
+            "roles": {k: (None if v is None else list(v)) for k, v in self.roles.items()},
+            "warning": self.warning,
             "sensor_interval_ms": self.sensor_interval_ms,
             "saved_state": None if saved is None else {
                 "path": self.state_file(),

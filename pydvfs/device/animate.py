@@ -82,15 +82,20 @@ class Waveform:
 class _Target:
     """Where one rail's waveform is written."""
 
-    kind: str                   # "hwmon": write mA (voltage fixed) | "ina3221x": write mW
-    voltage_path: str | None
-    value_path: str             # current (mA) or power (mW) file
+    kind: str                   # "hwmon": write mA (voltage fixed) | "ina3221x": write mW |
+    voltage_path: str | None    # "power": write uW (an hwmon power channel, the INA238)
+    value_path: str             # current (mA) or power (mW, uW) file
     waveform: Waveform
 
     def value(self, t_s: float) -> int:
         if self.kind == "hwmon":
             return round(self.waveform.current_ma(t_s))
-        return round(self.waveform.power_w(t_s) * 1000)
+        return round(self.waveform.power_w(t_s) * (1e6 if self.kind == "power" else 1000))
+
+    @property
+    def uw_per_unit(self) -> float:
+        """uW per unit written: mA x the fixed mV, 1000 for mW, 1 for uW."""
+        return self.waveform.voltage_mv if self.kind == "hwmon" else 1000.0 if self.kind == "ina3221x" else 1.0
 
 
 class Animation:
@@ -110,15 +115,17 @@ class Animation:
             rail = board.rails[name]
             wf = waveforms[name]
             if rail.power_path is not None:
-                targets.append(_Target("ina3221x", None, str(rail.power_path), wf))
+                kind = "power" if rail.power_unit == "uW" else "ina3221x"
+                targets.append(_Target(kind, None, str(rail.power_path), wf))
             else:
                 targets.append(_Target("hwmon", str(rail.voltage_path), str(rail.current_path), wf))
+        self._targets = targets
         spec = {
             "targets": [{**asdict(t), "waveform": asdict(t.waveform)} for t in targets],
             "rate_hz": rate_hz,
             "duration_s": duration_s,
             "log": str(self._log),
-            "load_path": str(board.gpu_dir / "load") if load_permille is not None else None,
+            "load_path": str(board.gpu_dir / "load") if load_permille is not None and board.has_load else None,
             "load_permille": load_permille,
         }
         # Write the first values here, so the files hold the waveform before anyone reads them.
@@ -185,12 +192,10 @@ class Animation:
             raise RuntimeError("stop() the animation first")
         n = len(self._names)
         col = self._names.index(rail) + 1
-        wf = self.waveforms[rail]
-        per_uw = wf.voltage_mv if self.board.rails[rail].power_path is None else 1000.0
-        # the value written before the writer started (Animation.__init__)
-        first = round(wf.current_ma(0.0)) if per_uw != 1000.0 else round(wf.power_w(0.0) * 1000)
+        target = self._targets[col - 1]
+        first = target.value(0.0)  # the value written before the writer started (__init__)
         values = self._values[col::n + 1]
-        return held_integral(self._t_ns, values, first, t0_ns, t1_ns) * per_uw / 1e6
+        return held_integral(self._t_ns, values, first, t0_ns, t1_ns) * target.uw_per_unit / 1e6
 
     def max_write_gap_s(self) -> float:
         """Longest time between two writes (a measure of how busy the machine was)."""

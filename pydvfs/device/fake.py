@@ -16,51 +16,38 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The 11-level GPU table seen on AGX Orin (JetPack 5) and the 13-level one of other releases. Hz.
-ORIN_11_LEVELS_HZ = (
-    306000000, 408000000, 510000000, 612000000, 714000000, 816000000,
-    918000000, 1020000000, 1122000000, 1224000000, 1300500000,
-)
+from .. import boards as table
+
+
+def _levels_hz(board_id: str) -> tuple[int, ...]:
+    return tuple(round(mhz * 1e6) for mhz in table.board(board_id).gpu_levels_mhz)
+
+
+# The AGX Orin's 11-level GPU table (the board table's) and the 13-level one some releases show.
+ORIN_11_LEVELS_HZ = _levels_hz("agx-orin")
 ORIN_13_LEVELS_HZ = tuple(114750000 + 102000000 * i for i in range(12)) + (1300500000,)
-XAVIER_LEVELS_HZ = (
-    114750000, 216750000, 318750000, 420750000, 522750000, 624750000, 675750000,
-    828750000, 905250000, 1032750000, 1198500000, 1236750000, 1338750000, 1377000000,
-)
+XAVIER_LEVELS_HZ = _levels_hz("agx-xavier")
 
+# The layouts the first tests were written against: AGX Orin on JetPack 5 / 6, AGX Xavier on 4.
 LAYOUTS = ("jp4", "jp5", "jp6")
-ORIN_MODEL = "NVIDIA Jetson AGX Orin Developer Kit"
-XAVIER_MODEL = "Jetson-AGX"
-
-# Rails of the AGX Orin devkit: (i2c address, channel, label). Channel 1-0041:1 and :3 are NC.
-ORIN_RAILS = (
-    ("1-0040", 1, "VDD_GPU_SOC"),
-    ("1-0040", 2, "VDD_CPU_CV"),
-    ("1-0040", 3, "VIN_SYS_5V0"),
-    ("1-0041", 1, "NC"),
-    ("1-0041", 2, "VDDQ_VDD2_1V8AO"),
-    ("1-0041", 3, "NC"),
-)
-# JetPack 4 (Xavier, ina3221x driver): (i2c address, channel 0..2, rail_name).
-XAVIER_RAILS = (
-    ("1-0040", 0, "GPU"),
-    ("1-0040", 1, "CPU"),
-    ("1-0040", 2, "SOC"),
-    ("1-0041", 0, "CV"),
-    ("1-0041", 1, "VDDRQ"),
-    ("1-0041", 2, "SYS5V"),
-)
+_LAYOUT_BOARD = {"jp4": ("agx-xavier", 4), "jp5": ("agx-orin", 5), "jp6": ("agx-orin", 6)}
+BOARDS = tuple(table.boards())  # every board of the table
+ORIN_MODEL = table.board("agx-orin").model_example
+XAVIER_MODEL = table.board("agx-xavier").model_example
 
 FIELD_WIDTH = 12  # fixed width of rewritten numeric files, newline included
 
 
 @dataclass
 class FakeRail:
-    """Where one fake rail's numbers live. hwmon rails have mV/mA files, ina3221x a mW file."""
+    """Where one fake rail's numbers live. INA3221 hwmon rails have mV/mA files, ina3221x a mW
+    file (and mV/mA ones), hwmon power channels (the INA238) a uW file."""
 
     name: str
     voltage_path: Path | None = None  # inN_input, mV
     current_path: Path | None = None  # currN_input, mA
-    power_path: Path | None = None  # in_powerN_input, mW (ina3221x only)
+    power_path: Path | None = None  # in_powerN_input (mW, ina3221x) or powerN_input (uW)
+    power_unit: str = "mW"            # of power_path: "mW" (ina3221x) or "uW" (hwmon power)
 
 
 @dataclass
@@ -68,20 +55,27 @@ class FakeBoard:
     """A fake Jetson sysfs tree under ``root``; pass ``root`` as the sysfs root."""
 
     root: Path
-    layout: str
+    layout: str                       # jp4 / jp5 / jp6, or "<board>-jp<N>"
     model: str
     devfreq_dir: Path
-    gpu_dir: Path
+    gpu_dir: Path | None              # the GPU device folder; None where there is none (Thor)
     levels_hz: tuple[int, ...]
     rails: dict[str, FakeRail] = field(default_factory=dict)
     hwmon_dirs: list[Path] = field(default_factory=list)
+    board: str = "agx-orin"           # the board table's id
+    jetpack: int = 5
+
+    @property
+    def has_load(self) -> bool:
+        return self.gpu_dir is not None and (self.gpu_dir / "load").exists()
 
     # -- what a kernel driver would update -------------------------------------------------
     def set_rail(self, name: str, voltage_mv: float, current_ma: float) -> None:
         """Write one rail's bus voltage (mV) and current (mA), in place."""
         rail = self.rails[name]
         if rail.power_path is not None:
-            rewrite_int(rail.power_path, round(voltage_mv * current_ma / 1000.0))
+            uw = voltage_mv * current_ma
+            rewrite_int(rail.power_path, round(uw if rail.power_unit == "uW" else uw / 1000.0))
             if rail.voltage_path is not None:
                 rewrite_int(rail.voltage_path, round(voltage_mv))
             if rail.current_path is not None:
@@ -92,6 +86,8 @@ class FakeBoard:
 
     def set_load(self, load_permille: int) -> None:
         """GPU load in tenths of a percent (0..1000), as the ``load`` file reports it."""
+        if not self.has_load:
+            raise ValueError(f"the fake {self.board} has no GPU load file (as the real one)")
         rewrite_int(self.gpu_dir / "load", int(load_permille))
 
     def set_cur_freq(self, hz: int) -> None:
@@ -114,6 +110,11 @@ def rewrite_int(path: Path, value: int) -> None:
     """Rewrite a numeric file in place with a fixed-width field (no truncate, so a reader holding
     the file open never sees it empty), as a kernel driver's attribute reads."""
     text = f"{int(value):>{FIELD_WIDTH - 1}d}\n".encode()
+    try:
+        if os.stat(path).st_nlink > 1:  # cur_freq linked to max_freq (follow_clamp): a writer
+            os.unlink(path)             # that drives cur_freq takes it over
+    except FileNotFoundError:
+        pass
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         os.pwrite(fd, text, 0)
@@ -135,51 +136,80 @@ def _link(link: Path, target: Path) -> None:
 
 def build_fake_board(
     root: str | os.PathLike,
-    layout: str = "jp5",
+    layout: str | None = None,
     levels_hz: tuple[int, ...] | None = None,
     model: str | None = None,
     hwmon_start: int = 2,
+    board: str | None = None,
+    jetpack: int | None = None,
+    follow_clamp: bool = False,
+    clock_domains: bool = False,
 ) -> FakeBoard:
     """Create a fake board tree under ``root`` and return its handle.
 
-    ``layout``: ``jp5`` (ga10b, hwmon INA3221), ``jp6`` (gpu, hwmon INA3221) or ``jp4``
-    (Xavier gv11b, legacy ``ina3221x`` driver). ``levels_hz``: the GPU table (default: the
-    11-level Orin table; 14-level Xavier table for jp4). ``hwmon_start``: first hwmonN number
-    used, to show that discovery does not depend on it.
+    ``board``: a board of the table (``pydvfs/data/boards.json``: orin-nano-super, orin-nx,
+    agx-orin, thor, agx-xavier, nano), laid out as that board shows itself on ``jetpack``
+    (default: the newest the table lists): its device-tree model, ``/etc/nv_tegra_release``, GPU
+    devfreq node (Thor: the virtual ``gpu-gpc-0``, no of_node, no load file, podgov tunables
+    in ``nvhost_podgov/``), clock table and sensors (INA3221 hwmon, ina3221x on JetPack 4,
+    Thor's INA238 power channel). ``layout``: the older names, ``jp5`` / ``jp6`` (AGX Orin) and
+    ``jp4`` (AGX Xavier); the default is ``jp5``. ``levels_hz``: another GPU table.
+    ``hwmon_start``: first hwmonN number used, to show that discovery does not depend on it.
+    ``follow_clamp``: ``cur_freq`` is the same file as ``max_freq`` (a static board whose clock
+    follows the ceiling a pin sets, as a kernel would show it; a writer of ``cur_freq`` such as
+    the simulator takes the file over).
+    ``clock_domains``: also the EMC's BPMP debugfs folder and the cpufreq policies the table
+    gives the board (``fake_domains.add_clock_domains``), so that ``pin --emc/--cpu`` can be used.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    if board is None:
+        layout = layout or "jp5"
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+        board, jp = _LAYOUT_BOARD[layout]
+        jetpack = jetpack or jp
+    elif layout is not None:
+        raise ValueError("give board= or layout=, not both")
+    b = table.board(board)  # ValueError naming the boards for an unknown id
+    jp4_sensors = any(s["driver"] == "ina3221x" for s in b.sensors)  # JetPack 4's driver
+    jetpack = jetpack or (4 if jp4_sensors else max(b.jetpack))
+    if jetpack not in b.jetpack or (jp4_sensors and jetpack != 4):
+        raise ValueError(f"the table describes {b.name} on JetPack "
+                         f"{4 if jp4_sensors else ', '.join(map(str, b.jetpack))}, not {jetpack}")
+    layout = layout or f"{board}-jp{jetpack}"
     root = Path(root)
     sys_ = root / "sys"
-    if layout == "jp4":
-        levels = tuple(levels_hz or XAVIER_LEVELS_HZ)
-        gpu_dir = sys_ / "devices" / "17000000.gv11b"
-        of_name = "gv11b"
-        model = model or XAVIER_MODEL
-    elif layout == "jp5":
-        levels = tuple(levels_hz or ORIN_11_LEVELS_HZ)
-        gpu_dir = sys_ / "devices" / "17000000.ga10b"
-        of_name = "ga10b"
-        model = model or ORIN_MODEL
-    else:
-        levels = tuple(levels_hz or ORIN_11_LEVELS_HZ)
-        gpu_dir = sys_ / "devices" / "platform" / "bus@0" / "17000000.gpu"
-        of_name = "gpu"
-        model = model or ORIN_MODEL
-
-    _write(gpu_dir / "of_node" / "name", of_name + "\n")
-    rewrite_int(gpu_dir / "load", 0)
-    devfreq_dir = gpu_dir / "devfreq" / gpu_dir.name
+    levels = tuple(levels_hz or _levels_hz(board))
+    model = model or b.model_example
+    # Boards with two GPU names: the first is JetPack 5's (17000000.ga10b), the last newer ones'.
+    pick = 0 if jetpack <= 5 else -1
+    devfreq_name = b.gpu_devfreq_names[pick]
+    if b.gpu_of_node_names:
+        of_name = b.gpu_of_node_names[pick]
+        gpu_dir = sys_ / "devices" / (devfreq_name if jetpack <= 5 else f"platform/bus@0/{devfreq_name}")
+        _write(gpu_dir / "of_node" / "name", of_name + "\n")
+        if b.gpu_has_load:
+            rewrite_int(gpu_dir / "load", 0)
+        devfreq_dir = gpu_dir / "devfreq" / gpu_dir.name
+    else:  # Thor: a virtual devfreq device, no of_node, no load file
+        gpu_dir = None
+        devfreq_dir = sys_ / "devices" / "virtual" / "devfreq" / devfreq_name
+        for name, value in (("load_target", "700"), ("load_max", "900"), ("block_window", "30000"),
+                            ("smooth", "3")):
+            _write(devfreq_dir.parent / "nvhost_podgov" / name, value + "\n")
     _write(devfreq_dir / "available_frequencies", " ".join(str(f) for f in levels) + "\n")
     _write(devfreq_dir / "available_governors", "nvhost_podgov userspace performance simple_ondemand\n")
     _write(devfreq_dir / "governor", "nvhost_podgov\n")
     rewrite_int(devfreq_dir / "min_freq", min(levels))
     rewrite_int(devfreq_dir / "max_freq", max(levels))
-    rewrite_int(devfreq_dir / "cur_freq", max(levels))
+    if follow_clamp:
+        os.link(devfreq_dir / "max_freq", devfreq_dir / "cur_freq")
+    else:
+        rewrite_int(devfreq_dir / "cur_freq", max(levels))
     rewrite_int(devfreq_dir / "target_freq", max(levels))
     _write(devfreq_dir / "polling_interval", "0\n")
-    _link(devfreq_dir / "device", gpu_dir)
-    _link(sys_ / "class" / "devfreq" / gpu_dir.name, devfreq_dir)
+    if gpu_dir is not None:
+        _link(devfreq_dir / "device", gpu_dir)
+    _link(sys_ / "class" / "devfreq" / devfreq_dir.name, devfreq_dir)
 
     # A decoy devfreq device (the DLA) listed before the GPU: discovery must skip it.
     dla = sys_ / "devices" / "15880000.nvdla0"
@@ -191,62 +221,84 @@ def build_fake_board(
     _link(sys_ / "class" / "devfreq" / dla.name, dla_df)
 
     _write(root / "proc" / "device-tree" / "model", model + "\0")
+    l4t = {j: r for r, j in table.l4t_jetpack().items()}[jetpack]
+    _write(root / "etc" / "nv_tegra_release",
+           f"# R{l4t} (release), REVISION: 0.0, GCID: 0, BOARD: generic, EABI: aarch64, "
+           "DATE: fake board (pydvfs fake-board)\n")
 
-    board = FakeBoard(root=root, layout=layout, model=model, devfreq_dir=devfreq_dir,
-                      gpu_dir=gpu_dir, levels_hz=levels)
-    if layout == "jp4":
-        _add_ina3221x(board, sys_)
-    else:
-        _add_hwmon(board, sys_, hwmon_start)
-    return board
+    fake = FakeBoard(root=root, layout=layout, model=model, devfreq_dir=devfreq_dir,
+                     gpu_dir=gpu_dir, levels_hz=levels, board=board, jetpack=jetpack)
+    _add_sensors(fake, b, sys_, hwmon_start)
+    if clock_domains:
+        from .fake_domains import add_clock_domains
+
+        add_clock_domains(root, b)
+    return fake
 
 
-def _add_hwmon(board: FakeBoard, sys_: Path, hwmon_start: int) -> None:
+def _add_sensors(fake: FakeBoard, b, sys_: Path, hwmon_start: int) -> None:
+    """The board's sensors, as the table lists them, where their drivers put them."""
     n = hwmon_start
-    # A decoy hwmon (a thermal sensor) takes the first number: discovery matches on `name`.
-    decoy = sys_ / "devices" / "virtual" / "thermal" / "thermal_zone0" / "hwmon" / f"hwmon{n}"
-    _write(decoy / "name", "cpu_thermal\n")
-    _write(decoy / "temp1_input", "45000\n")
-    _link(sys_ / "class" / "hwmon" / f"hwmon{n}", decoy)
-    n += 1
-    for addr in ("1-0040", "1-0041"):
-        d = sys_ / "bus" / "i2c" / "drivers" / "ina3221" / addr / "hwmon" / f"hwmon{n}"
+    if any(s["driver"] != "ina3221x" for s in b.sensors):
+        # A decoy hwmon (a thermal sensor) takes the first number: discovery matches on `name`.
+        decoy = sys_ / "devices" / "virtual" / "thermal" / "thermal_zone0" / "hwmon" / f"hwmon{n}"
+        _write(decoy / "name", "cpu_thermal\n")
+        _write(decoy / "temp1_input", "45000\n")
+        _link(sys_ / "class" / "hwmon" / f"hwmon{n}", decoy)
+        n += 1
+    iio = 0
+    for sensor in b.sensors:
+        driver, addr = sensor["driver"], sensor["address"]
+        if driver == "ina3221x":
+            _add_ina3221x(fake, sys_ / "bus" / "i2c" / "drivers" / driver / addr / f"iio:device{iio}",
+                          sensor["channels"])
+            iio += 1
+            continue
+        d = sys_ / "bus" / "i2c" / "drivers" / driver / addr / "hwmon" / f"hwmon{n}"
         _link(sys_ / "class" / "hwmon" / f"hwmon{n}", d)
         n += 1
-        _write(d / "name", "ina3221\n")
-        _write(d / "update_interval", "7\n")
-        _write(d / "samples", "4\n")
-        for addr_, ch, label in ORIN_RAILS:
-            if addr_ != addr:
-                continue
-            _write(d / f"in{ch}_label", label + "\n")
-            _write(d / f"in{ch}_enable", "0\n" if label == "NC" else "1\n")
-            rewrite_int(d / f"in{ch}_input", 0)
-            rewrite_int(d / f"curr{ch}_input", 0)
-            rewrite_int(d / f"in{ch + 3}_input", 0)  # shunt voltage, uV
-            if label != "NC":
-                board.rails[label] = FakeRail(label, d / f"in{ch}_input", d / f"curr{ch}_input")
-        # The shunt-sum channel: must be skipped by discovery.
-        _write(d / "in7_label", "sum of shunt voltages\n")
-        rewrite_int(d / "in7_input", 0)
-        rewrite_int(d / "curr4_input", 0)
-        board.hwmon_dirs.append(d)
+        _write(d / "name", driver + "\n")
+        if driver == "ina3221":
+            _add_ina3221(fake, d, sensor["channels"])
+        for ch, label in sensor.get("power_channels", {}).items():
+            rewrite_int(d / f"power{ch}_input", 0)
+            if sensor.get("labels", True):
+                _write(d / f"power{ch}_label", label + "\n")
+            fake.rails[label] = FakeRail(label, power_path=d / f"power{ch}_input", power_unit="uW")
+        if driver != "ina3221" and sensor.get("power_channels"):
+            fake.hwmon_dirs.append(d)
 
 
-def _add_ina3221x(board: FakeBoard, sys_: Path) -> None:
-    for i, addr in enumerate(("1-0040", "1-0041")):
-        d = sys_ / "bus" / "i2c" / "drivers" / "ina3221x" / addr / f"iio:device{i}"
-        _write(d / "name", "ina3221x\n")
-        for addr_, ch, label in XAVIER_RAILS:
-            if addr_ != addr:
-                continue
-            _write(d / f"rail_name_{ch}", label + "\n")
-            rewrite_int(d / f"in_power{ch}_input", 0)
-            rewrite_int(d / f"in_voltage{ch}_input", 0)
-            rewrite_int(d / f"in_current{ch}_input", 0)
-            board.rails[label] = FakeRail(
-                label,
-                voltage_path=d / f"in_voltage{ch}_input",
-                current_path=d / f"in_current{ch}_input",
-                power_path=d / f"in_power{ch}_input",
-            )
+def _add_ina3221(fake: FakeBoard, d: Path, channels: dict) -> None:
+    _write(d / "update_interval", "7\n")
+    _write(d / "samples", "4\n")
+    for ch_text, label in channels.items():
+        ch = int(ch_text)
+        _write(d / f"in{ch}_label", label + "\n")
+        _write(d / f"in{ch}_enable", "0\n" if label == "NC" else "1\n")
+        rewrite_int(d / f"in{ch}_input", 0)
+        rewrite_int(d / f"curr{ch}_input", 0)
+        rewrite_int(d / f"in{ch + 3}_input", 0)  # shunt voltage, uV
+        if label != "NC":
+            fake.rails[label] = FakeRail(label, d / f"in{ch}_input", d / f"curr{ch}_input")
+    # The shunt-sum channel: must be skipped by discovery.
+    _write(d / "in7_label", "sum of shunt voltages\n")
+    rewrite_int(d / "in7_input", 0)
+    rewrite_int(d / "curr4_input", 0)
+    fake.hwmon_dirs.append(d)
+
+
+def _add_ina3221x(fake: FakeBoard, d: Path, channels: dict) -> None:
+    _write(d / "name", "ina3221x\n")
+    for ch_text, label in channels.items():
+        ch = int(ch_text)
+        _write(d / f"rail_name_{ch}", label + "\n")
+        rewrite_int(d / f"in_power{ch}_input", 0)
+        rewrite_int(d / f"in_voltage{ch}_input", 0)
+        rewrite_int(d / f"in_current{ch}_input", 0)
+        fake.rails[label] = FakeRail(
+            label,
+            voltage_path=d / f"in_voltage{ch}_input",
+            current_path=d / f"in_current{ch}_input",
+            power_path=d / f"in_power{ch}_input",
+        )

@@ -258,6 +258,12 @@ class RemoteBoard:
     gpu_name = property(lambda self: self._status["gpu"])
     devfreq_dir = property(lambda self: self._status["devfreq_dir"])
     load_path = property(lambda self: "")
+    board_id = property(lambda self: self._status.get("board") or "")
+    jetpack = property(lambda self: self._status.get("jetpack"))
+    l4t = property(lambda self: self._status.get("l4t"))
+    warning = property(lambda self: self._status.get("warning") or "")
+    roles = property(lambda self: {k: (None if v is None else tuple(v))
+                                   for k, v in self._status.get("roles", {}).items()})
     sensor_interval_ms = property(lambda self: self._status["sensor_interval_ms"] or 0)
 
     @property
@@ -364,6 +370,8 @@ class RemoteSampler(Sampler):
         self._conn = connection(sampler_socket() or DEFAULT_SOCKET)
         status = self._conn.request("status")
         self._rail_names = tuple(r["name"] for r in status["rails"])
+        self._board_id = status.get("board") or None
+        self._warning = status.get("warning") or None
         if rails is not None:
             wanted = [rails] if isinstance(rails, str) else list(rails)
             unknown = [r for r in wanted if r not in self._rail_names]
@@ -379,6 +387,8 @@ class RemoteSampler(Sampler):
 
     rails = property(lambda self: self._rail_names)
     rate_hz = property(lambda self: self._rate)
+    board = property(lambda self: self._board_id)
+    warning = property(lambda self: self._warning)
     running = property(lambda self: bool(self._windows))
 
     def start(self):
@@ -408,7 +418,9 @@ class RemoteSampler(Sampler):
             avg_power_w=MappingProxyType(dict(w["avg_power_w"])), total_energy_j=w["total_energy_j"],
             total_avg_power_w=w["total_avg_power_w"], cpu_gpu_energy_j=w["cpu_gpu_energy_j"],
             gpu_util_pct=w["gpu_util_pct"], samples=int(w["samples"]),
-            read_errors=int(w["read_errors"]), rate_hz=float(w["rate_hz"]))
+            read_errors=int(w["read_errors"]), rate_hz=float(w["rate_hz"]),
+            module_energy_j=w.get("module_energy_j"), gpu_energy_j=w.get("gpu_energy_j"),
+            board=w.get("board"))
 
     def trace(self):
         raise InvalidValueError("sample traces are not available through the govcore daemon")

@@ -124,7 +124,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
     tree = load_tree(model_dir)
     core_goal = {"roofline": roofline, "objective": goal.kind, "max_slowdown_pct": goal.max_slowdown_pct}
     if pin:
-        with ownership.governing(board, state_dir) as owner:
+        with ownership.changing(), ownership.governing(board) as owner:
             r = _core.apply(board, tree, policy, wl.as_core(), state_dir, **core_goal)
             owner.pinned = r["level_hz"] != 0  # maxn restored the board
     else:
@@ -171,10 +171,14 @@ def governed(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None
              **overrides) -> Iterator[Decision]:
     """``with pydvfs.governed(w): train()`` - apply, and restore on exit whatever happens: an
     exception, Ctrl-C, or (in the main thread) SIGTERM/SIGHUP/SIGQUIT, which raise
-    :class:`pydvfs.signals.Terminated` inside the block."""
+    :class:`pydvfs.signals.Terminated` inside the block. Nested in another governing block of
+    this process (an outer ``governed``, ``pydvfs run``), the inner block applies its clock but
+    leaves the board to the outer one: its exit does not restore."""
     dev = open_device(sysfs_root, state_dir)
+    nested = dev.governed_outside
     with terminate_as_exception(), dev.governing():
         try:
             yield apply(workload, policy, model_dir, sysfs_root, state_dir, **overrides)
         finally:
-            dev.restore()
+            if not nested:
+                dev.restore()

@@ -30,6 +30,8 @@ static void test_discovers_jp5_hwmon(void)
     CHECK(strstr(b.rails[1].current_path, "curr2_input") != NULL);
     CHECK(b.sensor_interval_ms == 7);
     CHECK(strcmp(b.model, "NVIDIA Jetson AGX Orin Developer Kit") == 0);
+    CHECK(strcmp(b.board_id, "agx-orin") == 0 && b.warning[0] == '\0');
+    CHECK(b.role_n[GC_ROLE_MODULE] == 4 && b.role_n[GC_ROLE_CPU_GPU] == 2 && b.role_n[GC_ROLE_GPU] == 0);
     {
         int load = -1;
         CHECK(gc_gpu_load_permille(&b, &load) == 0 && load == 437);
@@ -64,6 +66,120 @@ static void test_discovers_jp4_ina3221x(void)
     CHECK(strcmp(b.rails[0].name, "GPU") == 0);
     CHECK(b.rails[0].kind == GC_RAIL_INA3221X);
     CHECK(strstr(b.rails[2].power_path, "in_power2_input") != NULL);
+    fake_tree_remove(root);
+}
+
+/* A fresh empty root for trees written file by file. */
+static const char *empty_root(void)
+{
+    static char root[64];
+
+    snprintf(root, sizeof root, "/tmp/gc_board_XXXXXX");
+    CHECK(mkdtemp(root) != NULL);
+    return root;
+}
+
+#define THOR_LEVELS "315000000 735000000 1575000000"
+
+/* Thor: the GPU is the virtual devfreq device gpu-gpc-0 (no of_node, no load file, podgov's
+ * tunables beside it); the INA238 shows power1_input in uW and no label: the rail is named by
+ * the hwmon device. The board and JetPack come from the model and nv_tegra_release. */
+static void test_discovers_thor(void)
+{
+    const char *root = empty_root();
+    gc_board b;
+    int load = -1;
+
+    fake_write(root, "sys/devices/virtual/devfreq/gpu-gpc-0/available_frequencies", THOR_LEVELS);
+    fake_write(root, "sys/devices/virtual/devfreq/nvhost_podgov/load_target", "700");
+    fake_write(root, "sys/class/hwmon/hwmon0/name", "ina3221");
+    fake_write(root, "sys/class/hwmon/hwmon0/in1_label", "VDD_GPU");
+    fake_write(root, "sys/class/hwmon/hwmon0/in1_input", "5000");
+    fake_write(root, "sys/class/hwmon/hwmon0/curr1_input", "1000");
+    fake_write(root, "sys/class/hwmon/hwmon0/in2_label", "VDD_CPU_SOC_MSS");
+    fake_write(root, "sys/class/hwmon/hwmon0/in2_input", "5000");
+    fake_write(root, "sys/class/hwmon/hwmon0/curr2_input", "500");
+    fake_write(root, "sys/class/hwmon/hwmon1/name", "ina238");
+    fake_write(root, "sys/class/hwmon/hwmon1/power1_input", "42000000");
+    fake_write(root, "proc/device-tree/model", "NVIDIA Jetson AGX Thor Developer Kit");
+    fake_write(root, "etc/nv_tegra_release", "# R38 (release), REVISION: 2.0, GCID: 1, BOARD: generic");
+
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(strcmp(b.gpu_name, "gpu-gpc-0") == 0);
+    CHECK(strstr(b.devfreq_dir, "sys/devices/virtual/devfreq/gpu-gpc-0") != NULL);
+    CHECK(b.n_freqs == 3);
+    CHECK(b.load_path[0] == '\0');
+    CHECK(gc_gpu_load_permille(&b, &load) == -ENOENT); /* unknown, never made up */
+    CHECK(strcmp(b.board_id, "thor") == 0);
+    CHECK(b.jetpack == 7 && strcmp(b.l4t, "R38.2.0") == 0);
+    CHECK(b.n_rails == 3);
+    CHECK(strcmp(b.rails[2].name, "ina238") == 0 && b.rails[2].kind == GC_RAIL_POWER);
+    CHECK(strstr(b.rails[2].power_path, "power1_input") != NULL);
+    /* module = the INA238 alone; cpu_gpu = VDD_GPU + VDD_CPU_SOC_MSS; gpu = VDD_GPU */
+    CHECK(b.role_n[GC_ROLE_MODULE] == 1 && b.role_rail[GC_ROLE_MODULE][0] == 2);
+    CHECK(b.role_n[GC_ROLE_CPU_GPU] == 2);
+    CHECK(b.role_n[GC_ROLE_GPU] == 1 && b.role_rail[GC_ROLE_GPU][0] == 0);
+    CHECK(b.warning[0] == '\0');
+    {
+        double w[3] = {5.0, 2.5, 42.0};
+        int known;
+
+        CHECK(gc_role_sum(&b, GC_ROLE_MODULE, w, &known) == 42.0 && known);
+        CHECK(gc_role_sum(&b, GC_ROLE_CPU_GPU, w, &known) == 7.5 && known);
+    }
+    fake_tree_remove(root);
+}
+
+/* A board outside the table still works from discovery alone, with one warning; no role is
+ * guessed. The JetPack 6 Orin tree under another model name. */
+static void test_unknown_board_warns_once(void)
+{
+    const char *root = fake_tree_make(FAKE_JP6, ORIN_11_LEVELS);
+    gc_board b;
+    int role;
+
+    fake_write(root, "proc/device-tree/model", "Some Carrier Board");
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(b.board_id[0] == '\0' && b.n_rails == 4);
+    for (role = 0; role < GC_N_ROLES; role++)
+        CHECK(b.role_n[role] == -1);
+    CHECK(strstr(b.warning, "unknown board (model \"Some Carrier Board\")") == b.warning);
+    CHECK(strstr(b.warning, "rail roles are unknown") != NULL);
+    CHECK(b.jetpack == 0 && b.l4t[0] == '\0'); /* no nv_tegra_release in this tree */
+    fake_tree_remove(root);
+}
+
+/* Two channels labelled alike: both kept, the second as LABEL#2, a warning, and a role naming
+ * the label is not known (its sum would be wrong). A label with control characters or bytes that
+ * are not UTF-8 is made printable before anyone shows it. */
+static void test_repeated_and_unprintable_labels(void)
+{
+    const char *root = empty_root();
+    gc_board b;
+
+    fake_write(root, "sys/class/devfreq/17000000.gpu/of_node/name", "gpu");
+    fake_write(root, "sys/class/devfreq/17000000.gpu/available_frequencies", ORIN_11_LEVELS);
+    fake_write(root, "sys/class/hwmon/hwmon0/name", "ina3221");
+    fake_write(root, "sys/class/hwmon/hwmon0/in1_label", "VDD_IN");
+    fake_write(root, "sys/class/hwmon/hwmon0/in2_label", "VDD_IN");
+    fake_write(root, "sys/class/hwmon/hwmon0/in3_label", "VDD_\x1b[31mRED\xff");
+    fake_write(root, "sys/class/hwmon/hwmon0/in1_input", "5000");
+    fake_write(root, "sys/class/hwmon/hwmon0/in2_input", "5000");
+    fake_write(root, "sys/class/hwmon/hwmon0/in3_input", "5000");
+    fake_write(root, "sys/class/hwmon/hwmon0/curr1_input", "100");
+    fake_write(root, "sys/class/hwmon/hwmon0/curr2_input", "100");
+    fake_write(root, "sys/class/hwmon/hwmon0/curr3_input", "100");
+    fake_write(root, "proc/device-tree/model", "NVIDIA Jetson Orin Nano Developer Kit");
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(strcmp(b.board_id, "orin-nano-super") == 0);
+    CHECK(b.n_rails == 3);
+    CHECK(strcmp(b.rails[0].name, "VDD_IN") == 0);
+    CHECK(strcmp(b.rails[1].name, "VDD_IN#2") == 0);
+    CHECK(strcmp(b.rails[2].name, "VDD_\\x1b[31mRED\\xff") == 0);
+    CHECK(strstr(b.warning, "two power channels are labelled VDD_IN: the second is read as VDD_IN#2") != NULL);
+    CHECK(b.role_n[GC_ROLE_MODULE] == -1);  /* VDD_IN is which channel? not known */
+    CHECK(b.role_n[GC_ROLE_CPU_GPU] == -1); /* VDD_CPU_GPU_CV was not found */
+    CHECK(b.role_n[GC_ROLE_GPU] == 0);      /* this board has no GPU rail of its own */
     fake_tree_remove(root);
 }
 
@@ -200,6 +316,9 @@ int main(void)
     RUN(test_discovers_jp5_hwmon);
     RUN(test_discovers_jp6_13_levels);
     RUN(test_discovers_jp4_ina3221x);
+    RUN(test_discovers_thor);
+    RUN(test_unknown_board_warns_once);
+    RUN(test_repeated_and_unprintable_labels);
     RUN(test_no_board);
     RUN(test_garbage_table);
     RUN(test_snap);

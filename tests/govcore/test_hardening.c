@@ -205,14 +205,17 @@ static void test_state_values_checked(void)
     static const char *const bad[] = {
         "max_hz=-1\nmin_hz=306000000\ngovernor=nvhost_podgov\n",
         "max_hz=1300500000\nmin_hz=12abc\ngovernor=nvhost_podgov\n",
-        "max_hz=1300500000\nmin_hz=306000000\ngovernor=evil_governor\n",
         "max_hz=18446744073709551616\nmin_hz=306000000\ngovernor=nvhost_podgov\n",
-        "max_hz=1300500000\nmin_hz=500000000\ngovernor=nvhost_podgov\n", /* not a level */
-        "max_hz=306000000\nmin_hz=1300500000\ngovernor=nvhost_podgov\n", /* min > max */
         "max_hz=1300500000\nmin_hz=306000000\nmin_hz=408000000\ngovernor=nvhost_podgov\n",
         "max_hz=1300500000\nmin_hz=+306000000\ngovernor=nvhost_podgov\n",
         "max_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost podgov\n",
         "max_hz=1300500000\nmin_hz=306000000\n",
+        "format=0\nmax_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost_podgov\n",
+        "format=3\nmax_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost_podgov\nemc_hz=1\n",
+        /* format 2 carries the clock domains' lines (emc.*, cpuN.*), nothing else */
+        "format=2\nmax_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost_podgov\nemc_hz=1\n",
+        /* and format 1 none */
+        "format=1\nmax_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost_podgov\nemc.locked=0\n",
     };
     size_t i;
 
@@ -221,18 +224,114 @@ static void test_state_values_checked(void)
         const char *root = setup(&b);
         char text[512], gov[64];
         uint64_t level;
-        int restored = 7;
+        int restored = 7, dropped = 0;
 
         CHECK(gc_pin_hz(&b, gc_mhz_to_hz(714), state_dir, &level) == 0);
         snprintf(text, sizeof text, "# govcore saved GPU clock state\n%s", bad[i]);
         write_private(state_path, text);
         CHECK(gc_restore(&b, state_dir, &restored) == -GC_ESTATE && restored == 0);
+        /* the message says what to do: --force drops it */
+        CHECK(strstr(b.err, "restore --force") != NULL);
+        if (i == 8)
+            CHECK(strstr(b.err, "format 3") != NULL);
         /* nothing written from it: still pinned at 714, governor as it was */
         CHECK_EQ_U64(read_hz(root, "min_freq"), 714000000);
         CHECK_EQ_U64(read_hz(root, "max_freq"), 714000000);
         fake_read(root, DF "/governor", gov, sizeof gov);
         CHECK(strcmp(gov, "nvhost_podgov") == 0);
         CHECK(access(state_path, F_OK) == 0); /* kept, for a human to look at */
+        CHECK(gc_state_drop(&b, state_dir, &dropped) == 0 && dropped == 1);
+        CHECK(access(state_path, F_OK) != 0);
+        fake_tree_remove(root);
+    }
+}
+
+/* A state that no longer matches the board (a governor or level gone from its tables): what the
+ * board still offers is written, the rest named, and the state removed (nothing more can be
+ * done from it), so it never blocks the board. */
+static void test_state_no_longer_matching(void)
+{
+    static const struct {
+        const char *text, *left;
+        uint64_t min_hz, max_hz;
+    } cases[] = {
+        {"max_hz=1300500000\nmin_hz=306000000\ngovernor=gone_governor\n", "governor (saved \"gone_governor\"",
+         306000000, 1300500000},
+        {"max_hz=1300500000\nmin_hz=500000000\ngovernor=nvhost_podgov\n", "min_freq (saved 500 MHz is not a level",
+         714000000, 1300500000},
+        {"max_hz=306000000\nmin_hz=1300500000\ngovernor=nvhost_podgov\n", "max_freq (saved 306 MHz is not at least",
+         714000000, 714000000},
+        {"format=1\nmax_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost_podgov\n", NULL,
+         306000000, 1300500000},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gc_board b;
+        const char *root = setup(&b);
+        char text[512];
+        uint64_t level;
+        int restored = 7;
+
+        CHECK(gc_pin_hz(&b, gc_mhz_to_hz(714), state_dir, &level) == 0);
+        snprintf(text, sizeof text, "# govcore saved GPU clock state\n%s", cases[i].text);
+        write_private(state_path, text);
+        if (cases[i].left) {
+            CHECK(gc_restore(&b, state_dir, &restored) == -GC_ESTATE && restored == 1);
+            CHECK(strstr(b.err, cases[i].left) != NULL);
+            CHECK(strstr(b.err, "removed") != NULL);
+        } else {
+            CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 1);
+        }
+        CHECK_EQ_U64(read_hz(root, "min_freq"), cases[i].min_hz);
+        CHECK_EQ_U64(read_hz(root, "max_freq"), cases[i].max_hz);
+        CHECK(access(state_path, F_OK) != 0); /* not left to block the board */
+        CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 0);
+        fake_tree_remove(root);
+    }
+}
+
+/* A saved original that is itself a pin (as jetson_clocks leaves the board) is said at once. */
+static void test_original_that_is_a_pin_warned(void)
+{
+    gc_board b;
+    const char *root = setup(&b);
+    uint64_t level;
+    int restored;
+
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) == 0);
+    CHECK(b.warn[0] == '\0');
+    CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 1);
+    fake_write(root, DF "/min_freq", "1300500000");
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(714), state_dir, &level) == 0);
+    CHECK(strstr(b.warn, "itself a pin") != NULL && strstr(b.warn, "1300.5 MHz") != NULL);
+    /* a second pin saves nothing new: nothing to say */
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) == 0 && b.warn[0] == '\0');
+    CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 1);
+    fake_tree_remove(root);
+}
+
+/* Board files are regular files: a FIFO (or socket) in the tree is refused, never waited on. */
+static void test_fifo_board_files_refused(void)
+{
+    static const char *const names[] = {"cur_freq", "governor", "max_freq"};
+    size_t i;
+
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        gc_board b;
+        const char *root = setup(&b);
+        char path[900];
+        gc_clock_state st;
+        uint64_t level;
+
+        snprintf(path, sizeof path, "%s/" DF "/%s", root, names[i]);
+        CHECK(unlink(path) == 0 && mkfifo(path, 0600) == 0);
+        alarm(20); /* a regression hangs: fail instead */
+        CHECK(gc_clock_read(&b, &st) == -EBADMSG);
+        CHECK(gc_sysfs_write(root, path, "510000000") == -EBADMSG);
+        CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) < 0);
+        alarm(0);
+        CHECK(strstr(gc_sysfs_strerror(-EBADMSG), "not a regular file") != NULL);
         fake_tree_remove(root);
     }
 }
@@ -318,7 +417,10 @@ static void test_board_file_leading_out_of_root(void)
                      outside);
         CHECK(symlink(target, link) == 0);
         CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) < 0);
-        CHECK(strstr(b.err, "outside the sysfs root") != NULL);
+        /* a symlink as the last component is refused before it is followed (board files are
+         * regular files); one that leads out would be refused as leading out */
+        CHECK(strstr(b.err, "not a regular file") != NULL ||
+              strstr(b.err, "outside the sysfs root") != NULL);
         fake_read(outside, "victim_max", buf, sizeof buf);
         CHECK(strcmp(buf, "1300500000") == 0);
     }
@@ -373,7 +475,7 @@ static void test_fallback_without_openat2(void)
         write_private(target, "1300500000\n");
         snprintf(link, sizeof link, "%s/" DF "/max_freq", root);
         CHECK(unlink(link) == 0 && symlink(target, link) == 0);
-        CHECK(gc_sysfs_write(root, link, "510000000") == -EXDEV);
+        CHECK(gc_sysfs_write(root, link, "510000000") == -EBADMSG); /* a symlink: refused */
         fake_read(outside, "victim", buf, sizeof buf);
         CHECK(strcmp(buf, "1300500000") == 0); /* not even truncated */
         fake_tree_remove(outside);
@@ -430,6 +532,9 @@ int main(void)
     RUN(test_created_0600_whatever_the_umask);
     RUN(test_stray_tmp_of_dead_process_cleaned);
     RUN(test_state_values_checked);
+    RUN(test_state_no_longer_matching);
+    RUN(test_original_that_is_a_pin_warned);
+    RUN(test_fifo_board_files_refused);
     RUN(test_restore_without_cur_freq);
     RUN(test_restore_with_broken_governor_file);
     RUN(test_empty_governor_file);

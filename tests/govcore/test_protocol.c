@@ -97,27 +97,39 @@ static void test_refused(void)
 static void test_lock_one_owner(void)
 {
     const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
-    char state_dir[GC_PATH_MAX], target[GC_PATH_MAX];
-    gc_board b;
+    char lock_dir[GC_PATH_MAX], target[GC_PATH_MAX], other[GC_PATH_MAX], via_link[GC_PATH_MAX];
+    gc_board b, b2;
     gc_lock a, c;
     pid_t holder, child;
+    struct stat st;
     int status, pipefd[2];
     char ok;
 
-    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    snprintf(lock_dir, sizeof lock_dir, "%s/locks", root);
+    CHECK(setenv("PYDVFS_LOCK_DIR", lock_dir, 1) == 0);
     CHECK(gc_board_open(&b, root) == 0);
     gc_lock_init(&a);
     gc_lock_init(&c);
-    CHECK(gc_lock_holder(&b, state_dir, &holder) == 0 && holder == 0);
-    CHECK(gc_lock_acquire(&b, state_dir, 0, &a) == 0);
-    CHECK(gc_lock_acquire(&b, state_dir, 0, &a) == -EEXIST);
-    CHECK(gc_lock_holder(&b, state_dir, &holder) == 0 && holder == getpid());
+    CHECK(gc_lock_holder(&b, &holder) == 0 && holder == 0);
+    CHECK(gc_lock_acquire(&b, 0, &a) == 0);
+    CHECK(gc_lock_acquire(&b, 0, &a) == -EEXIST);
+    CHECK(gc_lock_holder(&b, &holder) == 0 && holder == getpid());
     /* a second open file is a second owner, even in this process: refused, naming the pid */
-    CHECK(gc_lock_acquire(&b, state_dir, 30, &c) == -EBUSY);
+    CHECK(gc_lock_acquire(&b, 30, &c) == -EBUSY);
     CHECK(strstr(b.err, "governed by another process (pid ") != NULL);
+    /* the key is the GPU: the same board reached through a symlinked root meets the same lock */
+    snprintf(via_link, sizeof via_link, "%s-link", root);
+    CHECK(symlink(root, via_link) == 0);
+    CHECK(gc_board_open(&b2, via_link) == 0);
+    CHECK(gc_lock_path(&b, target, sizeof target) == 0);
+    CHECK(gc_lock_path(&b2, other, sizeof other) == 0 && strcmp(target, other) == 0);
+    CHECK(gc_lock_acquire(&b2, 0, &c) == -EBUSY);
+    unlink(via_link);
     gc_lock_release(&a);
     gc_lock_release(&a);
-    CHECK(gc_lock_holder(&b, state_dir, &holder) == 0 && holder == 0);
+    CHECK(gc_lock_holder(&b, &holder) == 0 && holder == 0);
+    /* the file stays, its fixed-size record blanked: taking it again needs no new disk space */
+    CHECK(stat(target, &st) == 0 && st.st_size == 16);
 
     /* a holder killed with SIGKILL: its lock is taken over */
     CHECK(pipe(pipefd) == 0);
@@ -125,25 +137,30 @@ static void test_lock_one_owner(void)
     if (child == 0) {
         gc_lock l;
         gc_lock_init(&l);
-        if (gc_lock_acquire(&b, state_dir, 0, &l) == 0 && write(pipefd[1], "y", 1) == 1)
+        if (gc_lock_acquire(&b, 0, &l) == 0 && write(pipefd[1], "y", 1) == 1)
             pause();
         _exit(1);
     }
     CHECK(read(pipefd[0], &ok, 1) == 1);
-    CHECK(gc_lock_holder(&b, state_dir, &holder) == 0 && holder == child);
-    CHECK(gc_lock_acquire(&b, state_dir, 0, &a) == -EBUSY);
+    CHECK(gc_lock_holder(&b, &holder) == 0 && holder == child);
+    CHECK(gc_lock_acquire(&b, 0, &a) == -EBUSY);
     kill(child, SIGKILL);
     waitpid(child, &status, 0);
-    CHECK(gc_lock_acquire(&b, state_dir, 0, &a) == 0);
+    CHECK(gc_lock_acquire(&b, 0, &a) == 0);
     gc_lock_release(&a);
     close(pipefd[0]);
     close(pipefd[1]);
 
+    /* a relative lock folder is refused */
+    CHECK(setenv("PYDVFS_LOCK_DIR", "locks", 1) == 0);
+    CHECK(gc_lock_acquire(&b, 0, &a) == -EINVAL && strstr(b.err, "absolute") != NULL);
+    CHECK(setenv("PYDVFS_LOCK_DIR", lock_dir, 1) == 0);
+
     /* never followed through a symlink */
-    CHECK(gc_lock_path(&b, state_dir, target, sizeof target) == 0);
     CHECK(unlink(target) == 0);
     CHECK(symlink("/etc/passwd", target) == 0);
-    CHECK(gc_lock_acquire(&b, state_dir, 0, &a) < 0 && a.fd < 0);
+    CHECK(gc_lock_acquire(&b, 0, &a) < 0 && a.fd < 0);
+    unsetenv("PYDVFS_LOCK_DIR");
     fake_tree_remove(root);
 }
 

@@ -213,7 +213,7 @@ static void test_no_rails_is_a_clear_error(void)
     make_board(&b, "norails", 0, GC_RAIL_HWMON);
     CHECK(gc_sampler_create(&s, &b, NULL) == -ENODEV);
     CHECK(s == NULL);
-    CHECK(strstr(b.err, "no INA3221") != NULL);
+    CHECK(strstr(b.err, "no power rail") != NULL);
 }
 
 static void test_bad_config_rejected(void)
@@ -319,6 +319,57 @@ static void test_step_and_ina3221x(void)
         CHECK(llabs(w1.energy_nj[0] + w2.energy_nj[0] - all.energy_nj[0]) <= 1);
         CHECK_I64(w1.samples + w2.samples, all.samples);
     }
+}
+
+/* An hwmon power channel (powerN_input in uW, as the INA238 on Thor) beside an INA3221 rail; the
+ * module's role is the power channel alone, CPU+GPU the INA3221 rail. A mask that leaves a role's
+ * rail out makes that role unknown, not smaller. */
+static void test_hwmon_power_channel_and_roles(void)
+{
+    gc_board b;
+    gc_sampler *s;
+    gc_sampler_config cfg = {0};
+    gc_snapshot a, z;
+    gc_window w;
+    double dur_s, j;
+    int known;
+
+    make_board(&b, "thor", 2, GC_RAIL_HWMON);
+    b.rails[1].kind = GC_RAIL_POWER;
+    snprintf(b.rails[1].name, sizeof b.rails[1].name, "ina238");
+    snprintf(b.rails[1].power_path, sizeof b.rails[1].power_path, "%s/thor/power1_input", tmp_root);
+    put(b.rails[0].voltage_path, 5000);   /* 5 V x 1 A = 5 W */
+    put(b.rails[0].current_path, 1000);
+    put(b.rails[1].power_path, 42000000); /* 42 W, in uW */
+    b.role_n[GC_ROLE_MODULE] = 1;
+    b.role_rail[GC_ROLE_MODULE][0] = 1;
+    b.role_n[GC_ROLE_CPU_GPU] = 1;
+    b.role_rail[GC_ROLE_CPU_GPU][0] = 0;
+    b.role_n[GC_ROLE_GPU] = -1;
+    snprintf(b.board_id, sizeof b.board_id, "thor");
+    s = started(&b, 500, 0);
+    gc_sampler_snapshot(s, &a);
+    sleep_ms(200);
+    gc_sampler_snapshot(s, &z);
+    gc_sampler_stop(s);
+    CHECK(gc_window_diff(&a, &z, &w) == 0);
+    dur_s = (double)w.duration_ns / 1e9;
+    CHECK(fabs(w.energy_j[1] - 42.0 * dur_s) < 1e-6);
+    CHECK(fabs(w.energy_j[0] - 5.0 * dur_s) < 1e-6);
+    j = gc_window_role_j(s, &w, GC_ROLE_MODULE, &known);
+    CHECK(known && fabs(j - 42.0 * dur_s) < 1e-6);
+    j = gc_window_role_j(s, &w, GC_ROLE_CPU_GPU, &known);
+    CHECK(known && fabs(j - 5.0 * dur_s) < 1e-6);
+    gc_window_role_j(s, &w, GC_ROLE_GPU, &known);
+    CHECK(!known);
+    CHECK(strcmp(gc_sampler_board_id(s), "thor") == 0);
+    gc_sampler_free(s);
+
+    cfg.rail_mask = 1u << 0; /* the INA3221 rail only: the module's rail is not sampled */
+    CHECK(gc_sampler_create(&s, &b, &cfg) == 0);
+    CHECK(gc_sampler_role(s, GC_ROLE_MODULE, NULL) == -1);
+    CHECK(gc_sampler_role(s, GC_ROLE_CPU_GPU, NULL) == 1);
+    gc_sampler_free(s);
 }
 
 static void test_bad_readings_counted_and_skipped(void)
@@ -585,6 +636,7 @@ int main(void)
     RUN(test_default_rate_follows_sensor);
     RUN(test_constant_power_is_exact);
     RUN(test_step_and_ina3221x);
+    RUN(test_hwmon_power_channel_and_roles);
     RUN(test_bad_readings_counted_and_skipped);
     RUN(test_reading_quality_reported);
     RUN(test_start_stop_twice_and_single_use);

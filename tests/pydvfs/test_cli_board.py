@@ -63,7 +63,7 @@ def test_a_board_reading_zero_watts_is_flagged(cli, board):
 def test_status_watch_refreshes(cli, board):
     out = cli("status", "--sysfs-root", str(board.root), "--watch", "0.1", "--count", "3")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.count("board     NVIDIA") == 3 and out.stdout.count("--- ") == 2
+    assert out.stdout.count("board     agx-orin: NVIDIA") == 3 and out.stdout.count("--- ") == 2
     out = cli("status", "--sysfs-root", str(board.root), "--watch", "0.1", "--count", "2", "--json")
     docs = [json.loads(d) for d in out.stdout.replace("}\n{", "}\0{").split("\0")]
     assert len(docs) == 2 and all(d["gpu"] == "ga10b" for d in docs)

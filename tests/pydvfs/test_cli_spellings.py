@@ -144,6 +144,8 @@ def test_fake_board_is_a_board_every_verb_takes(cli, tmp_path):
             "--time-scale", "1000", "--progress-file", str(steps))
     assert r.returncode == 0, r.stderr
     assert int(steps.read_text()) == 50
+    # it says when and why it ended, not just stops
+    assert "animation ended after" in r.stderr and "its 50 steps are done" in r.stderr, r.stderr
     r = cli("fake-board", str(tmp_path / "x4"), "--layout", "jp4", "--animate", "bert-base")
     assert r.returncode == 2
 

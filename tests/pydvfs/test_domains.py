@@ -51,6 +51,13 @@ def nano(tmp_path):
     return b
 
 
+def test_build_fake_board_adds_the_domains_of_its_board(tmp_path):
+    b = build_fake_board(tmp_path / "board", board="agx-orin", clock_domains=True)
+    names = [d["name"] for d in pydvfs.open_device(b.root).domains()]
+    assert names == ["emc", "cpu0", "cpu4", "cpu8"]
+    assert build_fake_board(tmp_path / "plain", board="agx-orin").root.joinpath(EMC_DIR).exists() is False
+
+
 def test_the_fake_follows_the_board_table(nano):
     assert _cpu(nano.root, 4, "related_cpus") == "4 5"
     levels = cpu_levels_khz(NANO)

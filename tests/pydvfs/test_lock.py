@@ -119,7 +119,7 @@ def test_a_second_governor_is_refused_naming_the_holder(tmp_path, govcore):
     assert out.returncode == 0 and "restoring anyway" in out.stderr
     assert _board_state(fb) == ORIGINAL
     assert dev.restore() is False  # ours: nothing left to restore, and the lock is dropped
-    assert not ownership.holds(dev._board, dev.state_dir)
+    assert not ownership.holds(dev._board)
 
 
 HOLD_PIN = """
@@ -136,16 +136,16 @@ def test_a_dead_holders_lock_is_taken_over(tmp_path, govcore):
     try:
         assert holder.stdout.readline().strip() == "pinned"
         dev = pydvfs.open_device(fb.root)
-        lock_file = Path(dev.state_file()).with_suffix(".lock")
+        lock_file = Path(dev._board.lock_path())
         assert lock_file.read_text().strip() == str(holder.pid)
-        assert ownership.holder_pid(dev._board, dev.state_dir) == holder.pid
+        assert ownership.holder_pid(dev._board) == holder.pid
         with pytest.raises(pydvfs.BoardBusyError, match=f"pid {holder.pid}"):
             dev.pin(510)
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     # the kernel dropped the dead holder's lock: a plain restore works, no --force
-    assert ownership.holder_pid(dev._board, dev.state_dir) == 0
+    assert ownership.holder_pid(dev._board) == 0
     out = subprocess.run([govcore, "--sysfs-root", str(fb.root), "restore"], capture_output=True, text=True)
     assert out.returncode == 0 and "restored governor" in out.stdout, out.stderr
     assert _board_state(fb) == ORIGINAL
@@ -157,7 +157,7 @@ def test_lock_file_is_never_followed_through_a_symlink(tmp_path):
     dev = pydvfs.open_device(fb.root)
     victim = tmp_path / "victim"
     victim.write_text("keep me\n")
-    lock_file = Path(dev.state_file()).with_suffix(".lock")
+    lock_file = Path(dev._board.lock_path())
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     lock_file.symlink_to(victim)
     with pytest.raises(pydvfs.PydvfsError):

@@ -14,8 +14,8 @@ from pydvfs import cli
 from pydvfs.device.fake import build_fake_board
 
 REPO = Path(__file__).resolve().parents[2]
-KEYS = ["command", "exit_status", "duration_s", "energy_j", "total_energy_j", "cpu_gpu_energy_j",
-        "avg_power_w", "total_avg_power_w", "gpu_util_pct", "samples", "read_errors", "rate_hz",
+KEYS = ["command", "exit_status", "duration_s", "board", "energy_j", "module_energy_j",
+        "cpu_gpu_energy_j", "gpu_energy_j", "total_energy_j", "roles", "avg_power_w", "total_avg_power_w", "gpu_util_pct", "samples", "read_errors", "rate_hz",
         "failed_reads", "interpolated_pct", "negative_readings", "incomplete_rails", "readings_ok"]
 
 
@@ -87,7 +87,7 @@ def test_text_report(board, measure):
     rc, out, _ = measure(board, "--", "true")
     assert rc == 0
     assert "true exited with status 0" in out
-    for word in ("time", "VDD_GPU_SOC", "total", "cpu+gpu", "gpu load  25.0 %", "samples"):
+    for word in ("time", "VDD_GPU_SOC", "module", "cpu+gpu", "gpu load  25.0 %", "samples"):
         assert word in out
 
 
@@ -114,4 +114,4 @@ def test_no_sensor_exit_2(board, measure):
     for d in board.hwmon_dirs:
         (d / "name").write_text("other\n")
     rc, _, err = measure(board, "--", "true")
-    assert rc == 2 and "no INA3221" in err
+    assert rc == 2 and "no power rail" in err

@@ -55,7 +55,8 @@ def test_constant_power_is_exact_and_measurement_is_immutable(board):
     with pytest.raises(TypeError):
         m.energy_j["VDD_GPU_SOC"] = 0
     d = m.to_dict()
-    assert list(d) == ["duration_s", "energy_j", "total_energy_j", "cpu_gpu_energy_j", "avg_power_w",
+    assert list(d) == ["duration_s", "board", "energy_j", "module_energy_j", "cpu_gpu_energy_j",
+                       "gpu_energy_j", "total_energy_j", "roles", "avg_power_w",
                        "total_avg_power_w", "gpu_util_pct", "samples", "read_errors", "rate_hz",
                        "failed_reads", "interpolated_pct", "negative_readings", "incomplete_rails",
                        "readings_ok"]
@@ -122,6 +123,32 @@ def test_jp4_ina3221x_layout(tmp_path):
     assert m.energy_j["CPU"] == pytest.approx(1.0 * m.duration_s, abs=1e-8)
     # JetPack 4 names: CPU+GPU energy is GPU + CPU
     assert m.cpu_gpu_energy_j == pytest.approx(m.energy_j["GPU"] + m.energy_j["CPU"])
+
+
+def test_thor_hwmon_power_channel_follows_a_waveform(tmp_path):
+    """Thor's INA238: an hwmon power channel (power1_input, uW, no label) beside the INA3221."""
+    b = build_fake_board(tmp_path / "thor", board="thor")
+    for name in b.rails:
+        b.set_rail(name, 5000, 200)  # 1 W each
+    anim = animate(b, {"ina238": Waveform(voltage_mv=48000, base_ma=600, sine_ma=200, sine_hz=2.0,
+                                          step_ma=150, step_period_s=0.2)}, rate_hz=3000, duration_s=2.0)
+    try:
+        s = Sampler(rate_hz=800, sysfs_root=b.root)
+        s.start()
+        a = s._core.snapshot()
+        s.begin_window("w")
+        time.sleep(1.0)
+        m = s.end_window("w")
+        z = s._core.snapshot()
+        s.stop()
+    finally:
+        anim.stop()
+    assert list(m.energy_j) == ["VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0", "ina238"]
+    _check_waveform(m.energy_j["ina238"], anim, "ina238", a.t_ns, z.t_ns)
+    assert m.module_energy_j == m.energy_j["ina238"] == m.total_energy_j  # the module's input alone
+    assert m.cpu_gpu_energy_j == pytest.approx(2.0 * m.duration_s, abs=1e-8)
+    assert m.gpu_energy_j == pytest.approx(1.0 * m.duration_s, abs=1e-8)
+    assert m.gpu_util_pct is None  # no load file on Thor: unknown, not 0
 
 
 def test_overlapping_and_nested_windows(board):
@@ -205,7 +232,7 @@ def test_no_ina3221_is_a_clear_error(tmp_path, board):
     # a Jetson tree without the sensor
     for d in board.hwmon_dirs:
         (d / "name").write_text("not_a_sensor\n")
-    with pytest.raises(DeviceNotFoundError, match="no INA3221 power rail"):
+    with pytest.raises(DeviceNotFoundError, match="no power rail"):
         Sampler(sysfs_root=board.root)
     # not a Jetson at all
     (tmp_path / "empty").mkdir()

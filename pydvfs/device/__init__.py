@@ -240,7 +240,7 @@ class Device:
         with ownership.changing(), ownership.governing(self._board) as owner:
             level_hz = self._board.pin_hz(want_hz, self.state_dir)
             owner.pinned = True
-            warning = getattr(self._board, "warning", "") or None
+            warning = getattr(self._board, "pin_warning", "") or None
         return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file(), warning)
 
     def restore(self, force: bool = False) -> bool:

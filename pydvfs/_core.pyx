@@ -214,7 +214,7 @@ cdef class Board:
         return os.fsdecode(out)
 
     @property
-    def warning(self):
+    def pin_warning(self):
         """What the last successful pin had to say ("": nothing), e.g. that the original it saved
         is itself a pin."""
         return self.b.warn.decode("utf-8", "replace")

@@ -622,16 +622,21 @@ def test_serve_refuses_to_start_without_root(work, asan_govcore, group_gid):
     argv = [asan_govcore, "--sysfs-root", str(board.root), "--state-dir", str(work / "state"), "serve",
             "--socket", str(work / "run" / "govcore.sock"), "--group", GROUP]
     as_nobody = ["setpriv", "--reuid=nobody", f"--regid={group_gid}", "--clear-groups"]
-    p = subprocess.run([*as_nobody, *argv], capture_output=True, text=True, timeout=60, cwd="/")
+    locks = work / "locks"  # nobody's own lock folder (the hermetic one is root's)
+    locks.mkdir(mode=0o700)
+    os.chown(locks, 65534, group_gid)
+    env = dict(os.environ, PYDVFS_LOCK_DIR=str(locks))
+    p = subprocess.run([*as_nobody, *argv], capture_output=True, text=True, timeout=60, cwd="/", env=env)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
     assert "must run as root" in p.stderr and "pid 0" not in p.stderr
     # the override, for a board this user may write (the tests' own fake boards) ...
-    p = subprocess.run([*as_nobody, *argv, "--allow-non-root"], capture_output=True, text=True, timeout=60, cwd="/")
+    p = subprocess.run([*as_nobody, *argv, "--allow-non-root"], capture_output=True, text=True, timeout=60, cwd="/",
+                       env=env)
     assert p.returncode == 2 and "cannot write" in p.stderr and "max_freq" in p.stderr, p.stderr
     # ... serves once the board is the user's
     for path in [work / "run", work / "state", *Path(board.root).rglob("*")]:
         os.lchown(path, 65534, group_gid)
-    d = subprocess.Popen([*as_nobody, *argv, "--allow-non-root"], stderr=subprocess.PIPE, text=True, cwd="/")
+    d = subprocess.Popen([*as_nobody, *argv, "--allow-non-root"], stderr=subprocess.PIPE, text=True, cwd="/", env=env)
     try:
         assert "serving" in d.stderr.readline()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:

@@ -931,6 +931,7 @@ int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, u
     int rc, i, saved_now, restored;
 
     *gpu_level_hz = 0;
+    b->warn[0] = '\0';
     for (i = 0; i < GC_MAX_DOMAINS; i++)
         level_hz[i] = 0;
     memset(orig, 0, sizeof orig);

@@ -374,6 +374,14 @@ int gc_domains_open(gc_domains *ds, const char *sysfs_root, const uint64_t *emc_
     return 0;
 }
 
+int gc_domains_open_board(gc_domains *ds, const gc_board *b)
+{
+    uint64_t table[GC_MAX_FREQS];
+    int n = gc_board_emc_table_hz(b, table, GC_MAX_FREQS);
+
+    return gc_domains_open(ds, b->sysfs_root, n ? table : NULL, n);
+}
+
 int gc_domain_find(const gc_domains *ds, const char *name)
 {
     int i;

@@ -457,9 +457,8 @@ static int cmd_pin(const struct options *o)
     }
     if (!board_writable(&b))
         return fail("%s", no_daemon);
-    /* the EMC's rates: the kernel's list (available_rates); the board table's comes with
-     * pydvfs (pydvfs pin) */
-    if (joint && (rc = gc_domains_open(&ds, b.sysfs_root, NULL, 0)) < 0)
+    /* the EMC's rates: the kernel's list (available_rates), else the board table's */
+    if (joint && (rc = gc_domains_open_board(&ds, &b)) < 0)
         return fail("cannot read the clock domains: %s", strerror(-rc));
     gc_lock_init(&lk);
     if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) < 0)

@@ -14,7 +14,7 @@ int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
     st->load_permille = -1;
     if ((rc = gc_clock_read(b, &st->clock)) < 0)
         return rc;
-    if (gc_domains_open(&st->domains, b->sysfs_root, NULL, 0) == 0) {
+    if (gc_domains_open_board(&st->domains, b) == 0) {
         int i;
 
         for (i = 0; i < st->domains.n; i++)

@@ -240,8 +240,8 @@ static void handle_pin(struct server *sv, int ci, const gc_request *rq)
         return reply_error(c, -EINVAL, "not a clock of the board's table: %.6g MHz (see "
                                            "available_mhz in status)", rq->mhz);
     joint = rq->emc_mhz > 0 || rq->cpu_mhz > 0;
-    /* the EMC's rates: the kernel's list (available_rates) */
-    if (joint && (rc = gc_domains_open(&ds, sv->board.sysfs_root, NULL, 0)) < 0)
+    /* the EMC's rates: the kernel's list (available_rates), else the board table's */
+    if (joint && (rc = gc_domains_open_board(&ds, &sv->board)) < 0)
         return reply_error(c, rc, "cannot read the clock domains");
     if ((rc = take_ownership(sv, ci)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);

@@ -105,6 +105,7 @@ cdef extern from "domain.h" nogil:
 
     int gc_domains_open(gc_domains *ds, const char *sysfs_root, const uint64_t *emc_table_hz,
                         int n_emc_table)
+    int gc_domains_open_board(gc_domains *ds, const gc_board *b)
     int gc_domain_read(gc_domains *ds, int i, gc_domain_state *st)
     int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz,
                     const char *state_dir, uint64_t *gpu_level_hz, uint64_t *level_hz)

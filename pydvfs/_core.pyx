@@ -272,9 +272,9 @@ cdef class Board:
     def domains(self, emc_table_hz=()):
         """The clock domains beside the GPU: a dict per domain (name, kind 'emc'|'cpu',
         available, why, levels_hz, cap_hz, related_cpus, state: None where it cannot be read,
-        else governor/min_hz/max_hz/rate_hz/locked). emc_table_hz: the board table's EMC rates,
-        used where the kernel lists none."""
-        cdef gc_domains *ds = _open_domains(self.b.sysfs_root, emc_table_hz)
+        else governor/min_hz/max_hz/rate_hz/locked). The EMC's rates where the kernel lists none:
+        emc_table_hz if given, else the board table's."""
+        cdef gc_domains *ds = _open_domains(&self.b, emc_table_hz)
         cdef gc_domain_state st
         cdef gc_domain *d
         cdef int i
@@ -302,7 +302,7 @@ cdef class Board:
                     emc_table_hz=()):
         """Pin the GPU (0: leave it), the EMC (0: leave it) and every CPU policy (0: leave them)
         as one (gc_pin_mode): (gpu_level_hz, {domain name: level_hz})."""
-        cdef gc_domains *ds = _open_domains(self.b.sysfs_root, emc_table_hz)
+        cdef gc_domains *ds = _open_domains(&self.b, emc_table_hz)
         cdef uint64_t gpu_level = 0
         cdef uint64_t levels[17]
         cdef bytes d = _opt(state_dir)
@@ -317,7 +317,9 @@ cdef class Board:
             PyMem_Free(ds)
 
 
-cdef gc_domains *_open_domains(const char *root, emc_table_hz) except NULL:
+cdef gc_domains *_open_domains(const gc_board *b, emc_table_hz) except NULL:
+    """The domains under b's root; the EMC's rates where the kernel lists none: emc_table_hz if
+    given, else the board table's (govcore/boards.h)."""
     cdef uint64_t table[64]
     cdef int n = 0, rc
     cdef gc_domains *ds
@@ -329,7 +331,10 @@ cdef gc_domains *_open_domains(const char *root, emc_table_hz) except NULL:
     ds = <gc_domains *>PyMem_Malloc(sizeof(gc_domains))
     if ds == NULL:
         raise MemoryError()
-    rc = gc_domains_open(ds, root, table, n)
+    if n:
+        rc = gc_domains_open(ds, b.sysfs_root, table, n)
+    else:
+        rc = gc_domains_open_board(ds, b)
     if rc < 0:
         PyMem_Free(ds)
         check(rc, NULL)

@@ -287,17 +287,10 @@ class Device:
         :func:`pydvfs.governed` leaves the board to the outer block)."""
         return ownership.in_block(self._board)
 
-    def _emc_table_hz(self) -> tuple[int, ...]:
-        """The board table's EMC rates (used where the kernel lists none)."""
-        from ..boards import identify
-
-        b = identify(self.model)
-        return tuple(mhz_to_hz(m) for m in b.emc_mhz) if b else ()
-
     def domains(self) -> list[dict]:
         """The clocks beside the GPU's, one record per domain (the EMC, each cpufreq policy), as
         ``status --json`` shows them under "domains"."""
-        return [domain_record(d) for d in self._board.domains(self._emc_table_hz())]
+        return [domain_record(d) for d in self._board.domains()]
 
     def pin(self, mhz: float, emc_mhz: float | None = None, cpu_mhz: float | None = None) -> PinResult:
         """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first (if
@@ -315,8 +308,7 @@ class Device:
         levels: dict = {}
         with ownership.changing(), ownership.governing(self._board) as owner:
             if emc_hz or cpu_hz:
-                level_hz, levels = self._board.pin_mode_hz(want_hz, emc_hz, cpu_hz, self.state_dir,
-                                                           self._emc_table_hz())
+                level_hz, levels = self._board.pin_mode_hz(want_hz, emc_hz, cpu_hz, self.state_dir)
             else:
                 level_hz = self._board.pin_hz(want_hz, self.state_dir)
             owner.pinned = True

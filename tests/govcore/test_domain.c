@@ -3,6 +3,7 @@
  * cap: nothing written), pin/restore, the joint pin's rollback, and the saved record's lines. */
 #include "check.h"
 #include "domain.h"
+#include "govcore.h"
 #include "fake_tree.h"
 
 #include <errno.h>
@@ -101,6 +102,24 @@ static void test_emc_table_from_the_board_table(void)
     CHECK(gc_domains_open(&ds, root, table, 4) == 0);
     CHECK(ds.d[0].available && ds.d[0].n_levels == 4);
     CHECK_EQ_U64(ds.d[0].levels_hz[0], 204000000); /* sorted */
+    fake_tree_remove(root);
+}
+
+static void test_emc_table_from_boards_h(void)
+{
+    const char *root = domain_tree(0);
+    gc_board b;
+    gc_domains ds;
+
+    /* the fake tree's model is an AGX Orin: boards.h (from the board table) has its EMC rates */
+    CHECK(gc_board_open(&b, root) == 0 && strcmp(b.board_id, "agx-orin") == 0);
+    CHECK(gc_domains_open_board(&ds, &b) == 0);
+    CHECK(ds.d[0].available && ds.d[0].n_levels == 4);
+    CHECK_EQ_U64(ds.d[0].levels_hz[1], 665600000ULL);
+    CHECK_EQ_U64(ds.d[0].levels_hz[3], 3199000000ULL);
+    /* a board the table does not know: none */
+    b.board_id[0] = '\0';
+    CHECK(gc_domains_open_board(&ds, &b) == 0 && !ds.d[0].available);
     fake_tree_remove(root);
 }
 
@@ -360,6 +379,7 @@ int main(void)
 {
     RUN(test_discovers_emc_and_policies);
     RUN(test_emc_table_from_the_board_table);
+    RUN(test_emc_table_from_boards_h);
     RUN(test_unavailable_domains);
     RUN(test_check_refuses_and_writes_nothing);
     RUN(test_pin_and_restore);

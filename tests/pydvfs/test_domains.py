@@ -133,19 +133,20 @@ def test_an_unavailable_domain_is_shown_and_the_rest_governed(tmp_path, cli):
 def test_the_board_tables_emc_rates_where_the_kernel_lists_none(tmp_path, govcore_bin):
     b = build_fake_board(tmp_path / "board", "jp6", model=NANO.model_example)
     add_clock_domains(b.root, NANO, emc_rates_file=False)
-    dev = pydvfs.open_device(b.root)  # pydvfs passes the board table's rates
+    dev = pydvfs.open_device(b.root)  # govcore/boards.h, generated from the table
     assert dev.domains()[0]["available"] and dev.domains()[0]["levels_mhz"] == [204, 665.6, 2133, 3199]
     assert dev.pin(612, emc_mhz=665.6).domains_mhz == {"emc": 665.6}
-    # govcore alone has no list of its own: it says why, and still restores the EMC
     p = subprocess.run([govcore_bin, "--sysfs-root", str(b.root), "--json", "status"], capture_output=True,
                        text=True)
     emc = json.loads(p.stdout)["domains"][0]
-    assert not emc["available"] and "no table of rates" in emc["why"] and emc["pinned"] is True
-    # (--force: this process still holds the GPU)
-    p = subprocess.run([govcore_bin, "--sysfs-root", str(b.root), "restore", "--force"], capture_output=True,
-                       text=True)
-    assert p.returncode == 0, p.stderr
+    assert emc["available"] and emc["levels_mhz"] == [204, 665.6, 2133, 3199] and emc["pinned"] is True
+    assert dev.restore()
     assert _emc(b.root, "mrq_rate_locked") == "0"
+    # a board the table does not know, without available_rates: the EMC is shown, not pinned
+    u = build_fake_board(tmp_path / "unknown", "jp6", model="Acme Carrier Board")
+    add_clock_domains(u.root, NANO, emc_rates_file=False)
+    emc = pydvfs.open_device(u.root).domains()[0]
+    assert not emc["available"] and "no table of rates" in emc["why"]
 
 
 def test_both_front_ends_pin_and_show_the_same(nano, cli, govcore_bin):

@@ -717,17 +717,14 @@ int gc_domains_restore(gc_domains *ds, const gc_domain_state *st)
 
 int gc_domains_snapshot(gc_domains *ds, gc_domain_state *st)
 {
-    int i, rc;
+    int i;
 
     for (i = 0; i < GC_MAX_DOMAINS; i++)
         memset(&st[i], 0, sizeof st[i]);
-    for (i = 0; i < ds->n; i++) {
-        if (!ds->d[i].writable)
-            continue;
-        if ((rc = gc_domain_read(ds, i, &st[i])) < 0)
-            return rc;
-        st[i].saved = 1;
-    }
+    /* a domain that cannot be read is left out (not saved): it can then not be pinned either
+     * (gc_pin_mode refuses), and a GPU pin does not fail for it */
+    for (i = 0; i < ds->n; i++)
+        st[i].saved = ds->d[i].writable && gc_domain_read(ds, i, &st[i]) == 0;
     return 0;
 }
 

@@ -114,7 +114,8 @@ int gc_domains_restore(gc_domains *ds, const gc_domain_state *st);
 
 /* --- the domains' part of the saved-state record (key=value lines) --- */
 
-/* Read the originals of every available domain into st (st[i].saved = 1). */
+/* Read the originals of every writable domain into st (st[i].saved = 1); one that cannot be
+ * read is left out (saved = 0). */
 int gc_domains_snapshot(gc_domains *ds, gc_domain_state *st);
 
 /* Append the lines of every saved domain to out ("emc.rate_hz=...", "emc.locked=...",

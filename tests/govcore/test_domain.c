@@ -375,6 +375,38 @@ static void test_joint_pin_and_restore(void)
     fake_tree_remove(root);
 }
 
+/* A domain whose original cannot be saved is never written: the pin is undone, the GPU too. */
+static void test_joint_pin_refuses_a_domain_it_could_not_save(void)
+{
+    const char *root = domain_tree(1);
+    char state_dir[600], path[GC_PATH_MAX], gpu_min[64], rate[1024];
+    gc_board b;
+    gc_domains ds;
+    uint64_t gpu_level, levels[GC_MAX_DOMAINS];
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(gc_domains_open(&ds, root, NULL, 0) == 0 && ds.d[0].available);
+    snprintf(path, sizeof path, "%s/min_freq", b.devfreq_dir + strlen(root) + 1);
+    fake_read(root, path, gpu_min, sizeof gpu_min);
+    /* after discovery, the EMC's rate becomes a FIFO: its original cannot be read */
+    snprintf(rate, sizeof rate, "%s/" EMC "rate", root);
+    CHECK(unlink(rate) == 0 && mkfifo(rate, 0600) == 0);
+    CHECK(gc_pin_mode(&b, &ds, 612000000ULL, 2133000000ULL, 1036800000ULL, state_dir, &gpu_level,
+                      levels) == -EIO);
+    CHECK(strstr(b.err, "emc: its original could not be saved") != NULL);
+    CHECK(file_is(root, path, gpu_min) && file_is(root, EMC "mrq_rate_locked", "0"));
+    CHECK(file_is(root, P0 "scaling_min_freq", "115200"));
+    /* a GPU-only pin is not held back by it */
+    CHECK(gc_pin_hz(&b, 612000000ULL, state_dir, &gpu_level) == 0);
+    {
+        int restored;
+        CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 1);
+    }
+    unlink(rate);
+    fake_tree_remove(root);
+}
+
 int main(void)
 {
     RUN(test_discovers_emc_and_policies);
@@ -388,5 +420,6 @@ int main(void)
     RUN(test_record_lines);
     RUN(test_fifo_never_blocks);
     RUN(test_joint_pin_and_restore);
+    RUN(test_joint_pin_refuses_a_domain_it_could_not_save);
     return DONE("test_domain");
 }

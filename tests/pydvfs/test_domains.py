@@ -200,3 +200,15 @@ def test_kill_9_during_a_joint_pin_then_restore_puts_every_domain_back(nano, cli
     after = _tree(nano.root)
     assert {k: v for k, v in after.items() if not k.endswith("emc/rate")} == \
         {k: v for k, v in before.items() if not k.endswith("emc/rate")}
+
+
+def test_pin_with_a_command_holds_every_domain_for_its_life(nano, cli):
+    root = nano.root
+    check = (f"import pathlib, sys; r = pathlib.Path({str(root)!r}); "
+             f"e = (r / {EMC_DIR!r} / 'rate').read_text().strip(); "
+             "c = (r / 'sys/devices/system/cpu/cpufreq/policy4/scaling_max_freq').read_text().strip(); "
+             "sys.exit(0 if (e, c) == ('2133000000', '1036800') else 3)")
+    p = cli("pin", "612", "--emc", "2133", "--cpu", "1036.8", "--sysfs-root", str(root), "--",
+            sys.executable, "-c", check)
+    assert p.returncode == 0, p.stderr
+    assert _emc(root, "mrq_rate_locked") == "0" and _cpu(root, 4, "scaling_max_freq") == "1728000"

@@ -162,7 +162,7 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
 
 void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path)
 {
-    fprintf(f, "{\"requested_mhz\": %.6g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
+    fprintf(f, "{\"requested_mhz\": %.12g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
             requested_mhz, gc_hz_to_mhz(level_hz),
             level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
     gc_json_str(f, state_path);

@@ -11,6 +11,8 @@ cdef extern from "<errno.h>":
         EDESTADDRREQ
 from libc.string cimport strerror
 
+import os
+
 from pydvfs import errors
 
 
@@ -51,6 +53,37 @@ def mhz_to_hz(double mhz):
     return gc_mhz_to_hz(mhz)
 
 
+MHZ_GRAMMAR = GC_MHZ_GRAMMAR.decode()
+
+
+def parse_mhz(text):
+    """A clock typed as text, in Hz, by govcore's one grammar (gc_parse_mhz: ASCII digits, an
+    optional fraction of at most 6 digits, 0 < MHz <= 1e6), so that pydvfs and govcore take
+    and refuse the same clocks. InvalidValueError naming the grammar otherwise."""
+    cdef bytes raw
+    cdef uint64_t hz = 0
+    if isinstance(text, bytes):
+        raw = text
+    elif isinstance(text, str):
+        raw = text.encode("utf-8", "surrogateescape")
+    else:
+        raise errors.InvalidValueError(f"not a clock: {text!r} (expected text: {MHZ_GRAMMAR})")
+    if gc_parse_mhz(raw, len(raw), &hz) < 0:
+        raise errors.InvalidValueError(f"not a clock: {text!r} (expected {MHZ_GRAMMAR})")
+    return hz
+
+
+def board_text(raw):
+    """Text a board file holds (a governor, a model name, a rail label), made safe to show: a
+    byte that is not UTF-8 as \\xNN, a control or other unprintable character escaped (a
+    terminal escape reaches no terminal), never an error. Paths stay bytes-exact instead
+    (os.fsdecode): they are opened again."""
+    text = raw.decode("utf-8", "backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def default_state_dir():
     """Where saved clock states live when no folder is given; None where there is no private
     default (no $XDG_RUNTIME_DIR for a user: a folder must then be passed)."""
@@ -63,14 +96,14 @@ def default_state_dir():
 
 
 cdef bytes _opt(s):
-    return b"" if s is None else str(s).encode()
+    return b"" if s is None else os.fsencode(s)
 
 
 cdef class Board:
     """A discovered Jetson board under a sysfs root."""
 
     def __cinit__(self, sysfs_root="/"):
-        cdef bytes root = str(sysfs_root).encode()
+        cdef bytes root = os.fsencode(sysfs_root)
         cdef const char *c_root = root
         cdef int rc
         with nogil:
@@ -79,23 +112,23 @@ cdef class Board:
 
     @property
     def sysfs_root(self):
-        return self.b.sysfs_root.decode()
+        return os.fsdecode(self.b.sysfs_root)
 
     @property
     def model(self):
-        return self.b.model.decode("utf-8", "replace")
+        return board_text(self.b.model)
 
     @property
     def gpu_name(self):
-        return self.b.gpu_name.decode()
+        return board_text(self.b.gpu_name)
 
     @property
     def devfreq_dir(self):
-        return self.b.devfreq_dir.decode()
+        return os.fsdecode(self.b.devfreq_dir)
 
     @property
     def load_path(self):
-        return self.b.load_path.decode()
+        return os.fsdecode(self.b.load_path)
 
     @property
     def sensor_interval_ms(self):
@@ -125,7 +158,7 @@ cdef class Board:
         with nogil:
             rc = gc_clock_read(&self.b, &st)
         check(rc, self.b.err)
-        return st.cur_hz, st.min_hz, st.max_hz, st.governor.decode()
+        return st.cur_hz, st.min_hz, st.max_hz, board_text(st.governor)
 
     def load_permille(self):
         """GPU load in tenths of a percent, or None where the board has no load file."""
@@ -149,7 +182,7 @@ cdef class Board:
         cdef char out[512]
         cdef bytes d = _opt(state_dir)
         check(gc_state_path(&self.b, d, out, sizeof(out)), self.b.err)
-        return out.decode()
+        return os.fsdecode(out)
 
     def saved_state(self, state_dir=None):
         """(min_hz, max_hz, governor) saved before the first change, or None."""
@@ -159,7 +192,7 @@ cdef class Board:
         if rc == -ENOENT:
             return None
         check(rc, self.b.err)
-        return st.min_hz, st.max_hz, st.governor.decode()
+        return st.min_hz, st.max_hz, board_text(st.governor)
 
     def pin_hz(self, uint64_t want_hz, state_dir=None):
         """Pin the GPU clock to the level nearest want_hz; returns the level (Hz)."""
@@ -202,7 +235,7 @@ cdef class Lock:
 
     @property
     def path(self):
-        return self.lk.path.decode()
+        return os.fsdecode(self.lk.path)
 
     @property
     def held(self):
@@ -260,7 +293,7 @@ cdef class Sampler:
     """
 
     def __cinit__(self, sysfs_root="/", double rate_hz=0.0, rails=None, ring_capacity=0):
-        cdef bytes root = str(sysfs_root).encode()
+        cdef bytes root = os.fsencode(sysfs_root)
         cdef const char *c_root = root
         cdef gc_sampler_config cfg
         cdef int rc, i

@@ -198,6 +198,39 @@ def int_range(lo: int, hi: int):
     return parse
 
 
+def clock_mhz(text: str) -> float:
+    """argparse type of a clock: MHz by govcore's one grammar (``_core.parse_mhz``: ASCII
+    digits, an optional fraction of at most 6 digits), as ``pin`` and ``govcore`` read it."""
+    from ..device import mhz_to_hz
+    from ..errors import InvalidValueError
+
+    try:
+        return mhz_to_hz(text) / 1e6
+    except InvalidValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+clock_mhz.__name__ = "clock"  # argparse names the type in its messages
+
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: a longer interval or timeout is a typo, not a plan
+
+
+def seconds(text: str) -> float:
+    """argparse type of an interval in seconds: a finite number > 0 and at most a week ('inf',
+    'nan' and 1e300 are refused in one line, never an OverflowError later)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (0 < value <= MAX_SECONDS):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 and at most {MAX_SECONDS:g} "
+                                         f"(a week): {text!r}")
+    return value
+
+
+seconds.__name__ = "seconds"
+
+
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
     """Print ``data`` as JSON with --json, else the human-readable ``text``."""
     if getattr(args, "json", False):

@@ -11,7 +11,8 @@ import sys
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
-from .common import add_board_options, add_objective_options, add_workload_argument, examples, objective_from_args
+from .common import (add_board_options, add_objective_options, add_workload_argument, clock_mhz, examples,
+                     objective_from_args)
 
 
 def _fmt_mhz(mhz) -> str:
@@ -169,7 +170,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--search", choices=SEARCHES,
                    help="model: fit the U-curve, probe where the best clock is uncertain (default, needs numpy "
                         "and scipy); hill: the hill climb on the table")
-    g.add_argument("--start", type=float, metavar="MHZ", help="start here instead of the model's proposal")
+    g.add_argument("--start", type=clock_mhz, metavar="MHZ", help="start here instead of the model's proposal")
     g.add_argument("--margin", dest="margin_pct", type=float, metavar="PCT",
                    help="hill: move only if J/step is lower by more than this (default 2); model: leave the "
                         "start only for a proven gain larger than this (default 0)")

@@ -11,8 +11,14 @@ import sys
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
-from .common import (add_board_options, add_objective_options, add_workload_argument, clock_mhz, examples,
-                     objective_from_args)
+from .common import (
+    add_board_options,
+    add_objective_options,
+    add_workload_argument,
+    clock_mhz,
+    examples,
+    objective_from_args,
+)
 
 
 def _fmt_mhz(mhz) -> str:

@@ -20,7 +20,7 @@ cdef int check(int rc, const char *detail) except -1:
     """Map a govcore return code (0 or -errno) to the pydvfs error hierarchy."""
     if rc >= 0:
         return 0
-    msg = detail.decode("utf-8", "replace") if detail != NULL and detail[0] != 0 else ""
+    msg = detail.decode("utf-8", "backslashreplace") if detail != NULL and detail[0] != 0 else ""
     if not msg:
         msg = strerror(-rc).decode()
     if rc == -ENODEV:
@@ -147,8 +147,8 @@ cdef class Board:
         for i in range(self.b.n_rails):
             r = &self.b.rails[i]
             kind = "hwmon" if r.kind == GC_RAIL_HWMON else "ina3221x"
-            out.append((r.name.decode(), kind, r.voltage_path.decode(), r.current_path.decode(),
-                        r.power_path.decode()))
+            out.append((r.name.decode(), kind, os.fsdecode(r.voltage_path), os.fsdecode(r.current_path),
+                        os.fsdecode(r.power_path)))
         return tuple(out)
 
     def clock_state(self):

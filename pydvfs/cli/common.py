@@ -59,11 +59,21 @@ class HelpFormatter(argparse.HelpFormatter):
 MAX_ERROR_CHARS = 600
 
 
+def undecodable_as_escapes(text: str) -> str:
+    """Text that may hold a path's undecodable bytes (os.fsdecode's surrogates, from a
+    --sysfs-root that is not UTF-8) with each such byte shown as \\xNN: printable on any
+    terminal, never a UnicodeEncodeError."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name made
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def one_line(text: str) -> str:
     """An error message made safe to print as one line: control and other unprintable
     characters (a newline, a terminal escape, a byte from a binary file) shown escaped, and cut
     at MAX_ERROR_CHARS. The C side does the same with gc_printable."""
-    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in undecodable_as_escapes(str(text)))
     return out if len(out) <= MAX_ERROR_CHARS else out[:MAX_ERROR_CHARS - 3] + "..."
 
 
@@ -237,7 +247,7 @@ def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> 
         json.dump(_finite(data), sys.stdout, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write((text() if callable(text) else text).rstrip("\n") + "\n")
+        sys.stdout.write(undecodable_as_escapes((text() if callable(text) else text).rstrip("\n")) + "\n")
     sys.stdout.flush()
 
 

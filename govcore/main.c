@@ -753,19 +753,24 @@ static int cmd_measure(const struct options *o)
             gc_json_str(stdout, o->cmd_argv[i]);
         }
         printf("],\n  \"exit_status\": %d,\n  ", exit_status);
-        gc_json_window_fields(stdout, s, &w, "\n  ");
+        gc_json_measure_fields(stdout, s, &w, "\n  ");
         printf("\n}\n");
     } else {
         double dur_s = (double)w.duration_ns / 1e9;
+        char why[256];
 
         printf("command   %s exited with status %d\n", o->cmd_argv[0], exit_status);
         printf("time      %.3f s\n", dur_s);
-        for (i = 0; i < w.n_rails; i++)
-            printf("%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
-                   gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
-        printf("%-9s %-16s %12.3f J  %8.3f W avg\n", "", "total", total_j,
-               dur_s > 0 ? total_j / dur_s : 0.0);
-        if (have_cpu_gpu)
+        if (gc_window_no_energy(&w, why, sizeof why)) {
+            printf("energy    none: %s\n", why);
+        } else {
+            for (i = 0; i < w.n_rails; i++)
+                printf("%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
+                       gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
+            printf("%-9s %-16s %12.3f J  %8.3f W avg\n", "", "total", total_j,
+                   dur_s > 0 ? total_j / dur_s : 0.0);
+        }
+        if (have_cpu_gpu && w.samples >= GC_MIN_READINGS)
             printf("cpu+gpu   %.3f J  %.3f W avg\n", cpu_gpu_j, dur_s > 0 ? cpu_gpu_j / dur_s : 0.0);
         if (w.gpu_util_pct >= 0)
             printf("gpu load  %.1f %%\n", w.gpu_util_pct);

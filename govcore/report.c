@@ -277,7 +277,16 @@ static void json_quality_fields(FILE *f, const gc_sampler *s, const gc_window *w
     fprintf(f, "],%s\"readings_ok\": %s", sep, w->readings_ok ? "true" : "false");
 }
 
-void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)
+/* A number, or null where the energy is not known (fewer than GC_MIN_READINGS readings). */
+static void json_energy(FILE *f, int known, double v)
+{
+    if (known)
+        fprintf(f, "%.9g", v);
+    else
+        fputs("null", f);
+}
+
+static void window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep, int known)
 {
     double dur_s = (double)w->duration_ns / 1e9, total_j = 0, cpu_gpu_j;
     int i, have_cpu_gpu;
@@ -289,21 +298,23 @@ void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, con
     for (i = 0; i < w->n_rails; i++) {
         fprintf(f, "%s", i ? ", " : "");
         gc_json_str(f, gc_sampler_rail_name(s, i));
-        fprintf(f, ": %.9g", w->energy_j[i]);
+        fputs(": ", f);
+        json_energy(f, known, w->energy_j[i]);
     }
-    fprintf(f, "},%s\"total_energy_j\": %.9g,%s\"cpu_gpu_energy_j\": ", sep, total_j, sep);
-    if (have_cpu_gpu)
-        fprintf(f, "%.9g", cpu_gpu_j);
-    else
-        fprintf(f, "null");
+    fprintf(f, "},%s\"total_energy_j\": ", sep);
+    json_energy(f, known, total_j);
+    fprintf(f, ",%s\"cpu_gpu_energy_j\": ", sep);
+    json_energy(f, known && have_cpu_gpu, cpu_gpu_j);
     fprintf(f, ",%s\"avg_power_w\": {", sep);
     for (i = 0; i < w->n_rails; i++) {
         fprintf(f, "%s", i ? ", " : "");
         gc_json_str(f, gc_sampler_rail_name(s, i));
-        fprintf(f, ": %.9g", w->avg_power_w[i]);
+        fputs(": ", f);
+        json_energy(f, known, w->avg_power_w[i]);
     }
-    fprintf(f, "},%s\"total_avg_power_w\": %.9g,%s\"gpu_util_pct\": ", sep,
-            dur_s > 0 ? total_j / dur_s : 0.0, sep);
+    fprintf(f, "},%s\"total_avg_power_w\": ", sep);
+    json_energy(f, known, dur_s > 0 ? total_j / dur_s : 0.0);
+    fprintf(f, ",%s\"gpu_util_pct\": ", sep);
     if (w->gpu_util_pct >= 0)
         fprintf(f, "%.6g", w->gpu_util_pct);
     else
@@ -311,4 +322,33 @@ void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, con
     fprintf(f, ",%s\"samples\": %llu,%s\"read_errors\": %llu,%s\"rate_hz\": %.6g", sep,
             (unsigned long long)w->samples, sep, (unsigned long long)w->read_errors, sep, w->rate_hz);
     json_quality_fields(f, s, w, sep);
+}
+
+void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)
+{
+    window_fields(f, s, w, sep, 1);
+}
+
+int gc_window_no_energy(const gc_window *w, char *why, size_t len)
+{
+    if (w->samples >= GC_MIN_READINGS)
+        return 0;
+    snprintf(why, len, "%llu reading%s of the rails in %.3f s: an energy needs at least %d (the "
+             "command ended before the sensor's next update); measure something longer",
+             (unsigned long long)w->samples, w->samples == 1 ? "" : "s",
+             (double)w->duration_ns / 1e9, GC_MIN_READINGS);
+    return 1;
+}
+
+void gc_json_measure_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)
+{
+    char why[256];
+    int none = gc_window_no_energy(w, why, sizeof why);
+
+    window_fields(f, s, w, sep, !none);
+    fprintf(f, ",%s\"no_energy_reason\": ", sep);
+    if (none)
+        gc_json_str(f, why);
+    else
+        fputs("null", f);
 }

@@ -1,5 +1,5 @@
 # pydvfs - the two commands that do all setup on a fresh machine:
-#   make demo   the whole pipeline on the simulated Orin, ending in a report (in demo-out/)
+#   make demo   the whole pipeline on the simulated Orin, ending in a report (in demo-out/ only)
 #   make test   C unit tests (with ASan/UBSan and a libFuzzer run where clang is), the govcore
 #               binaries incl. the static release (aarch64 under qemu), pytest
 #   make release [POLICY=MODEL_DIR/policy_tree.c]   static board binaries in govcore/dist/
@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-out
 
-.PHONY: all install ext binary release cross-tools fuzz-tools test test-c test-py lint demo bench clean
+.PHONY: all install ext binary release cross-tools fuzz-tools test test-c test-py lint demo replication-doc bench clean
 all: ext binary
 
 # torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build.
@@ -78,8 +78,13 @@ lint: $(STAMP)
 
 test: ext cross-tools fuzz-tools lint test-c test-py
 
+# The demo writes only under $(DEMO_OUT) (its ledger: $(DEMO_OUT)/replication.md).
 demo: ext binary
 	$(PY) -m pydvfs demo --out $(DEMO_OUT)
+
+# docs/replication.md is a committed example of that ledger: refreshed by hand, on purpose, when
+# the numbers it shows change (then committed), never as a side effect of `make demo`.
+replication-doc: demo
 	cp $(DEMO_OUT)/replication.md docs/replication.md
 
 # Microbenchmarks: ratios against baselines measured in the same run -> bench/results/*.json

@@ -227,8 +227,16 @@ static void print_roles(const gc_board *b)
     printf("\n");
 }
 
+/* Board text (a governor) as gc_printable shows it: no raw control byte reaches the terminal. */
+static const char *shown(const char *board_text, char *out, size_t len)
+{
+    gc_printable(board_text, out, len);
+    return out;
+}
+
 static int cmd_status(const struct options *o)
 {
+    char text[GC_NAME_MAX * 4];
     gc_board b;
     gc_status st;
     int rc, i;
@@ -260,7 +268,7 @@ static int cmd_status(const struct options *o)
     printf("\n");
     printf("sysfs     %s\n", b.sysfs_root);
     printf("gpu       %s (%s)\n", b.gpu_name, b.devfreq_dir);
-    printf("governor  %s\n", st.clock.governor);
+    printf("governor  %s\n", shown(st.clock.governor, text, sizeof text));
     printf("clock     %g MHz (min %g, max %g MHz)%s\n", gc_hz_to_mhz(st.clock.cur_hz),
            gc_hz_to_mhz(st.clock.min_hz), gc_hz_to_mhz(st.clock.max_hz),
            st.clock.min_hz == st.clock.max_hz ? ", pinned" : "");
@@ -290,7 +298,8 @@ static int cmd_status(const struct options *o)
     }
     if (st.have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
-               st.state_path, st.saved.governor, gc_hz_to_mhz(st.saved.min_hz), gc_hz_to_mhz(st.saved.max_hz));
+               st.state_path, shown(st.saved.governor, text, sizeof text), gc_hz_to_mhz(st.saved.min_hz),
+               gc_hz_to_mhz(st.saved.max_hz));
     else if (st.no_state_dir)
         printf("saved     not known: no private state folder ($XDG_RUNTIME_DIR is not set); "
                "pass --state-dir DIR (or set PYDVFS_STATE_DIR) to look there\n");
@@ -308,56 +317,17 @@ static int board_writable(const gc_board *b)
     return access(path, W_OK) == 0;
 }
 
-/* A clock as people write one: decimal digits with an optional fraction ("714", "1300.5").
- * strtod alone would also take "0x132" (306), "1e3", "inf" and leading blanks. */
-static int parse_mhz(const char *text, double *mhz)
-{
-    const char *p = text;
-    char *end;
-    int digits = 0, dots = 0;
-
-    for (; *p; p++) {
-        if (*p >= '0' && *p <= '9')
-            digits++;
-        else if (*p == '.' && dots++ == 0)
-            continue;
-        else
-            return -EINVAL;
-    }
-    if (digits == 0 || digits > 12)
-        return -EINVAL;
-    errno = 0;
-    *mhz = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || gc_mhz_to_hz(*mhz) == 0)
-        return -EINVAL;
-    return 0;
-}
-
-/* More than one level step below the lowest level or above the highest: a typo (99999) rather
- * than a clock; refused unless --nearest. The same rule as pydvfs.levels.beyond_table. */
-static int beyond_table(const gc_board *b, double mhz)
-{
-    double lo, hi;
-
-    if (b->n_freqs < 2)
-        return 0;
-    lo = gc_hz_to_mhz(b->freqs_hz[0]);
-    hi = gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 1]);
-    return mhz < lo - (gc_hz_to_mhz(b->freqs_hz[1]) - lo) ||
-           mhz > hi + (hi - gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 2]));
-}
-
 static int cmd_pin(const struct options *o)
 {
     gc_board b;
     gc_lock lk;
     double mhz;
-    uint64_t level_hz;
+    uint64_t want_hz, level_hz;
     char request[64] = "pin ";
     const char *socket_path;
     char state_path[GC_PATH_MAX];
     const char *text = NULL;
-    int rc, snapped, nearest = 0, i;
+    int rc, snapped, nearest = 0, i, extra = 0;
 
     for (i = 0; i < o->argc; i++) {
         if (strcmp(o->argv[i], "--nearest") == 0)
@@ -365,25 +335,29 @@ static int cmd_pin(const struct options *o)
         else if (!text)
             text = o->argv[i];
         else
-            text = "";
+            extra = 1;
     }
-    if (!text || !*text)
+    if (!text || extra)
         return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest]");
-    if (parse_mhz(text, &mhz) < 0)
-        return fail("not a clock: '%s' (expected a positive number of MHz)", text);
+    if (gc_parse_mhz(text, strlen(text), &want_hz) < 0)
+        return fail("not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", text);
+    mhz = gc_hz_to_mhz(want_hz);
     if (daemon_socket(NULL)) {
-        plain_decimal(request + 4, sizeof request - 4, mhz);
+        /* the daemon applies the same rules (snap, refuse far outside the table); --nearest
+         * needs the table, which only the daemon has here */
+        if (nearest)
+            return fail("--nearest through $PYDVFS_SOCKET: give a clock of the board's table "
+                        "(`govcore status` lists them)");
+        memcpy(request + 4, text, strlen(text) + 1); /* checked above: at most 13 bytes */
         return via_daemon(daemon_socket(NULL), request, 1);
     }
     if ((rc = open_board(o, &b)) != 0)
         return rc;
-    if (!nearest && beyond_table(&b, mhz))
-        return fail("%g MHz is outside the board's table (%g..%g MHz) by more than one level; "
-                    "pass --nearest to pin the nearest level anyway", mhz,
-                    gc_hz_to_mhz(b.freqs_hz[0]), gc_hz_to_mhz(b.freqs_hz[b.n_freqs - 1]));
+    if (!nearest && gc_check_near_table(&b, want_hz) < 0)
+        return fail("%s; pass --nearest to pin the nearest level anyway", b.err);
     if ((socket_path = daemon_socket(&b))) {
-        /* the daemon takes only clocks of the table: snap here, as a local pin does */
-        if (gc_snap_hz(&b, gc_mhz_to_hz(mhz), &level_hz) < 0)
+        /* snapped here, so that --nearest holds through the daemon too */
+        if (gc_snap_hz(&b, want_hz, &level_hz) < 0)
             return fail("not a clock: '%s'", text);
         plain_decimal(request + 4, sizeof request - 4, gc_hz_to_mhz(level_hz));
         return via_daemon(socket_path, request, 1);
@@ -393,19 +367,19 @@ static int cmd_pin(const struct options *o)
     gc_lock_init(&lk);
     if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) < 0)
         return fail_board(&b, rc);
-    rc = gc_pin_hz(&b, gc_mhz_to_hz(mhz), o->state_dir, &level_hz);
+    rc = gc_pin_hz(&b, want_hz, o->state_dir, &level_hz);
     gc_lock_release(&lk);
     if (rc < 0)
         return fail_board(&b, rc);
     gc_state_path(&b, o->state_dir, state_path, sizeof state_path);
-    snapped = level_hz != gc_mhz_to_hz(mhz);
+    snapped = level_hz != want_hz;
     if (b.warn[0])
         fprintf(stderr, "govcore: warning: %s\n", b.warn);
     if (o->json) {
         gc_json_pin_warned(stdout, mhz, level_hz, state_path, b.warn);
         putchar('\n');
     } else if (snapped) {
-        printf("pinned the GPU clock to %g MHz (asked %g MHz: snapped to the nearest level)\n",
+        printf("pinned the GPU clock to %g MHz (asked %.12g MHz: snapped to the nearest level)\n",
                gc_hz_to_mhz(level_hz), mhz);
     } else {
         printf("pinned the GPU clock to %g MHz\n", gc_hz_to_mhz(level_hz));
@@ -417,6 +391,7 @@ static int cmd_pin(const struct options *o)
  * not needed; where even these cannot be read, the restore still succeeded: say so. */
 static void report_restored(const struct options *o, gc_board *b, int restored)
 {
+    char text[GC_NAME_MAX * 4];
     gc_clock_state st;
     int rc;
 
@@ -438,8 +413,9 @@ static void report_restored(const struct options *o, gc_board *b, int restored)
         gc_json_restore(stdout, restored, &st);
         putchar('\n');
     } else if (restored) {
-        printf("restored governor %s, min %g MHz, max %g MHz\n", st.governor[0] ? st.governor :
-               "(unknown)", gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
+        printf("restored governor %s, min %g MHz, max %g MHz\n",
+               st.governor[0] ? shown(st.governor, text, sizeof text) : "(unknown)",
+               gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
     } else {
         printf("nothing to restore (no saved state for this board)\n");
     }
@@ -561,10 +537,16 @@ static int workload_item(char *item, gc_workload *w, const char **model_name, in
         bit = 16;
     } else {
         for (k = 0; k < sizeof ignored / sizeof ignored[0]; k++)
-            if (strcmp(item, ignored[k]) == 0)
+            if (strcmp(item, ignored[k]) == 0) {
+                if (*have & (32 << k))
+                    return fail("--workload: %s given twice", item);
+                *have |= 32 << k;
                 return 0;
+            }
         return fail("--workload: unknown key '%s' (known: model, layers, hidden, seq_len, util_pct)", item);
     }
+    if (*have & bit) /* as the daemon and pydvfs: each key at most once */
+        return fail("--workload: %s given twice", item);
     if (num && parse_number(item, eq + 1, num) != 0)
         return EXIT_USAGE;
     *have |= bit;
@@ -640,6 +622,8 @@ static int cmd_apply(const struct options *o)
         } else {
             return fail("apply: unknown option '%s' (see govcore --help)", a);
         }
+        if (have & bit)
+            return fail("--workload: %s given twice", a);
         if (num && parse_number(a, v, num) != 0)
             return EXIT_USAGE;
         have |= bit;
@@ -861,17 +845,22 @@ static int cmd_measure(const struct options *o)
             gc_json_str(stdout, o->cmd_argv[i]);
         }
         printf("],\n  \"exit_status\": %d,\n  ", exit_status);
-        gc_json_window_fields(stdout, s, &w, "\n  ");
+        gc_json_measure_fields(stdout, s, &w, "\n  ");
         printf("\n}\n");
     } else {
         double dur_s = (double)w.duration_ns / 1e9;
+        char why[256];
 
         printf("command   %s exited with status %d\n", o->cmd_argv[0], exit_status);
         printf("time      %.3f s\n", dur_s);
-        for (i = 0; i < w.n_rails; i++)
-            printf("%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
-                   gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
-        print_role_energies(s, &w, dur_s);
+        if (gc_window_no_energy(&w, why, sizeof why)) {
+            printf("energy    none: %s\n", why);
+        } else {
+            for (i = 0; i < w.n_rails; i++)
+                printf("%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
+                       gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
+            print_role_energies(s, &w, dur_s);
+        }
         if (w.gpu_util_pct >= 0)
             printf("gpu load  %.1f %%\n", w.gpu_util_pct);
         printf("samples   %llu at %.1f Hz, %llu read errors\n", (unsigned long long)w.samples,

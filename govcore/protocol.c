@@ -211,9 +211,9 @@ int gc_request_parse(const char *line, size_t len, gc_request *req, char *err, s
         return 0;
     }
     if (tok_is(&tok[0], "pin")) {
-        if (n_tok != 2 || parse_decimal(tok[1].s, tok[1].n, &req->mhz) < 0 ||
-            gc_mhz_to_hz(req->mhz) == 0)
-            return refuse(err, err_len, "usage: pin MHZ (a clock of the board's table, plain decimal)");
+        if (n_tok != 2 || gc_parse_mhz(tok[1].s, tok[1].n, &req->hz) < 0)
+            return refuse(err, err_len, "usage: pin MHZ (" GC_MHZ_GRAMMAR ")");
+        req->mhz = gc_hz_to_mhz(req->hz);
         req->kind = GC_REQ_PIN;
         return 0;
     }

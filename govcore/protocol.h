@@ -3,7 +3,8 @@
  *
  *   version
  *   status
- *   pin MHZ                      MHZ: a clock of the board's table (checked by the daemon)
+ *   pin MHZ                      MHZ: a clock (gc_parse_mhz's grammar), snapped to the board's
+ *                                table as a direct pin is; refused more than one level outside it
  *   restore
  *   apply KEY=VALUE...           keys: model, layers, hidden, seq_len (required), util_pct,
  *                                policy (mlg|ffg|rules|maxn|roofline), tree (a policy installed
@@ -15,7 +16,7 @@
  *
  * Grammar: printable ASCII only, tokens separated by exactly one space, no leading or trailing
  * space, lower-case verbs and keys, numbers in plain decimal (digits, at most one '.', no sign,
- * no exponent, no hex). The line's "\n" is not part of the request.
+ * no exponent, no hex; a clock: gc_parse_mhz). The line's "\n" is not part of the request.
  *
  * Every reply is one line of JSON: the record (the same keys as the verb's --json output), or
  * {"error": MESSAGE, "errno": N}.
@@ -47,7 +48,8 @@ enum gc_req_kind {
 
 typedef struct gc_request {
     int kind;                         /* enum gc_req_kind */
-    double mhz;                       /* pin: the clock asked for, MHz */
+    uint64_t hz;                      /* pin: the clock asked for, exactly as given */
+    double mhz;                       /* pin: the same, MHz */
     char name[GC_WINDOW_NAME_MAX];    /* begin/end: the window */
     /* apply */
     int policy;                       /* enum gc_policy */

@@ -185,16 +185,6 @@ static void reply_error(struct client *c, int rc, const char *fmt, ...)
 
 /* ------------------------------------------------------------------------- the board */
 
-static int is_table_level(const gc_board *b, uint64_t hz)
-{
-    int i;
-
-    for (i = 0; i < b->n_freqs; i++)
-        if (b->freqs_hz[i] == hz)
-            return 1;
-    return 0;
-}
-
 /* Make c the owner (taking the board's lock) unless another client or process governs. */
 static int take_ownership(struct server *sv, int ci)
 {
@@ -229,15 +219,15 @@ static int restore_board(struct server *sv, int *restored)
 static void handle_pin(struct server *sv, int ci, const gc_request *rq)
 {
     struct client *c = &sv->clients[ci];
-    uint64_t want_hz = gc_mhz_to_hz(rq->mhz), level_hz;
+    uint64_t want_hz = rq->hz, level_hz;
     char state_path[GC_PATH_MAX], *buf = NULL;
     size_t len = 0;
     int rc, was_owner = sv->owner == ci;
     FILE *f;
 
-    if (!is_table_level(&sv->board, want_hz))
-        return reply_error(c, -EINVAL, "not a clock of the board's table: %.6g MHz (see "
-                                           "available_mhz in status)", rq->mhz);
+    /* the rules of a direct pin: snapped to the nearest level, refused far outside the table */
+    if ((rc = gc_check_near_table(&sv->board, want_hz)) < 0)
+        return reply_error(c, rc, "%s", sv->board.err);
     if ((rc = take_ownership(sv, ci)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);
     rc = gc_pin_hz(&sv->board, want_hz, sv->cfg->state_dir, &level_hz);

@@ -30,6 +30,8 @@ static void test_accepted(void)
     CHECK(parse("status", &rq) == 0 && rq.kind == GC_REQ_STATUS);
     CHECK(parse("restore", &rq) == 0 && rq.kind == GC_REQ_RESTORE);
     CHECK(parse("pin 1300.5", &rq) == 0 && rq.kind == GC_REQ_PIN && rq.mhz == 1300.5);
+    CHECK(parse("pin 714.000001", &rq) == 0 && rq.hz == 714000001); /* exact: gc_parse_mhz */
+    CHECK(parse("pin 714.0000005", &rq) == -EINVAL); /* finer than a Hz, as in `govcore pin` */
     CHECK(parse("begin epoch-1.a:b_c", &rq) == 0 && rq.kind == GC_REQ_BEGIN &&
           strcmp(rq.name, "epoch-1.a:b_c") == 0);
     CHECK(parse("end x", &rq) == 0 && rq.kind == GC_REQ_END);

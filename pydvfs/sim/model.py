@@ -594,10 +594,11 @@ def energy_per_step_j(w: SimRun, setting: str = "fixed", freq_mhz: float | None 
 
 def simulate_run(w: SimRun, setting: str = "fixed", freq_mhz: float | None = None,
                  repeat: int = 0, seed: int = 0, p: SimParams | None = None,
-                 noise: bool = True, op: OperatingPoint | None = None) -> RunResult:
+                 noise: bool = True, op: OperatingPoint | None = None,
+                 board: str = DEFAULT_BOARD) -> RunResult:
     """One whole run, measured in virtual time (returns at once)."""
     p = p or default_params()
-    op = op or operating_point(w, setting, freq_mhz, p)
+    op = op or operating_point(w, setting, freq_mhz, p, board=board)
     if noise:
         tf, pf = run_noise(p, op.cpu_exposed_share, seed, w.name, op.setting, op.freq_mhz, repeat)
     else:

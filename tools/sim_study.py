@@ -42,6 +42,17 @@ as the step lasts, so module energy rewards a faster step more than CPU+GPU ener
 optimum sits at or above the CPU+GPU one. The smaller the GPU's share of the module's power (Nano
 class, Xavier, Nano), the larger the gap.
 
+Reading the table: on every board the module optimum sits at or above the CPU+GPU one. On the
+calibrated AGX Orin they differ for 30 of 36 workloads, one level apart, and optimising CPU+GPU
+costs 0.5 % of module energy on average (1.9 % at most): small, because the Orin's two CPU+GPU
+rails carry most of its power. (Issue 21 counted 19 of 36 on a noisy sweep with podgov's MAXN
+and repeats; this is the noiseless steady state of pinned clocks, where near-ties split.) On the
+Nano-class boards, whose CPU+GPU rail is a smaller share of VDD_IN, the CPU+GPU optimum is one to
+three levels low and costs 2-15 % of module energy on the Orin Nano Super (2-7 % on the NX); on
+the AGX Xavier and the Nano (smaller GPUs, finer clock tables) three to four levels and 4-13 %
+(estimates all). Thor's large module budget is mostly GPU power in its profile: 0.3-2 %.
+This is why pydvfs optimises module energy by default and shows CPU+GPU beside it.
+
 """
 
 

@@ -162,3 +162,70 @@ def test_cpu_spinning_draws_power_while_the_gpu_runs():
     spin = operating_point(w, "fixed", 714, p.with_updates(cpu_spin_share=1.0))
     assert spin.t_step_s == half.t_step_s
     assert spin.power_w["VDD_CPU_CV"] > half.power_w["VDD_CPU_CV"]
+
+
+# ---- animating another board's layout ------------------------------------------------------------
+def _orin_nano_tree(root):
+    """An Orin Nano Super's sysfs layout: the JetPack 6 tree with the Nano's clock table and its
+    one INA3221 (1-0040: VDD_IN, VDD_CPU_GPU_CV, VDD_SOC; nothing at 1-0041)."""
+    from pydvfs.device.fake import build_fake_board
+
+    levels = tuple(int(round(f * 1e6)) for f in profile("orin-nano-super").levels_mhz)
+    b = build_fake_board(root, layout="jp6", levels_hz=levels,
+                         model="NVIDIA Jetson Orin Nano Engineering Reference Developer Kit Super")
+    names = {"VDD_GPU_SOC": "VDD_IN", "VDD_CPU_CV": "VDD_CPU_GPU_CV", "VIN_SYS_5V0": "VDD_SOC",
+             "VDDQ_VDD2_1V8AO": "NC"}
+    for old, new in names.items():
+        v = b.rails[old].voltage_path
+        (v.parent / v.name.replace("_input", "_label")).write_text(new + "\n")
+        if new == "NC":
+            (v.parent / v.name.replace("_input", "_enable")).write_text("0\n")
+    return b
+
+
+def test_animated_orin_nano_writes_its_own_rails(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pydvfs.sim.model import run_noise
+
+    b = _orin_nano_tree(tmp_path / "root")
+    hz = 612_000_000
+    (b.devfreq_dir / "min_freq").write_text(f"{hz}\n")
+    (b.devfreq_dir / "max_freq").write_text(f"{hz}\n")
+    log_path = tmp_path / "writes.json"
+    repo = Path(__file__).resolve().parents[3]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(b.root), "--board",
+         "orin-nano-super", "--model", "bert-base", "--task", "SST-2", "--steps", "10",
+         "--time-scale", "200", "--seed", "2", "--write-log", str(log_path)],
+        env=dict(os.environ, PYTHONPATH=str(repo)), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["board"] == "orin-nano-super"
+    log = json.loads(log_path.read_text())
+    assert set(log["rails"]) == {"VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"}
+    w = get_workload("bert-base", "SST-2")
+    op = operating_point(w, "fixed", 612, board="orin-nano-super")
+    _, pf = run_noise(default_params(), op.cpu_exposed_share, 2, w.name, "fixed", 612.0, 0)
+    nano = boards.board("orin-nano-super")
+    for values in log["power_w"][:-1]:  # every active write: the model's power, to the mA
+        written = dict(zip(log["rails"], values))
+        for rail, watts in written.items():
+            assert watts == pytest.approx(op.power_w[rail] * pf, abs=0.005), rail
+        roles = boards.energies(written, nano)
+        assert roles["module"] > roles["cpu_gpu"] > 0
+    idle = dict(zip(log["rails"], log["power_w"][-1]))  # the idle board's values at exit
+    assert idle == pytest.approx(idle_board_power_w(default_params(), "orin-nano-super"), abs=0.005)
+    assert b.read_hz("cur_freq") == hz
+
+
+def test_animator_refuses_a_mode_the_board_lacks(tmp_path):
+    from pydvfs.sim import train_process
+
+    b = _orin_nano_tree(tmp_path / "root")
+    rc = train_process.main(["--sysfs-root", str(b.root), "--board", "orin-nano-super", "--model", "bert-base",
+                             "--task", "SST-2", "--steps", "1", "--power-mode", "30w"])
+    assert rc == 2

@@ -28,8 +28,9 @@ domain), linear in its coefficients once the time model gives the GPU's busy sha
       + k_host  * (1-u) * c V_c(c)^2         the CPU working while the GPU waits
       + k_sync  * u     * c V_c(c)^2         the CPU dispatching / spinning in CUDA's sync
 
-Fitted by non-negative least squares on relative residuals. Time first (nonlinear, bounded
-least squares from several starts), then power with the fitted time's busy share.
+Fitted on relative residuals: time first (nonlinear, bounded, from several starts, with a
+soft-L1 loss so that a probe stretched by a CPU-interference spike does not drag the fit), then
+power by non-negative least squares with the fitted time's busy share.
 
 Public API: :func:`fit_joint` -> :class:`JointFit` (``time_s``, ``power_w``, ``energy_j``,
 ``to_dict``); :func:`design_probes` (a 3-level orthogonal array over the three domains plus the
@@ -54,6 +55,7 @@ DEFAULT_EMC_VF = VFCurve.from_pairs(((0.0, 0.60), (665.6, 0.65), (2133.0, 0.75),
 TIME_PARAMS = ("a", "m", "k", "l", "s", "p")
 POWER_TERMS = ("p0", "k_busy", "k_wait", "k_emc", "k_bytes", "k_host", "k_sync")
 P_BOUNDS = (1.0, 30.0)
+ROBUST_SCALE = 0.02
 
 
 def _smax(x: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
@@ -131,8 +133,11 @@ class JointFit:
                 "power_rms_rel": self.power_rms_rel}
 
 
-def fit_time(gpu_mhz, emc_mhz, cpu_mhz, time_s) -> tuple:
-    """Fit (a, m, k, l, s, p) on relative residuals; returns (theta, relative RMS)."""
+def fit_time(gpu_mhz, emc_mhz, cpu_mhz, time_s, robust_scale: float | None = None) -> tuple:
+    """Fit (a, m, k, l, s, p) on relative residuals; returns (theta, relative RMS).
+
+    ``robust_scale``: residuals beyond about this relative size count less (soft-L1 loss): a
+    probe stretched by a CPU-interference spike does not drag the fit. None: plain least squares."""
     from scipy.optimize import least_squares
 
     t = np.asarray(time_s, float)
@@ -154,18 +159,22 @@ def fit_time(gpu_mhz, emc_mhz, cpu_mhz, time_s) -> tuple:
         for launch_share in (0.05, 0.5):
             x0 = [max(lin[0], 1e-9 * scale), max(lin[1], 1e-9 * scale), max(lin[2], 1e-9 * scale),
                   launch_share * scale * float(np.median(c)), max(lin[3], 1e-9 * scale), p0]
+            kw = {"loss": "soft_l1", "f_scale": robust_scale} if robust_scale else {}
             r = least_squares(resid, x0, bounds=(lo, hi), x_scale="jac", xtol=1e-12, ftol=1e-12,
-                              gtol=1e-12, max_nfev=4000)
+                              gtol=1e-12, max_nfev=4000, **kw)
             if best is None or r.cost < best.cost:
                 best = r
     res = resid(best.x)
     return tuple(float(x) for x in best.x), float(np.sqrt(np.mean(res ** 2)))
 
 
-def fit_joint(gpu_mhz, emc_mhz, cpu_mhz, time_s, power_w, vf: VFSet = VFSet()) -> JointFit:
+def fit_joint(gpu_mhz, emc_mhz, cpu_mhz, time_s, power_w, vf: VFSet = VFSet(),
+              robust_scale: float | None = ROBUST_SCALE) -> JointFit:
     """Fit the joint model from probed modes (one row each: clocks in MHz, time, mean power).
 
-    Needs at least 7 distinct modes that vary every domain (the power model has 7 terms)."""
+    Needs at least 7 distinct modes that vary every domain (the power model has 7 terms).
+    ``robust_scale``: see :func:`fit_time` (default 2 %: a probe's run-to-run noise is ~1 %, a
+    CPU-interference spike stretches it by 5-60 %; None for plain least squares)."""
     cols = [np.atleast_1d(np.asarray(x, float)) for x in (gpu_mhz, emc_mhz, cpu_mhz, time_s, power_w)]
     n = len(cols[0])
     if any(c.shape != (n,) for c in cols):
@@ -178,7 +187,7 @@ def fit_joint(gpu_mhz, emc_mhz, cpu_mhz, time_s, power_w, vf: VFSet = VFSet()) -
     for name, x in (("GPU", g), ("EMC", e), ("CPU", c)):
         if len(np.unique(x)) < 2:
             raise InvalidValueError(f"a joint fit needs the {name} clock at two values at least")
-    theta, t_rms = fit_time(g, e, c, t)
+    theta, t_rms = fit_time(g, e, c, t, robust_scale)
     t_gpu_fit, t_fit = time_parts(theta, g, e, c)
     # the busy share from the model, the traffic term from the measured time
     X = power_features(g, e, c, t_gpu_fit, t_fit, vf)

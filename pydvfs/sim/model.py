@@ -41,18 +41,21 @@ from functools import lru_cache
 from .. import boards as board_table
 from ..errors import InvalidValueError
 from ..levels import nearest_level
-from ..rails import CPU_GPU_RAILS, ORIN_RAILS  # CPU_GPU_RAILS: what the paper calls CPU+GPU power
 from .profiles import DEFAULT_BOARD, SimProfile, mode_key, profile
 from .workloads import ATTENTION_FACTOR, SimRun
 
-# ---- hardware facts (published, not fitted) --------------------------------------------------
-ORIN_LEVELS_MHZ = (306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0, 1122.0, 1224.0, 1300.5)
-GPU_CUDA_CORES = 2048  # 16 SMs x 128 (Ampere, AGX Orin 64GB)
-DRAM_PEAK_GBPS = 204.8  # LPDDR5, 256 bit, 3200 MHz
-EMC_MAX_MHZ = 3199.0
-CPU_MAX_MHZ = 2201.6  # Cortex-A78AE, MAXN
+# ---- hardware facts of the calibrated board (published, not fitted) -----------------------------
+# From the board table (levels, CPU top, rails, roles) and the AGX Orin's simulator profile
+# (CUDA cores, DRAM peak, EMC top): named here for the modules that use them.
+_ORIN = profile(DEFAULT_BOARD)
+ORIN_LEVELS_MHZ = _ORIN.levels_mhz
+GPU_CUDA_CORES = _ORIN.cuda_cores  # 16 SMs x 128 (Ampere, AGX Orin 64GB)
+DRAM_PEAK_GBPS = _ORIN.dram_peak_gbps  # LPDDR5, 256 bit, 3200 MHz
+EMC_MAX_MHZ = _ORIN.emc_max_mhz
+CPU_MAX_MHZ = _ORIN.cpu_max_mhz  # Cortex-A78AE, MAXN
 
-RAILS = ORIN_RAILS
+RAILS = _ORIN.rail_names
+CPU_GPU_RAILS = _ORIN.board.role_rails("cpu_gpu")  # what the paper calls CPU+GPU power
 
 
 @dataclass(frozen=True)

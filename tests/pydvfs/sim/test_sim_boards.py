@@ -229,3 +229,44 @@ def test_animator_refuses_a_mode_the_board_lacks(tmp_path):
     rc = train_process.main(["--sysfs-root", str(b.root), "--board", "orin-nano-super", "--model", "bert-base",
                              "--task", "SST-2", "--steps", "1", "--power-mode", "30w"])
     assert rc == 2
+
+
+# ---- the studies (tools/sim_study.py) -------------------------------------------------------------
+def test_module_optimum_sits_at_or_above_the_cpu_gpu_one():
+    from pydvfs.sim.study import module_vs_cpu_gpu, module_vs_cpu_gpu_markdown
+
+    ws = [get_workload("bert-base", "QNLI"), get_workload("bert-mini", "SST-2")]
+    res = module_vs_cpu_gpu(boards=("agx-orin", "orin-nano-super"), workloads=ws)
+    for r in res["boards"].values():
+        for row in r["rows"]:
+            assert row["module_best_mhz"] >= row["cpu_gpu_best_mhz"]
+            assert row["cost_pct"] >= 0.0
+    nano = res["boards"]["orin-nano-super"]
+    assert nano["max_cost_pct"] > res["boards"]["agx-orin"]["max_cost_pct"]  # a smaller CPU+GPU share
+    md = module_vs_cpu_gpu_markdown(res)
+    assert "| bert-base/QNLI |" in md and "VDD_IN" in md
+
+
+def test_a_spinning_cpu_does_not_send_host_bound_work_to_1020():
+    """Issue 23 item 5 (docs/power-modes.md): with CUDA's spin-wait modelled (the CPU spins
+    through all of the GPU's time), the low-utilisation host-bound optima stay low."""
+    p = default_params().with_updates(cpu_spin_share=1.0)
+    for model, task in (("bert-tiny", "SST-2"), ("bert-mini", "QNLI"), ("pythia-31m", "SST-2")):
+        w = get_workload(model, task, host=HOST_BOUND)
+        assert operating_point(w, "maxn", None, p).load <= 0.22
+        e = {f: operating_point(w, "fixed", f, p).cpu_gpu_power_w * operating_point(w, "fixed", f, p).t_step_s
+             for f in ORIN_LEVELS_MHZ}
+        assert min(e, key=e.get) <= 612.0
+        assert e[1020.0] > 1.1 * min(e.values())
+
+
+def test_study_tool_refuses_an_unknown_study(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "tools" / "sim_study.py"
+    spec = importlib.util.spec_from_file_location("sim_study", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--only", "boards,nonsense"]) == 2
+    assert "unknown study nonsense" in capsys.readouterr().err

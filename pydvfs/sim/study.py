@@ -132,7 +132,8 @@ def power_mode_markdown(res: dict) -> str:
     for b, r in res["boards"].items():
         ref = r["reference_mode"]
         mode_cols = [k for k in r["modes"] if k != ref]
-        parts.append(f"### {b} ({'calibrated' if r['calibrated'] else 'scaled estimate'}): module energy "
+        status = "GPU clock calibrated, EMC/CPU terms priors" if r["calibrated"] else "scaled estimate"
+        parts.append(f"### {b} ({status}): module energy "
                      f"and time per step vs {ref.upper()} (podgov)\n")
         parts.append(f"Full sweep: {r['modes_full_sweep']} modes. Cells: energy % / time % against {ref.upper()}; "
                      "negative energy = saved, positive time = slower.\n")
@@ -160,6 +161,8 @@ def power_mode_markdown(res: dict) -> str:
             parts.append("| " + " | ".join(cells) + " |")
         n = len(r["rows"])
         parts.append("")
+        if not n:
+            continue
         parts.append(f"Mean over {n} workloads: best GPU-only {sum(sums['gpu']) / n:+.1f} % energy, best joint "
                      f"{sum(sums['joint']) / n:+.1f} %; the joint mode saves {sum(sums['model']) / n:.1f} % "
                      f"(max {max(sums['model']):.1f} %) of module energy beyond the best GPU clock.\n")

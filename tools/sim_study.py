@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate the simulator studies of issues 21 and 23 (pydvfs/sim/study.py):
 
-- module energy vs CPU+GPU energy per board -> bench/results/sim_boards.json, docs/boards-study.md;
+- module energy vs CPU+GPU energy per board -> bench/results/sim_boards.json, docs/boards.md's
+  last section (from its heading to the end of the file);
 - stock modes vs GPU-only vs the whole power mode -> bench/results/sim_power_modes.json;
 - the joint model's error over every mode -> bench/results/sim_joint_model.json;
 - paper A's host-bound branch with a spinning CPU -> bench/results/sim_spin.json;
@@ -23,7 +24,7 @@ sys.path.insert(0, str(REPO))
 from pydvfs.sim import study  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
-BOARDS_DOC = REPO / "docs" / "boards-study.md"
+BOARDS_DOC = REPO / "docs" / "boards.md"
 MODES_DOC = REPO / "docs" / "power-modes.md"
 
 BOARDS_HEAD = """## Module energy vs CPU+GPU energy on the simulator
@@ -84,7 +85,9 @@ def main(argv=None) -> int:
     if "boards" in only:
         res = study.module_vs_cpu_gpu()
         write_json("sim_boards.json", res)
-        BOARDS_DOC.write_text(BOARDS_HEAD + study.module_vs_cpu_gpu_markdown(res))
+        head = BOARDS_HEAD.splitlines()[0]
+        kept = BOARDS_DOC.read_text().split(head)[0]
+        BOARDS_DOC.write_text(kept + BOARDS_HEAD + study.module_vs_cpu_gpu_markdown(res))
         print(f"wrote {BOARDS_DOC.relative_to(REPO)}")
     doc = MODES_DOC.read_text() if MODES_DOC.exists() else None
     if "modes" in only:

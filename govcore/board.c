@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_ENTRIES 128
@@ -35,6 +36,34 @@ uint64_t gc_mhz_to_hz(double mhz)
 double gc_hz_to_mhz(uint64_t hz)
 {
     return (double)hz / 1e6;
+}
+
+int gc_parse_mhz(const char *text, size_t len, uint64_t *hz)
+{
+    uint64_t whole = 0, frac = 0;
+    size_t i = 0, digits = 0, decimals = 0;
+
+    for (; i < len && text[i] >= '0' && text[i] <= '9'; i++, digits++)
+        whole = whole * 10 + (uint64_t)(text[i] - '0');
+    if (digits == 0 || digits > GC_MHZ_DIGITS)
+        return -EINVAL;
+    if (i < len && text[i] == '.') {
+        for (i++; i < len && text[i] >= '0' && text[i] <= '9'; i++, decimals++)
+            if (decimals < 6)
+                frac = frac * 10 + (uint64_t)(text[i] - '0');
+        if (decimals == 0)
+            return -EINVAL; /* "714." */
+    }
+    if (i != len || decimals > 6 || digits + decimals > GC_MHZ_DIGITS)
+        return -EINVAL;
+    for (; decimals < 6; decimals++)
+        frac *= 10;
+    /* whole < 10^12, so whole * 10^6 + frac < 2^64 */
+    whole = whole * 1000000u + frac;
+    if (whole == 0 || whole > 1000000000000ull) /* 0 < MHz <= 1e6, as gc_mhz_to_hz */
+        return -EINVAL;
+    *hz = whole;
+    return 0;
 }
 
 static void set_err(gc_board *b, const char *fmt, ...)
@@ -582,6 +611,7 @@ double gc_role_sum(const gc_board *b, int role, const double *values, int *known
 int gc_board_open(gc_board *b, const char *sysfs_root)
 {
     const gc_board_profile *p;
+    struct stat st;
     char path[GC_PATH_MAX];
     size_t len;
     int rc;
@@ -597,6 +627,11 @@ int gc_board_open(gc_board *b, const char *sysfs_root)
     memcpy(b->sysfs_root, sysfs_root, len + 1);
     while (len > 1 && b->sysfs_root[len - 1] == '/')
         b->sysfs_root[--len] = '\0';
+    if (stat(b->sysfs_root, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        set_err(b, "sysfs root %s is not a directory (give the folder that holds sys/ and proc/)",
+                b->sysfs_root);
+        return -ENODEV;
+    }
     if (!gc_sysfs_exists(b->sysfs_root, b->sysfs_root)) {
         set_err(b, "sysfs root %s does not exist", b->sysfs_root);
         return -ENODEV;
@@ -690,4 +725,19 @@ int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz)
     }
     *level_hz = best;
     return 0;
+}
+
+int gc_check_near_table(gc_board *b, uint64_t want_hz)
+{
+    int64_t lo, hi, n = b->n_freqs, want = (int64_t)want_hz;
+
+    if (n < 2)
+        return 0;
+    lo = (int64_t)b->freqs_hz[0];
+    hi = (int64_t)b->freqs_hz[n - 1];
+    if (want >= lo - ((int64_t)b->freqs_hz[1] - lo) && want <= hi + (hi - (int64_t)b->freqs_hz[n - 2]))
+        return 0;
+    set_err(b, "%.12g MHz is outside the board's table (%g..%g MHz) by more than one level",
+            gc_hz_to_mhz(want_hz), gc_hz_to_mhz((uint64_t)lo), gc_hz_to_mhz((uint64_t)hi));
+    return -EINVAL;
 }

@@ -92,6 +92,17 @@ typedef struct gc_clock_state {
 uint64_t gc_mhz_to_hz(double mhz);
 double gc_hz_to_mhz(uint64_t hz);
 
+/* The one grammar of a clock a person types (`govcore pin`, the daemon's `pin MHZ`, and through
+ * the extension every clock pydvfs reads from text): ASCII digits with an optional '.' and
+ * fraction, at most GC_MHZ_DIGITS digits in all and 6 after the point (a whole Hz), more than 0
+ * and at most 1e6 MHz. No sign, exponent, hex, '_', blank or other script's digits. The text is
+ * len bytes (need not be NUL-terminated). 0 with *hz set (exactly: no binary fraction in
+ * between), or -EINVAL. GC_MHZ_GRAMMAR says it in words for error messages. */
+#define GC_MHZ_DIGITS 12
+#define GC_MHZ_GRAMMAR "a positive number of MHz in plain decimal: ASCII digits, an optional " \
+                       "fraction of at most 6 digits, e.g. 714 or 1300.5"
+int gc_parse_mhz(const char *text, size_t len, uint64_t *hz);
+
 /* Discover the GPU devfreq node, GPU load file, power rails, the board (from the device-tree
  * model and the table) and JetPack under root, and give each rail role its rails. -ENODEV (with
  * b->err) if no Jetson GPU devfreq node is found. What could not be settled (an unknown board,
@@ -115,6 +126,13 @@ int gc_gpu_load_permille(gc_board *b, int *load_permille);
 /* The available level nearest to want_hz (ties go to the lower level). -EINVAL if want_hz is 0
  * or the table is empty. */
 int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz);
+
+/* 0 if want_hz is near the board's table, or -EINVAL with b->err saying "X MHz is outside the
+ * board's table (LO..HI MHz) by more than one level": more than one level step below the lowest
+ * level or above the highest (a typo such as 99999, a policy made for another board). The same
+ * rule as pydvfs.levels.beyond_table; `pin` refuses such a clock unless --nearest, the daemon
+ * and the policies always. */
+int gc_check_near_table(gc_board *b, uint64_t want_hz);
 
 /* Set the devfreq floor and ceiling, writing them in the order that never makes min > max,
  * then read both back. -EIO (with b->err) if the board reports other values. */

@@ -230,8 +230,16 @@ static void print_roles(const gc_board *b)
     printf("\n");
 }
 
+/* Board text (a governor) as gc_printable shows it: no raw control byte reaches the terminal. */
+static const char *shown(const char *board_text, char *out, size_t len)
+{
+    gc_printable(board_text, out, len);
+    return out;
+}
+
 static int cmd_status(const struct options *o)
 {
+    char text[GC_NAME_MAX * 4];
     gc_board b;
     gc_status st;
     int rc, i;
@@ -263,7 +271,7 @@ static int cmd_status(const struct options *o)
     printf("\n");
     printf("sysfs     %s\n", b.sysfs_root);
     printf("gpu       %s (%s)\n", b.gpu_name, b.devfreq_dir);
-    printf("governor  %s\n", st.clock.governor);
+    printf("governor  %s\n", shown(st.clock.governor, text, sizeof text));
     printf("clock     %g MHz (min %g, max %g MHz)%s\n", gc_hz_to_mhz(st.clock.cur_hz),
            gc_hz_to_mhz(st.clock.min_hz), gc_hz_to_mhz(st.clock.max_hz),
            st.clock.min_hz == st.clock.max_hz ? ", pinned" : "");
@@ -294,7 +302,8 @@ static int cmd_status(const struct options *o)
     gc_print_domains(stdout, &st.domains, st.dom_now);
     if (st.have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
-               st.state_path, st.saved.governor, gc_hz_to_mhz(st.saved.min_hz), gc_hz_to_mhz(st.saved.max_hz));
+               st.state_path, shown(st.saved.governor, text, sizeof text), gc_hz_to_mhz(st.saved.min_hz),
+               gc_hz_to_mhz(st.saved.max_hz));
     else if (st.no_state_dir)
         printf("saved     not known: no private state folder ($XDG_RUNTIME_DIR is not set); "
                "pass --state-dir DIR (or set PYDVFS_STATE_DIR) to look there\n");
@@ -312,92 +321,43 @@ static int board_writable(const gc_board *b)
     return access(path, W_OK) == 0;
 }
 
-/* A clock as people write one: decimal digits with an optional fraction ("714", "1300.5").
- * strtod alone would also take "0x132" (306), "1e3", "inf" and leading blanks. */
-static int parse_mhz(const char *text, double *mhz)
-{
-    const char *p = text;
-    char *end;
-    int digits = 0, dots = 0;
-
-    for (; *p; p++) {
-        if (*p >= '0' && *p <= '9')
-            digits++;
-        else if (*p == '.' && dots++ == 0)
-            continue;
-        else
-            return -EINVAL;
-    }
-    if (digits == 0 || digits > 12)
-        return -EINVAL;
-    errno = 0;
-    *mhz = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || gc_mhz_to_hz(*mhz) == 0)
-        return -EINVAL;
-    return 0;
-}
-
-/* More than one level step below the lowest level or above the highest: a typo (99999) rather
- * than a clock; refused unless --nearest. The same rule as pydvfs.levels.beyond_table. */
-static int beyond_table(const gc_board *b, double mhz)
-{
-    double lo, hi;
-
-    if (b->n_freqs < 2)
-        return 0;
-    lo = gc_hz_to_mhz(b->freqs_hz[0]);
-    hi = gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 1]);
-    return mhz < lo - (gc_hz_to_mhz(b->freqs_hz[1]) - lo) ||
-           mhz > hi + (hi - gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 2]));
-}
-
-/* The levels a joint pin set, as text: "the EMC to 2133 MHz, the CPU to 1036.8 MHz (cpu0 and
- * cpu4 ...)"; a CPU clock asked between levels says what each policy got. */
-static void print_mode(const gc_domains *ds, const uint64_t *level_hz, double emc_mhz, double cpu_mhz)
+/* The levels a joint pin set, as text: ", the EMC to 2133 MHz, every CPU policy (cpu0, cpu4)
+ * to 1036.8 MHz"; a CPU clock asked between levels says what each policy got. */
+static void print_mode(const gc_domains *ds, const uint64_t *level_hz, uint64_t cpu_hz)
 {
     int i, first = 1, snapped = 0;
 
     if (level_hz[0])
         printf(", the EMC to %g MHz", gc_hz_to_mhz(level_hz[0]));
     for (i = 1; i < ds->n; i++)
-        snapped |= level_hz[i] && level_hz[i] != gc_mhz_to_hz(cpu_mhz);
-    if (cpu_mhz > 0) {
-        printf(", every CPU policy");
-        for (i = 1; i < ds->n; i++) {
-            if (!level_hz[i])
-                continue;
-            if (snapped)
-                printf("%s %s to %g MHz", first ? ":" : ",", ds->d[i].name, gc_hz_to_mhz(level_hz[i]));
-            else
-                printf("%s%s", first ? " (" : ", ", ds->d[i].name);
-            first = 0;
-        }
+        snapped |= level_hz[i] && level_hz[i] != cpu_hz;
+    if (!cpu_hz)
+        return;
+    printf(", every CPU policy");
+    for (i = 1; i < ds->n; i++) {
+        if (!level_hz[i])
+            continue;
         if (snapped)
-            printf(" (asked %g MHz: snapped to each policy's nearest level)", cpu_mhz);
+            printf("%s %s to %g MHz", first ? ":" : ",", ds->d[i].name, gc_hz_to_mhz(level_hz[i]));
         else
-            printf(") to %g MHz", cpu_mhz);
+            printf("%s%s", first ? " (" : ", ", ds->d[i].name);
+        first = 0;
     }
-    (void)emc_mhz;
+    if (snapped)
+        printf(" (asked %.12g MHz: snapped to each policy's nearest level)", gc_hz_to_mhz(cpu_hz));
+    else
+        printf(") to %g MHz", gc_hz_to_mhz(cpu_hz));
 }
 
-/* request ("pin MHZ") with the joint pin's keys appended: emc_mhz=, cpu_mhz= */
-static const char *pin_request(char *request, const char *emc_text, double emc_mhz,
-                               const char *cpu_text, double cpu_mhz)
+/* request ("pin MHZ") with the joint pin's keys appended as given (checked: at most 13 bytes) */
+static const char *pin_request(char *request, size_t len, const char *emc_text, const char *cpu_text)
 {
-    size_t n;
+    size_t n = strlen(request);
 
-    if (emc_text) {
-        n = strlen(request);
-        snprintf(request + n, 160 - n, " emc_mhz=");
-        n = strlen(request);
-        plain_decimal(request + n, 160 - n, emc_mhz);
-    }
-    if (cpu_text) {
-        n = strlen(request);
-        snprintf(request + n, 160 - n, " cpu_mhz=");
-        n = strlen(request);
-        plain_decimal(request + n, 160 - n, cpu_mhz);
-    }
+    if (emc_text)
+        n += (size_t)snprintf(request + n, len - n, " emc_mhz=%s", emc_text);
+    if (cpu_text && n < len)
+        snprintf(request + n, len - n, " cpu_mhz=%s", cpu_text);
     return request;
 }
 
@@ -406,13 +366,13 @@ static int cmd_pin(const struct options *o)
     gc_board b;
     gc_lock lk;
     gc_domains ds;
-    double mhz, emc_mhz = 0, cpu_mhz = 0;
-    uint64_t level_hz, levels[GC_MAX_DOMAINS];
-    char request[160] = "pin ";
+    double mhz;
+    uint64_t want_hz, level_hz, emc_hz = 0, cpu_hz = 0, levels[GC_MAX_DOMAINS];
+    char request[128] = "pin ";
     const char *socket_path;
     char state_path[GC_PATH_MAX];
     const char *text = NULL, *emc_text = NULL, *cpu_text = NULL;
-    int rc, snapped, nearest = 0, i, joint;
+    int rc, snapped, nearest = 0, i, extra = 0, joint;
 
     for (i = 0; i < o->argc; i++) {
         if (strcmp(o->argv[i], "--nearest") == 0)
@@ -425,35 +385,39 @@ static int cmd_pin(const struct options *o)
         } else if (!text)
             text = o->argv[i];
         else
-            text = "";
+            extra = 1;
     }
-    if (!text || !*text)
+    if (!text || extra)
         return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest] [--emc MHZ] "
                     "[--cpu MHZ]");
-    if (parse_mhz(text, &mhz) < 0)
-        return fail("not a clock: '%s' (expected a positive number of MHz)", text);
-    if (emc_text && parse_mhz(emc_text, &emc_mhz) < 0)
-        return fail("--emc: not a clock: '%s' (expected a positive number of MHz)", emc_text);
-    if (cpu_text && parse_mhz(cpu_text, &cpu_mhz) < 0)
-        return fail("--cpu: not a clock: '%s' (expected a positive number of MHz)", cpu_text);
-    joint = emc_text || cpu_text;
+    if (gc_parse_mhz(text, strlen(text), &want_hz) < 0)
+        return fail("not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", text);
+    if (emc_text && gc_parse_mhz(emc_text, strlen(emc_text), &emc_hz) < 0)
+        return fail("--emc: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", emc_text);
+    if (cpu_text && gc_parse_mhz(cpu_text, strlen(cpu_text), &cpu_hz) < 0)
+        return fail("--cpu: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", cpu_text);
+    joint = emc_hz || cpu_hz;
+    mhz = gc_hz_to_mhz(want_hz);
     if (daemon_socket(NULL)) {
-        plain_decimal(request + 4, sizeof request - 4, mhz);
-        return via_daemon(daemon_socket(NULL), pin_request(request, emc_text, emc_mhz, cpu_text, cpu_mhz), 1);
+        /* the daemon applies the same rules (snap, refuse far outside the table); --nearest
+         * needs the table, which only the daemon has here */
+        if (nearest)
+            return fail("--nearest through $PYDVFS_SOCKET: give a clock of the board's table "
+                        "(`govcore status` lists them)");
+        memcpy(request + 4, text, strlen(text) + 1); /* checked above: at most 13 bytes */
+        return via_daemon(daemon_socket(NULL), pin_request(request, sizeof request, emc_text, cpu_text), 1);
     }
     if ((rc = open_board(o, &b)) != 0)
         return rc;
-    if (!nearest && beyond_table(&b, mhz))
-        return fail("%g MHz is outside the board's table (%g..%g MHz) by more than one level; "
-                    "pass --nearest to pin the nearest level anyway", mhz,
-                    gc_hz_to_mhz(b.freqs_hz[0]), gc_hz_to_mhz(b.freqs_hz[b.n_freqs - 1]));
+    if (!nearest && gc_check_near_table(&b, want_hz) < 0)
+        return fail("%s; pass --nearest to pin the nearest level anyway", b.err);
     if ((socket_path = daemon_socket(&b))) {
-        /* the daemon takes only clocks of the table: snap here, as a local pin does (the EMC
-         * and CPU clocks are checked and snapped by the daemon) */
-        if (gc_snap_hz(&b, gc_mhz_to_hz(mhz), &level_hz) < 0)
+        /* snapped here, so that --nearest holds through the daemon too (the EMC and CPU clocks
+         * are checked and snapped by the daemon) */
+        if (gc_snap_hz(&b, want_hz, &level_hz) < 0)
             return fail("not a clock: '%s'", text);
         plain_decimal(request + 4, sizeof request - 4, gc_hz_to_mhz(level_hz));
-        return via_daemon(socket_path, pin_request(request, emc_text, emc_mhz, cpu_text, cpu_mhz), 1);
+        return via_daemon(socket_path, pin_request(request, sizeof request, emc_text, cpu_text), 1);
     }
     if (!board_writable(&b))
         return fail("%s", no_daemon);
@@ -464,15 +428,14 @@ static int cmd_pin(const struct options *o)
     if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) < 0)
         return fail_board(&b, rc);
     if (joint)
-        rc = gc_pin_mode(&b, &ds, gc_mhz_to_hz(mhz), gc_mhz_to_hz(emc_mhz), gc_mhz_to_hz(cpu_mhz),
-                         o->state_dir, &level_hz, levels);
+        rc = gc_pin_mode(&b, &ds, want_hz, emc_hz, cpu_hz, o->state_dir, &level_hz, levels);
     else
-        rc = gc_pin_hz(&b, gc_mhz_to_hz(mhz), o->state_dir, &level_hz);
+        rc = gc_pin_hz(&b, want_hz, o->state_dir, &level_hz);
     gc_lock_release(&lk);
     if (rc < 0)
         return fail_board(&b, rc);
     gc_state_path(&b, o->state_dir, state_path, sizeof state_path);
-    snapped = level_hz != gc_mhz_to_hz(mhz);
+    snapped = level_hz != want_hz;
     if (b.warn[0])
         fprintf(stderr, "govcore: warning: %s\n", b.warn);
     if (o->json) {
@@ -485,9 +448,9 @@ static int cmd_pin(const struct options *o)
     }
     printf("pinned the GPU clock to %g MHz", gc_hz_to_mhz(level_hz));
     if (snapped)
-        printf(" (asked %g MHz: snapped to the nearest level)", mhz);
+        printf(" (asked %.12g MHz: snapped to the nearest level)", mhz);
     if (joint)
-        print_mode(&ds, levels, emc_mhz, cpu_mhz);
+        print_mode(&ds, levels, cpu_hz);
     printf("\n");
     return 0;
 }
@@ -496,6 +459,7 @@ static int cmd_pin(const struct options *o)
  * not needed; where even these cannot be read, the restore still succeeded: say so. */
 static void report_restored(const struct options *o, gc_board *b, int restored)
 {
+    char text[GC_NAME_MAX * 4];
     gc_clock_state st;
     int rc;
 
@@ -517,8 +481,9 @@ static void report_restored(const struct options *o, gc_board *b, int restored)
         gc_json_restore(stdout, restored, &st);
         putchar('\n');
     } else if (restored) {
-        printf("restored governor %s, min %g MHz, max %g MHz\n", st.governor[0] ? st.governor :
-               "(unknown)", gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
+        printf("restored governor %s, min %g MHz, max %g MHz\n",
+               st.governor[0] ? shown(st.governor, text, sizeof text) : "(unknown)",
+               gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
     } else {
         printf("nothing to restore (no saved state for this board)\n");
     }
@@ -640,10 +605,16 @@ static int workload_item(char *item, gc_workload *w, const char **model_name, in
         bit = 16;
     } else {
         for (k = 0; k < sizeof ignored / sizeof ignored[0]; k++)
-            if (strcmp(item, ignored[k]) == 0)
+            if (strcmp(item, ignored[k]) == 0) {
+                if (*have & (32 << k))
+                    return fail("--workload: %s given twice", item);
+                *have |= 32 << k;
                 return 0;
+            }
         return fail("--workload: unknown key '%s' (known: model, layers, hidden, seq_len, util_pct)", item);
     }
+    if (*have & bit) /* as the daemon and pydvfs: each key at most once */
+        return fail("--workload: %s given twice", item);
     if (num && parse_number(item, eq + 1, num) != 0)
         return EXIT_USAGE;
     *have |= bit;
@@ -719,6 +690,8 @@ static int cmd_apply(const struct options *o)
         } else {
             return fail("apply: unknown option '%s' (see govcore --help)", a);
         }
+        if (have & bit)
+            return fail("--workload: %s given twice", a);
         if (num && parse_number(a, v, num) != 0)
             return EXIT_USAGE;
         have |= bit;
@@ -940,17 +913,22 @@ static int cmd_measure(const struct options *o)
             gc_json_str(stdout, o->cmd_argv[i]);
         }
         printf("],\n  \"exit_status\": %d,\n  ", exit_status);
-        gc_json_window_fields(stdout, s, &w, "\n  ");
+        gc_json_measure_fields(stdout, s, &w, "\n  ");
         printf("\n}\n");
     } else {
         double dur_s = (double)w.duration_ns / 1e9;
+        char why[256];
 
         printf("command   %s exited with status %d\n", o->cmd_argv[0], exit_status);
         printf("time      %.3f s\n", dur_s);
-        for (i = 0; i < w.n_rails; i++)
-            printf("%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
-                   gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
-        print_role_energies(s, &w, dur_s);
+        if (gc_window_no_energy(&w, why, sizeof why)) {
+            printf("energy    none: %s\n", why);
+        } else {
+            for (i = 0; i < w.n_rails; i++)
+                printf("%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
+                       gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
+            print_role_energies(s, &w, dur_s);
+        }
         if (w.gpu_util_pct >= 0)
             printf("gpu load  %.1f %%\n", w.gpu_util_pct);
         printf("samples   %llu at %.1f Hz, %llu read errors\n", (unsigned long long)w.samples,

@@ -186,6 +186,7 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
                    const gc_workload *w, const gc_goal *goal, gc_decision *d)
 {
     static const gc_goal no_goal = {GC_OBJECTIVE_ENERGY, -1.0};
+    uint64_t want_hz;
     int rc, bound;
 
     memset(d, 0, sizeof *d);
@@ -253,9 +254,26 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
     }
     if (d->proposed_mhz == 0.0)
         return 0; /* the tree's MAXN class: the board's own governor, as fast as the board */
-    /* A proposal that is not a clock fails safe toward the top level. */
-    if (gc_snap_hz(b, gc_mhz_to_hz(d->proposed_mhz), &d->level_hz) < 0)
-        d->level_hz = b->freqs_hz[b->n_freqs - 1];
+    /* A proposal that is not a clock, or far outside the table (a tree made for another board,
+     * a damaged model), is refused as `pin` refuses one: never a silent guess at a clock. */
+    if ((want_hz = gc_mhz_to_hz(d->proposed_mhz)) == 0) {
+        snprintf(b->err, sizeof b->err, "the %s policy proposed %g MHz, which is not a clock; "
+                 "the board was not changed", gc_policy_name(policy), d->proposed_mhz);
+        return -EINVAL;
+    }
+    if (gc_check_near_table(b, want_hz) < 0) {
+        char why[GC_ERR_MAX];
+
+        memcpy(why, b->err, sizeof why);
+        snprintf(b->err, sizeof b->err, "the %s policy proposed a clock this board does not "
+                 "have: %s; the board was not changed (a model made for another board?)",
+                 gc_policy_name(policy), why);
+        return -EINVAL;
+    }
+    if (gc_snap_hz(b, want_hz, &d->level_hz) < 0) {
+        snprintf(b->err, sizeof b->err, "the board lists no GPU clock levels");
+        return -ENODEV;
+    }
     d->policy_level_hz = d->level_hz;
     if (bound)
         d->level_hz = bounded_level(b, rl, policy, w, &d->goal, d->level_hz);

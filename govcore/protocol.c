@@ -213,33 +213,30 @@ int gc_request_parse(const char *line, size_t len, gc_request *req, char *err, s
     if (tok_is(&tok[0], "pin")) {
         int i;
 
-        if (n_tok < 2 || n_tok > 4 || parse_decimal(tok[1].s, tok[1].n, &req->mhz) < 0 ||
-            gc_mhz_to_hz(req->mhz) == 0)
-            return refuse(err, err_len, "usage: pin MHZ [emc_mhz=MHZ] [cpu_mhz=MHZ] (clocks of the "
-                                        "board's tables, plain decimal)");
+        if (n_tok < 2 || n_tok > 4 || gc_parse_mhz(tok[1].s, tok[1].n, &req->hz) < 0)
+            return refuse(err, err_len, "usage: pin MHZ [emc_mhz=MHZ] [cpu_mhz=MHZ] (" GC_MHZ_GRAMMAR ")");
+        req->mhz = gc_hz_to_mhz(req->hz);
         /* the clocks beside the GPU's: each key at most once, checked against the board by the
-         * daemon */
+         * daemon (domain.h) */
         for (i = 2; i < n_tok; i++) {
             const char *eq = memchr(tok[i].s, '=', tok[i].n);
-            token key, val;
-            double *slot;
+            token key;
+            uint64_t *slot;
 
             if (!eq)
                 return refuse(err, err_len, "pin: expected emc_mhz=MHZ or cpu_mhz=MHZ (argument %d)", i);
             key.s = tok[i].s;
             key.n = (size_t)(eq - tok[i].s);
-            val.s = eq + 1;
-            val.n = tok[i].n - key.n - 1;
             if (tok_is(&key, "emc_mhz"))
-                slot = &req->emc_mhz;
+                slot = &req->emc_hz;
             else if (tok_is(&key, "cpu_mhz"))
-                slot = &req->cpu_mhz;
+                slot = &req->cpu_hz;
             else
                 return refuse(err, err_len, "pin: unknown key (argument %d); keys: emc_mhz, cpu_mhz", i);
-            if (*slot > 0)
+            if (*slot)
                 return refuse(err, err_len, "pin: a key given twice");
-            if (parse_decimal(val.s, val.n, slot) < 0 || gc_mhz_to_hz(*slot) == 0)
-                return refuse(err, err_len, "pin: argument %d: not a clock (plain decimal MHz)", i);
+            if (gc_parse_mhz(eq + 1, tok[i].n - key.n - 1, slot) < 0)
+                return refuse(err, err_len, "pin: argument %d: not a clock (" GC_MHZ_GRAMMAR ")", i);
         }
         req->kind = GC_REQ_PIN;
         return 0;

@@ -3,11 +3,12 @@
  *
  *   version
  *   status
- *   pin MHZ [emc_mhz=MHZ] [cpu_mhz=MHZ]
- *                                MHZ: a clock of the board's table (checked by the daemon);
- *                                emc_mhz: the memory clock (one of its rates), cpu_mhz: every
- *                                cpufreq policy (each one's nearest level), pinned with the GPU
- *                                as one (domain.h)
+ *   pin MHZ                      MHZ: a clock (gc_parse_mhz's grammar), snapped to the board's
+ *                                table as a direct pin is; refused more than one level outside it
+ *       [emc_mhz=MHZ] [cpu_mhz=MHZ]
+ *                                the memory clock (one of its rates) and every cpufreq policy
+ *                                (each one's nearest level), pinned with the GPU as one
+ *                                (domain.h)
  *   restore
  *   apply KEY=VALUE...           keys: model, layers, hidden, seq_len (required), util_pct,
  *                                policy (mlg|ffg|rules|maxn|roofline), tree (a policy installed
@@ -19,7 +20,7 @@
  *
  * Grammar: printable ASCII only, tokens separated by exactly one space, no leading or trailing
  * space, lower-case verbs and keys, numbers in plain decimal (digits, at most one '.', no sign,
- * no exponent, no hex). The line's "\n" is not part of the request.
+ * no exponent, no hex; a clock: gc_parse_mhz). The line's "\n" is not part of the request.
  *
  * Every reply is one line of JSON: the record (the same keys as the verb's --json output), or
  * {"error": MESSAGE, "errno": N}.
@@ -51,8 +52,9 @@ enum gc_req_kind {
 
 typedef struct gc_request {
     int kind;                         /* enum gc_req_kind */
-    double mhz;                       /* pin: the clock asked for, MHz */
-    double emc_mhz, cpu_mhz;          /* pin: the EMC / CPU clocks asked for; 0: not given */
+    uint64_t hz;                      /* pin: the clock asked for, exactly as given */
+    double mhz;                       /* pin: the same, MHz */
+    uint64_t emc_hz, cpu_hz;          /* pin: the EMC / CPU clocks asked for; 0: not given */
     char name[GC_WINDOW_NAME_MAX];    /* begin/end: the window */
     /* apply */
     int policy;                       /* enum gc_policy */

@@ -206,7 +206,7 @@ void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *s
 void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
                         const char *warning)
 {
-    fprintf(f, "{\"requested_mhz\": %.6g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
+    fprintf(f, "{\"requested_mhz\": %.12g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
             requested_mhz, gc_hz_to_mhz(level_hz),
             level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
     gc_json_str(f, state_path);
@@ -390,10 +390,20 @@ double gc_window_total_j(const gc_sampler *s, const gc_window *w)
     return sum;
 }
 
-void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)
+/* A number, or null where the energy is not known (fewer than GC_MIN_READINGS readings). */
+static void json_energy(FILE *f, int known, double v)
 {
-    double dur_s = (double)w->duration_ns / 1e9, total_j = 0, role_j;
-    int i, known;
+    if (known)
+        fprintf(f, "%.9g", v);
+    else
+        fputs("null", f);
+}
+
+/* known: the window has enough readings for an energy (gc_window_no_energy). */
+static void window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep, int known)
+{
+    double dur_s = (double)w->duration_ns / 1e9, total_j, role_j;
+    int i, role_known;
 
     total_j = gc_window_total_j(s, w);
     fprintf(f, "\"duration_s\": %.9g,%s\"board\": ", dur_s, sep);
@@ -405,27 +415,29 @@ void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, con
     for (i = 0; i < w->n_rails; i++) {
         fprintf(f, "%s", i ? ", " : "");
         gc_json_str(f, gc_sampler_rail_name(s, i));
-        fprintf(f, ": %.9g", w->energy_j[i]);
+        fputs(": ", f);
+        json_energy(f, known, w->energy_j[i]);
     }
     fprintf(f, "}");
     for (i = 0; i < GC_N_ROLES; i++) {
-        role_j = gc_window_role_j(s, w, i, &known);
+        role_j = gc_window_role_j(s, w, i, &role_known);
         fprintf(f, ",%s\"%s_energy_j\": ", sep, gc_role_names[i]);
-        if (known)
-            fprintf(f, "%.9g", role_j);
-        else
-            fprintf(f, "null");
+        json_energy(f, known && role_known, role_j);
     }
-    fprintf(f, ",%s\"total_energy_j\": %.9g,%s", sep, total_j, sep);
+    fprintf(f, ",%s\"total_energy_j\": ", sep);
+    json_energy(f, known, total_j);
+    fprintf(f, ",%s", sep);
     json_roles_sampler(f, s);
     fprintf(f, ",%s\"avg_power_w\": {", sep);
     for (i = 0; i < w->n_rails; i++) {
         fprintf(f, "%s", i ? ", " : "");
         gc_json_str(f, gc_sampler_rail_name(s, i));
-        fprintf(f, ": %.9g", w->avg_power_w[i]);
+        fputs(": ", f);
+        json_energy(f, known, w->avg_power_w[i]);
     }
-    fprintf(f, "},%s\"total_avg_power_w\": %.9g,%s\"gpu_util_pct\": ", sep,
-            dur_s > 0 ? total_j / dur_s : 0.0, sep);
+    fprintf(f, "},%s\"total_avg_power_w\": ", sep);
+    json_energy(f, known, dur_s > 0 ? total_j / dur_s : 0.0);
+    fprintf(f, ",%s\"gpu_util_pct\": ", sep);
     if (w->gpu_util_pct >= 0)
         fprintf(f, "%.6g", w->gpu_util_pct);
     else
@@ -519,4 +531,33 @@ void gc_print_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now)
                     d->n_levels ? gc_hz_to_mhz(d->levels_hz[d->n_levels - 1]) : 0.0);
         }
     }
+}
+
+void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)
+{
+    window_fields(f, s, w, sep, 1);
+}
+
+int gc_window_no_energy(const gc_window *w, char *why, size_t len)
+{
+    if (w->samples >= GC_MIN_READINGS)
+        return 0;
+    snprintf(why, len, "%llu reading%s of the rails in %.3f s: an energy needs at least %d (the "
+             "command ended before the sensor's next update); measure something longer",
+             (unsigned long long)w->samples, w->samples == 1 ? "" : "s",
+             (double)w->duration_ns / 1e9, GC_MIN_READINGS);
+    return 1;
+}
+
+void gc_json_measure_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)
+{
+    char why[256];
+    int none = gc_window_no_energy(w, why, sizeof why);
+
+    window_fields(f, s, w, sep, !none);
+    fprintf(f, ",%s\"no_energy_reason\": ", sep);
+    if (none)
+        gc_json_str(f, why);
+    else
+        fputs("null", f);
 }

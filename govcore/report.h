@@ -78,4 +78,12 @@ void gc_json_roles_board(FILE *f, const gc_board *b);
  * fields. */
 void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep);
 
+/* A measurement needs two readings of the rails: with fewer (`measure -- true`) it reports no
+ * energy. gc_window_no_energy: 1 with the reason in why (the same words as pydvfs measure), or
+ * 0. gc_json_measure_fields: gc_json_window_fields with the energies and powers null in that
+ * case, then no_energy_reason (null or the reason). */
+#define GC_MIN_READINGS 2
+int gc_window_no_energy(const gc_window *w, char *why, size_t len);
+void gc_json_measure_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep);
+
 #endif

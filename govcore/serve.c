@@ -185,16 +185,6 @@ static void reply_error(struct client *c, int rc, const char *fmt, ...)
 
 /* ------------------------------------------------------------------------- the board */
 
-static int is_table_level(const gc_board *b, uint64_t hz)
-{
-    int i;
-
-    for (i = 0; i < b->n_freqs; i++)
-        if (b->freqs_hz[i] == hz)
-            return 1;
-    return 0;
-}
-
 /* Make c the owner (taking the board's lock) unless another client or process governs. */
 static int take_ownership(struct server *sv, int ci)
 {
@@ -229,25 +219,24 @@ static int restore_board(struct server *sv, int *restored)
 static void handle_pin(struct server *sv, int ci, const gc_request *rq)
 {
     struct client *c = &sv->clients[ci];
-    uint64_t want_hz = gc_mhz_to_hz(rq->mhz), level_hz, levels[GC_MAX_DOMAINS];
+    uint64_t want_hz = rq->hz, level_hz, levels[GC_MAX_DOMAINS];
     char state_path[GC_PATH_MAX], *buf = NULL;
     static gc_domains ds; /* the daemon serves one request at a time */
     size_t len = 0;
-    int rc, was_owner = sv->owner == ci, joint;
+    int rc, was_owner = sv->owner == ci, joint = rq->emc_hz || rq->cpu_hz;
     FILE *f;
 
-    if (!is_table_level(&sv->board, want_hz))
-        return reply_error(c, -EINVAL, "not a clock of the board's table: %.6g MHz (see "
-                                           "available_mhz in status)", rq->mhz);
-    joint = rq->emc_mhz > 0 || rq->cpu_mhz > 0;
+    /* the rules of a direct pin: snapped to the nearest level, refused far outside the table */
+    if ((rc = gc_check_near_table(&sv->board, want_hz)) < 0)
+        return reply_error(c, rc, "%s", sv->board.err);
     /* the EMC's rates: the kernel's list (available_rates), else the board table's */
     if (joint && (rc = gc_domains_open_board(&ds, &sv->board)) < 0)
         return reply_error(c, rc, "cannot read the clock domains");
     if ((rc = take_ownership(sv, ci)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);
     if (joint)
-        rc = gc_pin_mode(&sv->board, &ds, want_hz, gc_mhz_to_hz(rq->emc_mhz),
-                         gc_mhz_to_hz(rq->cpu_mhz), sv->cfg->state_dir, &level_hz, levels);
+        rc = gc_pin_mode(&sv->board, &ds, want_hz, rq->emc_hz, rq->cpu_hz, sv->cfg->state_dir,
+                         &level_hz, levels);
     else
         rc = gc_pin_hz(&sv->board, want_hz, sv->cfg->state_dir, &level_hz);
     if (rc < 0) {

@@ -13,6 +13,13 @@ POLICY_NAMES: tuple[str, ...]
 OBJECTIVE_NAMES: tuple[str, ...]
 
 def mhz_to_hz(mhz: float) -> int: ...
+def parse_mhz(text: str | bytes) -> int:
+    """A clock typed as text, in Hz, by govcore's one grammar (gc_parse_mhz); InvalidValueError
+    naming MHZ_GRAMMAR otherwise."""
+def board_text(raw: bytes) -> str:
+    """Text a board file holds, for people: UTF-8, other bytes shown as \\xNN."""
+
+MHZ_GRAMMAR: str  # GC_MHZ_GRAMMAR: the clock grammar in words
 def default_state_dir() -> str | None: ...
 
 MAX_INTERPOLATED_PCT: float  # sampler.h GC_SAMPLER_MAX_INTERPOLATED_PCT

@@ -21,7 +21,7 @@ cdef int check(int rc, const char *detail) except -1:
     """Map a govcore return code (0 or -errno) to the pydvfs error hierarchy."""
     if rc >= 0:
         return 0
-    msg = detail.decode("utf-8", "replace") if detail != NULL and detail[0] != 0 else ""
+    msg = detail.decode("utf-8", "backslashreplace") if detail != NULL and detail[0] != 0 else ""
     if not msg:
         msg = strerror(-rc).decode()
     if rc == -ENODEV:
@@ -54,6 +54,37 @@ def mhz_to_hz(double mhz):
     return gc_mhz_to_hz(mhz)
 
 
+MHZ_GRAMMAR = GC_MHZ_GRAMMAR.decode()
+
+
+def parse_mhz(text):
+    """A clock typed as text, in Hz, by govcore's one grammar (gc_parse_mhz: ASCII digits, an
+    optional fraction of at most 6 digits, 0 < MHz <= 1e6), so that pydvfs and govcore take
+    and refuse the same clocks. InvalidValueError naming the grammar otherwise."""
+    cdef bytes raw
+    cdef uint64_t hz = 0
+    if isinstance(text, bytes):
+        raw = text
+    elif isinstance(text, str):
+        raw = text.encode("utf-8", "surrogateescape")
+    else:
+        raise errors.InvalidValueError(f"not a clock: {text!r} (expected text: {MHZ_GRAMMAR})")
+    if gc_parse_mhz(raw, len(raw), &hz) < 0:
+        raise errors.InvalidValueError(f"not a clock: {text!r} (expected {MHZ_GRAMMAR})")
+    return hz
+
+
+def board_text(raw):
+    """Text a board file holds (a governor, a model name, a rail label), made safe to show: a
+    byte that is not UTF-8 as \\xNN, a control or other unprintable character escaped (a
+    terminal escape reaches no terminal), never an error. Paths stay bytes-exact instead
+    (os.fsdecode): they are opened again."""
+    text = raw.decode("utf-8", "backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def default_state_dir():
     """Where saved clock states live when no folder is given; None where there is no private
     default (no $XDG_RUNTIME_DIR for a user: a folder must then be passed)."""
@@ -79,7 +110,7 @@ cdef class Board:
     """A discovered Jetson board under a sysfs root."""
 
     def __cinit__(self, sysfs_root="/"):
-        cdef bytes root = str(sysfs_root).encode()
+        cdef bytes root = os.fsencode(sysfs_root)
         cdef const char *c_root = root
         cdef int rc
         with nogil:
@@ -88,15 +119,15 @@ cdef class Board:
 
     @property
     def sysfs_root(self):
-        return self.b.sysfs_root.decode()
+        return os.fsdecode(self.b.sysfs_root)
 
     @property
     def model(self):
-        return self.b.model.decode("utf-8", "replace")
+        return board_text(self.b.model)
 
     @property
     def gpu_name(self):
-        return self.b.gpu_name.decode("utf-8", "replace")
+        return board_text(self.b.gpu_name)
 
     @property
     def board_id(self):
@@ -134,11 +165,11 @@ cdef class Board:
 
     @property
     def devfreq_dir(self):
-        return self.b.devfreq_dir.decode()
+        return os.fsdecode(self.b.devfreq_dir)
 
     @property
     def load_path(self):
-        return self.b.load_path.decode()
+        return os.fsdecode(self.b.load_path)
 
     @property
     def sensor_interval_ms(self):
@@ -157,8 +188,8 @@ cdef class Board:
         for i in range(self.b.n_rails):
             r = &self.b.rails[i]
             kind = gc_rail_kind_name(r.kind).decode()
-            out.append((r.name.decode(), kind, r.voltage_path.decode(), r.current_path.decode(),
-                        r.power_path.decode()))
+            out.append((r.name.decode(), kind, os.fsdecode(r.voltage_path), os.fsdecode(r.current_path),
+                        os.fsdecode(r.power_path)))
         return tuple(out)
 
     def clock_state(self):
@@ -168,7 +199,7 @@ cdef class Board:
         with nogil:
             rc = gc_clock_read(&self.b, &st)
         check(rc, self.b.err)
-        return st.cur_hz, st.min_hz, st.max_hz, st.governor.decode()
+        return st.cur_hz, st.min_hz, st.max_hz, board_text(st.governor)
 
     def range_state(self):
         """(min_hz, max_hz, governor) without cur_freq (governor "" if unreadable): what a
@@ -178,7 +209,7 @@ cdef class Board:
         with nogil:
             rc = gc_range_read(&self.b, &st)
         check(rc, self.b.err)
-        return st.min_hz, st.max_hz, st.governor.decode("utf-8", "replace")
+        return st.min_hz, st.max_hz, board_text(st.governor)
 
     def load_permille(self):
         """GPU load in tenths of a percent, or None where the board has no load file."""
@@ -230,7 +261,7 @@ cdef class Board:
         if rc == -ENOENT:
             return None
         check(rc, self.b.err)
-        return st.min_hz, st.max_hz, st.governor.decode("utf-8", "replace")
+        return st.min_hz, st.max_hz, board_text(st.governor)
 
     def drop_state(self, state_dir=None):
         """Remove the saved state whatever it holds (restore --force); True if there was one."""
@@ -355,7 +386,7 @@ cdef class Lock:
 
     @property
     def path(self):
-        return self.lk.path.decode()
+        return os.fsdecode(self.lk.path)
 
     @property
     def held(self):
@@ -416,7 +447,7 @@ cdef class Sampler:
     """
 
     def __cinit__(self, sysfs_root="/", double rate_hz=0.0, rails=None, ring_capacity=0):
-        cdef bytes root = str(sysfs_root).encode()
+        cdef bytes root = os.fsencode(sysfs_root)
         cdef const char *c_root = root
         cdef gc_sampler_config cfg
         cdef int rc, i

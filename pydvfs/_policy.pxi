@@ -78,7 +78,7 @@ cdef class Tree:
         if model_dir is None:
             self.m = gc_builtin_tree
         else:
-            d = str(model_dir).encode()
+            d = os.fsencode(model_dir)
             check_tree_load(gc_tree_load(d, &self.m, &self.handle, err, sizeof(err)), err)
 
     def __dealloc__(self):
@@ -133,7 +133,7 @@ cdef class Roofline:
 
     def __cinit__(self, path):
         cdef char err[512]
-        cdef bytes p = str(path).encode()
+        cdef bytes p = os.fsencode(path)
         err[0] = 0
         check(gc_roofline_load(p, &self.r, err, sizeof(err)), err)
 

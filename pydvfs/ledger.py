@@ -3,7 +3,8 @@
 Built only from a run's ``results.json`` (the demo writes it; its ``replication`` stage holds the
 analyses of :mod:`pydvfs.replication`): every number in the "ours" column is a value stored
 there, formatted, never recomputed here. ``pydvfs report DIR`` writes it to DIR/replication.md
-when the results have a replication stage; ``make demo`` copies it to docs/replication.md.
+when the results have a replication stage (``make demo``: demo-out/replication.md); the committed
+example docs/replication.md is refreshed by ``make replication-doc``.
 """
 from __future__ import annotations
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-
-from typing_extensions import Self
+from typing import TYPE_CHECKING
 
 from .errors import InvalidValueError
 from .sampler import Measurement, Sampler
+
+if TYPE_CHECKING:  # annotations only: the base install has no typing_extensions
+    from typing_extensions import Self
 
 
 class measured:

@@ -189,8 +189,8 @@ def markdown(results: dict) -> str:
     if "replication" in results:
         L += ["## Replication ledger", "",
               "Each claim of both papers beside this run's number, agree or differ and why: "
-              "[replication.md](replication.md) (the repository keeps the `make demo` copy in "
-              "docs/replication.md).", ""]
+              "[replication.md](replication.md) (the repository keeps an example of a full demo run in "
+              "docs/replication.md, refreshed by `make replication-doc`).", ""]
     L += ["## Time per stage", ""] + _table(["stage", "seconds"], [[k, v.get("seconds", "")] for k, v in results.items()])
     return "\n".join(L) + "\n"
 

@@ -82,7 +82,8 @@ def markdown_user(found: dict, root: Path) -> str:
     def rel(p) -> str:
         return str(Path(p).relative_to(root))
 
-    L = [f"# pydvfs report: {root.name}", "",
+    # `pydvfs report .`: Path(".").name is "", so the title names the folder itself
+    L = [f"# pydvfs report: {root.resolve().name or root.resolve()}", "",
          "From the sweep, analyse, train and evaluate outputs found in this folder "
          f"({sum(len(v) for v in found.values())} files). Savings are against MAXN, with the time they add.", ""]
     summary, body = [], []

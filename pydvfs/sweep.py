@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Callable, Sequence
 
 from .command import exit_status, start_command, stop_command
 from .dataset import RAILS, DatasetWriter, iter_rows
-from .device import open_device
+from .device import mhz_to_hz, open_device
 from .errors import CommandError, InvalidValueError
 from .levels import nearest_level
 from .policy.workload import Workload
@@ -40,6 +41,8 @@ def parse_workload(spec: str) -> dict:
             raise InvalidValueError(f"--workload: expected key=value, got {part!r}")
         if key not in WORKLOAD_KEYS:
             raise InvalidValueError(f"--workload: unknown key {key!r} (known: {', '.join(WORKLOAD_KEYS)})")
+        if key in out:  # as govcore and its daemon: each key at most once, never "the last wins"
+            raise InvalidValueError(f"--workload: {key} given twice")
         out[key] = value.strip()
     Workload.from_any(out)  # validates model family and sizes
     for key in ("heads", "params", "batch_size"):
@@ -56,17 +59,19 @@ def parse_workload(spec: str) -> dict:
 
 
 def parse_freqs(text: str, levels_mhz: Sequence[float]) -> list[float]:
-    """``all`` or a comma list of MHz, each snapped to the board's table (duplicates dropped)."""
+    """``all`` or a list of MHz (``510,714`` or ``510 714``), each by govcore's one grammar of a
+    clock and snapped to the board's table (duplicates dropped)."""
     if text.strip() == "all":
         return list(levels_mhz)
+    parts = [p for p in re.split(r"[, ]+", text) if p]
+    if not parts:
+        raise InvalidValueError("--freqs: give 'all' or clocks in MHz, e.g. 510,714,1300.5")
     out = []
-    for part in text.split(","):
+    for part in parts:
         try:
-            mhz = float(part)
-        except ValueError:
-            raise InvalidValueError(f"--freqs: not a clock: {part!r} (use 'all' or e.g. 510,714,1300.5)") from None
-        if not (mhz > 0 and math.isfinite(mhz)):
-            raise InvalidValueError(f"--freqs: not a clock: {part!r}")
+            mhz = mhz_to_hz(part) / 1e6
+        except InvalidValueError as e:
+            raise InvalidValueError(f"--freqs: {e}") from None
         level = nearest_level(levels_mhz, mhz)
         if level not in out:
             out.append(level)

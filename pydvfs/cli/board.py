@@ -8,7 +8,7 @@ import warnings
 
 from ..device import describe_domain, open_device
 from ..errors import InvalidValueError, PydvfsError
-from .common import _Parser, add_board_options, emit, examples
+from .common import _Parser, add_board_options, emit, examples, seconds
 from .hold import add_command_argument
 
 LIVE_WINDOW_S = 0.25  # how long `status` samples the rails for its live watts
@@ -143,12 +143,13 @@ def cmd_pin(args: argparse.Namespace) -> int:
     from .hold import command_of, hold_while, until_exit_note
 
     cmd = command_of(args)
+    mhz = mhz_to_hz(args.mhz) / 1e6  # govcore's one grammar of a clock, before the board is opened
     dev = open_device(args.sysfs_root, args.state_dir)
-    mhz = mhz_to_hz(args.mhz) / 1e6  # validates: a positive number of MHz
     levels = dev.available_frequencies_mhz
     if not args.nearest and beyond_table(levels, mhz):
+        # the words of govcore's gc_check_near_table
         raise InvalidValueError(
-            f"{args.mhz} MHz is outside the board's table ({_fmt(levels[0])}..{_fmt(levels[-1])} MHz) by more "
+            f"{mhz:.12g} MHz is outside the board's table ({_fmt(levels[0])}..{_fmt(levels[-1])} MHz) by more "
             "than one level; pass --nearest to pin the nearest level anyway")
     emc = None if args.emc is None else mhz_to_hz(args.emc) / 1e6
     cpu = None if args.cpu is None else mhz_to_hz(args.cpu) / 1e6
@@ -207,7 +208,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "load (sampled over a quarter second), and any saved state.",
                        epilog=examples("pydvfs status --sysfs-root /tmp/orin",
                                        "pydvfs status --watch 2"))
-    p.add_argument("--watch", type=float, nargs="?", const=1.0, default=None, metavar="S",
+    p.add_argument("--watch", type=seconds, nargs="?", const=1.0, default=None, metavar="S",
                    help="refresh every S seconds (default 1) until Ctrl-C")
     p.add_argument("--count", type=int, default=None, metavar="N", help="with --watch: stop after N refreshes")
     add_board_options(p)

@@ -59,11 +59,21 @@ class HelpFormatter(argparse.HelpFormatter):
 MAX_ERROR_CHARS = 600
 
 
+def undecodable_as_escapes(text: str) -> str:
+    """Text that may hold a path's undecodable bytes (os.fsdecode's surrogates, from a
+    --sysfs-root that is not UTF-8) with each such byte shown as \\xNN: printable on any
+    terminal, never a UnicodeEncodeError."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name made
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def one_line(text: str) -> str:
     """An error message made safe to print as one line: control and other unprintable
     characters (a newline, a terminal escape, a byte from a binary file) shown escaped, and cut
     at MAX_ERROR_CHARS. The C side does the same with gc_printable."""
-    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in undecodable_as_escapes(str(text)))
     return out if len(out) <= MAX_ERROR_CHARS else out[:MAX_ERROR_CHARS - 3] + "..."
 
 
@@ -198,13 +208,46 @@ def int_range(lo: int, hi: int):
     return parse
 
 
+def clock_mhz(text: str) -> float:
+    """argparse type of a clock: MHz by govcore's one grammar (``_core.parse_mhz``: ASCII
+    digits, an optional fraction of at most 6 digits), as ``pin`` and ``govcore`` read it."""
+    from ..device import mhz_to_hz
+    from ..errors import InvalidValueError
+
+    try:
+        return mhz_to_hz(text) / 1e6
+    except InvalidValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+clock_mhz.__name__ = "clock"  # argparse names the type in its messages
+
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: a longer interval or timeout is a typo, not a plan
+
+
+def seconds(text: str) -> float:
+    """argparse type of an interval in seconds: a finite number > 0 and at most a week ('inf',
+    'nan' and 1e300 are refused in one line, never an OverflowError later)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (0 < value <= MAX_SECONDS):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 and at most {MAX_SECONDS:g} "
+                                         f"(a week): {text!r}")
+    return value
+
+
+seconds.__name__ = "seconds"
+
+
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
     """Print ``data`` as JSON with --json, else the human-readable ``text``."""
     if getattr(args, "json", False):
         json.dump(_finite(data), sys.stdout, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write((text() if callable(text) else text).rstrip("\n") + "\n")
+        sys.stdout.write(undecodable_as_escapes((text() if callable(text) else text).rstrip("\n")) + "\n")
     sys.stdout.flush()
 
 

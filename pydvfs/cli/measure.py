@@ -65,24 +65,53 @@ def _wait(proc: subprocess.Popen) -> int:
             signal.signal(sig, handler)
 
 
+MIN_READINGS = 2  # govcore GC_MIN_READINGS: an energy needs two readings of the rails
+
+
+def no_energy_reason(samples: int, duration_s: float) -> str | None:
+    """Why a window reports no energy (fewer than MIN_READINGS readings: `measure -- true`),
+    in govcore's words (gc_window_no_energy), or None."""
+    if samples >= MIN_READINGS:
+        return None
+    return (f"{samples} reading{'' if samples == 1 else 's'} of the rails in {duration_s:.3f} s: an energy "
+            f"needs at least {MIN_READINGS} (the command ended before the sensor's next update); measure "
+            "something longer")
+
+
+def measure_record(cmd: list, status: int, m) -> dict:
+    """``measure --json``'s record (govcore measure's keys): the window, with the energies and
+    powers null and ``no_energy_reason`` set where there were too few readings."""
+    data = {"command": cmd, "exit_status": status, **m.to_dict()}
+    why = no_energy_reason(m.samples, m.duration_s)
+    if why:
+        data.update(energy_j=dict.fromkeys(data["energy_j"]), avg_power_w=dict.fromkeys(data["avg_power_w"]),
+                    total_energy_j=None, module_energy_j=None, cpu_gpu_energy_j=None, gpu_energy_j=None,
+                    total_avg_power_w=None)
+    data["no_energy_reason"] = why
+    return data
+
+
 def text_report(data: dict) -> str:
     """The human-readable report (the same layout as ``govcore measure``)."""
     dur = data["duration_s"]
     lines = [f"command   {data['command'][0]} exited with status {data['exit_status']}",
              f"time      {dur:.3f} s"]
-    for i, (name, e) in enumerate(data["energy_j"].items()):
-        lines.append(f"{'energy' if i == 0 else '':<9} {name:<16} {e:12.3f} J  "
-                     f"{data['avg_power_w'][name]:8.3f} W avg")
-    for role, label in ROLE_LABELS.items():
-        rails, e = data["roles"][role], data[f"{role}_energy_j"]
-        if rails == []:
-            continue  # the board has no rail of its own for it
-        if rails is None or e is None:
-            why = "a rail of the table is missing" if data["board"] else "board not in the table"
-            lines.append(f"{label:<9} not known ({why})")
-            continue
-        lines.append(f"{label:<9} {e:12.3f} J  {e / dur if dur > 0 else 0.0:8.3f} W avg  "
-                     f"({' + '.join(rails)})")
+    if data.get("no_energy_reason"):
+        lines.append(f"energy    none: {data['no_energy_reason']}")
+    else:
+        for i, (name, e) in enumerate(data["energy_j"].items()):
+            lines.append(f"{'energy' if i == 0 else '':<9} {name:<16} {e:12.3f} J  "
+                         f"{data['avg_power_w'][name]:8.3f} W avg")
+        for role, label in ROLE_LABELS.items():
+            rails, e = data["roles"][role], data[f"{role}_energy_j"]
+            if rails == []:
+                continue  # the board has no rail of its own for it
+            if rails is None or e is None:
+                why = "a rail of the table is missing" if data["board"] else "board not in the table"
+                lines.append(f"{label:<9} not known ({why})")
+                continue
+            lines.append(f"{label:<9} {e:12.3f} J  {e / dur if dur > 0 else 0.0:8.3f} W avg  "
+                         f"({' + '.join(rails)})")
     if data["gpu_util_pct"] is not None:
         lines.append(f"gpu load  {data['gpu_util_pct']:.1f} %")
     lines.append(f"samples   {data['samples']} at {data['rate_hz']:.1f} Hz, "
@@ -106,10 +135,10 @@ def run(args) -> int:
     m = sampler.measurement
     from .board import zero_rails_warning
 
-    warning = zero_rails_warning(m.energy_j) if m.samples else None
+    warning = zero_rails_warning(m.energy_j) if m.samples >= MIN_READINGS else None
     if warning:
         print(f"pydvfs measure: {warning}", file=sys.stderr, flush=True)
-    data = {"command": cmd, "exit_status": status, **m.to_dict()}
+    data = measure_record(cmd, status, m)
     cli.emit(args, data, lambda: text_report(data))
     for line in m.quality_warnings():
         print(f"pydvfs: {'error' if args.strict else 'warning'}: {line}", file=sys.stderr, flush=True)

@@ -11,7 +11,14 @@ import sys
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
-from .common import add_board_options, add_objective_options, add_workload_argument, examples, objective_from_args
+from .common import (
+    add_board_options,
+    add_objective_options,
+    add_workload_argument,
+    clock_mhz,
+    examples,
+    objective_from_args,
+)
 
 
 def _fmt_mhz(mhz) -> str:
@@ -37,6 +44,9 @@ def _trajectory_rows(trajectory: list[dict]) -> list[tuple]:
 
 def text_report(r: dict) -> str:
     lines = [f"command   {r['command'][0]} exited with status {r['exit_status']}"]
+    if r.get("partial"):
+        lines.append(f"PARTIAL   the run was stopped ({r['stopped_by']}) after {r['duration_s']:.2f} s: "
+                     "what follows is what was measured until then")
     if r["policy"] == "online":
         lines.append(f"policy    online ({r['search_kind']} search, {r['objective_text']}): started at "
                      f"{_fmt_mhz(r['start_mhz'])} ({r['start_source']}), "
@@ -135,8 +145,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   args.start, search if args.policy == "online" else None, window,
                                   args.sysfs_root, args.state_dir, objective=objective,
                                   search_kind=args.search or default_search(), total_steps=args.steps)
-    except (KeyboardInterrupt, Terminated):
-        print("pydvfs run: stopped; the GPU clock was restored", file=sys.stderr, flush=True)
+    except (KeyboardInterrupt, Terminated) as e:
+        report = getattr(e, "partial_report", None)  # what was measured until then (partial: true)
+        if report is not None:
+            emit(args, report, lambda: text_report(report))
+        restored = "NOT restored" if report is not None and report.get("restore_error") else "restored"
+        print(f"pydvfs run: stopped; the GPU clock was {restored}"
+              + ("; the report above is partial" if report is not None else ""), file=sys.stderr, flush=True)
         raise
     emit(args, report, lambda: text_report(report))
     if report.get("restore_error"):
@@ -171,7 +186,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--search", choices=SEARCHES,
                    help="model: fit the U-curve, probe where the best clock is uncertain (default, needs numpy "
                         "and scipy); hill: the hill climb on the table")
-    g.add_argument("--start", type=float, metavar="MHZ", help="start here instead of the model's proposal")
+    g.add_argument("--start", type=clock_mhz, metavar="MHZ", help="start here instead of the model's proposal")
     g.add_argument("--margin", dest="margin_pct", type=float, metavar="PCT",
                    help="hill: move only if J/step is lower by more than this (default 2); model: leave the "
                         "start only for a proven gain larger than this (default 0)")

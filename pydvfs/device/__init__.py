@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import os
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -23,9 +24,10 @@ SYSFS_ROOT_ENV = "PYDVFS_SYSFS_ROOT"
 
 
 def resolve_sysfs_root(sysfs_root: str | os.PathLike | None = None) -> str:
-    """The sysfs root to use: the argument, else $PYDVFS_SYSFS_ROOT, else '/'."""
-    if sysfs_root is not None and str(sysfs_root) != "":
-        return str(sysfs_root)
+    """The sysfs root to use: the argument, else $PYDVFS_SYSFS_ROOT, else '/'. Any bytes a
+    file name may hold are kept (os.fsdecode), so a root that is not UTF-8 still opens."""
+    if sysfs_root is not None and os.fsdecode(sysfs_root) != "":
+        return os.fsdecode(sysfs_root)
     return os.environ.get(SYSFS_ROOT_ENV) or "/"
 
 
@@ -33,12 +35,15 @@ def hz_to_mhz(hz: int) -> float:
     return hz / 1e6
 
 
-def mhz_to_hz(mhz: float) -> int:
-    """MHz (user input) to Hz (what devfreq holds); InvalidValueError if it is not a clock."""
-    try:
-        value = float(mhz)
-    except (TypeError, ValueError):
-        raise InvalidValueError(f"not a clock: {mhz!r} (expected a number of MHz)") from None
+def mhz_to_hz(mhz: float | str) -> int:
+    """A clock in MHz to Hz (what devfreq holds); InvalidValueError if it is not a clock. Text
+    (a command line's, a config's) by govcore's one grammar (``_core.parse_mhz``, as ``govcore
+    pin`` and the daemon read it); a number if it is finite and positive."""
+    if isinstance(mhz, (str, bytes)):
+        return _core.parse_mhz(mhz)
+    if isinstance(mhz, bool) or not isinstance(mhz, numbers.Real):
+        raise InvalidValueError(f"not a clock: {mhz!r} (expected a number of MHz)")
+    value = float(mhz)
     hz = _core.mhz_to_hz(value) if math.isfinite(value) else 0
     if hz == 0:
         raise InvalidValueError(f"not a clock: {mhz!r} MHz (expected a positive number)")

@@ -10,6 +10,7 @@ Nothing here sleeps, starts processes or restores the board: the caller owns tho
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass
 
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
@@ -39,6 +40,24 @@ class WindowParams:
             raise InvalidValueError("the progress timeout and the stall limit must be > 0 s")
         if self.poll_s is not None and not self.poll_s > 0:
             raise InvalidValueError("the poll interval must be > 0 s")
+
+    @classmethod
+    def of(cls, window) -> "WindowParams":
+        """The parameters a caller gave as ``window=``: WindowParams, a dict of its fields, or a
+        number of seconds (the shortest window, as ``pydvfs run --window S``); None: defaults."""
+        if window is None:
+            return cls()
+        if isinstance(window, cls):
+            return window
+        if isinstance(window, dict):
+            unknown = sorted(set(window) - set(cls.__dataclass_fields__))
+            if unknown:
+                raise InvalidValueError(f"window: unknown field(s) {', '.join(map(str, unknown))} (fields: "
+                                        f"{', '.join(cls.__dataclass_fields__)})")
+            return cls(**window)
+        if isinstance(window, numbers.Real) and not isinstance(window, bool):
+            return cls(min_window_s=float(window))
+        raise InvalidValueError(f"window: expected seconds, a dict or a WindowParams, got {window!r}")
 
     def windows_for_steps(self, steps: float, s_per_step: float) -> float:
         """How many windows ``steps`` training steps fill at ``s_per_step``: a window closes once

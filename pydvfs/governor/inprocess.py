@@ -24,9 +24,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable
-
-from typing_extensions import Self
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..device import open_device
 from ..errors import InvalidValueError
@@ -43,6 +41,9 @@ from .loop import (
 )
 from .objective import Objective
 
+if TYPE_CHECKING:  # annotations only: the base install has no typing_extensions
+    from typing_extensions import Self
+
 
 class OnlineGovernor:
     """Govern the GPU clock from inside a training loop; see the module docstring.
@@ -53,7 +54,8 @@ class OnlineGovernor:
     its start clock only (None: FFG). ``search``: ``model`` or ``hill``; ``objective``:
     ``energy``, ``edp`` or ``ed2p``; ``max_slowdown_pct`` (a static policy takes them as
     :func:`pydvfs.apply` does, and refuses at :meth:`start` what it cannot); ``window``: a
-    :class:`WindowParams` or a dict of its fields; ``search_options``: ``margin_pct``,
+    :class:`WindowParams`, a dict of its fields, or seconds (the shortest window, as ``pydvfs run
+    --window``); ``search_options``: ``margin_pct``,
     ``samples``, ``reprobe_s``. ``total_steps``: how many times ``step()`` will count a step
     in this run, if known (the model search then weighs a probe's gain over what is left of the
     run; settable until the first window closes: the framework callbacks set it from the
@@ -64,7 +66,7 @@ class OnlineGovernor:
     def __init__(self, policy: str = "online", workload: Any = None, *, sysfs_root=None, state_dir=None,
                  model_dir=None, rate_hz: float | None = None, start_mhz: float | None = None,
                  search: str | None = None, objective: str = "energy", max_slowdown_pct: float | None = None,
-                 window: WindowParams | dict | None = None, search_options: dict | None = None,
+                 window: WindowParams | dict | float | None = None, search_options: dict | None = None,
                  total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic):
         if policy not in POLICIES:
             raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
@@ -80,7 +82,7 @@ class OnlineGovernor:
         self.search_kind = search or default_search()
         self.search_params = search_params(self.search_kind, **(search_options or {})) \
             if policy == "online" else None
-        self.window = WindowParams(**window) if isinstance(window, dict) else (window or WindowParams())
+        self.window = WindowParams.of(window)
         self.start_mhz = start_mhz
         self.log, self.clock = log, clock
         self.dev = open_device(sysfs_root, state_dir)

@@ -16,6 +16,7 @@ falls back to the board's own state and lets the command run to its end.
 """
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from ..device import open_device
 from ..errors import InvalidValueError, PydvfsError
 from ..progress import read_progress
 from ..sampler import Sampler
+from ..signals import Terminated
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
 from .model_search import CurveParams, CurveSearch
 from .objective import Objective
@@ -264,39 +266,49 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             raise InvalidValueError(f"cannot remove the old progress file {progress}: {e.strerror}") from None
         print(f"pydvfs run: removed the old progress file {progress}", file=log, flush=True)
     finished = False
+    interrupted: BaseException | None = None  # Ctrl-C or a termination signal during the run
+    proc = engine = None
     try:
-        if online:
-            if searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
-                dev.pin(searcher.target_mhz)
-            report["decision"] = None
-        elif policy == "maxn" and workload is None:
-            dev.restore()
-            report["decision"] = {"freq_mhz": None, "policy": "maxn"}
-        else:
-            report["decision"] = apply(workload, policy, model_dir, dev.sysfs_root, dev.state_dir,
-                                       objective=objective.kind,
-                                       max_slowdown_pct=objective.max_slowdown_pct).to_dict()
-        with sampler:
-            t0 = clock()
-            proc = start_command(cmd, {"PYDVFS_POLICY": policy})
-            try:
-                if online:
-                    engine = OnlineEngine(dev, sampler, searcher, window, f"the progress file {progress}",
-                                          log, objective, total_steps=total_steps)
-                    _poll(engine, progress, proc, clock, t0, sleep)
-                    report.update(engine.report())
-                else:
-                    proc.wait()
-            except BaseException:
-                stop_command(proc)
-                raise
-        status = exit_status(proc.returncode)
-        finished = True
+        try:
+            if online:
+                if searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
+                    dev.pin(searcher.target_mhz)
+                report["decision"] = None
+            elif policy == "maxn" and workload is None:
+                dev.restore()
+                report["decision"] = {"freq_mhz": None, "policy": "maxn"}
+            else:
+                report["decision"] = apply(workload, policy, model_dir, dev.sysfs_root, dev.state_dir,
+                                           objective=objective.kind,
+                                           max_slowdown_pct=objective.max_slowdown_pct).to_dict()
+            with sampler:
+                t0 = clock()
+                proc = start_command(cmd, {"PYDVFS_POLICY": policy})
+                try:
+                    if online:
+                        engine = OnlineEngine(dev, sampler, searcher, window, f"the progress file {progress}",
+                                              log, objective, total_steps=total_steps)
+                        _poll(engine, progress, proc, clock, t0, sleep)
+                        report.update(engine.report())
+                    else:
+                        proc.wait()
+                except BaseException as e:
+                    stop_command(proc)
+                    if engine is not None and isinstance(e, (KeyboardInterrupt, Terminated)):
+                        report.update(engine.report())  # the search so far, while the sampler runs
+                    raise
+            status = exit_status(proc.returncode)
+            finished = True
+        except (KeyboardInterrupt, Terminated) as e:
+            if proc is None or (online and "trajectory" not in report):
+                raise  # stopped before the command ran: nothing measured, nothing to report
+            interrupted = e  # the command is stopped and measured: a partial report below
+            status = exit_status(proc.returncode)
     finally:
         try:
             restored, restore_error = dev.restore(), None
         except PydvfsError as e:
-            if not finished:
+            if not finished and interrupted is None:
                 raise
             # the run is over and measured: its report is still given, with what is left pinned
             restored, restore_error = False, str(e)
@@ -315,6 +327,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         restore_error=restore_error,
         measurement=m.to_dict(),
         warnings=[],
+        partial=interrupted is not None,
+        stopped_by=None if interrupted is None else _stopped_by(interrupted),
     )
     if remote.reconnects() > reconnects:
         # the daemon restarted: the client connected again, pinned again and began its windows again
@@ -328,7 +342,15 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     else:
         report.update(chosen_mhz=report["decision"]["freq_mhz"], objective=objective.to_dict(),
                       trade=report["decision"].get("trade"))
+    if interrupted is not None:
+        # the caller still unwinds as on any Ctrl-C/SIGTERM, with what was measured until then
+        interrupted.partial_report = report
+        raise interrupted
     return report
+
+
+def _stopped_by(e: BaseException) -> str:
+    return "SIGINT" if isinstance(e, KeyboardInterrupt) else signal.Signals(e.signum).name
 
 
 def _poll(engine: OnlineEngine, progress: Path, proc, clock, t0: float, sleep) -> None:

@@ -12,10 +12,12 @@ from typing import Any, Iterator
 
 from .. import _core
 from ..device import hz_to_mhz, open_device, ownership, resolve_sysfs_root
+from ..errors import InvalidValueError
 from ..signals import terminate_as_exception
 from .manifest import load_model_dir
 from .workload import Workload
 
+DEFAULT_POLICY = "mlg"  # the learned tree (policy=None means it too)
 _trees: dict[str | None, "_core.Tree"] = {}
 _boards: dict[str, "_core.Board"] = {}
 
@@ -30,7 +32,6 @@ def load_tree(model_dir: str | os.PathLike | None = None) -> "_core.Tree":
 
 def load_roofline(model_dir: str | os.PathLike | None) -> "_core.Roofline":
     """The roofline policy's constants from a model folder (model_dir/roofline.txt)."""
-    from ..errors import InvalidValueError
 
     if model_dir is None:
         raise InvalidValueError("the roofline policy needs --model-dir (a folder from `pydvfs train`)")
@@ -105,6 +106,11 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
             objective: str = "energy", max_slowdown_pct: float | None = None, **overrides) -> Decision:
     from ..governor.objective import Objective
 
+    if policy is None:  # as if not given: the default policy
+        policy = DEFAULT_POLICY
+    if not isinstance(policy, str) or policy not in _core.POLICY_NAMES:
+        raise InvalidValueError(f"unknown policy {policy!r}: expected one of {', '.join(_core.POLICY_NAMES)} "
+                                f"(None: {DEFAULT_POLICY})")
     goal = Objective(objective, max_slowdown_pct)
     wl = Workload.from_any(workload, **overrides)
     board = _board(sysfs_root)
@@ -146,14 +152,14 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
     )
 
 
-def decide(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, state_dir=None,
+def decide(workload: Any, policy: str | None = DEFAULT_POLICY, model_dir=None, sysfs_root=None, state_dir=None,
            **overrides) -> Decision:
     """The clock a policy would set on this board, without touching it (the options as
     :func:`apply`)."""
     return _decide(workload, policy, model_dir, sysfs_root, state_dir, False, **overrides)
 
 
-def apply(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, state_dir=None,
+def apply(workload: Any, policy: str | None = DEFAULT_POLICY, model_dir=None, sysfs_root=None, state_dir=None,
           **overrides) -> Decision:
     """Choose the clock for ``workload`` and pin it (``maxn``: restore the board's default).
 
@@ -167,7 +173,7 @@ def apply(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, s
 
 
 @contextlib.contextmanager
-def governed(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, state_dir=None,
+def governed(workload: Any, policy: str | None = DEFAULT_POLICY, model_dir=None, sysfs_root=None, state_dir=None,
              **overrides) -> Iterator[Decision]:
     """``with pydvfs.governed(w): train()`` - apply, and restore on exit whatever happens: an
     exception, Ctrl-C, or (in the main thread) SIGTERM/SIGHUP/SIGQUIT, which raise

@@ -106,9 +106,9 @@ def _model_c(body: str, feature_names, classes, default_util_pct, ffg_mhz: float
 def govcore_include_dir() -> Path:
     """Where govcore's headers are: inside the installed package (setup.py copies them to
     pydvfs/_govcore_include), else in the source tree next to the package (a checkout)."""
-    from importlib import resources
+    from ..package_data import package_file
 
-    shipped = resources.files("pydvfs") / "_govcore_include"
+    shipped = package_file("_govcore_include")
     if shipped.is_dir() and (shipped / "policy.h").is_file():
         return Path(str(shipped))
     here = Path(__file__).resolve().parents[2] / "govcore"

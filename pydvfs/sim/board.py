@@ -17,9 +17,15 @@ from ..device.fake import rewrite_int
 from ..errors import DeviceNotFoundError
 
 # INA3221 bus voltage written for each rail (mV). The 0x40 rails sit on the 5 V module input;
-# VDDQ_VDD2_1V8AO on its 1.8 V supply. Only V x I matters to a sampler.
+# VDDQ_VDD2_1V8AO on its 1.8 V supply; any other board's rail (simulator profiles) at 5 V. Only
+# V x I matters to a sampler.
 RAIL_BUS_MV = {"VDD_GPU_SOC": 5000.0, "VDD_CPU_CV": 5000.0, "VIN_SYS_5V0": 5000.0,
                "VDDQ_VDD2_1V8AO": 1800.0}
+DEFAULT_BUS_MV = 5000.0
+
+
+def bus_mv(label: str) -> float:
+    return RAIL_BUS_MV.get(label, DEFAULT_BUS_MV)
 
 
 def read_int(path: Path) -> int:
@@ -45,15 +51,19 @@ class BoardFiles:
     levels_hz: tuple = ()
 
     @classmethod
-    def discover(cls, root: str | os.PathLike) -> "BoardFiles":
-        """Find the files by the production discovery (govcore, through ``_core.Board``)."""
+    def discover(cls, root: str | os.PathLike, rail_names=tuple(RAIL_BUS_MV)) -> "BoardFiles":
+        """Find the files by the production discovery (govcore, through ``_core.Board``).
+
+        ``rail_names``: the rails to animate (default: the AGX Orin's; a simulator profile's
+        ``rail_names`` for another board). Rails read as voltage x current (INA3221 hwmon)."""
         from .. import _core
 
         board = _core.Board(str(root))
         rails = {name: (Path(vpath), Path(ipath))
-                 for name, kind, vpath, ipath, _ in board.rails if kind == "hwmon" and name in RAIL_BUS_MV}
+                 for name, kind, vpath, ipath, _ in board.rails
+                 if kind == "hwmon" and name in rail_names and ipath}
         if not rails:
-            raise DeviceNotFoundError(f"no INA3221 hwmon rails named {', '.join(RAIL_BUS_MV)} under {root}")
+            raise DeviceNotFoundError(f"no INA3221 hwmon rails named {', '.join(rail_names)} under {root}")
         devfreq_dir = Path(board.devfreq_dir)
         load_path = Path(board.load_path) if board.load_path else devfreq_dir / "device" / "load"
         return cls(Path(root), devfreq_dir, load_path, rails, tuple(sorted(board.freqs_hz)))
@@ -72,11 +82,11 @@ class BoardFiles:
     def write_power(self, power_w: dict) -> None:
         """Write each rail's bus voltage (mV) and current (mA) for the given power (W)."""
         for label, (vpath, ipath) in self.rails.items():
-            mv = RAIL_BUS_MV[label]
+            mv = bus_mv(label)
             rewrite_int(vpath, round(mv))
             rewrite_int(ipath, round(power_w.get(label, 0.0) * 1e6 / mv))
 
     def quantised_power_w(self, power_w: dict) -> dict:
         """The power a reader of the files sees after the mA rounding of :meth:`write_power`."""
-        return {label: round(RAIL_BUS_MV[label]) * round(power_w.get(label, 0.0) * 1e6 / RAIL_BUS_MV[label]) / 1e6
+        return {label: round(bus_mv(label)) * round(power_w.get(label, 0.0) * 1e6 / bus_mv(label)) / 1e6
                 for label in self.rails}

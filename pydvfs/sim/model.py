@@ -5,19 +5,26 @@ One training step at GPU clock ``f`` (all times in seconds):
 - ``t_comp(f)  = FLOPs / (peak_fp32(f) * eff)``: the GEMMs and attention, clock-scaled; ``eff``
   rises with the matrix sizes (small matrices leave SMs idle);
 - ``t_lat(f)   = kernels * lat_cycles / f``: per-kernel fill/drain latency, clock-scaled, low activity;
-- ``t_mem      = bytes / bandwidth``: element-wise and optimizer traffic; the EMC clock is fixed,
-  so this does not scale with the GPU clock;
+- ``t_mem      = bytes / bandwidth``: element-wise and optimizer traffic; scales with the EMC
+  rate (1/f_emc), not with the GPU clock;
 - ``t_gpu(f)   = t_comp + t_lat + t_mem`` (GPU busy);
 - ``t_launch   = kernels * launch_s`` (CPU dispatch, overlaps the GPU: the step takes the smooth
-  maximum of the two) and ``t_serial`` (data collation, ``loss.item()``, scheduler: exposed).
+  maximum of the two) and ``t_serial`` (data collation, ``loss.item()``, scheduler: exposed); both
+  scale with 1/f_cpu (and the board's host speed per MHz).
 - ``t_step(f)  = smoothmax(t_gpu, t_launch) + t_serial``; the GPU idles ``t_step - t_gpu``.
 
 Power per rail (W), the GPU core voltage ``V(f)`` from :func:`voltage_v`:
 
 - VDD_GPU_SOC = SoC base + leakage(V) + C V^2 f (activity) + fabric traffic;
-- VDD_CPU_CV  = CPU base + one dispatching thread (busy fraction);
-- VDDQ_VDD2_1V8AO = DRAM base + energy per byte x traffic;
+- VDD_CPU_CV  = CPU base + one dispatching thread (busy fraction; while the GPU runs the thread
+  waits in CUDA's synchronisation, spinning a ``cpu_spin_share`` of that time) x (f_cpu/f_max)^1.5;
+- VDDQ_VDD2_1V8AO = DRAM base (a share following the EMC rate) + energy per byte x traffic;
 - VIN_SYS_5V0 = system base + a share of the other rails (regulator loss, IO).
+
+The power is computed in components (gpu, soc, cv, cpu, dram, sys) that each board's profile
+(:mod:`pydvfs.sim.profiles`) maps onto the rails of its board-table row; ``board="agx-orin"``,
+the default, is the calibrated board and reproduces the numbers of before profiles existed. The
+EMC rate and the CPU clock default to the top: the numbers then equal the GPU-only model's.
 
 :func:`operating_point` turns a clock setting (pinned, podgov between min and max, or a power
 mode) into the step time and the rail powers; :mod:`pydvfs.sim.podgov` is the load-following
@@ -29,20 +36,26 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 
+from .. import boards as board_table
 from ..errors import InvalidValueError
 from ..levels import nearest_level
-from ..rails import CPU_GPU_RAILS, ORIN_RAILS  # CPU_GPU_RAILS: what the paper calls CPU+GPU power
+from .profiles import DEFAULT_BOARD, SimProfile, mode_key, profile
 from .workloads import ATTENTION_FACTOR, SimRun
 
-# ---- hardware facts (published, not fitted) --------------------------------------------------
-ORIN_LEVELS_MHZ = (306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0, 1122.0, 1224.0, 1300.5)
-GPU_CUDA_CORES = 2048  # 16 SMs x 128 (Ampere, AGX Orin 64GB)
-DRAM_PEAK_GBPS = 204.8  # LPDDR5, 256 bit, 3200 MHz
-EMC_MAX_MHZ = 3199.0
-CPU_MAX_MHZ = 2201.6  # Cortex-A78AE, MAXN
+# ---- hardware facts of the calibrated board (published, not fitted) -----------------------------
+# From the board table (levels, CPU top, rails, roles) and the AGX Orin's simulator profile
+# (CUDA cores, DRAM peak, EMC top): named here for the modules that use them.
+_ORIN = profile(DEFAULT_BOARD)
+ORIN_LEVELS_MHZ = _ORIN.levels_mhz
+GPU_CUDA_CORES = _ORIN.cuda_cores  # 16 SMs x 128 (Ampere, AGX Orin 64GB)
+DRAM_PEAK_GBPS = _ORIN.dram_peak_gbps  # LPDDR5, 256 bit, 3200 MHz
+EMC_MAX_MHZ = _ORIN.emc_max_mhz
+CPU_MAX_MHZ = _ORIN.cpu_max_mhz  # Cortex-A78AE, MAXN
 
-RAILS = ORIN_RAILS
+RAILS = _ORIN.rail_names
+CPU_GPU_RAILS = _ORIN.board.role_rails("cpu_gpu")  # what the paper calls CPU+GPU power
 
 
 @dataclass(frozen=True)
@@ -56,14 +69,25 @@ class PowerMode:
     emc_mhz: float
 
 
-# 15W/30W CPU clocks are the devkit's nvpmodel.conf values for the 64GB module (1113.6 and
-# 1728 MHz); GPU caps, core counts, the 50W CPU clock and the 15W EMC clock are from SPEC 5.
-POWER_MODES = {
-    "maxn": PowerMode("maxn", 1300.5, 12, CPU_MAX_MHZ, EMC_MAX_MHZ),
-    "15w": PowerMode("15w", 408.0, 4, 1113.6, 2133.0),
-    "30w": PowerMode("30w", 612.0, 8, 1728.0, EMC_MAX_MHZ),
-    "50w": PowerMode("50w", 816.0, 12, 1497.6, EMC_MAX_MHZ),
-}
+def power_modes(board: str = DEFAULT_BOARD) -> dict:
+    """A board's nvpmodel modes by setting name (``maxn``, ``15w``, ``maxn-super``...): the GPU cap
+    from the board table, CPU cores/clock and EMC from the simulator profile (its sources there)."""
+    prof = profile(board)
+    return {mode_key(m.name): PowerMode(mode_key(m.name), m.gpu_cap_mhz, prof.modes[m.name].cpu_cores,
+                                        prof.modes[m.name].cpu_mhz, prof.modes[m.name].emc_mhz)
+            for m in prof.board.power_modes}
+
+
+def top_mode(board: str = DEFAULT_BOARD) -> PowerMode:
+    """The board's unconstrained setting: GPU, CPU and EMC at the top of their tables."""
+    prof = profile(board)
+    return PowerMode("top", prof.top_mhz, prof.cpu_cores, prof.cpu_max_mhz, prof.emc_max_mhz)
+
+
+# AGX Orin: 15W/30W CPU clocks are the devkit's nvpmodel.conf values for the 64GB module (1113.6
+# and 1728 MHz); GPU caps from the board table; core counts, the 50W CPU clock and the 15W EMC
+# clock are from SPEC 5 (pydvfs/sim/profiles.py).
+POWER_MODES = power_modes(DEFAULT_BOARD)
 
 
 @dataclass(frozen=True)
@@ -106,10 +130,16 @@ class SimParams:
     # VDD_CPU_CV
     cpu_base_w: float = 1.6  # 12 cores online, mostly idle
     cpu_thread_w: float = 1.3  # one busy core at CPU_MAX_MHZ
-    cpu_spin_share: float = 0.5  # share of GPU-wait the main thread spends spinning
+    cpu_spin_share: float = 0.5  # share of GPU-wait the main thread spends spinning (prior; CUDA's
+    # default schedule spins through every synchronisation: 1.0, see docs/power-modes.md)
+    cpu_vf_exp: float = 1.5  # a CPU core's power ~ (f/f_max)^exp (f V^2 with V rising in f)
     # VDDQ and VIN_SYS_5V0
     dram_base_w: float = 0.6
     dram_w_per_gbps: float = 0.02
+    # EMC rate (not calibrated: no measured Orin curve over EMC rates; docs/sim.md)
+    emc_dram_rate_share: float = 0.6  # share of the DRAM base power that follows the EMC rate
+    emc_ctrl_w: float = 1.0  # memory controller + fabric clock on VDD_GPU_SOC at the top rate
+    emc_v_floor: float = 0.8  # EMC/SoC voltage at the lowest rate relative to the top (linear in f)
     sys_base_w: float = 2.2
     sys_share: float = 0.05
     # podgov (nvhost_podgov-like; the governor's published defaults, docs/sim.md)
@@ -144,20 +174,91 @@ def default_params() -> SimParams:
 
 
 # ---- V/f ---------------------------------------------------------------------------------------
-def voltage_v(freq_mhz: float, p: SimParams) -> float:
-    """GPU rail voltage (V) at a clock: a floor up to the knee, then a power-law rise to v_max."""
+def voltage_v(freq_mhz: float, p: SimParams, top_mhz: float = ORIN_LEVELS_MHZ[-1]) -> float:
+    """GPU rail voltage (V) at a clock: a floor up to the knee, then a power-law rise to v_max.
+
+    ``top_mhz``: the board's top level; another board's knee sits at the same share of its top
+    (an estimate: docs/sim.md)."""
     top = ORIN_LEVELS_MHZ[-1]
-    if freq_mhz <= p.v_knee_mhz:
+    knee = p.v_knee_mhz
+    if top_mhz != top:
+        knee, top = p.v_knee_mhz * top_mhz / top, top_mhz
+    if freq_mhz <= knee:
         mv = p.v_min_mv
     else:
-        x = min(1.0, (freq_mhz - p.v_knee_mhz) / (top - p.v_knee_mhz))
+        x = min(1.0, (freq_mhz - knee) / (top - knee))
         mv = p.v_min_mv + (p.v_max_mv - p.v_min_mv) * x ** p.v_curve_exp
     return mv / 1000.0
 
 
-def vf_table(p: SimParams) -> list[tuple[float, float]]:
-    """(MHz, mV) for the Orin OPPs."""
-    return [(f, round(voltage_v(f, p) * 1000.0, 1)) for f in ORIN_LEVELS_MHZ]
+def vf_table(p: SimParams, board: str = DEFAULT_BOARD) -> list[tuple[float, float]]:
+    """(MHz, mV) for the board's OPPs."""
+    prof = profile(board)
+    return [(f, round(voltage_v(f, p, prof.top_mhz) * 1000.0, 1)) for f in prof.levels_mhz]
+
+
+def emc_voltage_rel(emc_mhz: float, prof: SimProfile, p: SimParams) -> float:
+    """EMC/SoC voltage relative to the top rate's: linear from ``emc_v_floor`` at 0 to 1 at the top."""
+    x = min(1.0, emc_mhz / prof.emc_max_mhz)
+    return p.emc_v_floor + (1.0 - p.emc_v_floor) * x
+
+
+@dataclass(frozen=True)
+class PowerScales:
+    """Multipliers that turn the calibrated AGX Orin's power coefficients into a board's."""
+
+    gpu: float  # GPU switching and leakage
+    static: float  # SoC, CPU, DRAM and system bases, one busy CPU thread
+    source: str
+
+
+_CALIBRATED = PowerScales(1.0, 1.0, "calibrated")
+
+
+@lru_cache(maxsize=None)
+def _power_scales(board: str, params_key: tuple) -> PowerScales:
+    p = SimParams(**dict(params_key))
+    ref_prof, prof = profile(DEFAULT_BOARD), profile(board)
+    static = prof.tdp_low_w / ref_prof.tdp_low_w
+    w = _reference_workload()
+    ref = _module_power_w(w, DEFAULT_BOARD, p, PowerScales(1.0, 1.0, ""))
+    target = ref * prof.tdp_top_w / ref_prof.tdp_top_w
+    p0 = _module_power_w(w, board, p, PowerScales(0.0, static, ""))
+    p1 = _module_power_w(w, board, p, PowerScales(1.0, static, ""))
+    if p1 <= p0:
+        raise InvalidValueError(f"simulator profile {board}: GPU power does not scale")
+    gpu = max(0.05, (target - p0) / (p1 - p0))  # module power is linear in the GPU scale
+    return PowerScales(gpu, static,
+                       f"static x {static:.3f} (lowest mode {prof.tdp_low_w:g} W / {ref_prof.tdp_low_w:g} W); "
+                       f"GPU x {gpu:.3f}: {w.name} at the top clock draws {target:.1f} W of module power, "
+                       f"{prof.tdp_top_w:g}/{ref_prof.tdp_top_w:g} of the AGX Orin's {ref:.1f} W")
+
+
+def power_scales(board: str = DEFAULT_BOARD, p: SimParams | None = None) -> PowerScales:
+    """How a board's power coefficients are scaled from the calibrated AGX Orin's (docs/sim.md):
+
+    - the static parts (SoC, CPU, DRAM and system bases, a busy CPU thread) by the ratio of the
+      lowest power modes' module budgets (what the idle module must fit under);
+    - the GPU's switching and leakage by the factor that makes a GPU-bound reference workload
+      (bert-base/QNLI) at the top clock draw the same share of the top mode's module budget as
+      on the AGX Orin (with its own CUDA cores, clocks and bandwidth)."""
+    if board == DEFAULT_BOARD:
+        return _CALIBRATED
+    p = p or default_params()
+    return _power_scales(board, tuple(sorted(vars(p).items())))
+
+
+def _reference_workload():
+    from .workloads import get_workload
+
+    return get_workload("bert-base", "QNLI")
+
+
+def _module_power_w(w: SimRun, board: str, p: SimParams, scales: PowerScales) -> float:
+    prof = profile(board)
+    cs = clock_state(step_work(w, p, top_mode(board), board=board), prof.top_mhz, p, scales=scales)
+    e = cs.step_energy_j()
+    return board_table.role_sum(e, prof.board.role_rails("module")) / cs.t_step_s
 
 
 # ---- one step's work ---------------------------------------------------------------------------
@@ -174,11 +275,16 @@ class StepWork:
     t_launch_s: float
     t_serial_s: float
     cpu_mhz: float
+    emc_mhz: float = EMC_MAX_MHZ
+    board: str = DEFAULT_BOARD
 
 
-def step_work(w: SimRun, p: SimParams, mode: PowerMode | None = None) -> StepWork:
+def step_work(w: SimRun, p: SimParams, mode: PowerMode | None = None, board: str = DEFAULT_BOARD) -> StepWork:
+    """The step's clock-independent work on ``board`` with ``mode``'s EMC rate and CPU clock
+    (default: the board's top mode)."""
     a = w.arch
-    mode = mode or POWER_MODES["maxn"]
+    prof = profile(board)
+    mode = mode or (POWER_MODES["maxn"] if board == DEFAULT_BOARD else top_mode(board))
     b, s = w.batch_size, w.seq_len_padded
     tokens = b * s
     d, L = a.hidden, a.layers
@@ -197,14 +303,15 @@ def step_work(w: SimRun, p: SimParams, mode: PowerMode | None = None) -> StepWor
     nbytes = (p.optimizer_bytes_per_param * a.params
               + 3.0 * L * (p.act_bytes_per_token_dim * tokens * d
                            + p.attn_bytes_per_score * b * a.heads * s * s))
-    bw = DRAM_PEAK_GBPS * 1e9 * p.dram_efficiency * (mode.emc_mhz / EMC_MAX_MHZ)
-    cpu_scale = CPU_MAX_MHZ / mode.cpu_mhz
+    bw = prof.dram_peak_gbps * 1e9 * p.dram_efficiency * (mode.emc_mhz / prof.emc_max_mhz)
+    # host time: the AGX Orin's at CPU_MAX_MHZ, stretched by the clock and the core's speed per MHz
+    cpu_scale = CPU_MAX_MHZ / (mode.cpu_mhz * prof.cpu_ipc)
     return StepWork(
         flops=flops, eff=eff, act_comp=act_comp, kernels=kernels, bytes=nbytes,
         t_mem_s=nbytes / bw,
         t_launch_s=kernels * p.launch_us_per_kernel * 1e-6 * cpu_scale,
         t_serial_s=(p.serial_ms_per_step + w.host_ms_per_step) * 1e-3 * cpu_scale,
-        cpu_mhz=mode.cpu_mhz,
+        cpu_mhz=mode.cpu_mhz, emc_mhz=mode.emc_mhz, board=board,
     )
 
 
@@ -238,31 +345,57 @@ class ClockState:
 
     def step_energy_j(self) -> dict:
         return {r: self.busy_power_w[r] * self.t_gpu_s + self.idle_power_w[r] * self.t_idle_s
-                for r in RAILS}
+                for r in self.busy_power_w}
 
 
-def clock_state(sw: StepWork, freq_mhz: float, p: SimParams) -> ClockState:
+def _rails_from(prof: SimProfile, comp: dict) -> dict:
+    """The board's rails (table order) from the power components, each carried where the profile
+    says; the AGX Orin's VDD_GPU_SOC is summed in the order of the calibrated model."""
+    out = {}
+    for rail in prof.rail_names:
+        parts = prof.rails[rail]
+        out[rail] = comp[parts[0]] if len(parts) == 1 else sum(comp[c] for c in parts)
+    return out
+
+
+def clock_state(sw: StepWork, freq_mhz: float, p: SimParams, scales: PowerScales | None = None) -> ClockState:
+    """Step time split and rail powers at a GPU clock, with the EMC rate and CPU clock of ``sw``."""
+    prof = profile(sw.board)
+    sc = scales or power_scales(sw.board, p)
     f_hz = freq_mhz * 1e6
-    t_comp = sw.flops / (2.0 * GPU_CUDA_CORES * f_hz * sw.eff)
+    t_comp = sw.flops / (2.0 * prof.cuda_cores * f_hz * sw.eff)
     t_lat = sw.kernels * p.lat_cycles_per_kernel / f_hz
     t_gpu = t_comp + t_lat + sw.t_mem_s
     t_step = _smoothmax(t_gpu, sw.t_launch_s, p.smoothmax_p) + sw.t_serial_s
-    v = voltage_v(freq_mhz, p)
+    v = voltage_v(freq_mhz, p, prof.top_mhz)
     vmax = p.v_max_mv / 1000.0
-    leak = p.leak_w_at_vmax * (v / vmax) ** p.leak_exp
-    dyn_full = p.cdyn_w_per_v2_ghz * v * v * (freq_mhz / 1000.0)
+    leak = p.leak_w_at_vmax * (v / vmax) ** p.leak_exp * sc.gpu
+    dyn_full = p.cdyn_w_per_v2_ghz * v * v * (freq_mhz / 1000.0) * sc.gpu
     act_busy = (sw.act_comp * t_comp + p.act_lat * t_lat + p.act_mem * sw.t_mem_s) / t_gpu
     gbps_busy = sw.bytes / t_gpu / 1e9
-    cpu_scale = (sw.cpu_mhz / CPU_MAX_MHZ) ** 1.5  # lower CPU clock, lower voltage
+    # lower CPU clock, lower voltage: a core's power ~ (f/f_max)^cpu_vf_exp
+    cpu_scale = (sw.cpu_mhz / prof.cpu_max_mhz) ** p.cpu_vf_exp
     launch_share = min(1.0, sw.t_launch_s / t_gpu)
     cpu_busy_gpu_phase = launch_share + (1.0 - launch_share) * p.cpu_spin_share
+    soc_base, dram_base = p.soc_base_w * sc.static, p.dram_base_w * sc.static
+    if sw.emc_mhz != prof.emc_max_mhz:  # the EMC below its top rate (exactly today's at the top)
+        x = sw.emc_mhz / prof.emc_max_mhz
+        soc_base += p.emc_ctrl_w * sc.static * (x * emc_voltage_rel(sw.emc_mhz, prof, p) ** 2 - 1.0)
+        dram_base *= (1.0 - p.emc_dram_rate_share) + p.emc_dram_rate_share * x
+    cpu_base, cpu_thread = p.cpu_base_w * sc.static, p.cpu_thread_w * sc.static
+    sys_base = p.sys_base_w * sc.static
 
     def rails(gpu_dyn: float, gbps: float, cpu_busy: float) -> dict:
-        gpu = p.soc_base_w + leak + gpu_dyn + p.fabric_w_per_gbps * gbps
-        cpu = p.cpu_base_w + p.cpu_thread_w * cpu_busy * cpu_scale
-        ddr = p.dram_base_w + p.dram_w_per_gbps * gbps
-        sys5 = p.sys_base_w + p.sys_share * (gpu + cpu + ddr)
-        return {"VDD_GPU_SOC": gpu, "VDD_CPU_CV": cpu, "VDDQ_VDD2_1V8AO": ddr, "VIN_SYS_5V0": sys5}
+        if prof.board_id == DEFAULT_BOARD:  # the calibrated model's own order of summation
+            gpu_soc = soc_base + leak + gpu_dyn + p.fabric_w_per_gbps * gbps
+            gpu, soc = gpu_soc, 0.0
+        else:
+            gpu, soc = leak + gpu_dyn, soc_base + p.fabric_w_per_gbps * gbps
+        cpu = cpu_base + cpu_thread * cpu_busy * cpu_scale
+        ddr = dram_base + p.dram_w_per_gbps * gbps
+        cv = prof.cv_idle_w
+        sys5 = sys_base + p.sys_share * (gpu + soc + cv + cpu + ddr)
+        return _rails_from(prof, {"gpu": gpu, "soc": soc, "cv": cv, "cpu": cpu, "dram": ddr, "sys": sys5})
 
     return ClockState(
         freq_mhz=freq_mhz, t_comp_s=t_comp, t_lat_s=t_lat, t_mem_s=sw.t_mem_s, t_gpu_s=t_gpu,
@@ -272,15 +405,26 @@ def clock_state(sw: StepWork, freq_mhz: float, p: SimParams) -> ClockState:
     )
 
 
-def idle_board_power_w(p: SimParams) -> dict:
+def idle_board_power_w(p: SimParams, board: str = DEFAULT_BOARD) -> dict:
     """Rail powers of the idle board (podgov at the lowest clock, CPU idle, no training)."""
-    v = voltage_v(ORIN_LEVELS_MHZ[0], p)
-    gpu = p.soc_base_w * 0.6 + p.leak_w_at_vmax * (v * 1000.0 / p.v_max_mv) ** p.leak_exp \
-        + p.cdyn_w_per_v2_ghz * v * v * ORIN_LEVELS_MHZ[0] / 1000.0 * p.act_idle
-    cpu = p.cpu_base_w
-    ddr = p.dram_base_w
-    return {"VDD_GPU_SOC": gpu, "VDD_CPU_CV": cpu, "VDDQ_VDD2_1V8AO": ddr,
-            "VIN_SYS_5V0": p.sys_base_w + p.sys_share * (gpu + cpu + ddr)}
+    prof = profile(board)
+    f0 = prof.levels_mhz[0]
+    if board == DEFAULT_BOARD:  # the calibrated model, as it always was
+        v = voltage_v(ORIN_LEVELS_MHZ[0], p)
+        gpu = p.soc_base_w * 0.6 + p.leak_w_at_vmax * (v * 1000.0 / p.v_max_mv) ** p.leak_exp \
+            + p.cdyn_w_per_v2_ghz * v * v * ORIN_LEVELS_MHZ[0] / 1000.0 * p.act_idle
+        cpu = p.cpu_base_w
+        ddr = p.dram_base_w
+        return {"VDD_GPU_SOC": gpu, "VDD_CPU_CV": cpu, "VDDQ_VDD2_1V8AO": ddr,
+                "VIN_SYS_5V0": p.sys_base_w + p.sys_share * (gpu + cpu + ddr)}
+    sc = power_scales(board, p)
+    v = voltage_v(f0, p, prof.top_mhz)
+    gpu = (p.leak_w_at_vmax * (v * 1000.0 / p.v_max_mv) ** p.leak_exp
+           + p.cdyn_w_per_v2_ghz * v * v * f0 / 1000.0 * p.act_idle) * sc.gpu
+    comp = {"gpu": gpu, "soc": p.soc_base_w * 0.6 * sc.static, "cv": prof.cv_idle_w,
+            "cpu": p.cpu_base_w * sc.static, "dram": p.dram_base_w * sc.static}
+    comp["sys"] = p.sys_base_w * sc.static + p.sys_share * sum(comp.values())
+    return _rails_from(prof, comp)
 
 
 # ---- a clock setting -> the operating point -----------------------------------------------------
@@ -297,9 +441,21 @@ class OperatingPoint:
     cpu_exposed_share: float  # share of the step the GPU waits for the CPU
     clock_trace_mhz: tuple = field(default=(), compare=False)  # podgov: one clock per window
 
+    board: str = field(default=DEFAULT_BOARD, compare=False)
+    emc_mhz: float | None = field(default=None, compare=False)  # None: the setting's own (top)
+    cpu_mhz: float | None = field(default=None, compare=False)
+
     @property
     def cpu_gpu_power_w(self) -> float:
-        return sum(self.power_w[r] for r in CPU_GPU_RAILS)
+        if self.board == DEFAULT_BOARD:
+            return sum(self.power_w[r] for r in CPU_GPU_RAILS)
+        return self.role_power_w["cpu_gpu"]
+
+    @property
+    def role_power_w(self) -> dict:
+        """Mean power (W) of each rail role of the board (module, cpu_gpu, gpu; None where the
+        board has no such rail), summed by :func:`pydvfs.boards.energies`."""
+        return board_table.energies(self.power_w, profile(self.board).board)
 
 
 def snap_mhz(freq_mhz: float, levels=ORIN_LEVELS_MHZ) -> float:
@@ -307,44 +463,66 @@ def snap_mhz(freq_mhz: float, levels=ORIN_LEVELS_MHZ) -> float:
     return nearest_level(levels, freq_mhz)
 
 
+def _with_clocks(mode: PowerMode, emc_mhz: float | None, cpu_mhz: float | None, prof: SimProfile) -> PowerMode:
+    """``mode`` with the EMC rate / CPU clock replaced where given (checked against the board)."""
+    if emc_mhz is not None:
+        if not 0 < emc_mhz <= prof.emc_max_mhz + 0.5:
+            raise InvalidValueError(f"EMC rate {emc_mhz:g} MHz is outside (0, {prof.emc_max_mhz:g}] on {prof.board_id}")
+        mode = replace(mode, emc_mhz=float(emc_mhz))
+    if cpu_mhz is not None:
+        if not 0 < cpu_mhz <= prof.cpu_max_mhz + 0.5:
+            raise InvalidValueError(f"CPU clock {cpu_mhz:g} MHz is outside (0, {prof.cpu_max_mhz:g}] on {prof.board_id}")
+        mode = replace(mode, cpu_mhz=float(cpu_mhz))
+    return mode
+
+
 def operating_point(w: SimRun, setting: str = "fixed", freq_mhz: float | None = None,
                     p: SimParams | None = None, min_mhz: float | None = None,
-                    max_mhz: float | None = None) -> OperatingPoint:
-    """Steady state of ``w`` under a clock setting.
+                    max_mhz: float | None = None, board: str = DEFAULT_BOARD,
+                    emc_mhz: float | None = None, cpu_mhz: float | None = None) -> OperatingPoint:
+    """Steady state of ``w`` under a clock setting on ``board`` (default: the calibrated AGX Orin).
 
-    ``setting``: ``fixed`` (pin ``freq_mhz``, snapped to the OPP table), ``maxn``/``15w``/``30w``/
-    ``50w`` (nvpmodel mode: podgov under the mode's caps) or ``podgov`` (podgov between
-    ``min_mhz`` and ``max_mhz`` under MAXN's CPU/EMC).
+    ``setting``: ``fixed`` (pin ``freq_mhz``, snapped to the OPP table), a power mode of the board
+    (``maxn``/``15w``/``30w``/``50w`` on the AGX Orin, ``15w``/``25w``/``maxn-super`` on the Orin
+    Nano Super...: podgov under the mode's GPU cap, with its CPU clock and EMC rate) or ``podgov``
+    (podgov between ``min_mhz`` and ``max_mhz`` under the top CPU/EMC). ``emc_mhz``/``cpu_mhz``
+    replace the setting's EMC rate / CPU clock (default: the setting's own; the top for fixed).
     """
     from .podgov import simulate_podgov
 
     p = p or default_params()
+    prof = profile(board)
+    modes = POWER_MODES if board == DEFAULT_BOARD else power_modes(board)
+    levels_all = prof.levels_mhz
+    top = modes["maxn"] if board == DEFAULT_BOARD else top_mode(board)
     if setting == "fixed":
         if freq_mhz is None:
             raise InvalidValueError("a fixed setting needs freq_mhz")
-        f = snap_mhz(freq_mhz)
-        cs = clock_state(step_work(w, p), f, p)
+        f = snap_mhz(freq_mhz, levels_all)
+        mode = _with_clocks(top, emc_mhz, cpu_mhz, prof)
+        cs = clock_state(step_work(w, p, None if mode is top else mode, board=board), f, p)
         e = cs.step_energy_j()
         return OperatingPoint("fixed", f, f, cs.t_step_s,
-                              {r: e[r] / cs.t_step_s for r in RAILS}, cs.load,
-                              cs.t_idle_s / cs.t_step_s, (f,))
-    if setting in POWER_MODES:
-        mode = POWER_MODES[setting]
-        lo, hi = ORIN_LEVELS_MHZ[0], mode.gpu_max_mhz
+                              {r: e[r] / cs.t_step_s for r in prof.rail_names}, cs.load,
+                              cs.t_idle_s / cs.t_step_s, (f,), board, emc_mhz, cpu_mhz)
+    if setting in modes:
+        mode = modes[setting]
+        lo, hi = levels_all[0], mode.gpu_max_mhz
     elif setting == "podgov":
-        mode = POWER_MODES["maxn"]
-        lo = ORIN_LEVELS_MHZ[0] if min_mhz is None else min_mhz
-        hi = ORIN_LEVELS_MHZ[-1] if max_mhz is None else max_mhz
+        mode = top
+        lo = levels_all[0] if min_mhz is None else min_mhz
+        hi = levels_all[-1] if max_mhz is None else max_mhz
     else:
         raise InvalidValueError(f"unknown setting {setting!r}; expected fixed, podgov or one of "
-                                f"{', '.join(POWER_MODES)}")
-    levels = tuple(lv for lv in ORIN_LEVELS_MHZ if lo - 0.5 <= lv <= hi + 0.5)
+                                f"{', '.join(modes)}")
+    mode = _with_clocks(mode, emc_mhz, cpu_mhz, prof)
+    levels = tuple(lv for lv in levels_all if lo - 0.5 <= lv <= hi + 0.5)
     if not levels:
         raise InvalidValueError(f"no OPP between {lo} and {hi} MHz")
-    sw = step_work(w, p, mode)
+    sw = step_work(w, p, mode, board=board)
     res = simulate_podgov(lambda f: clock_state(sw, f, p), levels, p)
     return OperatingPoint(setting, None, res.mean_freq_mhz, res.t_step_s, res.power_w,
-                          res.load, res.idle_share, res.clock_trace_mhz)
+                          res.load, res.idle_share, res.clock_trace_mhz, board, emc_mhz, cpu_mhz)
 
 
 # ---- a whole run in virtual time ----------------------------------------------------------------
@@ -363,10 +541,18 @@ class RunResult:
     avg_gpu_load_pct: float
     time_factor: float  # noise + spike multiplier applied to the duration
     power_factor: float  # noise multiplier applied to the powers
+    board: str = DEFAULT_BOARD
 
     @property
     def energy_cpu_gpu_j(self) -> float:
-        return sum(self.energy_j[r] for r in CPU_GPU_RAILS)
+        if self.board == DEFAULT_BOARD:
+            return sum(self.energy_j[r] for r in CPU_GPU_RAILS)
+        return self.role_energy_j["cpu_gpu"]
+
+    @property
+    def role_energy_j(self) -> dict:
+        """Energy (J) of each rail role of the board (module, cpu_gpu, gpu), by the board table."""
+        return board_table.energies(self.energy_j, profile(self.board).board)
 
     @property
     def avg_power_w(self) -> float:
@@ -414,16 +600,17 @@ def energy_per_step_j(w: SimRun, setting: str = "fixed", freq_mhz: float | None 
 
 def simulate_run(w: SimRun, setting: str = "fixed", freq_mhz: float | None = None,
                  repeat: int = 0, seed: int = 0, p: SimParams | None = None,
-                 noise: bool = True, op: OperatingPoint | None = None) -> RunResult:
+                 noise: bool = True, op: OperatingPoint | None = None,
+                 board: str = DEFAULT_BOARD) -> RunResult:
     """One whole run, measured in virtual time (returns at once)."""
     p = p or default_params()
-    op = op or operating_point(w, setting, freq_mhz, p)
+    op = op or operating_point(w, setting, freq_mhz, p, board=board)
     if noise:
         tf, pf = run_noise(p, op.cpu_exposed_share, seed, w.name, op.setting, op.freq_mhz, repeat)
     else:
         tf, pf = 1.0, 1.0
     duration = w.steps * op.t_step_s * tf
     # Noise and spikes stretch the run at its mean power (a simplification: a spike is CPU time).
-    energy = {r: op.power_w[r] * pf * duration for r in RAILS}
+    energy = {r: op.power_w[r] * pf * duration for r in profile(op.board).rail_names}
     return RunResult(w.name, op.setting, op.freq_mhz, repeat, w.steps, duration, energy,
-                     op.mean_freq_mhz, 100.0 * op.load / tf, tf, pf)
+                     op.mean_freq_mhz, 100.0 * op.load / tf, tf, pf, op.board)

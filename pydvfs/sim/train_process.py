@@ -1,7 +1,8 @@
 """A simulated fine-tuning process that animates a fake Jetson board in (scaled) real time.
 
     python -m pydvfs.sim.train_process --sysfs-root DIR --model bert-base --task SST-2 \
-        [--epochs 1 | --steps N] [--time-scale 200] [--progress-file F] [--seed 0] [--repeat 0]
+        [--epochs 1 | --steps N] [--time-scale 200] [--progress-file F] [--seed 0] [--repeat 0] \
+        [--board agx-orin|orin-nano-super|orin-nx|thor|agx-xavier|nano]
 
 It can be the CMD of a sweep or of ``pydvfs run``: every tick it re-reads the GPU clock limits
 (devfreq ``min_freq``/``max_freq``), pins to ``max_freq`` when they are equal (snapped to the
@@ -22,25 +23,30 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import PydvfsError
+from ..errors import InvalidValueError, PydvfsError
 from ..levels import nearest_level
 from ..progress import write_progress
 from .board import BoardFiles
-from .model import ORIN_LEVELS_MHZ, POWER_MODES, RAILS, default_params, idle_board_power_w, operating_point, run_noise
+from .model import default_params, idle_board_power_w, operating_point, power_modes, run_noise
+from .profiles import DEFAULT_BOARD, board_ids, mode_key, profile
 from .workloads import get_workload
+
+ALL_MODES = tuple(dict.fromkeys(mode_key(m) for b in board_ids() for m in profile(b).modes))
 
 
 class _Stop(Exception):
     pass
 
 
-def _setting_for(lo_mhz: float, hi_mhz: float, power_mode: str) -> tuple[str, float | None]:
+def _setting_for(lo_mhz: float, hi_mhz: float, power_mode: str, top_mode: str = "maxn",
+                 levels=None) -> tuple[str, float | None]:
+    levels = levels or profile(DEFAULT_BOARD).levels_mhz
     if abs(hi_mhz - lo_mhz) < 1.0:
         return "fixed", hi_mhz
-    if power_mode != "maxn":
+    if power_mode != top_mode:
         return power_mode, None
-    if lo_mhz <= ORIN_LEVELS_MHZ[0] + 1 and hi_mhz >= ORIN_LEVELS_MHZ[-1] - 1:
-        return "maxn", None
+    if lo_mhz <= levels[0] + 1 and hi_mhz >= levels[-1] - 1:
+        return top_mode, None
     return "podgov", None
 
 
@@ -48,9 +54,17 @@ def run(args: argparse.Namespace) -> dict:
     p = default_params()
     w = get_workload(args.model, args.task, args.batch_size, args.epochs)
     target_steps = args.steps if args.steps else w.steps
-    board = BoardFiles.discover(args.sysfs_root)
+    prof = profile(args.board)
+    modes = power_modes(args.board)
+    top_mode = next(k for k, m in modes.items() if m.gpu_max_mhz == prof.top_mhz)
+    power_mode = args.power_mode or top_mode
+    if power_mode not in modes:
+        raise InvalidValueError(f"board {args.board} has no power mode {power_mode!r}; "
+                                f"expected one of {', '.join(modes)}")
+    rails = prof.rail_names
+    board = BoardFiles.discover(args.sysfs_root, rails)
     levels_mhz = tuple(hz / 1e6 for hz in board.levels_hz)
-    mode = POWER_MODES[args.power_mode]
+    mode = modes[power_mode]
     progress = Path(args.progress_file) if args.progress_file else None
     cache = {}
 
@@ -60,13 +74,13 @@ def run(args: argparse.Namespace) -> dict:
         key = (lo_hz, hi_hz)
         if key not in cache:
             lo, hi = lo_hz / 1e6, hi_hz / 1e6
-            setting, f = _setting_for(lo, hi, args.power_mode)
+            setting, f = _setting_for(lo, hi, power_mode, top_mode, prof.levels_mhz)
             if setting == "fixed":
-                op = operating_point(w, "fixed", f, p)
+                op = operating_point(w, "fixed", f, p, board=args.board)
             elif setting == "podgov":
-                op = operating_point(w, "podgov", None, p, min_mhz=lo, max_mhz=hi)
+                op = operating_point(w, "podgov", None, p, min_mhz=lo, max_mhz=hi, board=args.board)
             else:
-                op = operating_point(w, setting, None, p)
+                op = operating_point(w, setting, None, p, board=args.board)
             tf, pf = run_noise(p, op.cpu_exposed_share, args.seed, w.name, op.setting,
                                op.freq_mhz, args.repeat)
             cache[key] = (op, tf, pf)
@@ -80,7 +94,7 @@ def run(args: argparse.Namespace) -> dict:
     tick_s = args.tick_ms / 1000.0
     steps = 0.0
     sim_t = 0.0
-    energy_j = {r: 0.0 for r in RAILS}  # simulated energy (J of the simulated run)
+    energy_j = {r: 0.0 for r in rails}  # simulated energy (J of the simulated run)
     interrupted = False
     # What the files held and from when: (CLOCK_MONOTONIC ns once written, W per rail). A
     # reader of the files is judged against this, not against ideal virtual time, which a busy
@@ -107,7 +121,7 @@ def run(args: argparse.Namespace) -> dict:
     try:
         while steps < target_steps:
             op, tf, pf = point(*board.read_limits_hz())
-            power = board.quantised_power_w({r: op.power_w[r] * pf for r in RAILS})
+            power = board.quantised_power_w({r: op.power_w[r] * pf for r in rails})
             put_power(power)
             put("load", 1000.0 * op.load / tf, board.write_load)
             trace = op.clock_trace_mhz or (op.mean_freq_mhz,)
@@ -122,7 +136,7 @@ def run(args: argparse.Namespace) -> dict:
             dt_sim = min(dt_sim, (target_steps - steps) * step_s)
             steps += dt_sim / step_s
             sim_t += dt_sim
-            for r in RAILS:
+            for r in rails:
                 energy_j[r] += power.get(r, 0.0) * dt_sim
             if progress is not None:
                 write_progress(progress, steps)
@@ -131,7 +145,7 @@ def run(args: argparse.Namespace) -> dict:
     except _Stop:
         interrupted = True
     finally:
-        put_power(board.quantised_power_w(idle_board_power_w(p)))
+        put_power(board.quantised_power_w(idle_board_power_w(p, args.board)))
         board.write_load(0)
         if args.write_log:
             Path(args.write_log).write_text(json.dumps(
@@ -142,7 +156,7 @@ def run(args: argparse.Namespace) -> dict:
         "workload": w.name, "steps": round(steps, 3), "target_steps": target_steps,
         "sim_duration_s": sim_t, "real_duration_s": sim_t / args.time_scale,
         "time_scale": args.time_scale, "sim_energy_j": energy_j,
-        "last_setting": op.setting, "interrupted": interrupted,
+        "last_setting": op.setting, "interrupted": interrupted, "board": args.board,
     }
 
 
@@ -160,7 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="simulated seconds per real second (default 100)")
     ap.add_argument("--tick-ms", type=float, default=5.0, help="real ms between file updates")
     ap.add_argument("--progress-file", default=None)
-    ap.add_argument("--power-mode", default="maxn", choices=tuple(POWER_MODES))
+    ap.add_argument("--power-mode", default=None, choices=ALL_MODES,
+                    help="the board's nvpmodel mode (default: its top mode, e.g. maxn)")
+    ap.add_argument("--board", default=DEFAULT_BOARD, choices=board_ids(),
+                    help="simulator profile: the board's clock table, rails and power (default agx-orin)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=0)
     ap.add_argument("--write-log", metavar="F", default=None,

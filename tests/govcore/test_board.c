@@ -227,6 +227,54 @@ static void test_snap(void)
     fake_tree_remove(root);
 }
 
+/* gc_parse_mhz: the one grammar of a clock (the whole table of cases is
+ * tests/data/clock_grammar.json, run against both front ends by test_clock_grammar.py); here
+ * the edges of the exact integer arithmetic. */
+static uint64_t parsed(const char *text)
+{
+    uint64_t hz = 7;
+
+    return gc_parse_mhz(text, strlen(text), &hz) == 0 ? hz : 0;
+}
+
+static void test_parse_mhz(void)
+{
+    uint64_t hz = 7;
+
+    CHECK_EQ_U64(parsed("714"), 714000000);
+    CHECK_EQ_U64(parsed("1300.5"), 1300500000);
+    CHECK_EQ_U64(parsed("0.000001"), 1);
+    CHECK_EQ_U64(parsed("714.000001"), 714000001);
+    CHECK_EQ_U64(parsed("1000000"), 1000000000000ull);
+    CHECK_EQ_U64(parsed("999999.999999"), 999999999999ull);
+    CHECK_EQ_U64(parsed("1000000.000001"), 0); /* 13 digits, and above 1e6 MHz */
+    CHECK_EQ_U64(parsed("1000001"), 0);
+    CHECK_EQ_U64(parsed("714.0000005"), 0);  /* finer than a Hz */
+    CHECK_EQ_U64(parsed("714.0000000"), 0);
+    CHECK_EQ_U64(parsed("999999999999"), 0); /* 12 digits, far above 1e6 MHz: no overflow */
+    CHECK_EQ_U64(parsed("0"), 0);
+    CHECK_EQ_U64(parsed("0.0"), 0);
+    CHECK_EQ_U64(parsed(""), 0);
+    CHECK_EQ_U64(parsed("."), 0);
+    /* len bounds the text: a token inside a longer line */
+    CHECK(gc_parse_mhz("714 MHz", 3, &hz) == 0 && hz == 714000000);
+    CHECK(gc_parse_mhz("714 MHz", 4, &hz) == -EINVAL && hz == 714000000);
+}
+
+static void test_near_table(void)
+{
+    const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+    gc_board b;
+
+    CHECK(gc_board_open(&b, root) == 0); /* 306..1300.5, steps 102 and 76.5 at the ends */
+    CHECK(gc_check_near_table(&b, 204000000) == 0);
+    CHECK(gc_check_near_table(&b, 1377000000) == 0);
+    CHECK(gc_check_near_table(&b, 203999999) == -EINVAL);
+    CHECK(strstr(b.err, "203.999999 MHz is outside the board's table (306..1300.5 MHz)") != NULL);
+    CHECK(gc_check_near_table(&b, 1377000001) == -EINVAL);
+    fake_tree_remove(root);
+}
+
 static void test_pin_and_restore_through_files(void)
 {
     const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
@@ -322,6 +370,8 @@ int main(void)
     RUN(test_no_board);
     RUN(test_garbage_table);
     RUN(test_snap);
+    RUN(test_parse_mhz);
+    RUN(test_near_table);
     RUN(test_pin_and_restore_through_files);
     RUN(test_state_per_root_and_damaged);
     RUN(test_default_state_dir);

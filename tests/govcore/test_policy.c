@@ -70,12 +70,20 @@ static void test_decide_clamps_to_table(void)
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0);
     CHECK(d.proposed_mhz == 800.0);
     CHECK_EQ_U64(d.level_hz, 828750000);
-    classes[0] = 99999.0; /* above the table: clamped to the top */
+    classes[0] = 1350.0; /* within one level step above the top: snapped to it, as `pin` does */
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0);
     CHECK_EQ_U64(d.level_hz, 1300500000);
-    classes[0] = NAN; /* not a clock at all: fail safe toward the top level */
-    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0);
-    CHECK_EQ_U64(d.level_hz, 1300500000);
+    classes[0] = 99999.0; /* far above the table: refused, as `pin 99999` is (never the top level) */
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == -EINVAL);
+    CHECK(d.level_hz == 0 && strstr(b.err, "99999 MHz is outside the board's table") != NULL);
+    classes[0] = -500.0; /* not a clock at all: refused */
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == -EINVAL);
+    CHECK(strstr(b.err, "-500 MHz, which is not a clock") != NULL);
+    classes[0] = INFINITY;
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == -EINVAL);
+    classes[0] = NAN;
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == -EINVAL);
+    CHECK(strstr(b.err, "not a clock") != NULL);
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, &w, &d) == 0);
     CHECK_EQ_U64(d.level_hz, 726750000);
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MAXN, &w, &d) == 0);

@@ -30,10 +30,12 @@ static void test_accepted(void)
     CHECK(parse("status", &rq) == 0 && rq.kind == GC_REQ_STATUS);
     CHECK(parse("restore", &rq) == 0 && rq.kind == GC_REQ_RESTORE);
     CHECK(parse("pin 1300.5", &rq) == 0 && rq.kind == GC_REQ_PIN && rq.mhz == 1300.5);
-    CHECK(rq.emc_mhz == 0 && rq.cpu_mhz == 0);
+    CHECK(parse("pin 714.000001", &rq) == 0 && rq.hz == 714000001); /* exact: gc_parse_mhz */
+    CHECK(parse("pin 714.0000005", &rq) == -EINVAL); /* finer than a Hz, as in `govcore pin` */
+    CHECK(rq.emc_hz == 0 && rq.cpu_hz == 0);
     CHECK(parse("pin 612 emc_mhz=2133 cpu_mhz=1036.8", &rq) == 0 && rq.kind == GC_REQ_PIN &&
-          rq.mhz == 612 && rq.emc_mhz == 2133 && rq.cpu_mhz == 1036.8);
-    CHECK(parse("pin 612 cpu_mhz=729.6", &rq) == 0 && rq.emc_mhz == 0 && rq.cpu_mhz == 729.6);
+          rq.hz == 612000000ULL && rq.emc_hz == 2133000000ULL && rq.cpu_hz == 1036800000ULL);
+    CHECK(parse("pin 612 cpu_mhz=729.6", &rq) == 0 && rq.emc_hz == 0 && rq.cpu_hz == 729600000ULL);
     CHECK(parse("begin epoch-1.a:b_c", &rq) == 0 && rq.kind == GC_REQ_BEGIN &&
           strcmp(rq.name, "epoch-1.a:b_c") == 0);
     CHECK(parse("end x", &rq) == 0 && rq.kind == GC_REQ_END);

@@ -153,3 +153,15 @@ def test_install(tmp_path):
     assert subprocess.run([str(installed), "--version"], check=False, capture_output=True, text=True).stdout.startswith("govcore ")
     unit = REPO / "govcore" / "govcore.service"
     assert (tmp_path / "etc/systemd/system/govcore.service").is_file() == unit.is_file()
+
+
+def test_a_missing_cross_compiler_is_named_with_its_installer(tmp_path):
+    """On a fresh machine `make -C govcore release` ended in "Error 127" (aarch64-linux-gnu-gcc
+    missing): it names the tool and how to install it, before building anything."""
+    missing = "aarch64-linux-gnu-gcc-0"  # a version no machine has
+    out = subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "release", f"AARCH64_CC={missing}",
+                          f"DIST={tmp_path / 'dist'}"], capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert f"the compiler {missing} is not installed" in out.stderr and "Error 127" not in out.stderr
+    assert "make release" in out.stderr and "apt-get install gcc-aarch64-linux-gnu" in out.stderr
+    assert not (tmp_path / "dist").exists()

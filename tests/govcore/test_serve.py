@@ -379,6 +379,33 @@ def test_sigterm_restores_the_board(daemon):
     daemon.start()  # for the fixture's clean stop
 
 
+def test_pin_through_the_daemon_follows_the_rules_of_a_direct_pin(daemon, asan_govcore, tmp_path):
+    """`pin 714.0000005` through the daemon once said "not a clock of the board's table: 714
+    MHz": the daemon reads clocks with the one grammar (gc_parse_mhz), snaps as a direct pin
+    does and refuses far clocks in the same words."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(daemon.sock))
+        f = s.makefile("rw")
+
+        def ask(line):
+            f.write(line + "\n")
+            f.flush()
+            return json.loads(f.readline())
+
+        r = ask("pin 700.5")
+        assert r["requested_mhz"] == 700.5 and r["freq_mhz"] == 714 and r["snapped"] is True
+        assert "fraction of at most 6 digits" in ask("pin 714.0000005")["error"]  # refused by the grammar
+        far = ask("pin 99999")["error"]
+        assert far == "99999 MHz is outside the board's table (306..1300.5 MHz) by more than one level"
+        assert _state(daemon.board)[:2] == (714000000, 714000000)  # the refusals changed nothing
+        ask("restore")
+    board, state = daemon.board, tmp_path / "direct"
+    state.mkdir(mode=0o700)
+    direct = subprocess.run([asan_govcore, "--sysfs-root", str(board.root), "--state-dir", str(state), "pin",
+                             "99999"], capture_output=True, text=True, env={**os.environ, "PYDVFS_SOCKET": ""})
+    assert direct.returncode == 2 and far in direct.stderr and "--nearest" in direct.stderr
+
+
 def test_requests_are_bounded_and_strict(daemon):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect(str(daemon.sock))

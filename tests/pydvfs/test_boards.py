@@ -125,7 +125,7 @@ def test_measure_module_and_cpu_gpu_by_role(powered, front):
     if len(b.role_rails("module")) == 1:
         assert d["module_energy_j"] < 0.99 * sum(d["energy_j"].values())
     assert d["roles"]["module"] == list(b.role_rails("module"))
-    text = front(fake.root, "measure", "--", "true")
+    text = front(fake.root, "measure", "--", "sleep", "0.2")
     assert text.returncode == 0, text.stderr
     assert f"({' + '.join(b.role_rails('module'))})" in text.stdout
     assert "\ntotal" not in text.stdout and " total " not in text.stdout
@@ -166,7 +166,7 @@ def test_unknown_board_one_warning_no_guessed_roles(tmp_path, front):
     assert st["board"] is None and st["roles"] == {"module": None, "cpu_gpu": None, "gpu": None}
     assert st["live"]["module_power_w"] is None and st["live"]["cpu_gpu_power_w"] is None
     assert [x["name"] for x in st["rails"]] == ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"]  # discovery works
-    args = ("--json", "measure", "--", "true") if front.name == "govcore" else ("measure", "--json", "--", "true")
+    args = ("--json", "measure", "--", "sleep", "0.2") if front.name == "govcore" else ("measure", "--json", "--", "sleep", "0.2")
     r = front(fake.root, *args)
     assert r.returncode == 0, r.stderr
     assert sum("warning" in line for line in r.stderr.splitlines()) == 1
@@ -183,7 +183,7 @@ def test_repeated_label_keeps_both_channels_and_refuses_the_role(tmp_path, front
     fake = build_fake_board(tmp_path / "b", board="orin-nano-super")
     rail_powers_w(fake)
     _label_file(fake, "VDD_SOC").write_text("VDD_IN\n")  # two channels labelled VDD_IN
-    args = ("--json", "measure", "--", "true") if front.name == "govcore" else ("measure", "--json", "--", "true")
+    args = ("--json", "measure", "--", "sleep", "0.2") if front.name == "govcore" else ("measure", "--json", "--", "sleep", "0.2")
     r = front(fake.root, *args)
     assert r.returncode == 0, r.stderr
     assert "two power channels are labelled VDD_IN: the second is read as VDD_IN#2" in r.stderr
@@ -198,7 +198,7 @@ def test_unprintable_labels_are_escaped(tmp_path, front, label):
     fake = build_fake_board(tmp_path / "b", board="agx-orin")
     rail_powers_w(fake)
     _label_file(fake, "VIN_SYS_5V0").write_bytes(label + b"\n")
-    for argv in (("status",), ("measure", "--", "true")):
+    for argv in (("status",), ("measure", "--", "sleep", "0.2")):
         r = front(fake.root, *argv)
         assert r.returncode == 0, r.stderr
         assert "Traceback" not in r.stderr

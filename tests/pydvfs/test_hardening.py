@@ -320,6 +320,17 @@ def test_report_on_empty_results(cli, tmp_path):
     assert not (tmp_path / "report.md").exists()
 
 
+def test_report_of_the_current_folder_has_a_title(syn_csv, tmp_path):
+    """`pydvfs report .` once titled its report "# pydvfs report: " (Path(".").name is "")."""
+    run = tmp_path / "my-sweeps"
+    run.mkdir()
+    shutil.copy(syn_csv, run / "sweep.csv")
+    out = subprocess.run([sys.executable, "-m", "pydvfs", "report", "."], cwd=run, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert (run / "report.md").read_text().splitlines()[0] == "# pydvfs report: my-sweeps"
+
+
 @pytest.mark.parametrize("args", [
     ["roofline", "predict", "--fit", "x.json", "--layers", "2", "--hidden", "64", "--seq-len", "32",
      "--batch", "8", "--heads", "0"],

@@ -16,7 +16,8 @@ from pydvfs.device.fake import build_fake_board
 REPO = Path(__file__).resolve().parents[2]
 KEYS = ["command", "exit_status", "duration_s", "board", "energy_j", "module_energy_j",
         "cpu_gpu_energy_j", "gpu_energy_j", "total_energy_j", "roles", "avg_power_w", "total_avg_power_w", "gpu_util_pct", "samples", "read_errors", "rate_hz",
-        "failed_reads", "interpolated_pct", "negative_readings", "incomplete_rails", "readings_ok"]
+        "failed_reads", "interpolated_pct", "negative_readings", "incomplete_rails", "readings_ok",
+        "no_energy_reason"]
 
 
 @pytest.fixture
@@ -84,9 +85,9 @@ def test_json_report(board, measure):
 
 
 def test_text_report(board, measure):
-    rc, out, _ = measure(board, "--", "true")
+    rc, out, _ = measure(board, "--", "sleep", "0.3")
     assert rc == 0
-    assert "true exited with status 0" in out
+    assert "sleep exited with status 0" in out
     for word in ("time", "VDD_GPU_SOC", "module", "cpu+gpu", "gpu load  25.0 %", "samples"):
         assert word in out
 
@@ -115,3 +116,21 @@ def test_no_sensor_exit_2(board, measure):
         (d / "name").write_text("other\n")
     rc, _, err = measure(board, "--", "true")
     assert rc == 2 and "no power rail" in err
+
+
+def test_fewer_than_two_readings_report_no_energy_and_say_why(board, measure):
+    """`measure -- true` once reported energies from "samples 0 at 0.0 Hz"."""
+    board.set_update_interval(5000)  # the sampler follows the sensor: one reading per 5 s
+    rc, out, err = measure(board, "--json", "--", "true")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert list(d) == KEYS and d["samples"] < 2
+    assert d["total_energy_j"] is None and d["cpu_gpu_energy_j"] is None and d["module_energy_j"] is None and d["total_avg_power_w"] is None
+    assert set(d["energy_j"].values()) == {None} and set(d["avg_power_w"].values()) == {None}
+    assert "an energy needs at least 2" in d["no_energy_reason"]
+    rc, out, _ = measure(board, "--", "true")
+    assert rc == 0 and "energy    none: " in out and " J " not in out and "cpu+gpu" not in out
+    board.set_update_interval(1)
+    rc, out, _ = measure(board, "--json", "--", "sleep", "0.3")
+    d = json.loads(out)
+    assert d["no_energy_reason"] is None and d["samples"] >= 2 and d["total_energy_j"] > 0

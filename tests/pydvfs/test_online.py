@@ -161,8 +161,9 @@ def _wait_for(cond, timeout_s=20.0):
 
 @pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
 def test_a_signal_restores_the_board_and_stops_the_command(orin, tmp_path, sig, status):
+    """...and keeps what was measured: --json prints the partial record, marked partial."""
     progress = tmp_path / "steps"
-    args = [sys.executable, "-m", "pydvfs", "run", "--sysfs-root", str(orin.root), "--start", "510",
+    args = [sys.executable, "-m", "pydvfs", "run", "--json", "--sysfs-root", str(orin.root), "--start", "510",
             "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 10 ** 7)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=os.environ.copy())
@@ -175,12 +176,33 @@ def test_a_signal_restores_the_board_and_stops_the_command(orin, tmp_path, sig, 
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == status, err
-    assert "Traceback" not in err and "restored" in err
+    assert "Traceback" not in err and "restored; the report above is partial" in err
     assert limits(orin) == FULL
+    r = json.loads(out)
+    assert r["partial"] is True and r["stopped_by"] == signal.Signals(sig).name and r["restored"] is True
+    assert r["steps"] > 0 and r["duration_s"] > 0.3 and r["trajectory"] and r["start_mhz"] == 510
     # the training command is gone: its step count no longer moves
     before = progress.read_text()
     time.sleep(0.3)
     assert progress.read_text() == before
+
+
+@pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
+def test_a_static_run_stopped_by_a_signal_reports_what_it_measured(orin, tmp_path, sig, status):
+    args = [sys.executable, "-m", "pydvfs", "run", "--sysfs-root", str(orin.root), "--policy", "ffg",
+            "--workload", BERT_BASE, "--", "sleep", "60"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    try:
+        _wait_for(lambda: limits(orin)[0] == limits(orin)[1])
+        time.sleep(0.3)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == status and "Traceback" not in err, err
+    assert out.startswith("command   ") and f"PARTIAL   the run was stopped ({signal.Signals(sig).name})" in out
+    assert "board     restored" in out and limits(orin) == FULL
 
 
 def test_no_progress_file_falls_back_to_the_start_clock(cli, orin, tmp_path):

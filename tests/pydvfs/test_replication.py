@@ -3,6 +3,7 @@ a user's own outputs make a report, and an existing report is not overwritten.""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -77,3 +78,15 @@ def test_ledger_refuses_results_without_the_stage(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"train": {}}))
     with pytest.raises(InvalidValueError):
         ledger.write(tmp_path / "results.json", tmp_path / "replication.md")
+
+
+def test_make_demo_writes_only_under_its_output_folder():
+    """`make demo` once copied its ledger over the tracked docs/replication.md, so every later
+    build called itself -dirty: its recipe (make -n: printed, not run) names no docs/ path."""
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(["make", "-n", "-C", str(repo), "demo", "DEMO_OUT=some-out"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pydvfs demo --out some-out" in out.stdout and "docs/" not in out.stdout
+    assert "docs/replication.md" in subprocess.run(["make", "-n", "-C", str(repo), "replication-doc"],
+                                                   capture_output=True, text=True, timeout=120).stdout

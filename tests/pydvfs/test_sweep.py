@@ -114,3 +114,20 @@ def test_ctrl_c_restores_the_board(orin, tmp_path):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert orin.read_hz("max_freq") == 1300500000 and orin.read_hz("min_freq") == 306000000
+
+
+def test_without_the_train_extra_the_sweep_runs_and_says_what_it_left_out(orin, tmp_path, monkeypatch, capsys):
+    """Without pandas the sweep once ran every setting, then exited 2 ("this needs pandas")
+    with no summary: it now says so before the first run, and summarises without the noise check."""
+    from pydvfs import cli
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` raises ImportError
+    out = tmp_path / "data.csv"
+    rc = cli.main([*sweep_args(orin, out, "--freqs", "714", "--idle", "0", "--json"), "--", "true"])
+    res = capsys.readouterr()
+    assert rc == 0, res.err
+    summary = json.loads(res.out)
+    assert summary["runs"] == 2 and summary["noise"] is None  # 714 MHz and MAXN
+    assert "pip install 'pydvfs[train]'" in summary["noise_left_out"]
+    first = res.err.splitlines()[0]
+    assert first.startswith("pydvfs sweep: note: the noise check after the sweep is left out: this needs pandas")

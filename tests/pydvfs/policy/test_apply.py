@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,30 @@ def test_cli_bad_input(cli, board):
                   "--sysfs-root", str(board.root)]):
         res = cli(*args)
         assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("mhz, words", [(99999.0, "99999 MHz is outside the board's table (306..1300.5 MHz)"),
+                                        (-500.0, "-500 MHz, which is not a clock"),
+                                        (1e300, "1e+300 MHz, which is not a clock")])
+def test_a_policy_clock_far_off_the_table_is_refused_not_the_top_level(board, tmp_path, mhz, words):
+    """A model folder whose tree proposes 99999, -500 or inf MHz once pinned the top level and
+    exited 0, while `pin 99999` was refused: both front ends now refuse it in one line (an
+    infinite or NaN one too: tests/govcore/test_policy.c, as C source cannot spell it)."""
+    from pydvfs import _core
+    from pydvfs.policy.export import compile_policy, constant_to_c
+    from pydvfs.policy.manifest import POLICY_SO, TREE_C, write_manifest
+
+    builtin = _core.Tree(None)
+    model = tmp_path / "model"
+    model.mkdir()
+    prov = {"data_file": "made-up.csv", "data_sha256": "0" * 64, "trained_utc": "2026-12-01T00:00:00Z"}
+    (model / TREE_C).write_text(constant_to_c(mhz, builtin.feature_names, (50.0, 50.0), "off-table", "a test", prov))
+    compile_policy(model / TREE_C, model / POLICY_SO)
+    write_manifest(model, builtin.feature_names, [mhz], prov)
+    args = ["apply", "--model-dir", str(model), "--workload", "model=bert,layers=12,hidden=768,seq_len=64",
+            "--sysfs-root", str(board.root), "--state-dir", str(tmp_path)]
+    for front in ([sys.executable, "-m", "pydvfs"], [str(REPO / "govcore" / "govcore")]):
+        out = subprocess.run([*front, *args], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2 and words in out.stderr and len(out.stderr.strip().splitlines()) == 1, \
+            (front, out.stdout, out.stderr)
+        assert board.read_hz("max_freq") == 1300500000 and board.read_hz("min_freq") == 306000000

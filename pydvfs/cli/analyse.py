@@ -75,9 +75,12 @@ def _pick_energy_column(df, wanted, fmt: str = "native", measure: str = "module"
     col = COLUMN[measure]
     if col not in df.columns or df[col].isna().all():
         other = [m for m in COLUMN if m != measure and COLUMN[m] in df.columns and df[COLUMN[m]].notna().any()]
-        hint = f"; analyse {LABEL[other[0]]} energy with --energy {other[0]}" if other else ""
+        if not other:
+            raise InvalidValueError(f"no {' or '.join(COLUMN.values())} column; pick one with --energy-column "
+                                    f"(energy columns here: {', '.join(have) or 'none'})")
         raise InvalidValueError(f"this data has no {LABEL[measure]} energy ({col} is missing or empty: a "
-                                f"dataset from before pydvfs recorded it?){hint}")
+                                f"dataset from before pydvfs recorded it?); analyse {LABEL[other[0]]} energy "
+                                f"with --energy {other[0]}")
     return col
 
 

@@ -28,7 +28,8 @@ def energy_column(args: argparse.Namespace, df) -> str:
     if args.energy_column is not None:
         return args.energy_column
     col = COLUMN[args.energy]
-    if col not in df.columns or df[col].isna().all():
+    other = [c for c in COLUMN.values() if c != col and c in df.columns and df[c].notna().any()]
+    if other and (col not in df.columns or df[col].isna().all()):  # no energy column at all: "lacks column"
         raise InvalidValueError(f"{args.data} has no {LABEL[args.energy]} energy ({col} is missing or empty: a "
                                 f"dataset from before pydvfs recorded it?); use --energy "
                                 f"{'cpu-gpu' if args.energy == 'module' else 'module'}, or sweep again")

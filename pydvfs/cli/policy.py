@@ -46,11 +46,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"training on {len(curves)} workloads from {args.data} (leave-one-out CV) ...", flush=True)
     metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data)
+    metrics["energy_column"] = energy_column(args, df)  # what the labels minimise
     sel = metrics["selected"]
 
     def text() -> str:
         from ..policy.roofline import describe_dict
         return "\n".join([
+            f"labels: each workload's clock of least {metrics['energy_column']}",
             metrics["noise"]["advice"], "",
             format_table(metrics["table"]), "",
             "regret: energy at the choice / at the best level - 1, on each workload's fitted curve;",
@@ -78,7 +80,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from ..policy.apply import load_roofline
         roofline = load_roofline(args.model_dir)
     result = evaluate(curves, load_tree(args.model_dir), roofline)
-    emit(args, result, lambda: format_report(result))
+    result["energy_column"] = energy_column(args, df)  # what the savings are of
+    emit(args, result, lambda: f"energy: {result['energy_column']}\n" + format_report(result))
     return 0
 
 

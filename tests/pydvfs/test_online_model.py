@@ -81,10 +81,10 @@ def test_a_slowdown_bound_is_kept(cli, orin, tmp_path):
     assert r["objective"] == {"kind": "energy", "max_slowdown_pct": 21.0, "energy": "module"}
     assert "within 21 % of the fastest" in r["objective_text"]
     chosen = r["chosen_mhz"]
-    # on the simulated Orin 1020 MHz is 17 % slower than the top and 16 % cheaper, 1122 MHz 11 %
-    # slower and 10 % cheaper; 918 MHz is 25 % slower; the unbounded optimum (714 MHz) 51 %
+    # on the simulated Orin 1020 MHz is 17 % slower than the top, 1122 MHz 11 % slower, both
+    # cheaper in module energy; 918 MHz, the unbounded optimum of module energy, is 25 % slower
     admissible = [f for f in t if t[f][1] <= top_s * 1.21]
-    assert min(admissible, key=lambda f: t[f][0]) == 1020.0 and min(t, key=lambda f: t[f][0]) == 714.0
+    assert min(admissible, key=lambda f: t[f][0]) == 1020.0 and min(t, key=lambda f: t[f][0]) == 918.0
     # 1020 MHz, or 1122 MHz where the windows' noise put 1020 just past the bound
     assert chosen in (1020.0, 1122.0), (chosen, r["search"]["estimates"])
     trade = r["trade"]  # what the chosen clock traded against the fastest one measured

@@ -170,6 +170,7 @@ def test_a_nan_energy_cannot_become_the_oracle(cli, tmp_path):
     res = cli("evaluate", "--data", str(tmp_path / "d.csv"), "--json", "--energy", "cpu-gpu")
     assert res.returncode == 0, res.stderr
     d = json.loads(res.stdout)  # valid JSON: no NaN
+    assert d["energy_column"] == "energy_cpu_gpu_j"
     oracle = {w["workload"]: w["oracle_mhz"] for w in d["workloads"]}
     assert oracle == {"a": 714.0, "b": 714.0}
     assert d["summary"]["mlg"]["oracle_mean_saving_pct"] == pytest.approx(35.0)

@@ -61,6 +61,7 @@ def test_train_cli(cli, syn_csv, tmp_path):
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert d["n_workloads"] == 24 and (tmp_path / "m" / "policy.so").is_file()
+    assert d["energy_column"] == "energy_cpu_gpu_j"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -17,10 +17,11 @@
 #define GOVCORE_DOMAIN_H
 
 #include "govcore.h"
+#include "state.h"
 
 #define GC_MAX_CPU_POLICIES 16
 #define GC_MAX_DOMAINS (1 + GC_MAX_CPU_POLICIES)
-#define GC_DOMAINS_RECORD_MAX 3072      /* the domains' lines of a saved record, at most */
+#define GC_DOMAINS_RECORD_MAX GC_STATE_DOMAINS_MAX /* the domains' lines of a saved record */
 
 #define GC_EMC_DIR "/sys/kernel/debug/bpmp/debug/clk/emc"
 #define GC_EMC_RATES "/sys/kernel/debug/emc/available_rates"
@@ -152,7 +153,7 @@ int gc_domains_is_key(const char *key);
  * state of the GPU and of every domain is saved first (one record, gc_state_save); on any
  * failure the whole record is put back (gc_restore). ds: opened by the caller (with the board
  * table's EMC rates). *gpu_level_hz and level_hz[GC_MAX_DOMAINS] receive the levels set (0:
- * untouched). Errors in b->err. */
+ * untouched). Errors in b->err. Defined in clock.c, which writes the GPU and the record. */
 int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz,
                 const char *state_dir, uint64_t *gpu_level_hz, uint64_t *level_hz);
 

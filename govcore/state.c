@@ -14,7 +14,6 @@
  * A refusal returns -GC_ESTATE with the reason in b->err.
  */
 #include "state.h"
-#include "domain.h"
 #include "sysfs.h"
 
 #include <dirent.h>
@@ -311,11 +310,24 @@ int gc_state_check(gc_board *b, const gc_clock_state *st, const char *what)
     return 0;
 }
 
+/* A clock domain's key (format 2): NAME.FIELD, both plain names; what they mean is domain.c's. */
+static int domain_key(const char *key)
+{
+    const char *dot = strchr(key, '.'), *p;
+
+    if (!dot || dot == key || !dot[1])
+        return 0;
+    for (p = key; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.'))
+            return 0;
+    return 1;
+}
+
 /* Parse the text of a state file. -GC_ESTATE (with b->err) if it is not one we wrote. */
 static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state *st,
                        char *domains, size_t domains_len)
 {
-    char *line, *save = NULL, dom[GC_DOMAINS_RECORD_MAX] = "";
+    char *line, *save = NULL, dom[GC_STATE_DOMAINS_MAX] = "";
     size_t dom_used = 0;
     int have = 0, bad = 0;
     uint64_t format = 1;
@@ -346,7 +358,7 @@ static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state
         } else if (strcmp(line, "max_hz") == 0 && !(have & 4)) {
             bad |= parse_state_hz(eq + 1, &st->max_hz) < 0;
             have |= 4;
-        } else if (format >= 2 && format <= GC_STATE_FORMAT && gc_domains_is_key(line)) {
+        } else if (format >= 2 && format <= GC_STATE_FORMAT && domain_key(line)) {
             /* a clock domain's original: checked against the board by domain.c */
             int n = snprintf(dom + dom_used, sizeof dom - dom_used, "%s=%s\n", line, eq + 1);
             bad |= n < 0 || (size_t)n >= sizeof dom - dom_used;
@@ -577,13 +589,10 @@ int gc_state_remove(gc_board *b, const gc_state_file *sf)
     return 0;
 }
 
-int gc_state_save(gc_board *b, const char *state_dir, int *saved_now)
+int gc_state_save_record(gc_board *b, const char *state_dir, const char *domains, int *saved_now)
 {
     gc_state_file sf;
     gc_clock_state st, old;
-    gc_domains ds;
-    gc_domain_state dst[GC_MAX_DOMAINS];
-    char dom[GC_DOMAINS_RECORD_MAX] = "";
     int rc;
 
     *saved_now = 0;
@@ -597,14 +606,7 @@ int gc_state_save(gc_board *b, const char *state_dir, int *saved_now)
     /* what we save must be restorable: check it now, while the board is still untouched */
     if ((rc = gc_state_check(b, &st, "the board's current clock state")) < 0)
         goto close_dir;
-    /* every clock domain that can be put back (EMC, CPU policies): its originals in the record */
-    if ((rc = gc_domains_open(&ds, b->sysfs_root, NULL, 0)) < 0 ||
-        (rc = gc_domains_snapshot(&ds, dst)) < 0 ||
-        (rc = gc_domains_format(&ds, dst, dom, sizeof dom)) < 0) {
-        set_err(b, "cannot save the clock domains' state: %s", rc == -ENOSPC ? "too many" : ds.err);
-        goto close_dir;
-    }
-    rc = write_record(b, &sf, &st, dom);
+    rc = write_record(b, &sf, &st, domains);
     if (rc == -EEXIST) { /* saved by someone else meanwhile: it must be a real state */
         rc = gc_state_read(b, &sf, &old);
     } else if (rc == 0) {

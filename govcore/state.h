@@ -20,6 +20,9 @@
 #include "govcore.h"
 
 #define GC_STATE_FORMAT 2
+/* The other clock domains' originals in a record (format 2): lines NAME.FIELD=VALUE, at most
+ * this many bytes, written and checked by domain.c; to this file they are text. */
+#define GC_STATE_DOMAINS_MAX 3072
 
 /* One board's state file, reached through its opened folder. */
 typedef struct gc_state_file {
@@ -52,6 +55,10 @@ int gc_state_read_record(gc_board *b, const gc_state_file *sf, gc_clock_state *s
 /* Save st unless a state is saved already: -EEXIST then (the first saved state is the original).
  * Atomic: an O_EXCL|O_NOFOLLOW temp file, mode 0600, put in place with linkat(). */
 int gc_state_write(gc_board *b, const gc_state_file *sf, const gc_clock_state *st);
+
+/* gc_state_save with the other clock domains' originals (domains: their lines, "" for none),
+ * which the caller read from the board first (clock.c). */
+int gc_state_save_record(gc_board *b, const char *state_dir, const char *domains, int *saved_now);
 
 /* Remove the state file (a symlink or other planted entry is removed, never followed). 0 if
  * there was none. */

@@ -51,15 +51,18 @@ static const char usage_text[] =
     "\n"
     "verbs:\n"
     "  status        board, GPU clock state, available levels, power rails\n"
-    "  pin MHZ [--nearest]\n"
+    "  pin MHZ [--nearest] [--above-power-mode]\n"
     "                pin the GPU clock to the available level nearest MHZ; the original\n"
     "                governor/min/max are saved first. MHZ more than one level outside\n"
-    "                the board's table is refused unless --nearest\n"
+    "                the board's table is refused unless --nearest. A level above the\n"
+    "                power mode's GPU cap (max_freq before the first pin, nvpmodel's cap)\n"
+    "                is lowered to it, with a notice, unless --above-power-mode\n"
     "  restore [--force]\n"
     "                put back the state saved before the first change (idempotent); while\n"
     "                another process governs the GPU only with --force\n"
     "  apply --workload model=M,layers=L,hidden=D,seq_len=S[,util_pct=PCT] [--policy P]\n"
     "        [--model-dir DIR] [--objective energy|edp|ed2p] [--max-slowdown PCT] [--dry-run]\n"
+    "        [--above-power-mode]\n"
     "                (--model M --layers L --hidden D --seq-len S [--util PCT] also work)\n"
     "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
     "                (learned tree, default), ffg (best fixed clock), rules (paper A),\n"
@@ -252,6 +255,8 @@ static int cmd_status(const struct options *o)
             printf("; cpu+gpu %.2f W", st.cpu_gpu_w);
         printf("\n");
     }
+    gc_text_power_mode(stdout, &st.mode, st.have_cap ? &st.cap : NULL);
+    putchar('\n');
     if (st.have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
                st.state_path, st.saved.governor, gc_hz_to_mhz(st.saved.min_hz), gc_hz_to_mhz(st.saved.max_hz));
@@ -311,6 +316,14 @@ static int beyond_table(const gc_board *b, double mhz)
            mhz > hi + (hi - gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 2]));
 }
 
+/* The one-line notice of a pin the power mode's cap lowered (pydvfs says the same). */
+static void note_clamped(const gc_board *b, const char *verb)
+{
+    fprintf(stderr, "govcore %s: note: %g MHz is above the power mode's GPU cap: pinned %g MHz "
+                    "(--above-power-mode lifts the cap)\n", verb, gc_hz_to_mhz(b->clamped_from_hz),
+            gc_hz_to_mhz(b->cap_hz));
+}
+
 static int cmd_pin(const struct options *o)
 {
     gc_board b;
@@ -321,20 +334,24 @@ static int cmd_pin(const struct options *o)
     const char *socket_path;
     char state_path[GC_PATH_MAX];
     const char *text = NULL;
-    int rc, snapped, nearest = 0, i;
+    int rc, snapped, nearest = 0, above = 0, i;
 
     for (i = 0; i < o->argc; i++) {
         if (strcmp(o->argv[i], "--nearest") == 0)
             nearest = 1;
+        else if (strcmp(o->argv[i], "--above-power-mode") == 0)
+            above = 1;
         else if (!text)
             text = o->argv[i];
         else
             text = "";
     }
     if (!text || !*text)
-        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest]");
+        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest] [--above-power-mode]");
     if (parse_mhz(text, &mhz) < 0)
         return fail("not a clock: '%s' (expected a positive number of MHz)", text);
+    if (above && daemon_socket(NULL))
+        return fail("--above-power-mode is not available through the daemon: run as root");
     if (daemon_socket(NULL)) {
         plain_decimal(request + 4, sizeof request - 4, mhz);
         return via_daemon(daemon_socket(NULL), request, 1);
@@ -346,6 +363,8 @@ static int cmd_pin(const struct options *o)
                     "pass --nearest to pin the nearest level anyway", mhz,
                     gc_hz_to_mhz(b.freqs_hz[0]), gc_hz_to_mhz(b.freqs_hz[b.n_freqs - 1]));
     if ((socket_path = daemon_socket(&b))) {
+        if (above)
+            return fail("--above-power-mode is not available through the daemon: run as root");
         /* the daemon takes only clocks of the table: snap here, as a local pin does */
         if (gc_snap_hz(&b, gc_mhz_to_hz(mhz), &level_hz) < 0)
             return fail("not a clock: '%s'", text);
@@ -357,14 +376,17 @@ static int cmd_pin(const struct options *o)
     gc_lock_init(&lk);
     if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) < 0)
         return fail_board(&b, rc);
+    b.above_power_mode = above;
     rc = gc_pin_hz(&b, gc_mhz_to_hz(mhz), o->state_dir, &level_hz);
     gc_lock_release(&lk);
     if (rc < 0)
         return fail_board(&b, rc);
     gc_state_path(&b, o->state_dir, state_path, sizeof state_path);
     snapped = level_hz != gc_mhz_to_hz(mhz);
+    if (b.clamped_from_hz)
+        note_clamped(&b, "pin");
     if (o->json) {
-        gc_json_pin(stdout, mhz, level_hz, state_path);
+        gc_json_pin_capped(stdout, &b, mhz, level_hz, state_path);
         putchar('\n');
     } else if (snapped) {
         printf("pinned the GPU clock to %g MHz (asked %g MHz: snapped to the nearest level)\n",
@@ -517,7 +539,7 @@ static int cmd_apply(const struct options *o)
     const char *model_name = NULL, *model_dir = NULL, *v;
     char err[GC_ERR_MAX] = "";
     void *handle = NULL;
-    int policy = GC_POLICY_MLG, dry_run = 0, rc, i, have = 0;
+    int policy = GC_POLICY_MLG, dry_run = 0, above = 0, rc, i, have = 0;
 
     for (i = 0; i < o->argc; i++) {
         const char *a = o->argv[i];
@@ -526,6 +548,10 @@ static int cmd_apply(const struct options *o)
 
         if (strcmp(a, "--dry-run") == 0) {
             dry_run = 1;
+            continue;
+        }
+        if (strcmp(a, "--above-power-mode") == 0) {
+            above = 1;
             continue;
         }
         if (!(v = opt_value(o, &i)))
@@ -584,6 +610,8 @@ static int cmd_apply(const struct options *o)
     if (gc_model_family(model_name, &w.is_decoder) < 0)
         return fail("unknown model type '%s': expected an encoder (bert, roberta, deberta, ...) "
                     "or a decoder (pythia, gpt, llama, ...)", model_name);
+    if (above && !dry_run && daemon_socket(NULL))
+        return fail("--above-power-mode is not available through the daemon: run as root");
     if (daemon_socket(NULL))
         return apply_via_daemon(daemon_socket(NULL), policy, model_name, &w, model_dir, &goal, dry_run);
     /* the time curve a slowdown bound needs, where a model folder is given (else gc_decide_goal
@@ -606,6 +634,8 @@ static int cmd_apply(const struct options *o)
     }
     if (!dry_run && daemon_socket(&b)) {
         gc_tree_close(handle);
+        if (above)
+            return fail("--above-power-mode is not available through the daemon: run as root");
         return apply_via_daemon(daemon_socket(&b), policy, model_name, &w, model_dir, &goal, dry_run);
     }
     if (!dry_run && !board_writable(&b)) {
@@ -616,6 +646,7 @@ static int cmd_apply(const struct options *o)
     if (dry_run) {
         rc = gc_decide_goal(&b, &model, rl, policy, &w, &goal, &d);
     } else if ((rc = gc_lock_acquire(&b, o->state_dir, LOCK_WAIT_MS, &lk)) == 0) {
+        b.above_power_mode = above;
         rc = gc_apply_goal(&b, &model, rl, policy, &w, &goal, o->state_dir, &d);
         gc_lock_release(&lk);
     }
@@ -623,6 +654,8 @@ static int cmd_apply(const struct options *o)
         gc_tree_close(handle);
         return fail_board(&b, rc);
     }
+    if (d.clamped_from_hz)
+        note_clamped(&b, "apply");
     if (o->json) {
         gc_json_decision(stdout, &model, model_name, &w, &d, dry_run);
         putchar('\n');

@@ -280,7 +280,12 @@ int gc_apply_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, in
         return rc;
     if (d->level_hz == 0)
         return gc_restore(b, state_dir, &restored);
-    return gc_pin_hz(b, d->level_hz, state_dir, &level);
+    if ((rc = gc_pin_hz(b, d->level_hz, state_dir, &level)) < 0)
+        return rc;
+    d->clamped_from_hz = b->clamped_from_hz; /* the power mode's cap (powermode.h) */
+    d->cap_hz = b->cap_hz;
+    d->level_hz = level;
+    return 0;
 }
 
 int gc_apply(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,

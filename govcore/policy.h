@@ -148,6 +148,8 @@ typedef struct gc_decision {
     uint64_t trade_vs_hz;     /* the reference of the trade, the top level; 0: no trade predicted */
     double trade_s_pct;       /* predicted step time at level_hz against trade_vs_hz, % */
     double trade_j_pct;       /* predicted energy per step at level_hz against trade_vs_hz, % */
+    uint64_t clamped_from_hz; /* gc_apply: the level the power mode's cap lowered (0: none) */
+    uint64_t cap_hz;          /* gc_apply: the cap the pin obeyed (0: none known, or lifted) */
 } gc_decision;
 
 int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,

@@ -388,6 +388,9 @@ static int cmd_pin(const struct options *o)
     if (o->json) {
         gc_json_pin_capped(stdout, &b, mhz, level_hz, state_path);
         putchar('\n');
+    } else if (b.clamped_from_hz) {
+        printf("pinned the GPU clock to %g MHz (asked %g MHz: the power mode's GPU cap)\n",
+               gc_hz_to_mhz(level_hz), mhz);
     } else if (snapped) {
         printf("pinned the GPU clock to %g MHz (asked %g MHz: snapped to the nearest level)\n",
                gc_hz_to_mhz(level_hz), mhz);

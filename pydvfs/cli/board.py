@@ -7,7 +7,7 @@ import time
 
 from ..device import open_device
 from ..errors import InvalidValueError, PydvfsError
-from .common import add_board_options, emit, examples
+from .common import add_above_power_mode, add_board_options, emit, examples
 
 LIVE_WINDOW_S = 0.25  # how long `status` samples the rails for its live watts
 
@@ -44,6 +44,22 @@ def zero_rails_warning(power_w: dict) -> str | None:
     return None
 
 
+def power_mode_text(mode: dict | None, cap: dict | None) -> str:
+    """status's line on the power mode and the GPU cap (govcore's gc_text_power_mode)."""
+    mode = mode or {}
+    if mode.get("id") is not None and mode.get("name"):
+        text = f"mode      {mode['name']} (nvpmodel {mode['id']})"
+    else:
+        text = f"mode      unknown ({mode.get('unknown') or 'not reported'})"
+    if not cap or not cap.get("cap_mhz"):
+        return text + "; GPU cap unknown"
+    when = "saved before the first pin" if cap["from_saved"] else "now"
+    text += f"; GPU cap {_fmt(cap['cap_mhz'])} MHz (max_freq {when} {_fmt(cap['devfreq_max_mhz'])} MHz"
+    if cap.get("nvpmodel_clk_cap_mhz"):
+        text += f", nvpmodel_clk_cap {_fmt(cap['nvpmodel_clk_cap_mhz'])} MHz"
+    return text + ")"
+
+
 def _status_text(st: dict) -> str:
     rails = ", ".join(r["name"] for r in st["rails"]) or "none found (no INA3221 sensor)"
     lines = [
@@ -64,6 +80,7 @@ def _status_text(st: dict) -> str:
         watts = ", ".join(f"{name} {w:.2f} W" for name, w in live["power_w"].items())
         total = "" if live["cpu_gpu_power_w"] is None else f"; cpu+gpu {live['cpu_gpu_power_w']:.2f} W"
         lines.append(f"power     {watts}{total}")
+    lines.append(power_mode_text(st.get("power_mode"), st.get("gpu_cap")))
     saved = st["saved_state"]
     if saved:
         lines.append(
@@ -125,7 +142,9 @@ def cmd_pin(args: argparse.Namespace) -> int:
         raise InvalidValueError(
             f"{args.mhz} MHz is outside the board's table ({_fmt(levels[0])}..{_fmt(levels[-1])} MHz) by more "
             "than one level; pass --nearest to pin the nearest level anyway")
-    result = dev.pin(args.mhz)
+    result = dev.pin(args.mhz, above_power_mode=args.above_power_mode)
+    if result.notice():
+        print(f"pydvfs pin: {result.notice()}", file=sys.stderr, flush=True)
     emit(args, result.to_dict(), result.describe)
     if dev.through_daemon:
         print("pydvfs: note: a pin through the govcore daemon lasts while this process does: the "
@@ -162,12 +181,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "MHZ. The original governor/min/max are saved first; "
                                    "`pydvfs restore` puts them back. A clock more than one level "
                                    "outside the board's table (a typo such as 99999) is refused "
-                                   "unless --nearest is given.",
+                                   "unless --nearest is given. The power mode (nvpmodel) is the "
+                                   "ceiling: a level above its GPU cap is lowered to it, with a "
+                                   "notice, unless --above-power-mode.",
                        epilog=examples("pydvfs pin 714 --sysfs-root /tmp/orin",
                                        "pydvfs pin 5000 --nearest --sysfs-root /tmp/orin"))
     p.add_argument("mhz", metavar="MHZ", help="clock in MHz; snapped to the board's table")
     p.add_argument("--nearest", action="store_true",
                    help="pin the nearest level even when MHZ lies far outside the table")
+    add_above_power_mode(p)
     add_board_options(p)
     p.set_defaults(func=cmd_pin)
 

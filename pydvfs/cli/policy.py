@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .. import _core
 from .common import (
+    add_above_power_mode,
     add_board_options,
     add_objective_options,
     add_workload_argument,
@@ -69,8 +71,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
     workload = workload_from_args(args)
     goal = objective_from_args(args)
     run = decide if args.dry_run else apply
+    extra = {} if args.dry_run else {"above_power_mode": args.above_power_mode}
     d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
-            state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct)
+            state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct, **extra)
+    if d.clamped_from_mhz is not None:
+        from ..governor.loop import clamp_notice
+
+        print(f"pydvfs apply: {clamp_notice(d.to_dict())}", file=sys.stderr, flush=True)
     emit(args, {**d.to_dict(), "dry_run": args.dry_run},
          lambda: d.describe(" (dry run: nothing written)" if args.dry_run else ""))
     return 0
@@ -115,5 +122,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--model-dir", default=None, metavar="DIR", help="model folder from `pydvfs train`")
     add_objective_options(p)
     p.add_argument("--dry-run", action="store_true", help="decide only; write nothing")
+    add_above_power_mode(p)
     add_board_options(p)
     p.set_defaults(func=cmd_apply)

@@ -11,7 +11,14 @@ import sys
 from ..command import command_after_dashes
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
-from .common import add_board_options, add_objective_options, add_workload_argument, examples, objective_from_args
+from .common import (
+    add_above_power_mode,
+    add_board_options,
+    add_objective_options,
+    add_workload_argument,
+    examples,
+    objective_from_args,
+)
 
 
 def _fmt_mhz(mhz) -> str:
@@ -132,7 +139,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             report = run_governed(cmd, args.policy, workload, args.progress_file, args.rate, args.model_dir,
                                   args.start, search if args.policy == "online" else None, window,
                                   args.sysfs_root, args.state_dir, objective=objective,
-                                  search_kind=args.search or default_search(), total_steps=args.steps)
+                                  search_kind=args.search or default_search(), total_steps=args.steps,
+                                  above_power_mode=args.above_power_mode)
     except (KeyboardInterrupt, Terminated):
         print("pydvfs run: stopped; the GPU clock was restored", file=sys.stderr, flush=True)
         raise
@@ -188,6 +196,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="search again after holding this long (default 600 s)")
     g.add_argument("--stall", dest="stall_s", type=float, metavar="S",
                    help="fall back to the start clock if no step is seen for this long (default 120 s)")
+    add_above_power_mode(p)
     add_board_options(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")
     p.set_defaults(func=cmd_run)

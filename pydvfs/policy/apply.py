@@ -83,11 +83,14 @@ class Decision:
     policy_mhz: float | None = None
     objective: dict = field(default_factory=lambda: {"kind": "energy", "max_slowdown_pct": None})
     trade: dict | None = None
+    power_cap_mhz: float | None = None
+    clamped_from_mhz: float | None = None
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
                 "policy_mhz": self.policy_mhz, "objective": self.objective, "trade": self.trade,
-                "features": self.features, "workload": self.workload, "model": self.model}
+                "features": self.features, "workload": self.workload, "model": self.model,
+                "power_cap_mhz": self.power_cap_mhz, "clamped_from_mhz": self.clamped_from_mhz}
 
     def describe(self, note: str = "") -> str:
         """Text: the clock (with ``note`` after it), then the goal and the trade, if any."""
@@ -102,7 +105,8 @@ def _mhz(hz: int) -> float | None:
 
 
 def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: bool,
-            objective: str = "energy", max_slowdown_pct: float | None = None, **overrides) -> Decision:
+            objective: str = "energy", max_slowdown_pct: float | None = None,
+            above_power_mode: bool = False, **overrides) -> Decision:
     from ..errors import InvalidValueError
     from ..governor.objective import Objective
 
@@ -113,10 +117,13 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         if goal != Objective():
             raise InvalidValueError("through the govcore daemon --objective and --max-slowdown are not "
                                     "available (it holds no roofline model); run as root with --model-dir")
+        if above_power_mode and pin:
+            raise InvalidValueError("--above-power-mode is not available through the govcore daemon: run as root")
         d = board.apply(policy, wl.as_core(), wl.model, model_dir, dry_run=not pin)
         return Decision(freq_mhz=d["freq_mhz"], proposed_mhz=d["proposed_mhz"], policy=policy,
                         features=d["features"], workload=wl.to_dict(), model=d["model"],
-                        policy_mhz=d.get("policy_mhz"), trade=d.get("trade"))
+                        policy_mhz=d.get("policy_mhz"), trade=d.get("trade"),
+                        power_cap_mhz=d.get("power_cap_mhz"), clamped_from_mhz=d.get("clamped_from_mhz"))
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
     bound = goal.max_slowdown_pct is not None and policy != "maxn" and model_dir is not None
@@ -125,7 +132,8 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
     core_goal = {"roofline": roofline, "objective": goal.kind, "max_slowdown_pct": goal.max_slowdown_pct}
     if pin:
         with ownership.governing(board, state_dir) as owner:
-            r = _core.apply(board, tree, policy, wl.as_core(), state_dir, **core_goal)
+            r = _core.apply(board, tree, policy, wl.as_core(), state_dir, **core_goal,
+                            above_power_mode=above_power_mode)
             owner.pinned = r["level_hz"] != 0  # maxn restored the board
     else:
         r = _core.decide(board, tree, policy, wl.as_core(), **core_goal)
@@ -143,6 +151,8 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         policy_mhz=_mhz(r["policy_level_hz"]),
         objective=goal.to_dict(),
         trade=trade,
+        power_cap_mhz=_mhz(r["cap_hz"]),
+        clamped_from_mhz=_mhz(r["clamped_from_hz"]),
     )
 
 
@@ -154,27 +164,29 @@ def decide(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, 
 
 
 def apply(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, state_dir=None,
-          **overrides) -> Decision:
+          above_power_mode: bool = False, **overrides) -> Decision:
     """Choose the clock for ``workload`` and pin it (``maxn``: restore the board's default).
 
     ``workload``: a :class:`pydvfs.Workload`, a dict, or a Hugging Face config or model (then give
     ``seq_len=`` and optionally ``util_pct=``). ``objective=`` ("energy", "edp", "ed2p") and
     ``max_slowdown_pct=``: as ``pydvfs apply --objective --max-slowdown`` (docs/policy.md); a
-    bound needs a ``model_dir`` with roofline.txt, edp/ed2p the roofline policy. The original
-    clock state is saved first; call :func:`pydvfs.restore` (or use :func:`governed`) to put it
-    back."""
-    return _decide(workload, policy, model_dir, sysfs_root, state_dir, True, **overrides)
+    bound needs a ``model_dir`` with roofline.txt, edp/ed2p the roofline policy. The clock
+    stays at or under the power mode's GPU cap (``clamped_from_mhz`` says where it lowered the
+    choice) unless ``above_power_mode``. The original clock state is saved first; call
+    :func:`pydvfs.restore` (or use :func:`governed`) to put it back."""
+    return _decide(workload, policy, model_dir, sysfs_root, state_dir, True,
+                   above_power_mode=above_power_mode, **overrides)
 
 
 @contextlib.contextmanager
 def governed(workload: Any, policy: str = "mlg", model_dir=None, sysfs_root=None, state_dir=None,
-             **overrides) -> Iterator[Decision]:
+             above_power_mode: bool = False, **overrides) -> Iterator[Decision]:
     """``with pydvfs.governed(w): train()`` - apply, and restore on exit whatever happens: an
     exception, Ctrl-C, or (in the main thread) SIGTERM/SIGHUP/SIGQUIT, which raise
     :class:`pydvfs.signals.Terminated` inside the block."""
     dev = open_device(sysfs_root, state_dir)
     with terminate_as_exception(), dev.governing():
         try:
-            yield apply(workload, policy, model_dir, sysfs_root, state_dir, **overrides)
+            yield apply(workload, policy, model_dir, sysfs_root, state_dir, above_power_mode, **overrides)
         finally:
             dev.restore()

@@ -657,6 +657,13 @@ static int cmd_apply(const struct options *o)
         gc_tree_close(handle);
         return fail_board(&b, rc);
     }
+    if (d.mapped_from_mhz > 0 && d.level_hz)
+        fprintf(stderr, "govcore apply: note: the policy was trained on %s's clock table (%g..%g MHz); "
+                        "its %g MHz maps to %g MHz here (the same fraction of the top level, snapped "
+                        "to this board's table); `pydvfs run --policy online` measures this board's "
+                        "own best clock\n", model.board_id[0] ? model.board_id : "another board",
+                model.levels_mhz[0], model.levels_mhz[model.n_levels - 1], d.mapped_from_mhz,
+                gc_hz_to_mhz(d.policy_level_hz));
     if (d.clamped_from_hz)
         note_clamped(&b, "apply");
     if (o->json) {

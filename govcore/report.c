@@ -297,6 +297,20 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
                    "\"basis\": \"roofline\"}", gc_hz_to_mhz(d->trade_vs_hz), d->trade_j_pct, d->trade_s_pct);
     fprintf(f, ", \"policy\": \"%s\", \"model\": ", gc_policy_name(d->policy));
     gc_json_str(f, m->name);
+    fprintf(f, ", \"mapped_from_mhz\": ");
+    if (d->mapped_from_mhz > 0)
+        fprintf(f, "%.6g", d->mapped_from_mhz);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"trained_on\": {\"board\": ");
+    if (m->board_id[0])
+        gc_json_str(f, m->board_id);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"levels_mhz\": [");
+    for (i = 0; i < m->n_levels; i++)
+        fprintf(f, "%s%.6g", i ? ", " : "", m->levels_mhz[i]);
+    fprintf(f, "]}");
     fprintf(f, ", \"power_cap_mhz\": ");
     json_mhz_or_null(f, d->cap_hz);
     fprintf(f, ", \"clamped_from_mhz\": ");

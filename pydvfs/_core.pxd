@@ -197,6 +197,9 @@ cdef extern from "policy.h" nogil:
         const char *data_file      # provenance: the training data file, its sha256, when trained
         const char *data_sha256
         const char *trained_utc
+        char board_id[32]          # the board it was trained on ("" unknown)
+        int n_levels               # its training table (0: unknown)
+        double levels_mhz[64]
 
     ctypedef struct gc_goal:
         int objective              # energy, edp, ed2p (gc_objective_name)
@@ -213,6 +216,7 @@ cdef extern from "policy.h" nogil:
         double trade_j_pct         # predicted energy per step against it, %
         uint64_t clamped_from_hz   # apply: the level the power mode's cap lowered (0: none)
         uint64_t cap_hz            # apply: the cap the pin obeyed (0: none known, or lifted)
+        double mapped_from_mhz     # the tree's clock on its training table where it was mapped (0: not)
 
     ctypedef struct gc_roofline:
         double k_gauge             # proxy-FLOPs per Gcycle (the time scale's gauge)

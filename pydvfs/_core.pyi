@@ -82,6 +82,12 @@ class Tree:
     @property
     def ffg_mhz(self) -> float: ...
     @property
+    def board_id(self) -> str | None:
+        """The board the tree was trained on (pydvfs.boards id), None if not known."""
+    @property
+    def levels_mhz(self) -> tuple[float, ...]:
+        """The GPU clock table it was trained on (empty: not known)."""
+    @property
     def default_util_pct(self) -> tuple[float, float]: ...
     @property
     def provenance(self) -> dict[str, str]:

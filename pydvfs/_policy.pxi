@@ -107,6 +107,16 @@ cdef class Tree:
         return self.m.ffg_mhz
 
     @property
+    def board_id(self):
+        """The board the tree was trained on (a pydvfs.boards id), or None if not known."""
+        return self.m.board_id.decode() or None
+
+    @property
+    def levels_mhz(self):
+        """The GPU clock table the tree was trained on (empty: not known)."""
+        return tuple(self.m.levels_mhz[i] for i in range(self.m.n_levels))
+
+    @property
     def default_util_pct(self):
         return (self.m.default_util_pct[0], self.m.default_util_pct[1])
 
@@ -185,7 +195,8 @@ cdef gc_goal _goal(str objective, max_slowdown_pct) except *:
 cdef dict _decision(gc_decision *d):
     return {"proposed_mhz": d.proposed_mhz, "level_hz": d.level_hz, "policy_level_hz": d.policy_level_hz,
             "trade_vs_hz": d.trade_vs_hz, "trade_j_pct": d.trade_j_pct, "trade_s_pct": d.trade_s_pct,
-            "cap_hz": d.cap_hz, "clamped_from_hz": d.clamped_from_hz}
+            "cap_hz": d.cap_hz, "clamped_from_hz": d.clamped_from_hz,
+            "mapped_from_mhz": d.mapped_from_mhz if d.mapped_from_mhz > 0 else None}
 
 
 def decide(Board board, Tree tree, str policy, tuple workload, Roofline roofline=None, str objective="energy",

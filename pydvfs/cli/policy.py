@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import _core
+from ..boards import boards
 from .common import (
     add_above_power_mode,
     add_board_options,
@@ -28,7 +29,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                                exclude_tasks=name_list(args.exclude_tasks))
     if not args.json:
         print(f"training on {len(curves)} workloads from {args.data} (leave-one-out CV) ...", flush=True)
-    metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data)
+    metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data, board_id=args.board)
     sel = metrics["selected"]
 
     def text() -> str:
@@ -74,6 +75,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     extra = {} if args.dry_run else {"above_power_mode": args.above_power_mode}
     d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
             state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct, **extra)
+    if d.mapped_from_mhz is not None:
+        from ..device import open_device
+
+        print(f"pydvfs apply: {d.mapping_notice(open_device(args.sysfs_root).model)}", file=sys.stderr, flush=True)
     if d.clamped_from_mhz is not None:
         from ..governor.loop import clamp_notice
 
@@ -97,6 +102,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--tasks", nargs="+", metavar="T", help="train only on these tasks (a,b or a b)")
     p.add_argument("--exclude-tasks", nargs="+", metavar="T", help="leave these tasks out, e.g. for evaluation")
     p.add_argument("--energy-column", default="energy_cpu_gpu_j", help="energy to minimise")
+    p.add_argument("--board", default=None, choices=list(boards()), metavar="ID",
+                   help="the board the data was measured on (an id of pydvfs/data/boards.json), "
+                        "recorded with the data's clock table: on a board with another table "
+                        "apply maps the tree's clock onto it (docs/policy.md)")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", parents=[common], help="score the policies against MAXN",

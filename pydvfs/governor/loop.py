@@ -283,6 +283,12 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             report["decision"] = apply(workload, policy, model_dir, dev.sysfs_root, dev.state_dir,
                                        objective=objective.kind, max_slowdown_pct=objective.max_slowdown_pct,
                                        above_power_mode=above_power_mode).to_dict()
+            if report["decision"].get("mapped_from_mhz") is not None:
+                from ..policy.apply import mapping_notice
+
+                d = report["decision"]
+                print(f"pydvfs run: {mapping_notice(d['trained_on'] or {}, d['mapped_from_mhz'], d['policy_mhz'], dev.model)}",
+                      file=log, flush=True)
             if report["decision"].get("clamped_from_mhz") is not None:
                 print(f"pydvfs run: {clamp_notice(report['decision'])}", file=log, flush=True)
         with sampler:

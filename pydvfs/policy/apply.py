@@ -85,12 +85,23 @@ class Decision:
     trade: dict | None = None
     power_cap_mhz: float | None = None
     clamped_from_mhz: float | None = None
+    mapped_from_mhz: float | None = None
+    trained_on: dict | None = None
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
                 "policy_mhz": self.policy_mhz, "objective": self.objective, "trade": self.trade,
                 "features": self.features, "workload": self.workload, "model": self.model,
-                "power_cap_mhz": self.power_cap_mhz, "clamped_from_mhz": self.clamped_from_mhz}
+                "power_cap_mhz": self.power_cap_mhz, "clamped_from_mhz": self.clamped_from_mhz,
+                "mapped_from_mhz": self.mapped_from_mhz, "trained_on": self.trained_on}
+
+    def mapping_notice(self, board_model: str = "") -> str | None:
+        """The one-line notice of a choice mapped from the tree's training table onto this
+        board's (docs/policy.md, "On another board"); None where it was not mapped."""
+        if self.mapped_from_mhz is None or self.freq_mhz is None:
+            return None
+        return mapping_notice(self.trained_on or {}, self.mapped_from_mhz, self.policy_mhz or self.freq_mhz,
+                              board_model)
 
     def describe(self, note: str = "") -> str:
         """Text: the clock (with ``note`` after it), then the goal and the trade, if any."""
@@ -98,6 +109,28 @@ class Decision:
             return f"policy {self.policy}: MAXN (the board's own governor){note}"
         return "\n".join([f"policy {self.policy}: GPU clock {self.freq_mhz:g} MHz{note}",
                           *describe_trade(self.to_dict())])
+
+
+def _board_name(board_id: str | None, model: str = "") -> str:
+    from ..boards import boards, identify
+
+    if board_id and board_id in boards():
+        return boards()[board_id].name
+    found = identify(model) if model else None
+    return found.name if found else (board_id or "another board")
+
+
+def mapping_notice(trained_on: dict, from_mhz: float, to_mhz: float, board_model: str = "") -> str:
+    levels = trained_on.get("levels_mhz") or []
+    table = f" ({levels[0]:g}..{levels[-1]:g} MHz)" if levels else ""
+    here = _board_name(None, board_model) if board_model else "this board"
+    return (f"note: the policy was trained on {_board_name(trained_on.get('board'))}'s clock table{table}; "
+            f"on {here} its {from_mhz:g} MHz maps to {to_mhz:g} MHz (the same fraction of the top level, "
+            "snapped to this board's table); `pydvfs run --policy online` measures this board's own best clock")
+
+
+def _trained_on(tree) -> dict:
+    return {"board": tree.board_id, "levels_mhz": list(tree.levels_mhz)}
 
 
 def _mhz(hz: int) -> float | None:
@@ -123,7 +156,8 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         return Decision(freq_mhz=d["freq_mhz"], proposed_mhz=d["proposed_mhz"], policy=policy,
                         features=d["features"], workload=wl.to_dict(), model=d["model"],
                         policy_mhz=d.get("policy_mhz"), trade=d.get("trade"),
-                        power_cap_mhz=d.get("power_cap_mhz"), clamped_from_mhz=d.get("clamped_from_mhz"))
+                        power_cap_mhz=d.get("power_cap_mhz"), clamped_from_mhz=d.get("clamped_from_mhz"),
+                        mapped_from_mhz=d.get("mapped_from_mhz"), trained_on=d.get("trained_on"))
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
     bound = goal.max_slowdown_pct is not None and policy != "maxn" and model_dir is not None
@@ -153,6 +187,8 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         trade=trade,
         power_cap_mhz=_mhz(r["cap_hz"]),
         clamped_from_mhz=_mhz(r["clamped_from_hz"]),
+        mapped_from_mhz=r["mapped_from_mhz"],
+        trained_on=_trained_on(tree),
     )
 
 

@@ -26,6 +26,8 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InvalidValueError(f"{root} exists and is not an empty folder: give a new one")
+    if args.from_capture:
+        return _from_capture(args, root)
     if args.layout == "jp4" and args.levels == "13":
         raise InvalidValueError("--levels 13 is an AGX Orin table; jp4 (Xavier) has its own")
     if args.animate and args.layout == "jp4":
@@ -70,6 +72,23 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
     return 0 if rc in (0, 130) else rc
 
 
+def _from_capture(args: argparse.Namespace, root: Path) -> int:
+    """``--from OUT``: the layout of a board capture (``pydvfs capture-board``), rebuilt."""
+    from ..device.capture import read_capture, rebuild
+
+    if args.animate:
+        raise InvalidValueError("--animate runs on the simulated layouts, not with --from")
+    cap = read_capture(args.from_capture)
+    rebuild(cap, root)
+    meta = cap.get("meta") or {}
+    data = {"sysfs_root": str(root.resolve()), "from": str(args.from_capture), "model": meta.get("model"),
+            "board": meta.get("board"), "source": meta.get("source"), "entries": len(cap["entries"])}
+    emit(args, data, lambda: (f"the board of {args.from_capture} ({data['model'] or 'unknown model'}; "
+                              f"{data['source']}) in {root}: {data['entries']} files and links\n"
+                              f"try:\n  pydvfs status --sysfs-root {root}"))
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "fake-board", parents=[common], help="make a simulated Jetson board (a sysfs tree) to try commands on",
@@ -87,6 +106,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="jp5: AGX Orin JetPack 5 (default), jp6: JetPack 6, jp4: Xavier (ina3221x)")
     p.add_argument("--levels", choices=LEVEL_TABLES, default="11",
                    help="GPU table: 11 levels 306..1300.5 MHz (default) or 13 levels 114.75..1300.5 MHz")
+    p.add_argument("--from", dest="from_capture", metavar="OUT",
+                   help="rebuild the layout of a board capture (a file from `pydvfs capture-board OUT`)")
     g = p.add_argument_group("animation")
     g.add_argument("--animate", metavar="MODEL", help="simulate fine-tuning MODEL (e.g. bert-base, pythia-160m)")
     g.add_argument("--task", default="SST-2", help="GLUE task of the animation (default SST-2)")

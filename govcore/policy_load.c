@@ -330,6 +330,32 @@ static int check_hash(int fd, const char *want, const char *model_dir, const cha
     return 0;
 }
 
+/* A /proc/self/fd/N name for fd that no loaded object carries: fd itself (returns -1), or a
+ * duplicate the caller closes after dlopen (returns it); < -1 if none can be made. */
+static int unused_fd_name(int fd, char *path, size_t len)
+{
+    int cur = fd, dup_fd = -1, tries;
+
+    for (tries = 0; tries < 256; tries++) {
+        void *loaded;
+
+        snprintf(path, len, "/proc/self/fd/%d", cur);
+        loaded = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        if (!loaded)
+            return dup_fd;
+        dlclose(loaded);
+        cur = fcntl(fd, F_DUPFD_CLOEXEC, cur + 1);
+        if (dup_fd >= 0)
+            close(dup_fd);
+        if (cur < 0)
+            return -2;
+        dup_fd = cur;
+    }
+    if (dup_fd >= 0)
+        close(dup_fd);
+    return -2;
+}
+
 /* The manifest's board and levels_mhz (optional: a folder trained before they were recorded
  * has neither; then the table is unknown). A table that is not ascending clocks is refused. */
 static int manifest_origin(const struct manifest *man, gc_tree_model *out, const char *model_dir,
@@ -394,6 +420,7 @@ int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char 
     const gc_tree_model *m;
     char proc_path[64];
     int as_root = geteuid() == 0, dirfd = -1, mfd = -1, tfd = -1, fd = -1, sofd = -1, machine = 0, rc;
+    int namefd;
     void *h = NULL;
 
     *handle = NULL;
@@ -432,9 +459,17 @@ int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char 
         rc = -ENOEXEC;
         goto close_so;
     }
-    /* the checked copy itself, not a path */
-    snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", sofd);
+    /* the checked copy itself, not a path; under a name no loaded object has (dlopen returns
+     * an object already loaded under the same name: a policy.so loaded earlier from a
+     * descriptor number reused since would stand in for this one) */
+    if ((namefd = unused_fd_name(sofd, proc_path, sizeof proc_path)) < -1) {
+        snprintf(err, len, "cannot load %s/policy.so: no free descriptor", model_dir);
+        rc = -EMFILE;
+        goto close_so;
+    }
     h = dlopen(proc_path, RTLD_NOW | RTLD_LOCAL);
+    if (namefd >= 0)
+        close(namefd);
     if (!h) {
         snprintf(err, len, "cannot load %s/policy.so: %s", model_dir, dlerror());
         rc = -ENOEXEC;

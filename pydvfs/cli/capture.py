@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "files pydvfs reads; FIFOs and other special files are skipped). `pydvfs fake-board "
                     "DIR --from OUT` rebuilds the layout anywhere. Run as root to include the EMC "
                     "debugfs files.",
-        epilog=examples("sudo pydvfs capture-board my-board.json",
+        epilog=examples("pydvfs capture-board my-board.json",
                         "pydvfs fake-board /tmp/my-board --from my-board.json"))
     p.add_argument("out", metavar="OUT", help="the file to write (a new one)")
     add_board_options(p, state=False)

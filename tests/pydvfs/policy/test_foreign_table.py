@@ -117,3 +117,24 @@ def test_a_trained_folder_names_its_table_and_an_old_folder_still_loads(trained,
     (bad / "manifest.txt").write_text(text.replace(fields["levels_mhz"], "612.0 306.0"))
     with pytest.raises(pydvfs.errors.PydvfsError, match="levels_mhz is not an ascending list"):
         _core.Tree(str(bad))
+
+
+def test_two_model_folders_in_one_process_each_load_their_own_tree(tmp_path):
+    """dlopen returns an object already loaded under the same name: a second folder's policy.so,
+    checked into a descriptor whose number the first one had, must not be taken for the first."""
+    from pydvfs.policy.export import compile_policy, constant_to_c
+    from pydvfs.policy.manifest import provenance, write_manifest
+
+    trees = []
+    for mhz in (612.0, 714.0, 816.0):
+        d = tmp_path / f"m{mhz:g}"
+        d.mkdir()
+        feats = ("is_decoder", "layers")
+        (d / "policy_tree.c").write_text(constant_to_c(mhz, feats, (50.0, 50.0), f"const {mhz:g}", "test",
+                                                       provenance(None, "test"), board_id="agx-orin",
+                                                       levels_mhz=board_row("agx-orin").gpu_levels_mhz))
+        compile_policy(d / "policy_tree.c", d / "policy.so")
+        write_manifest(d, feats, [mhz], provenance(None, "test"), "agx-orin", board_row("agx-orin").gpu_levels_mhz)
+        trees.append(_core.Tree(str(d)))  # kept alive: its policy.so stays loaded
+    assert [t.classes_mhz for t in trees] == [(612.0,), (714.0,), (816.0,)]
+    assert all(t.board_id == "agx-orin" for t in trees)

@@ -44,7 +44,7 @@ MAX_LINK_HOPS = 40
 NUMBER = re.compile(r"^[ \t]*-?\d+(?:[ \t]+-?\d+)*[ \t]*\n?$")      # "612000000", "306000000 408000000"
 TOKENS = re.compile(r"^[A-Za-z0-9_ .,:@+/()\-\[\]]{0,256}\n?$")   # names, labels, governor lists, cpu lists
 MODEL = re.compile(r"^[A-Za-z0-9_ .,:@+/()\-]{1,128}\x00?\n?$")     # the device-tree model (NUL-terminated)
-RELEASE = re.compile(r"^# R\d+ \(release\), REVISION: [\w.]+(?:, [A-Z]+: [\w.:\- ]+)*$")
+RELEASE = re.compile(r"^# R\d+ \(release\), REVISION: [\w.]+(?:, [A-Z_]+: [\w.:\-() ]+)*$")
 CONF_HEADER = re.compile(r"^< [A-Z_]+(?: [A-Z_]+=[\w.\-]+)* >$")
 # "GPU MAX_FREQ 612000000", "CPU_ONLINE CORE_0 1", "GPU_POWER_CONTROL_ENABLE GPU_PWR_CNTRL_EN on",
 # "MAX_FREQ /sys/devices/.../max_freq": a number, a board path or a plain word, nothing else

@@ -2,6 +2,7 @@
  * state's file is state.c's. */
 #include "govcore.h"
 #include "state.h"
+#include "powermode.h"
 #include "sysfs.h"
 
 #include <errno.h>
@@ -243,6 +244,9 @@ int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *le
         set_err(b, "not a clock: %.3f MHz", gc_hz_to_mhz(want_hz));
         return -EINVAL;
     }
+    /* the power mode is the user's ceiling: read before the state is saved (powermode.c) */
+    if ((rc = gc_power_cap_clamp(b, state_dir, level_hz)) < 0)
+        return rc;
     rc = gc_state_save(b, state_dir, &saved_now);
     if (rc < 0)
         return rc;

@@ -240,7 +240,7 @@ static void handle_pin(struct server *sv, int ci, const gc_request *rq)
     gc_state_path(&sv->board, sv->cfg->state_dir, state_path, sizeof state_path);
     if (!(f = reply_begin(&buf, &len)))
         return reply_error(c, -ENOMEM, "out of memory");
-    gc_json_pin_warned(f, rq->mhz, level_hz, state_path, sv->board.warn);
+    gc_json_pin(f, &sv->board, rq->mhz, level_hz, state_path);
     reply_end(c, f, &buf, &len);
 }
 

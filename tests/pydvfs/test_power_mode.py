@@ -220,7 +220,7 @@ def test_status_says_unknown_for_missing_or_garbled_nvpmodel_files(tmp_path, cli
         else:
             path.write_text(status)
     if conf is not None:
-        (b.root / "etc").mkdir()
+        (b.root / "etc").mkdir(exist_ok=True)  # the fake board has /etc/nv_tegra_release
         (b.root / "etc/nvpmodel.conf").write_text(conf)
     for res in (cli("status", "--sysfs-root", str(b.root), "--json", timeout=60),
                 gc(govcore_bin, b, "--json", "status")):

@@ -4,10 +4,9 @@
 
 Each capture says so in its metadata ("source": built from the table's facts, not a real board).
 The fake tree is pydvfs.device.fake's; the nvpmodel status and table and the release line are
-added from the board table (the table's first power mode in force, its cap on max_freq). A board
-that pydvfs.device.fake cannot lay out yet is skipped and named.
+added from the board table (the table's first power mode in force, its cap on max_freq).
 
-    python tools/make_captures.py                 # every board the fake layer can build
+    python tools/make_captures.py                 # every board of the table
     python tools/make_captures.py --out DIR
 """
 from __future__ import annotations
@@ -27,21 +26,11 @@ from pydvfs.device.fake import build_fake_board, rewrite_int  # noqa: E402
 
 SOURCE = "built from the table's facts (pydvfs.device.fake, pydvfs/data/boards.json), not a real board"
 L4T = {4: 32, 5: 35, 6: 36, 7: 38}  # JetPack -> L4T release (SPEC 5b)
-# Until pydvfs.device.fake lays out every board (build_fake_board(root, board=ID)): the layouts it has.
-OLD_LAYOUTS = {"agx-orin": "jp5", "agx-xavier": "jp4"}
 
 
 def fake_of(root: Path, b: Board):
-    """A fake tree of board b, or None where the fake layer cannot build it yet."""
-    try:
-        return build_fake_board(root, board=b.id)  # the board-aware fake layer
-    except TypeError:
-        pass
-    layout = OLD_LAYOUTS.get(b.id)
-    if layout is None:
-        return None
-    return build_fake_board(root, layout, levels_hz=tuple(round(f * 1e6) for f in b.gpu_levels_mhz),
-                            model=b.model_example)
+    """A fake tree of board b (pydvfs.device.fake lays out every board of the table)."""
+    return build_fake_board(root, board=b.id)
 
 
 def add_table_facts(fb, b: Board) -> None:
@@ -74,13 +63,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    skipped = []
     for b in boards().values():
         with tempfile.TemporaryDirectory() as tmp:
             fb = fake_of(Path(tmp) / "board", b)
-            if fb is None:
-                skipped.append(b.id)
-                continue
             add_table_facts(fb, b)
             cap = capture_board(fb.root, source=SOURCE, board_id=b.id)
             cap["meta"]["captured_utc"] = None  # not a capture in time: regenerated, not taken
@@ -89,8 +74,6 @@ def main(argv=None) -> int:
             os.unlink(path)  # ours: this script wrote it
         write_capture(cap, path)
         print(f"{path}: {len(cap['entries'])} entries")
-    if skipped:
-        print(f"not built (pydvfs.device.fake has no layout for them yet): {', '.join(skipped)}")
     return 0
 
 

@@ -175,6 +175,16 @@ def test_the_online_search_gets_the_capped_table(orin30):
     assert lifted["search_levels_mhz"][-1] == 1300.5 and lifted["centre_mhz"] == 918.0
 
 
+def test_the_in_process_governor_takes_energy_and_above_power_mode_together(orin30):
+    """OnlineGovernor(energy=..., above_power_mode=...): the merged keywords of both branches."""
+    with pydvfs.OnlineGovernor(sysfs_root=orin30.root, start_mhz=918, energy="cpu-gpu", log=None) as gov:
+        assert gov.objective.energy == "cpu-gpu" and limits(orin30)[1] == 612000000  # capped
+    with pydvfs.OnlineGovernor(sysfs_root=orin30.root, start_mhz=918, energy="module", log=None,
+                               above_power_mode=True) as gov:
+        assert gov.objective.energy == "module" and limits(orin30)[1] == 918000000  # lifted
+    assert limits(orin30)[1] == 612000000  # restored: the mode's own max_freq
+
+
 # -- status: the mode's name and caps, or unknown ---------------------------------------------
 
 def test_status_names_the_mode_and_cap_in_both_front_ends(orin30, cli, govcore_bin):

@@ -253,10 +253,7 @@ static void handle_pin(struct server *sv, int ci, const gc_request *rq)
     gc_state_path(&sv->board, sv->cfg->state_dir, state_path, sizeof state_path);
     if (!(f = reply_begin(&buf, &len)))
         return reply_error(c, -ENOMEM, "out of memory");
-    if (joint)
-        gc_json_pin_mode(f, rq->mhz, level_hz, state_path, sv->board.warn, &ds, levels);
-    else
-        gc_json_pin_warned(f, rq->mhz, level_hz, state_path, sv->board.warn);
+    gc_json_pin(f, &sv->board, rq->mhz, level_hz, state_path, joint ? &ds : NULL, joint ? levels : NULL);
     reply_end(c, f, &buf, &len);
 }
 

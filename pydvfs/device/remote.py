@@ -294,11 +294,31 @@ class RemoteBoard:
         saved = self._fresh()["saved_state"]
         return None if saved is None else (_hz(saved["min_mhz"]), _hz(saved["max_mhz"]), saved["governor"])
 
-    def pin_hz(self, want_hz: int, state_dir=None) -> int:
+    def pin_hz(self, want_hz: int, state_dir=None, above_power_mode: bool = False) -> int:
+        """The daemon's pin obeys the power mode's cap (govcore/powermode.h); lifting it is for
+        root alone."""
+        if above_power_mode:
+            raise InvalidValueError("--above-power-mode is not available through the govcore daemon: run as root")
         level_hz = self.snap_hz(want_hz)  # the daemon takes only clocks of the table
         reply = self._conn.request(f"pin {plain_decimal(level_hz / 1e6)}")
         self._state_file = reply["state_file"]
-        return _hz(reply["freq_mhz"])
+        got = _hz(reply["freq_mhz"])
+        cap, clamped = reply.get("power_cap_mhz"), reply.get("clamped_from_mhz")
+        self._last_pin_cap = (_hz(cap) if cap else 0, _hz(clamped) if clamped else 0)
+        self._pin_warning = reply.get("warning") or ""
+        return got
+
+    _last_pin_cap = (0, 0)
+    last_pin_cap = property(lambda self: self._last_pin_cap)
+    _pin_warning = ""
+    pin_warning = property(lambda self: self._pin_warning)
+
+    def power_mode(self) -> dict:
+        return self._fresh().get("power_mode") or {
+            "id": None, "name": None, "gpu_max_mhz": None, "unknown": "the govcore daemon does not report it"}
+
+    def gpu_cap(self, state_dir=None) -> dict | None:
+        return self._fresh().get("gpu_cap")
 
     def domains(self, emc_table_hz=()) -> list:
         """The daemon's clock domains, in _core.Board.domains's shape (Hz)."""

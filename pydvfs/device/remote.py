@@ -297,16 +297,20 @@ class RemoteBoard:
     def pin_hz(self, want_hz: int, state_dir=None, above_power_mode: bool = False) -> int:
         """The daemon's pin obeys the power mode's cap (govcore/powermode.h); lifting it is for
         root alone."""
+        level_hz = self.snap_hz(want_hz)  # the daemon takes only clocks of the table
+        reply = self._pin(f"pin {plain_decimal(level_hz / 1e6)}", above_power_mode)
+        return _hz(reply["freq_mhz"])
+
+    def _pin(self, request: str, above_power_mode: bool) -> dict:
+        """A pin request; its reply, with what the cap did and the warning kept for the caller."""
         if above_power_mode:
             raise InvalidValueError("--above-power-mode is not available through the govcore daemon: run as root")
-        level_hz = self.snap_hz(want_hz)  # the daemon takes only clocks of the table
-        reply = self._conn.request(f"pin {plain_decimal(level_hz / 1e6)}")
+        reply = self._conn.request(request)
         self._state_file = reply["state_file"]
-        got = _hz(reply["freq_mhz"])
         cap, clamped = reply.get("power_cap_mhz"), reply.get("clamped_from_mhz")
         self._last_pin_cap = (_hz(cap) if cap else 0, _hz(clamped) if clamped else 0)
         self._pin_warning = reply.get("warning") or ""
-        return got
+        return reply
 
     _last_pin_cap = (0, 0)
     last_pin_cap = property(lambda self: self._last_pin_cap)
@@ -336,7 +340,8 @@ class RemoteBoard:
                         "related_cpus": r.get("related_cpus", ""), "state": st})
         return out
 
-    def pin_mode_hz(self, gpu_hz: int, emc_hz: int, cpu_hz: int, state_dir=None, emc_table_hz=()):
+    def pin_mode_hz(self, gpu_hz: int, emc_hz: int, cpu_hz: int, state_dir=None, emc_table_hz=(),
+                    above_power_mode: bool = False):
         """The joint pin in the daemon: it checks and snaps the EMC and CPU clocks (one snap, in
         C); the GPU's level is snapped here, as pin_hz does."""
         parts = [f"pin {plain_decimal(self.snap_hz(gpu_hz) / 1e6)}"]
@@ -344,8 +349,7 @@ class RemoteBoard:
             parts.append(f"emc_mhz={plain_decimal(emc_hz / 1e6)}")
         if cpu_hz:
             parts.append(f"cpu_mhz={plain_decimal(cpu_hz / 1e6)}")
-        reply = self._conn.request(" ".join(parts))
-        self._state_file = reply["state_file"]
+        reply = self._pin(" ".join(parts), above_power_mode)
         return _hz(reply["freq_mhz"]), {k: _hz(v) for k, v in reply.get("domains", {}).items()}
 
     def restore(self, state_dir=None) -> bool:

@@ -58,8 +58,9 @@ def text_report(r: dict) -> str:
     else:
         from ..policy.apply import describe_trade
 
-        lines.append(f"policy    {r['policy']}: {_fmt_mhz(r['chosen_mhz'])}")
-        if r["decision"].get("freq_mhz") is not None:
+        lines.append(f"policy    {r['policy']}: {_fmt_mhz(r['chosen_mhz'])}"
+                     + (f" (fell back: {r['fallback']})" if r.get("fallback") else ""))
+        if r["decision"].get("freq_mhz") is not None and not r.get("fallback"):
             lines.extend(describe_trade(r["decision"]))
     levels = r.get("search_levels_mhz") or []
     if r["policy"] == "online" and levels:

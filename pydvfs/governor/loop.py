@@ -30,7 +30,7 @@ from ..device import open_device
 from ..energy import board_of
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
-from ..errors import InvalidValueError, PydvfsError
+from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
 from ..progress import read_progress
 from ..sampler import Sampler
 from ..signals import Terminated
@@ -104,6 +104,40 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
         source += " (mlg keeps this workload at MAXN)"
     return {"start_mhz": None if maxn_anchor else start, "start_source": source, "centre_mhz": start,
             "maxn_anchor": maxn_anchor, "board_max_mhz": cap, "search_levels_mhz": list(levels)}
+
+
+def start_policy(dev, policy: str, workload, model_dir, objective: Objective, engine: OnlineEngine | None = None,
+                 log=None, prefix: str = "pydvfs run") -> tuple[dict | None, str | None]:
+    """Put the board where ``policy`` starts, the one start of both front ends (``pydvfs run``
+    and :class:`~pydvfs.governor.inprocess.OnlineGovernor`). Returns (the decision, None for
+    online; the fallback, None where the clock took).
+
+    ``online``: the engine pins the search's start clock by the path of every later move, so a
+    start the board refuses is dropped from the search as a refused later level is. A static
+    policy is decided, then pinned by the same rule: a clock the board refuses (govcore has put
+    its own state back) leaves the board at its own state, said on ``log`` and returned as the
+    fallback; the command still runs. A board that cannot be written at all is an error."""
+    if policy == "online":
+        engine.start(0.0)
+        return None, engine.fallback
+    if policy == "maxn" and workload is None:
+        dev.restore()
+        return {"freq_mhz": None, "policy": "maxn"}, None
+    from ..policy.apply import decide
+
+    decision = decide(workload, policy, model_dir, dev.sysfs_root, dev.state_dir, objective=objective.kind,
+                      max_slowdown_pct=objective.max_slowdown_pct).to_dict()
+    if decision["freq_mhz"] is None:  # maxn, or a tree that keeps the workload there
+        dev.restore()
+        return decision, None
+    try:
+        dev.pin(decision["freq_mhz"])
+    except ClockVerifyError as e:
+        why = f"the board refused {decision['freq_mhz']:g} MHz ({e})"
+        if log is not None:
+            print(f"{prefix}: {why}: the board stays at its own clock state", file=log, flush=True)
+        return decision, why
+    return decision, None
 
 
 def search_vf(model_dir) -> tuple:
@@ -232,7 +266,6 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     """Run ``cmd`` under ``policy``; returns the report (see docs/online.md). ``total_steps``:
     the count the progress file will reach at the end, if known (the online search's horizon)."""
     from ..device import remote
-    from ..policy.apply import apply
 
     cmd = list(cmd)
     if not cmd:
@@ -278,23 +311,16 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     try:
         try:
             if online:
-                if searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
-                    dev.pin(searcher.target_mhz)
-                report["decision"] = None
-            elif policy == "maxn" and workload is None:
-                dev.restore()
-                report["decision"] = {"freq_mhz": None, "policy": "maxn"}
-            else:
-                report["decision"] = apply(workload, policy, model_dir, dev.sysfs_root, dev.state_dir,
-                                           objective=objective.kind,
-                                           max_slowdown_pct=objective.max_slowdown_pct).to_dict()
+                engine = OnlineEngine(dev, sampler, searcher, window, f"the progress file {progress}",
+                                      log, objective, total_steps=total_steps)
+            report["decision"], fallback = start_policy(dev, policy, workload, model_dir, objective, engine, log)
+            if not online:
+                report["fallback"] = fallback
             with sampler:
                 t0 = clock()
                 proc = start_command(cmd, {"PYDVFS_POLICY": policy})
                 try:
                     if online:
-                        engine = OnlineEngine(dev, sampler, searcher, window, f"the progress file {progress}",
-                                              log, objective, total_steps=total_steps)
                         _poll(engine, progress, proc, clock, t0, sleep)
                         report.update(engine.report())
                     else:
@@ -346,7 +372,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         report.update(online_outcome(report, energy))
         engine.say_outcome()
     else:
-        report.update(chosen_mhz=report["decision"]["freq_mhz"], objective=objective.to_dict(),
+        report.update(chosen_mhz=None if report["fallback"] else report["decision"]["freq_mhz"],
+                      objective=objective.to_dict(),
                       trade=report["decision"].get("trade"))
     if interrupted is not None:
         # the caller still unwinds as on any Ctrl-C/SIGTERM, with what was measured until then
@@ -367,4 +394,5 @@ def _poll(engine: OnlineEngine, progress: Path, proc, clock, t0: float, sleep) -
         engine.tick(clock() - t0, read_progress(progress))
 
 
-__all__ = ["POLICIES", "STATIC_POLICIES", "WindowParams", "board_cap_mhz", "capped_levels", "choose_start", "read_progress", "run_governed"]
+__all__ = ["POLICIES", "STATIC_POLICIES", "WindowParams", "board_cap_mhz", "capped_levels", "choose_start", "read_progress",
+           "run_governed", "start_policy"]

@@ -342,24 +342,17 @@ static int cmd_pin(const struct options *o)
     if (gc_parse_mhz(text, strlen(text), &want_hz) < 0)
         return fail("not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", text);
     mhz = gc_hz_to_mhz(want_hz);
-    if (daemon_socket(NULL)) {
-        /* the daemon applies the same rules (snap, refuse far outside the table); --nearest
-         * needs the table, which only the daemon has here */
-        if (nearest)
-            return fail("--nearest through $PYDVFS_SOCKET: give a clock of the board's table "
-                        "(`govcore status` lists them)");
-        memcpy(request + 4, text, strlen(text) + 1); /* checked above: at most 13 bytes */
-        return via_daemon(daemon_socket(NULL), request, 1);
+    if (!(socket_path = daemon_socket(NULL))) {
+        if ((rc = open_board(o, &b)) != 0)
+            return rc;
+        if (!nearest && gc_check_near_table(&b, want_hz) < 0)
+            return fail("%s; pass --nearest to pin the nearest level anyway", b.err);
+        socket_path = daemon_socket(&b);
     }
-    if ((rc = open_board(o, &b)) != 0)
-        return rc;
-    if (!nearest && gc_check_near_table(&b, want_hz) < 0)
-        return fail("%s; pass --nearest to pin the nearest level anyway", b.err);
-    if ((socket_path = daemon_socket(&b))) {
-        /* snapped here, so that --nearest holds through the daemon too */
-        if (gc_snap_hz(&b, want_hz, &level_hz) < 0)
-            return fail("not a clock: '%s'", text);
-        plain_decimal(request + 4, sizeof request - 4, gc_hz_to_mhz(level_hz));
+    if (socket_path) {
+        /* the clock as asked: the daemon applies the same rules (the one snap, in gc_pin_hz;
+         * far outside the table refused unless nearest=1). Checked above: at most 13 bytes */
+        snprintf(request + 4, sizeof request - 4, "%s%s", text, nearest ? " nearest=1" : "");
         return via_daemon(socket_path, request, 1);
     }
     if (!board_writable(&b))

@@ -211,8 +211,10 @@ int gc_request_parse(const char *line, size_t len, gc_request *req, char *err, s
         return 0;
     }
     if (tok_is(&tok[0], "pin")) {
-        if (n_tok != 2 || gc_parse_mhz(tok[1].s, tok[1].n, &req->hz) < 0)
-            return refuse(err, err_len, "usage: pin MHZ (" GC_MHZ_GRAMMAR ")");
+        if (n_tok < 2 || n_tok > 3 || gc_parse_mhz(tok[1].s, tok[1].n, &req->hz) < 0 ||
+            (n_tok == 3 && !tok_is(&tok[2], "nearest=1")))
+            return refuse(err, err_len, "usage: pin MHZ [nearest=1] (MHZ: " GC_MHZ_GRAMMAR ")");
+        req->nearest = n_tok == 3;
         req->mhz = gc_hz_to_mhz(req->hz);
         req->kind = GC_REQ_PIN;
         return 0;

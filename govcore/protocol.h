@@ -3,8 +3,10 @@
  *
  *   version
  *   status
- *   pin MHZ                      MHZ: a clock (gc_parse_mhz's grammar), snapped to the board's
- *                                table as a direct pin is; refused more than one level outside it
+ *   pin MHZ [nearest=1]          MHZ: a clock (gc_parse_mhz's grammar), snapped to the board's
+ *                                table as a direct pin is (the one snap: clients send the clock
+ *                                asked for); refused more than one level outside it unless
+ *                                nearest=1. The reply's freq_hz is the level set, exact
  *   restore
  *   apply KEY=VALUE...           keys: model, layers, hidden, seq_len (required), util_pct,
  *                                policy (mlg|ffg|rules|maxn|roofline), tree (a policy installed
@@ -50,6 +52,7 @@ typedef struct gc_request {
     int kind;                         /* enum gc_req_kind */
     uint64_t hz;                      /* pin: the clock asked for, exactly as given */
     double mhz;                       /* pin: the same, MHz */
+    int nearest;                      /* pin: 1 = the nearest level even far outside the table */
     char name[GC_WINDOW_NAME_MAX];    /* begin/end: the window */
     /* apply */
     int policy;                       /* enum gc_policy */

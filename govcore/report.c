@@ -196,8 +196,8 @@ void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *s
 void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
                         const char *warning)
 {
-    fprintf(f, "{\"requested_mhz\": %.12g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
-            requested_mhz, gc_hz_to_mhz(level_hz),
+    fprintf(f, "{\"requested_mhz\": %.12g, \"freq_mhz\": %.6g, \"freq_hz\": %llu, \"snapped\": %s, "
+               "\"state_file\": ", requested_mhz, gc_hz_to_mhz(level_hz), (unsigned long long)level_hz,
             level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
     gc_json_str(f, state_path);
     if (warning && *warning) {

@@ -225,8 +225,9 @@ static void handle_pin(struct server *sv, int ci, const gc_request *rq)
     int rc, was_owner = sv->owner == ci;
     FILE *f;
 
-    /* the rules of a direct pin: snapped to the nearest level, refused far outside the table */
-    if ((rc = gc_check_near_table(&sv->board, want_hz)) < 0)
+    /* the rules of a direct pin: snapped to the nearest level (in gc_pin_hz, the one snap),
+     * refused far outside the table unless the client asked for the nearest level */
+    if (!rq->nearest && (rc = gc_check_near_table(&sv->board, want_hz)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);
     if ((rc = take_ownership(sv, ci)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);

@@ -62,6 +62,7 @@ cdef extern from "govcore.h" nogil:
     int gc_range_read(gc_board *b, gc_clock_state *st)
     int gc_gpu_load_permille(gc_board *b, int *load_permille)
     int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz)
+    int gc_check_near_table(gc_board *b, uint64_t want_hz)
     int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
     int gc_default_state_dir(char *out, size_t length)
     int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t length)

@@ -236,17 +236,22 @@ class Device:
         :func:`pydvfs.governed` leaves the board to the outer block)."""
         return ownership.in_block(self._board)
 
-    def pin(self, mhz: float) -> PinResult:
-        """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first (if
-        that original is itself a pin, as jetson_clocks leaves it, ``PinResult.warning`` says
-        so). From here until :meth:`restore` (or the end of the process) this process owns the
-        board."""
+    def pin(self, mhz: float | str, nearest: bool = True) -> PinResult:
+        """Pin the GPU clock to the level nearest ``mhz`` (a number, or text by govcore's
+        grammar). The original state is saved first (if that original is itself a pin, as
+        jetson_clocks leaves it, ``PinResult.warning`` says so). From here until
+        :meth:`restore` (or the end of the process) this process owns the board.
+        ``nearest=False``: a clock more than one level outside the table is refused
+        (InvalidValueError), as ``pydvfs pin`` without ``--nearest``.
+
+        One conversion (MHz to Hz, here) and one snap (govcore's gc_pin_hz, directly or in the
+        daemon, which says the level it set in Hz)."""
         want_hz = mhz_to_hz(mhz)
         with ownership.changing(), ownership.governing(self._board) as owner:
-            level_hz = self._board.pin_hz(want_hz, self.state_dir)
+            level_hz = self._board.pin_hz(want_hz, self.state_dir, nearest)
             owner.pinned = True
             warning = getattr(self._board, "pin_warning", "") or None
-        return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file(), warning)
+        return PinResult(hz_to_mhz(want_hz), hz_to_mhz(level_hz), self.state_file(), warning)
 
     def restore(self, force: bool = False) -> bool:
         """Put back the state saved before the first change. True if there was one.

@@ -24,6 +24,7 @@ from types import MappingProxyType
 
 from .. import _core
 from ..errors import BoardIOError, BoardPermissionError, InvalidValueError
+from ..levels import nearest_level
 from ..sampler import Measurement, Sampler
 
 SOCKET_ENV = "PYDVFS_SOCKET"
@@ -236,6 +237,12 @@ def connection(path: str) -> Connection:
         return _connections[path]
 
 
+def hz_text(hz: int) -> str:
+    """A clock in Hz as the protocol's MHz, exactly (gc_parse_mhz reads back the same Hz)."""
+    whole, frac = divmod(int(hz), 1000000)
+    return f"{whole}.{frac:06d}".rstrip("0").rstrip(".") if frac else str(whole)
+
+
 def _hz(mhz: float) -> int:
     return _core.mhz_to_hz(float(mhz))
 
@@ -283,10 +290,11 @@ class RemoteBoard:
         return None if pct is None else round(pct * 10)
 
     def snap_hz(self, want_hz: int) -> int:
-        """The nearest level (ties to the lower), as gc_snap_hz."""
+        """The nearest level (ties to the lower), as gc_snap_hz: for reading only (a search's
+        table); a pin is snapped once, by the daemon."""
         if want_hz <= 0:
             raise InvalidValueError("not a clock: 0 Hz")
-        return min(self.freqs_hz, key=lambda f: (abs(f - want_hz), f))
+        return nearest_level(self.freqs_hz, want_hz)
 
     def state_path(self, state_dir=None) -> str:
         saved = self._fresh()["saved_state"]
@@ -296,11 +304,13 @@ class RemoteBoard:
         saved = self._fresh()["saved_state"]
         return None if saved is None else (_hz(saved["min_mhz"]), _hz(saved["max_mhz"]), saved["governor"])
 
-    def pin_hz(self, want_hz: int, state_dir=None) -> int:
-        level_hz = self.snap_hz(want_hz)  # the daemon takes only clocks of the table
-        reply = self._conn.request(f"pin {plain_decimal(level_hz / 1e6)}")
+    def pin_hz(self, want_hz: int, state_dir=None, nearest: bool = True) -> int:
+        """As ``_core.Board.pin_hz``: the clock asked for goes to the daemon exactly (Hz as a
+        decimal of MHz, no rounding), the daemon snaps it (the one snap, in C) and says the
+        level it set, in Hz."""
+        reply = self._conn.request(f"pin {hz_text(want_hz)}" + (" nearest=1" if nearest else ""))
         self._state_file = reply["state_file"]
-        return _hz(reply["freq_mhz"])
+        return int(reply["freq_hz"])
 
     def restore(self, state_dir=None) -> bool:
         return bool(self._conn.request("restore")["restored"])

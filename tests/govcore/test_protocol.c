@@ -32,6 +32,10 @@ static void test_accepted(void)
     CHECK(parse("pin 1300.5", &rq) == 0 && rq.kind == GC_REQ_PIN && rq.mhz == 1300.5);
     CHECK(parse("pin 714.000001", &rq) == 0 && rq.hz == 714000001); /* exact: gc_parse_mhz */
     CHECK(parse("pin 714.0000005", &rq) == -EINVAL); /* finer than a Hz, as in `govcore pin` */
+    CHECK(parse("pin 1300.5", &rq) == 0 && !rq.nearest);
+    CHECK(parse("pin 99999 nearest=1", &rq) == 0 && rq.nearest && rq.hz == 99999000000ULL);
+    CHECK(parse("pin 714 nearest=0", &rq) == -EINVAL && parse("pin 714 nearest", &rq) == -EINVAL);
+    CHECK(parse("pin nearest=1 714", &rq) == -EINVAL && parse("pin 714 nearest=1 x", &rq) == -EINVAL);
     CHECK(parse("begin epoch-1.a:b_c", &rq) == 0 && rq.kind == GC_REQ_BEGIN &&
           strcmp(rq.name, "epoch-1.a:b_c") == 0);
     CHECK(parse("end x", &rq) == 0 && rq.kind == GC_REQ_END);

@@ -138,9 +138,12 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
             break;
         }
         case K_POLICY:
-            if (gc_policy_parse(value, &req->policy) < 0)
-                return refuse(err, len, "apply: unknown policy: expected mlg, ffg, rules, maxn or "
-                                        "roofline");
+            if (gc_policy_parse(value, &req->policy) < 0) {
+                char names[128];
+
+                gc_policy_list(names, sizeof names);
+                return refuse(err, len, "apply: unknown policy: expected %s", names);
+            }
             break;
         case K_OBJECTIVE:
             if (gc_objective_parse(value, &req->goal.objective) < 0)

@@ -296,8 +296,9 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
     /* the time curve of the roofline policy and of a slowdown bound: the installed folder's
      * roofline.txt (its folder passed gc_tree_load's checks); without one, gc_decide_goal says
      * what is missing */
-    if (rq->policy == GC_POLICY_ROOFLINE ||
-        (rq->goal.max_slowdown_pct >= 0 && rq->policy != GC_POLICY_MAXN && rq->tree[0])) {
+    if ((gc_policy_of(rq->policy)->flags & GC_POLICY_NEEDS_MODEL_DIR) ||
+        (rq->goal.max_slowdown_pct >= 0 && !(gc_policy_of(rq->policy)->flags & GC_POLICY_PINS_NOTHING) &&
+         rq->tree[0])) {
         if (!rq->tree[0])
             return reply_error(c, -EINVAL, "the roofline policy needs tree=NAME: a folder from "
                                            "`pydvfs train` root installed in %s", policy_dir);

@@ -169,9 +169,19 @@ cdef extern from "policy.h" nogil:
         GC_MAX_FEATURES
         GC_MAX_CLASSES
         GC_ROOFLINE_MAX_VF
-        GC_POLICY_COUNT            # policies are numbered 0 .. GC_POLICY_COUNT-1 (gc_policy_name)
+        GC_POLICY_NEEDS_MODEL_DIR  # a policy entry's flags (policy.h)
+        GC_POLICY_TAKES_OBJECTIVE
+        GC_POLICY_PINS_NOTHING
         GC_OBJECTIVE_ENERGY        # objectives: the power of the step time in the cost (E t^k)
         GC_OBJECTIVE_COUNT         # numbered 0 .. GC_OBJECTIVE_COUNT-1 (gc_objective_name)
+
+    # the policies' one table (policy.c's gc_policies): a policy is an index of it
+    ctypedef struct gc_policy_entry:
+        const char *name
+        const char *help
+        unsigned flags
+    const gc_policy_entry gc_policies[]
+    const int gc_n_policies
 
     ctypedef struct gc_workload:
         int is_decoder             # 0 encoder, 1 decoder

@@ -8,6 +8,8 @@ from typing import Any, Sequence
 
 # The static policies, in govcore's order (gc_policy_name): ("mlg", "ffg", "rules", "maxn", "roofline").
 POLICY_NAMES: tuple[str, ...]
+POLICY_HELP: dict[str, str]
+POLICY_FLAGS: dict[str, frozenset[str]]
 # What a policy may minimise (gc_objective_name): ("energy", "edp", "ed2p"); the index is the
 # power of the step time in the cost E t^k.
 OBJECTIVE_NAMES: tuple[str, ...]

@@ -114,6 +114,13 @@ def add_board_options(p: argparse.ArgumentParser, state: bool = True) -> argpars
     return p
 
 
+def policy_help() -> str:
+    """The static policies and their one line each, from govcore's table of them."""
+    from .. import _core
+
+    return "; ".join(f"{name}: {text}" for name, text in _core.POLICY_HELP.items())
+
+
 def add_objective_options(p: argparse.ArgumentParser) -> None:
     """``--objective`` and ``--max-slowdown`` (pydvfs/governor/objective.py): what a policy
     minimises, under what slowdown bound; ``objective_from_args`` checks them."""

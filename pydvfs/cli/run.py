@@ -19,6 +19,7 @@ from .common import (
     clock_mhz,
     examples,
     objective_from_args,
+    policy_help,
 )
 
 
@@ -181,7 +182,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "pydvfs run --progress-file /tmp/steps --workload model=bert,layers=12,hidden=768,seq_len=13.3 "
             "-- python train.py --progress-file /tmp/steps",
             "pydvfs run --policy maxn --progress-file /tmp/steps -- python train.py --progress-file /tmp/steps"))
-    p.add_argument("--policy", default="online", choices=POLICIES, help="default: online")
+    p.add_argument("--policy", default="online", choices=POLICIES,
+                   help="online (default): search while CMD runs; " + policy_help())
     add_workload_argument(p, required=False, help_extra=" (and task, name, ... as for sweep)")
     p.add_argument("--progress-file", metavar="F", help="where CMD writes its completed step count")
     p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")

@@ -37,6 +37,7 @@ from .engine import OnlineEngine, WindowParams, checked_total_steps, window_ener
 from .loop import (
     POLICIES,
     default_search,
+    needs_workload,
     new_search,
     online_outcome,
     plan_online,
@@ -77,7 +78,7 @@ class OnlineGovernor:
                  total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic):
         if policy not in POLICIES:
             raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
-        if policy != "online" and workload is None and policy != "maxn":
+        if workload is None and needs_workload(policy):
             raise InvalidValueError(f"policy {policy} needs a workload (a pydvfs.Workload, a dict, or a "
                                     "Hugging Face model with seq_len)")
         if policy != "online" and (start_mhz is not None or search is not None or search_options

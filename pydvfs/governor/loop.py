@@ -44,6 +44,12 @@ SEARCHES = ("model", "hill")  # the online searches; the first is the default
 POLICIES = ("online",) + STATIC_POLICIES
 
 
+def needs_workload(policy: str) -> bool:
+    """A static policy decides from a workload, unless its entry in govcore's table pins
+    nothing (maxn: the board's own governor)."""
+    return policy != "online" and "pins_nothing" not in _core.POLICY_FLAGS[policy]
+
+
 def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None) -> tuple[float, str, bool]:
     """Where the online search starts: ``start_mhz``, else the learned model's clock for the
     workload, else the tree's fixed-frequency clock (FFG), else the middle of the table. The
@@ -120,9 +126,9 @@ def start_policy(dev, policy: str, workload, model_dir, objective: Objective, en
     if policy == "online":
         engine.start(0.0)
         return None, engine.fallback
-    if policy == "maxn" and workload is None:
+    if "pins_nothing" in _core.POLICY_FLAGS[policy] and workload is None:  # maxn: nothing to decide
         dev.restore()
-        return {"freq_mhz": None, "policy": "maxn"}, None
+        return {"freq_mhz": None, "policy": policy}, None
     from ..policy.apply import decide
 
     decision = decide(workload, policy, model_dir, dev.sysfs_root, dev.state_dir, objective=objective.kind,
@@ -275,7 +281,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     online = policy == "online"
     if online and not progress_file:
         raise InvalidValueError("--policy online needs --progress-file F: the step count CMD writes")
-    if not online and workload is None and policy != "maxn":
+    if workload is None and needs_workload(policy):
         raise InvalidValueError(f"--policy {policy} needs --workload model=...,layers=...,hidden=...,seq_len=...")
     if not online and (start_mhz is not None or search is not None or total_steps is not None):
         raise InvalidValueError("the search options (--start, --margin, --steps, ...) are for --policy online")

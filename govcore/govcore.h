@@ -134,9 +134,9 @@ int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz);
 
 /* 0 if want_hz is near the board's table, or -EINVAL with b->err saying "X MHz is outside the
  * board's table (LO..HI MHz) by more than one level": more than one level step below the lowest
- * level or above the highest (a typo such as 99999, a policy made for another board). The same
- * rule as pydvfs.levels.beyond_table; `pin` refuses such a clock unless --nearest, the daemon
- * and the policies always. */
+ * level or above the highest (a typo such as 99999, a policy made for another board). The one
+ * copy of the rule (pydvfs asks it through _core's pin_hz(nearest=False) or the daemon); `pin`
+ * refuses such a clock unless --nearest, the daemon unless nearest=1, the policies always. */
 int gc_check_near_table(gc_board *b, uint64_t want_hz);
 
 /* Set the devfreq floor and ceiling, writing them in the order that never makes min > max,

@@ -69,10 +69,8 @@ static const char usage_text[] =
     "        [--model-dir DIR] [--objective energy|edp|ed2p] [--max-slowdown PCT] [--dry-run]\n"
     "        [--above-power-mode]\n"
     "                (--model M --layers L --hidden D --seq-len S [--util PCT] also work)\n"
-    "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
-    "                (learned tree, default), ffg (best fixed clock), rules (paper A),\n"
-    "                maxn (restore the board's own governor) or roofline (the physical\n"
-    "                model's optimum; needs DIR); DIR holds a model from `pydvfs train`\n"
+    "                choose the energy-optimal clock for a workload and pin it; P is one\n"
+    "                of the policies below (default mlg); DIR holds a model from `pydvfs train`\n"
     "                (default: the tree built into this binary). --max-slowdown raises the\n"
     "                level to the lowest whose step time, predicted by DIR's roofline.txt,\n"
     "                is within PCT %% of the top level's; --objective edp|ed2p (energy x\n"
@@ -101,6 +99,17 @@ static const char usage_text[] =
     "  --state-dir DIR   folder of saved clock states (env PYDVFS_STATE_DIR)\n"
     "  --json            machine-readable output\n"
     "  --version         version, git describe and the built-in tree's provenance\n";
+
+/* The usage, then the policies from their table (policy.c's gc_policies). */
+static void print_usage(void)
+{
+    int i;
+
+    printf(usage_text, GC_SAMPLER_MAX_INTERPOLATED_PCT); /* the one format: the limit */
+    printf("\npolicies (apply --policy P):\n");
+    for (i = 0; i < gc_n_policies; i++)
+        printf("  %-12s  %s\n", gc_policies[i].name, gc_policies[i].help);
+}
 
 /* The same lines as `pydvfs --version` (pydvfs/version.py). */
 static int print_version(void)
@@ -416,25 +425,20 @@ static int cmd_pin(const struct options *o)
     mhz = gc_hz_to_mhz(want_hz);
     if (above && daemon_socket(NULL))
         return fail("--above-power-mode is not available through the daemon: run as root");
-    if (daemon_socket(NULL)) {
-        /* the daemon applies the same rules (snap, refuse far outside the table); --nearest
-         * needs the table, which only the daemon has here */
-        if (nearest)
-            return fail("--nearest through $PYDVFS_SOCKET: give a clock of the board's table "
-                        "(`govcore status` lists them)");
-        memcpy(request + 4, text, strlen(text) + 1); /* checked above: at most 13 bytes */
-        return via_daemon(daemon_socket(NULL), pin_request(request, sizeof request, emc_text, cpu_text), 1);
+    if (!(socket_path = daemon_socket(NULL))) {
+        if ((rc = open_board(o, &b)) != 0)
+            return rc;
+        if (!nearest && gc_check_near_table(&b, want_hz) < 0)
+            return fail("%s; pass --nearest to pin the nearest level anyway", b.err);
+        socket_path = daemon_socket(&b);
     }
-    if ((rc = open_board(o, &b)) != 0)
-        return rc;
-    if (!nearest && gc_check_near_table(&b, want_hz) < 0)
-        return fail("%s; pass --nearest to pin the nearest level anyway", b.err);
-    if ((socket_path = daemon_socket(&b))) {
-        /* snapped here, so that --nearest holds through the daemon too (the EMC and CPU clocks
-         * are checked and snapped by the daemon) */
-        if (gc_snap_hz(&b, want_hz, &level_hz) < 0)
-            return fail("not a clock: '%s'", text);
-        plain_decimal(request + 4, sizeof request - 4, gc_hz_to_mhz(level_hz));
+    if (socket_path) {
+        if (above)
+            return fail("--above-power-mode is not available through the daemon: run as root");
+        /* the clocks as asked: the daemon applies the same rules (the one snap, in gc_pin_hz;
+         * far outside the table refused unless nearest=1; the EMC and CPU clocks checked and
+         * snapped there too). Checked above: at most 13 bytes */
+        snprintf(request + 4, sizeof request - 4, "%s%s", text, nearest ? " nearest=1" : "");
         return via_daemon(socket_path, pin_request(request, sizeof request, emc_text, cpu_text), 1);
     }
     if (!board_writable(&b))
@@ -590,7 +594,7 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
     snprintf(request, sizeof request, "apply policy=%s model=%s layers=%s hidden=%s seq_len=%s%s "
              "objective=%s%s%s", gc_policy_name(policy), model_name, layers, hidden, seq_len, util,
              gc_objective_name(goal->objective), bound, dry_run ? " dry_run=1" : "");
-    return via_daemon(socket_path, request, !dry_run && policy != GC_POLICY_MAXN);
+    return via_daemon(socket_path, request, !dry_run && !(gc_policy_of(policy)->flags & GC_POLICY_PINS_NOTHING));
 }
 
 /* One key=value of `--workload model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]`, the
@@ -687,8 +691,12 @@ static int cmd_apply(const struct options *o)
             model_name = v;
             bit = 1;
         } else if (strcmp(a, "--policy") == 0) {
-            if (gc_policy_parse(v, &policy) < 0)
-                return fail("unknown policy '%s': expected mlg, ffg, rules, maxn or roofline", v);
+            if (gc_policy_parse(v, &policy) < 0) {
+                char names[128];
+
+                gc_policy_list(names, sizeof names);
+                return fail("unknown policy '%s': expected %s", v, names);
+            }
         } else if (strcmp(a, "--model-dir") == 0) {
             model_dir = v;
         } else if (strcmp(a, "--objective") == 0) {
@@ -734,7 +742,8 @@ static int cmd_apply(const struct options *o)
         return apply_via_daemon(daemon_socket(NULL), policy, model_name, &w, model_dir, &goal, dry_run);
     /* the time curve a slowdown bound needs, where a model folder is given (else gc_decide_goal
      * says what is missing) */
-    if (policy == GC_POLICY_ROOFLINE || (goal.max_slowdown_pct >= 0 && policy != GC_POLICY_MAXN && model_dir)) {
+    if ((gc_policy_of(policy)->flags & GC_POLICY_NEEDS_MODEL_DIR) ||
+        (goal.max_slowdown_pct >= 0 && !(gc_policy_of(policy)->flags & GC_POLICY_PINS_NOTHING) && model_dir)) {
         char path[GC_PATH_MAX];
 
         if (!model_dir)
@@ -1052,7 +1061,7 @@ int main(int argc, char **argv)
             o.cmd_argc = argc - i - 1;
             break;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0) {
-            printf(usage_text, GC_SAMPLER_MAX_INTERPOLATED_PCT); /* the one format: the limit */
+            print_usage();
             return 0;
         } else if (strcmp(a, "--version") == 0) {
             return print_version();

@@ -21,13 +21,15 @@
  * within this factor of each other; beyond it the policy declines (docs/policy.md). */
 #define GC_TREE_MAP_MAX_RATIO 2.0
 
+/* A policy is an index of gc_policies (policy.c), the one table of them. These names are for
+ * the code that means one policy in particular (the protocol's default, the tests); adding a
+ * policy is adding an entry to the table, nothing else. */
 enum gc_policy {
-    GC_POLICY_MLG = 0,   /* the learned decision tree */
-    GC_POLICY_FFG = 1,   /* the best fixed clock of the training data */
-    GC_POLICY_RULES = 2, /* the paper's published rules */
-    GC_POLICY_MAXN = 3,  /* the board's default governor state: restore, pin nothing */
-    GC_POLICY_ROOFLINE = 4, /* the frequency-aware roofline model's argmin over the levels */
-    GC_POLICY_COUNT = 5  /* how many there are (gc_policy_name of 0 .. GC_POLICY_COUNT-1) */
+    GC_POLICY_MLG = 0,      /* the learned decision tree */
+    GC_POLICY_FFG = 1,      /* the best fixed clock of the training data */
+    GC_POLICY_RULES = 2,    /* the paper's published rules */
+    GC_POLICY_MAXN = 3,     /* the board's own governor state: restore, pin nothing */
+    GC_POLICY_ROOFLINE = 4  /* the frequency-aware roofline model's argmin over the levels */
 };
 
 /* What the policies know of a workload. */
@@ -130,9 +132,32 @@ extern const int gc_can_load_policies;
  * roberta, deberta, ...), 1 for decoders (pythia, gpt, llama, ...). -EINVAL if unknown. */
 int gc_model_family(const char *model, int *is_decoder);
 
-/* Parse "mlg" / "ffg" / "rules" / "maxn" / "roofline". -EINVAL otherwise. */
+/* The policies, registered as devfreq's governors are: one entry each, in gc_policies[]
+ * (policy.c). Names, help text (`govcore --help`, pydvfs's POLICY_NAMES and POLICY_HELP) and
+ * what gc_decide_goal checks before it asks a policy all come from the entry. */
+#define GC_POLICY_NEEDS_MODEL_DIR 1u /* needs a model folder's roofline.txt (the curve) */
+#define GC_POLICY_TAKES_OBJECTIVE 2u /* minimises the goal's objective (and bound) over a curve */
+#define GC_POLICY_PINS_NOTHING 4u    /* the board's own governor: no clock, any goal, no bound */
+typedef struct gc_policy_entry {
+    const char *name;
+    const char *help;  /* one line */
+    unsigned flags;    /* GC_POLICY_* above */
+    /* The proposal in MHz (0: MAXN, the board's own governor), under goal (a bound only for a
+     * policy that TAKES_OBJECTIVE; for the others the bound is applied after). rl is non-NULL
+     * for a policy that NEEDS_MODEL_DIR. 0, or -errno with b->err saying why. */
+    int (*propose)(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                   const gc_goal *goal, double *mhz);
+} gc_policy_entry;
+extern const gc_policy_entry gc_policies[];
+extern const int gc_n_policies;
+
+/* The entry of a policy, or NULL for a number that is none. */
+const gc_policy_entry *gc_policy_of(int policy);
+/* Parse a policy's name (an entry's). -EINVAL otherwise. */
 int gc_policy_parse(const char *name, int *policy);
 const char *gc_policy_name(int policy);
+/* "mlg, ffg, rules, maxn or roofline": the names, for an error message (cut to len). */
+void gc_policy_list(char *out, size_t len);
 
 /* Feature vector for the tree's feature names. -EINVAL (with err) for an unknown name. */
 int gc_features(const gc_tree_model *m, const gc_workload *w, double *out, char *err, size_t err_len);

@@ -219,6 +219,11 @@ void gc_json_pin(FILE *f, const gc_board *b, double requested_mhz, uint64_t leve
 
     fprintf(f, "{\"requested_mhz\": %.12g, \"freq_mhz\": ", requested_mhz);
     json_mhz_or_null(f, level_hz);
+    fprintf(f, ", \"freq_hz\": ");
+    if (level_hz)
+        fprintf(f, "%llu", (unsigned long long)level_hz);
+    else
+        fprintf(f, "null");
     fprintf(f, ", \"snapped\": %s, \"state_file\": ",
             level_hz && level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
     gc_json_str(f, state_path);

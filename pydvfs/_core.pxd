@@ -65,6 +65,7 @@ cdef extern from "govcore.h" nogil:
     int gc_range_read(gc_board *b, gc_clock_state *st)
     int gc_gpu_load_permille(gc_board *b, int *load_permille)
     int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz)
+    int gc_check_near_table(gc_board *b, uint64_t want_hz)
     int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
     int gc_default_state_dir(char *out, size_t length)
     int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t length)
@@ -233,9 +234,19 @@ cdef extern from "policy.h" nogil:
         GC_MAX_FEATURES
         GC_MAX_CLASSES
         GC_ROOFLINE_MAX_VF
-        GC_POLICY_COUNT            # policies are numbered 0 .. GC_POLICY_COUNT-1 (gc_policy_name)
+        GC_POLICY_NEEDS_MODEL_DIR  # a policy entry's flags (policy.h)
+        GC_POLICY_TAKES_OBJECTIVE
+        GC_POLICY_PINS_NOTHING
         GC_OBJECTIVE_ENERGY        # objectives: the power of the step time in the cost (E t^k)
         GC_OBJECTIVE_COUNT         # numbered 0 .. GC_OBJECTIVE_COUNT-1 (gc_objective_name)
+
+    # the policies' one table (policy.c's gc_policies): a policy is an index of it
+    ctypedef struct gc_policy_entry:
+        const char *name
+        const char *help
+        unsigned flags
+    const gc_policy_entry gc_policies[]
+    const int gc_n_policies
 
     ctypedef struct gc_workload:
         int is_decoder             # 0 encoder, 1 decoder

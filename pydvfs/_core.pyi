@@ -8,6 +8,8 @@ from typing import Any, Sequence
 
 # The static policies, in govcore's order (gc_policy_name): ("mlg", "ffg", "rules", "maxn", "roofline").
 POLICY_NAMES: tuple[str, ...]
+POLICY_HELP: dict[str, str]
+POLICY_FLAGS: dict[str, frozenset[str]]
 # What a policy may minimise (gc_objective_name): ("energy", "edp", "ed2p"); the index is the
 # power of the step time in the cost E t^k.
 OBJECTIVE_NAMES: tuple[str, ...]
@@ -64,8 +66,10 @@ class Board:
     def lock_path(self) -> str: ...
     @property
     def pin_warning(self) -> str: ...
-    def pin_hz(self, want_hz: int, state_dir: str | None = None, above_power_mode: bool = False) -> int:
-        """Pin the level nearest want_hz, lowered to the power mode's cap unless above_power_mode."""
+    def pin_hz(self, want_hz: int, state_dir: str | None = None, nearest: bool = True,
+               above_power_mode: bool = False) -> int:
+        """Pin the level nearest want_hz (nearest=False: refused far outside the table), lowered
+        to the power mode's cap unless above_power_mode."""
     @property
     def last_pin_cap(self) -> tuple[int, int]:
         """(cap_hz, clamped_from_hz) of the last pin (0: none)."""

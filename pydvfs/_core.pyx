@@ -292,15 +292,19 @@ cdef class Board:
         check(rc, self.b.err)
         return bool(dropped)
 
-    def pin_hz(self, uint64_t want_hz, state_dir=None, above_power_mode=False):
-        """Pin the GPU clock to the level nearest want_hz, at or under the power mode's cap
-        unless above_power_mode; returns the level (Hz). ``last_pin_cap`` says what the cap did."""
+    def pin_hz(self, uint64_t want_hz, state_dir=None, bint nearest=True, above_power_mode=False):
+        """Pin the GPU clock to the level nearest want_hz (gc_pin_hz: the one snap), at or under
+        the power mode's cap unless above_power_mode; returns the level (Hz). ``last_pin_cap``
+        says what the cap did. nearest=False: a clock more than one level outside the table is
+        refused (gc_check_near_table), as the daemon's ``pin`` without nearest=1."""
         cdef uint64_t level = 0
         cdef bytes d = _opt(state_dir)
         cdef const char *c_dir = d
         cdef int rc
         if want_hz == 0:
             raise errors.InvalidValueError("not a clock: 0 MHz")
+        if not nearest:
+            check(gc_check_near_table(&self.b, want_hz), self.b.err)
         self.b.above_power_mode = 1 if above_power_mode else 0
         with nogil:
             rc = gc_pin_hz(&self.b, want_hz, c_dir, &level)

@@ -1,8 +1,15 @@
 # Policy part of the govcore binding (included by _core.pyx): trees, proposals, decide/apply.
 from libc.errno cimport EBADMSG, ENOEXEC
 
-# The static policies, in govcore's order: the one list every Python caller uses.
-POLICY_NAMES = tuple(gc_policy_name(i).decode() for i in range(GC_POLICY_COUNT))
+# The static policies, from govcore's table of them (policy.c's gc_policies), in its order: the
+# one list every Python caller uses; their one-line help and what each needs, from the same entries.
+POLICY_NAMES = tuple(gc_policies[i].name.decode() for i in range(gc_n_policies))
+POLICY_HELP = {gc_policies[i].name.decode(): gc_policies[i].help.decode() for i in range(gc_n_policies)}
+POLICY_FLAGS = {gc_policies[i].name.decode(): frozenset(
+    flag for flag, bit in (("needs_model_dir", GC_POLICY_NEEDS_MODEL_DIR),
+                           ("takes_objective", GC_POLICY_TAKES_OBJECTIVE),
+                           ("pins_nothing", GC_POLICY_PINS_NOTHING)) if gc_policies[i].flags & bit)
+    for i in range(gc_n_policies)}
 # What a policy may minimise, in govcore's order: the index is the power of the step time (E t^k).
 OBJECTIVE_NAMES = tuple(gc_objective_name(i).decode() for i in range(GC_OBJECTIVE_COUNT))
 

@@ -156,23 +156,23 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_pin(args: argparse.Namespace) -> int:
     from ..device import mhz_to_hz
-    from ..levels import beyond_table
     from .hold import command_of, hold_while, until_exit_note
 
     cmd = command_of(args)
-    mhz = mhz_to_hz(args.mhz) / 1e6  # govcore's one grammar of a clock, before the board is opened
+    mhz_to_hz(args.mhz)  # govcore's one grammar of a clock, before the board is opened
     dev = open_device(args.sysfs_root, args.state_dir)
-    levels = dev.available_frequencies_mhz
-    if not args.nearest and beyond_table(levels, mhz):
-        # the words of govcore's gc_check_near_table
-        raise InvalidValueError(
-            f"{mhz:.12g} MHz is outside the board's table ({_fmt(levels[0])}..{_fmt(levels[-1])} MHz) by more "
-            "than one level; pass --nearest to pin the nearest level anyway")
     emc = None if args.emc is None else mhz_to_hz(args.emc) / 1e6
     cpu = None if args.cpu is None else mhz_to_hz(args.cpu) / 1e6
 
     def change():
-        result = dev.pin(args.mhz, emc_mhz=emc, cpu_mhz=cpu, above_power_mode=args.above_power_mode)
+        # govcore checks the table and snaps, directly or in the daemon (the same words)
+        try:
+            result = dev.pin(args.mhz, emc_mhz=emc, cpu_mhz=cpu, above_power_mode=args.above_power_mode,
+                             nearest=args.nearest)
+        except InvalidValueError as e:
+            if args.nearest or "outside the board's table" not in str(e):
+                raise
+            raise InvalidValueError(f"{e}; pass --nearest to pin the nearest level anyway") from None
         if result.warning:
             print(f"pydvfs: warning: {result.warning}", file=sys.stderr, flush=True)
         if result.notice():

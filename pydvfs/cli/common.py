@@ -121,6 +121,13 @@ def add_above_power_mode(p: argparse.ArgumentParser) -> None:
                         "pin, nvpmodel's cap); without it a higher level is lowered to the cap, with a notice")
 
 
+def policy_help() -> str:
+    """The static policies and their one line each, from govcore's table of them."""
+    from .. import _core
+
+    return "; ".join(f"{name}: {text}" for name, text in _core.POLICY_HELP.items())
+
+
 def add_objective_options(p: argparse.ArgumentParser) -> None:
     """``--objective`` and ``--max-slowdown`` (pydvfs/governor/objective.py): what a policy
     minimises, under what slowdown bound; ``objective_from_args`` checks them."""

@@ -17,6 +17,7 @@ from .common import (
     examples,
     name_list,
     objective_from_args,
+    policy_help,
     workload_from_args,
 )
 from .hold import add_command_argument
@@ -178,7 +179,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                            "pydvfs apply --workload model=pythia,layers=12,hidden=768,seq_len=64 --policy ffg --dry-run"))
     add_command_argument(p, None)
     add_workload_argument(p, required=True, aliases=True)
-    p.add_argument("--policy", default="mlg", choices=_core.POLICY_NAMES)
+    p.add_argument("--policy", default="mlg", choices=_core.POLICY_NAMES, help=policy_help())
     p.add_argument("--model-dir", default=None, metavar="DIR", help="model folder from `pydvfs train`")
     add_objective_options(p)
     p.add_argument("--dry-run", action="store_true", help="decide only; write nothing")

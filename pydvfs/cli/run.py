@@ -20,6 +20,7 @@ from .common import (
     clock_mhz,
     examples,
     objective_from_args,
+    policy_help,
 )
 
 
@@ -59,8 +60,9 @@ def text_report(r: dict) -> str:
     else:
         from ..policy.apply import describe_trade
 
-        lines.append(f"policy    {r['policy']}: {_fmt_mhz(r['chosen_mhz'])}")
-        if r["decision"].get("freq_mhz") is not None:
+        lines.append(f"policy    {r['policy']}: {_fmt_mhz(r['chosen_mhz'])}"
+                     + (f" (fell back: {r['fallback']})" if r.get("fallback") else ""))
+        if r["decision"].get("freq_mhz") is not None and not r.get("fallback"):
             lines.extend(describe_trade(r["decision"]))
     levels = r.get("search_levels_mhz") or []
     if r["policy"] == "online" and levels:
@@ -182,7 +184,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "pydvfs run --progress-file /tmp/steps --workload model=bert,layers=12,hidden=768,seq_len=13.3 "
             "-- python train.py --progress-file /tmp/steps",
             "pydvfs run --policy maxn --progress-file /tmp/steps -- python train.py --progress-file /tmp/steps"))
-    p.add_argument("--policy", default="online", choices=POLICIES, help="default: online")
+    p.add_argument("--policy", default="online", choices=POLICIES,
+                   help="online (default): search while CMD runs; " + policy_help())
     add_workload_argument(p, required=False, help_extra=" (and task, name, ... as for sweep)")
     p.add_argument("--progress-file", metavar="F", help="where CMD writes its completed step count")
     p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")

@@ -351,13 +351,17 @@ class Device:
         ``status --json`` shows them under "domains"."""
         return [domain_record(d) for d in self._board.domains()]
 
-    def pin(self, mhz: float, emc_mhz: float | None = None, cpu_mhz: float | None = None,
-            above_power_mode: bool | None = None) -> PinResult:
-        """Pin the GPU clock to the level nearest ``mhz``, at or under the power mode's cap
-        (lowered to it, :attr:`PinResult.clamped_from_mhz` says so) unless ``above_power_mode``
-        (default: the device's). The original state is saved first (if that original is itself
-        a pin, as jetson_clocks leaves it, ``PinResult.warning`` says so). From here until
+    def pin(self, mhz: float | str, emc_mhz: float | None = None, cpu_mhz: float | None = None,
+            above_power_mode: bool | None = None, nearest: bool = True) -> PinResult:
+        """Pin the GPU clock to the level nearest ``mhz`` (a number, or text by govcore's
+        grammar), at or under the power mode's cap (lowered to it,
+        :attr:`PinResult.clamped_from_mhz` says so) unless ``above_power_mode`` (default: the
+        device's). The original state is saved first (if that original is itself a pin, as
+        jetson_clocks leaves it, ``PinResult.warning`` says so). From here until
         :meth:`restore` (or the end of the process) this process owns the board.
+        ``nearest=False``: a clock more than one level outside the table is refused
+        (InvalidValueError), as ``pydvfs pin`` without ``--nearest``. One conversion (MHz to Hz,
+        here) and one snap (govcore's, directly or in the daemon, which says the level it set).
 
         ``emc_mhz`` pins the memory clock (one of its rates), ``cpu_mhz`` every cpufreq policy
         (each one's nearest level), together with the GPU as one: a clock not in a domain's
@@ -373,15 +377,15 @@ class Device:
                 level_hz, levels = self._board.pin_mode_hz(want_hz, emc_hz, cpu_hz, self.state_dir,
                                                            above_power_mode=above)
             else:
-                level_hz = self._board.pin_hz(want_hz, self.state_dir, above_power_mode=above)
+                level_hz = self._board.pin_hz(want_hz, self.state_dir, nearest, above_power_mode=above)
             owner.pinned = True
             warning = getattr(self._board, "pin_warning", "") or None
         cap_hz, clamped_hz = self._board.last_pin_cap
-        return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file(), warning=warning,
+        return PinResult(hz_to_mhz(want_hz), hz_to_mhz(level_hz), self.state_file(), warning=warning,
                          power_cap_mhz=hz_to_mhz(cap_hz) if cap_hz else None,
                          clamped_from_mhz=hz_to_mhz(clamped_hz) if clamped_hz else None,
                          domains_mhz={k: hz_to_mhz(v) for k, v in levels.items()},
-                         requested_cpu_mhz=float(cpu_mhz) if cpu_mhz is not None else None)
+                         requested_cpu_mhz=hz_to_mhz(cpu_hz) if cpu_hz else None)
 
     def restore(self, force: bool = False) -> bool:
         """Put back the state saved before the first change. True if there was one.

@@ -23,6 +23,7 @@ import time
 
 from .. import _core
 from ..errors import BoardIOError, BoardPermissionError, InvalidValueError
+from ..levels import nearest_level
 
 SOCKET_ENV = "PYDVFS_SOCKET"
 DEFAULT_SOCKET = "/run/pydvfs/govcore.sock"      # GC_SERVE_SOCKET (govcore/serve.h)
@@ -234,6 +235,12 @@ def connection(path: str) -> Connection:
         return _connections[path]
 
 
+def hz_text(hz: int) -> str:
+    """A clock in Hz as the protocol's MHz, exactly (gc_parse_mhz reads back the same Hz)."""
+    whole, frac = divmod(int(hz), 1000000)
+    return f"{whole}.{frac:06d}".rstrip("0").rstrip(".") if frac else str(whole)
+
+
 def _hz(mhz: float) -> int:
     return _core.mhz_to_hz(float(mhz))
 
@@ -281,10 +288,11 @@ class RemoteBoard:
         return None if pct is None else round(pct * 10)
 
     def snap_hz(self, want_hz: int) -> int:
-        """The nearest level (ties to the lower), as gc_snap_hz."""
+        """The nearest level (ties to the lower), as gc_snap_hz: for reading only (a search's
+        table); a pin is snapped once, by the daemon."""
         if want_hz <= 0:
             raise InvalidValueError("not a clock: 0 Hz")
-        return min(self.freqs_hz, key=lambda f: (abs(f - want_hz), f))
+        return nearest_level(self.freqs_hz, want_hz)
 
     def state_path(self, state_dir=None) -> str:
         saved = self._fresh()["saved_state"]
@@ -294,12 +302,12 @@ class RemoteBoard:
         saved = self._fresh()["saved_state"]
         return None if saved is None else (_hz(saved["min_mhz"]), _hz(saved["max_mhz"]), saved["governor"])
 
-    def pin_hz(self, want_hz: int, state_dir=None, above_power_mode: bool = False) -> int:
-        """The daemon's pin obeys the power mode's cap (govcore/powermode.h); lifting it is for
-        root alone."""
-        level_hz = self.snap_hz(want_hz)  # the daemon takes only clocks of the table
-        reply = self._pin(f"pin {plain_decimal(level_hz / 1e6)}", above_power_mode)
-        return _hz(reply["freq_mhz"])
+    def pin_hz(self, want_hz: int, state_dir=None, nearest: bool = True, above_power_mode: bool = False) -> int:
+        """As ``_core.Board.pin_hz``: the clock asked for goes to the daemon exactly (Hz as a
+        decimal of MHz, no rounding), the daemon snaps it (the one snap, in C), obeys the power
+        mode's cap (lifting it is for root alone) and says the level it set, in Hz."""
+        reply = self._pin(f"pin {hz_text(want_hz)}" + (" nearest=1" if nearest else ""), above_power_mode)
+        return int(reply["freq_hz"])
 
     def _pin(self, request: str, above_power_mode: bool) -> dict:
         """A pin request; its reply, with what the cap did and the warning kept for the caller."""
@@ -342,15 +350,14 @@ class RemoteBoard:
 
     def pin_mode_hz(self, gpu_hz: int, emc_hz: int, cpu_hz: int, state_dir=None, emc_table_hz=(),
                     above_power_mode: bool = False):
-        """The joint pin in the daemon: it checks and snaps the EMC and CPU clocks (one snap, in
-        C); the GPU's level is snapped here, as pin_hz does."""
-        parts = [f"pin {plain_decimal(self.snap_hz(gpu_hz) / 1e6)}"]
+        """The joint pin in the daemon: every clock as asked, each snapped there (one snap, in C)."""
+        parts = [f"pin {hz_text(gpu_hz)} nearest=1"]
         if emc_hz:
-            parts.append(f"emc_mhz={plain_decimal(emc_hz / 1e6)}")
+            parts.append(f"emc_mhz={hz_text(emc_hz)}")
         if cpu_hz:
-            parts.append(f"cpu_mhz={plain_decimal(cpu_hz / 1e6)}")
+            parts.append(f"cpu_mhz={hz_text(cpu_hz)}")
         reply = self._pin(" ".join(parts), above_power_mode)
-        return _hz(reply["freq_mhz"]), {k: _hz(v) for k, v in reply.get("domains", {}).items()}
+        return int(reply["freq_hz"]), {k: _hz(v) for k, v in reply.get("domains", {}).items()}
 
     def restore(self, state_dir=None) -> bool:
         return bool(self._conn.request("restore")["restored"])

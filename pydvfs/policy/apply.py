@@ -166,8 +166,9 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
                         mapped_from_mhz=d.get("mapped_from_mhz"), trained_on=d.get("trained_on"))
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
-    bound = goal.max_slowdown_pct is not None and policy != "maxn" and model_dir is not None
-    roofline = load_roofline(model_dir) if policy == "roofline" or bound else None
+    flags = _core.POLICY_FLAGS[policy]  # the policy's entry in govcore's table
+    bound = goal.max_slowdown_pct is not None and "pins_nothing" not in flags and model_dir is not None
+    roofline = load_roofline(model_dir) if "needs_model_dir" in flags or bound else None
     tree = load_tree(model_dir)
     core_goal = {"roofline": roofline, "objective": goal.kind, "max_slowdown_pct": goal.max_slowdown_pct}
     if pin:

@@ -48,6 +48,34 @@ static void test_policy_names(void)
     CHECK(strcmp(gc_policy_name(GC_POLICY_RULES), "rules") == 0);
 }
 
+/* The table is the one list: every entry whole, names unique, the named indices its own, the
+ * list for messages made from it, a number outside it refused. */
+static void test_policy_table(void)
+{
+    char list[128];
+    int i, k, p = -1;
+
+    CHECK(gc_n_policies == 5);
+    for (i = 0; i < gc_n_policies; i++) {
+        const gc_policy_entry *e = gc_policy_of(i);
+
+        CHECK(e == &gc_policies[i] && e->name && e->name[0] && e->help && e->help[0] && e->propose);
+        CHECK(gc_policy_parse(e->name, &p) == 0 && p == i && strcmp(gc_policy_name(i), e->name) == 0);
+        for (k = 0; k < i; k++)
+            CHECK(strcmp(gc_policies[k].name, e->name) != 0);
+    }
+    CHECK(strcmp(gc_policies[GC_POLICY_FFG].name, "ffg") == 0);
+    CHECK(gc_policies[GC_POLICY_MAXN].flags == GC_POLICY_PINS_NOTHING);
+    CHECK(gc_policies[GC_POLICY_ROOFLINE].flags == (GC_POLICY_NEEDS_MODEL_DIR | GC_POLICY_TAKES_OBJECTIVE));
+    CHECK(gc_policies[GC_POLICY_MLG].flags == 0 && gc_policies[GC_POLICY_RULES].flags == 0);
+    CHECK(gc_policy_of(-1) == NULL && gc_policy_of(gc_n_policies) == NULL);
+    CHECK(strcmp(gc_policy_name(gc_n_policies), "?") == 0);
+    gc_policy_list(list, sizeof list);
+    CHECK(strcmp(list, "mlg, ffg, rules, maxn or roofline") == 0);
+    gc_policy_list(list, 8); /* cut, still a string */
+    CHECK(strcmp(list, "mlg, ff") == 0);
+}
+
 /* A one-class tree: it always proposes classes[0], which the tests set, to test the clamp. */
 static void fixed_score(double *input, double *output)
 {
@@ -87,6 +115,8 @@ static void test_decide_clamps_to_table(void)
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, &w, &d) == 0);
     CHECK_EQ_U64(d.level_hz, 726750000);
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MAXN, &w, &d) == 0);
+    CHECK(gc_decide(&b, &m, NULL, gc_n_policies, &w, &d) == -EINVAL && strstr(b.err, "unknown policy"));
+    CHECK(gc_decide(&b, &m, NULL, -1, &w, &d) == -EINVAL);
     CHECK(d.level_hz == 0 && d.proposed_mhz == 0.0);
     w.layers = 0; /* bad workload */
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_RULES, &w, &d) == -EINVAL);
@@ -523,6 +553,7 @@ int main(void)
     RUN(test_rules);
     RUN(test_model_family);
     RUN(test_policy_names);
+    RUN(test_policy_table);
     RUN(test_decide_clamps_to_table);
     RUN(test_features_match_sklearn_float32);
     RUN(test_builtin_tree_is_usable);

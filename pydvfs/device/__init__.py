@@ -100,7 +100,8 @@ class PinResult:
     def to_dict(self) -> dict:
         """The record govcore's pin writes too (report.c gc_json_pin): "warning" only where set,
         "domains" only for a joint pin."""
-        data = {"requested_mhz": self.requested_mhz, "freq_mhz": self.freq_mhz, "snapped": self.snapped,
+        data = {"requested_mhz": self.requested_mhz, "freq_mhz": self.freq_mhz,
+                "freq_hz": mhz_to_hz(self.freq_mhz) if self.freq_mhz else None, "snapped": self.snapped,
                 "state_file": self.state_file, "power_cap_mhz": self.power_cap_mhz,
                 "clamped_from_mhz": self.clamped_from_mhz}
         if self.warning is not None:

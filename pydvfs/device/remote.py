@@ -387,8 +387,7 @@ class RemoteSampler(Sampler):
             w = self._conn.request(f"end {self._prefix}{name}")
         return Measurement(
             duration_s=w["duration_s"], energy_j=MappingProxyType(dict(w["energy_j"])),
-            avg_power_w=MappingProxyType(dict(w["avg_power_w"])), total_energy_j=w["total_energy_j"],
-            total_avg_power_w=w["total_avg_power_w"], cpu_gpu_energy_j=w["cpu_gpu_energy_j"],
+            avg_power_w=MappingProxyType(dict(w["avg_power_w"])), cpu_gpu_energy_j=w["cpu_gpu_energy_j"],
             gpu_util_pct=w["gpu_util_pct"], samples=int(w["samples"]),
             read_errors=int(w["read_errors"]), rate_hz=float(w["rate_hz"]),
             module_energy_j=w.get("module_energy_j"), gpu_energy_j=w.get("gpu_energy_j"),

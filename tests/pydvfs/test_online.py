@@ -14,7 +14,7 @@ import pytest
 
 from pydvfs.boards import board
 from pydvfs.device.fake import build_fake_board
-from pydvfs.energy import by_measure
+from pydvfs.energy import ROLE
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise
 from pydvfs.sim.workloads import get_workload
 
@@ -59,7 +59,7 @@ def sim_j_per_step(model="bert-base", setting="fixed", freq=None, measure="modul
     w = get_workload(model, "SST-2")
     op = operating_point(w, setting, freq, p)
     tf, pf = run_noise(p, op.cpu_exposed_share, SEED, w.name, op.setting, op.freq_mhz, 0)
-    return by_measure(op.power_w, ORIN)[measure] * pf * op.t_step_s * tf / SCALE
+    return op.role_power_w[ROLE[measure]] * pf * op.t_step_s * tf / SCALE
 
 
 def limits(orin) -> tuple[int, int]:

@@ -216,7 +216,7 @@ void gc_json_restore(FILE *f, int restored, const gc_clock_state *now)
 }
 
 void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
-                      const gc_decision *d, int dry_run)
+                      const gc_decision *d, int dry_run, const char *warning)
 {
     double x[GC_MAX_FEATURES];
     char err[GC_ERR_MAX];
@@ -261,7 +261,12 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
             gc_json_str(f, m->feature_names[i]);
             fprintf(f, ": %.17g", x[i]);
         }
-    fprintf(f, "}}");
+    fprintf(f, "}");
+    if (warning && *warning) {
+        fputs(", \"warning\": ", f);
+        gc_json_str(f, warning);
+    }
+    fputc('}', f);
 }
 
 void gc_json_roles_board(FILE *f, const gc_board *b)

@@ -48,9 +48,10 @@ void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const 
                         const char *warning);
 void gc_json_restore(FILE *f, int restored, const gc_clock_state *now);
 /* An apply decision: the clock, the policy's own level, the goal and its predicted trade, the
- * policy, the model and the features the tree saw. */
+ * policy, the model and the features the tree saw; "warning" where warning is set (the pin's
+ * b->warn: the original it saved is itself a pin). */
 void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
-                      const gc_decision *d, int dry_run);
+                      const gc_decision *d, int dry_run, const char *warning);
 
 /* "roles": {"module": [rails] | null, ...}: which rails make each role (null: not known; []: the
  * board has no such role). */

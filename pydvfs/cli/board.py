@@ -153,6 +153,8 @@ def cmd_pin(args: argparse.Namespace) -> int:
     if cmd:
         def change():
             result = dev.pin(args.mhz)
+            if result.warning:
+                print(f"pydvfs: warning: {result.warning}", file=sys.stderr, flush=True)
             return result.to_dict(), result.describe()
 
         return hold_while(args, dev, "pin", cmd, change)

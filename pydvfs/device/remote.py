@@ -248,6 +248,7 @@ class RemoteBoard:
         self._conn = connection(socket_path)
         self._status = self._conn.request("status")
         self._state_file = ""
+        self._pin_warning = ""
 
     def _fresh(self) -> dict:
         self._status = self._conn.request("status")
@@ -262,6 +263,7 @@ class RemoteBoard:
     jetpack = property(lambda self: self._status.get("jetpack"))
     l4t = property(lambda self: self._status.get("l4t"))
     warning = property(lambda self: self._status.get("warning") or "")
+    pin_warning = property(lambda self: self._pin_warning)  # as _core.Board.pin_warning: the last pin's
     roles = property(lambda self: {k: (None if v is None else tuple(v))
                                    for k, v in self._status.get("roles", {}).items()})
     sensor_interval_ms = property(lambda self: self._status["sensor_interval_ms"] or 0)
@@ -298,8 +300,10 @@ class RemoteBoard:
 
     def pin_hz(self, want_hz: int, state_dir=None) -> int:
         level_hz = self.snap_hz(want_hz)  # the daemon takes only clocks of the table
+        self._pin_warning = ""
         reply = self._conn.request(f"pin {plain_decimal(level_hz / 1e6)}")
         self._state_file = reply["state_file"]
+        self._pin_warning = reply.get("warning") or ""  # the original it saved is itself a pin
         return _hz(reply["freq_mhz"])
 
     def restore(self, state_dir=None) -> bool:

@@ -73,7 +73,8 @@ class Decision:
     ``policy_mhz`` the policy's level before the slowdown bound of ``objective`` (see
     :class:`pydvfs.governor.objective.Objective`); ``trade`` the predicted J/step and s/step at
     the level against the top level, in % (``vs_mhz``; from the model folder's roofline.txt;
-    None without one)."""
+    None without one); ``warning``: set when the pin saved an original that is itself a pin
+    (min == max, as jetson_clocks leaves it), as :attr:`pydvfs.PinResult.warning`."""
 
     freq_mhz: float | None
     proposed_mhz: float | None
@@ -84,11 +85,13 @@ class Decision:
     policy_mhz: float | None = None
     objective: dict = field(default_factory=lambda: {"kind": "energy", "max_slowdown_pct": None})
     trade: dict | None = None
+    warning: str | None = None
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
                 "policy_mhz": self.policy_mhz, "objective": self.objective, "trade": self.trade,
-                "features": self.features, "workload": self.workload, "model": self.model}
+                "features": self.features, "workload": self.workload, "model": self.model,
+                "warning": self.warning}
 
     def describe(self, note: str = "") -> str:
         """Text: the clock (with ``note`` after it), then the goal and the trade, if any."""
@@ -122,7 +125,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         return Decision(freq_mhz=d["freq_mhz"], proposed_mhz=d["proposed_mhz"], policy=policy,
                         features=d["features"], workload=wl.to_dict(), model=d["model"],
                         policy_mhz=d.get("policy_mhz"), objective=d.get("objective") or goal.to_dict(),
-                        trade=d.get("trade"))
+                        trade=d.get("trade"), warning=d.get("warning") or None)
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
     bound = goal.max_slowdown_pct is not None and policy != "maxn" and model_dir is not None
@@ -133,8 +136,10 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         with ownership.changing(), ownership.governing(board) as owner:
             r = _core.apply(board, tree, policy, wl.as_core(), state_dir, **core_goal)
             owner.pinned = r["level_hz"] != 0  # maxn restored the board
+            warning = (board.pin_warning or None) if owner.pinned else None
     else:
         r = _core.decide(board, tree, policy, wl.as_core(), **core_goal)
+        warning = None
     maxn = r["level_hz"] == 0  # the maxn policy, or a tree that keeps a spiky workload at MAXN
     trade = None if r["trade_vs_hz"] == 0 else {
         "vs_mhz": hz_to_mhz(r["trade_vs_hz"]), "j_per_step_pct": r["trade_j_pct"],
@@ -149,6 +154,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         policy_mhz=_mhz(r["policy_level_hz"]),
         objective={"kind": goal.kind, "max_slowdown_pct": goal.max_slowdown_pct},  # no energy measure: nothing is measured
         trade=trade,
+        warning=warning,
     )
 
 

@@ -91,7 +91,7 @@ class Decision:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
                 "policy_mhz": self.policy_mhz, "objective": self.objective, "trade": self.trade,
                 "features": self.features, "workload": self.workload, "model": self.model,
-                "warning": self.warning}
+                **({"warning": self.warning} if self.warning else {})}  # as govcore's: only where set
 
     def describe(self, note: str = "") -> str:
         """Text: the clock (with ``note`` after it), then the goal and the trade, if any."""

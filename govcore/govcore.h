@@ -78,6 +78,11 @@ typedef struct gc_board {
     char err[GC_ERR_MAX];           /* detail of the last failure, for the user */
     char warn[GC_ERR_MAX];          /* set by a gc_pin_hz that succeeded with something to say
                                        (the original it saved is itself a pin); "" if none */
+    /* The power mode's ceiling (powermode.h): gc_pin_hz clamps to the cap in force. */
+    int above_power_mode;           /* set by the caller: 1 lets a pin go above the cap */
+    uint64_t cap_hz;                /* set by gc_pin_hz: the cap it obeyed (0: none, or lifted) */
+    uint64_t clamped_from_hz;       /* set by gc_pin_hz: the level asked for where the cap lowered
+                                     * it, else 0 */
 } gc_board;
 
 typedef struct gc_clock_state {
@@ -170,8 +175,10 @@ int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st);
  * *dropped = 1 if there was one. */
 int gc_state_drop(gc_board *b, const char *state_dir, int *dropped);
 
-/* Pin the GPU clock: snap want_hz to the table, save the original state if not yet saved,
- * set min = max = level, verify. On failure the original state is put back.
+/* Pin the GPU clock: snap want_hz to the table, lower it to the power mode's cap in force
+ * unless b->above_power_mode (powermode.h; b->cap_hz and b->clamped_from_hz say what was done),
+ * save the original state if not yet saved, set min = max = level, verify. On failure the
+ * original state is put back.
  * *level_hz receives the level set. */
 int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz);
 

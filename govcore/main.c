@@ -51,16 +51,23 @@ static const char usage_text[] =
     "\n"
     "verbs:\n"
     "  status        board and JetPack, GPU clock state, available levels, power rails and\n"
-    "                which make the module's and the CPU+GPU energy (docs/boards.md)\n"
-    "  pin MHZ [--nearest]\n"
+    "                which make the module's and the CPU+GPU energy (docs/boards.md), the\n"
+    "                power mode and its GPU cap, the memory (EMC) and CPU clocks\n"
+    "  pin MHZ [--nearest] [--above-power-mode] [--emc MHZ] [--cpu MHZ]\n"
     "                pin the GPU clock to the available level nearest MHZ; the original\n"
     "                governor/min/max are saved first. MHZ more than one level outside\n"
-    "                the board's table is refused unless --nearest\n"
+    "                the board's table is refused unless --nearest. A level above the\n"
+    "                power mode's GPU cap (max_freq before the first pin, nvpmodel's cap)\n"
+    "                is lowered to it, with a notice, unless --above-power-mode. --emc pins\n"
+    "                the memory clock (one of its rates), --cpu every cpufreq policy (each\n"
+    "                one's nearest level), as one with the GPU: a clock not in a table or\n"
+    "                above the power mode's cap is refused before anything is written\n"
     "  restore [--force]\n"
     "                put back the state saved before the first change (idempotent); while\n"
     "                another process governs the GPU only with --force\n"
     "  apply --workload model=M,layers=L,hidden=D,seq_len=S[,util_pct=PCT] [--policy P]\n"
     "        [--model-dir DIR] [--objective energy|edp|ed2p] [--max-slowdown PCT] [--dry-run]\n"
+    "        [--above-power-mode]\n"
     "                (--model M --layers L --hidden D --seq-len S [--util PCT] also work)\n"
     "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
     "                (learned tree, default), ffg (best fixed clock), rules (paper A),\n"
@@ -296,6 +303,9 @@ static int cmd_status(const struct options *o)
                 printf("; %s %.2f W", role_label(i), st.role_w[i]);
         printf("\n");
     }
+    gc_print_domains(stdout, &st.domains, st.dom_now);
+    gc_text_power_mode(stdout, &st.mode, st.have_cap ? &st.cap : NULL);
+    putchar('\n');
     if (st.have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
                st.state_path, shown(st.saved.governor, text, sizeof text), gc_hz_to_mhz(st.saved.min_hz),
@@ -317,31 +327,95 @@ static int board_writable(const gc_board *b)
     return access(path, W_OK) == 0;
 }
 
+/* The levels a joint pin set, as text: ", the EMC to 2133 MHz, every CPU policy (cpu0, cpu4)
+ * to 1036.8 MHz"; a CPU clock asked between levels says what each policy got. */
+static void print_mode(const gc_domains *ds, const uint64_t *level_hz, uint64_t cpu_hz)
+{
+    int i, first = 1, snapped = 0;
+
+    if (level_hz[0])
+        printf(", the EMC to %g MHz", gc_hz_to_mhz(level_hz[0]));
+    for (i = 1; i < ds->n; i++)
+        snapped |= level_hz[i] && level_hz[i] != cpu_hz;
+    if (!cpu_hz)
+        return;
+    printf(", every CPU policy");
+    for (i = 1; i < ds->n; i++) {
+        if (!level_hz[i])
+            continue;
+        if (snapped)
+            printf("%s %s to %g MHz", first ? ":" : ",", ds->d[i].name, gc_hz_to_mhz(level_hz[i]));
+        else
+            printf("%s%s", first ? " (" : ", ", ds->d[i].name);
+        first = 0;
+    }
+    if (snapped)
+        printf(" (asked %.12g MHz: snapped to each policy's nearest level)", gc_hz_to_mhz(cpu_hz));
+    else
+        printf(") to %g MHz", gc_hz_to_mhz(cpu_hz));
+}
+
+/* request ("pin MHZ") with the joint pin's keys appended as given (checked: at most 13 bytes) */
+static const char *pin_request(char *request, size_t len, const char *emc_text, const char *cpu_text)
+{
+    size_t n = strlen(request);
+
+    if (emc_text)
+        n += (size_t)snprintf(request + n, len - n, " emc_mhz=%s", emc_text);
+    if (cpu_text && n < len)
+        snprintf(request + n, len - n, " cpu_mhz=%s", cpu_text);
+    return request;
+}
+
+/* The one-line notice of a pin the power mode's cap lowered (pydvfs says the same). */
+static void note_clamped(const gc_board *b, const char *verb)
+{
+    fprintf(stderr, "govcore %s: note: %g MHz is above the power mode's GPU cap: pinned %g MHz "
+                    "(--above-power-mode lifts the cap)\n", verb, gc_hz_to_mhz(b->clamped_from_hz),
+            gc_hz_to_mhz(b->cap_hz));
+}
+
 static int cmd_pin(const struct options *o)
 {
     gc_board b;
     gc_lock lk;
+    gc_domains ds;
     double mhz;
-    uint64_t want_hz, level_hz;
-    char request[64] = "pin ";
+    uint64_t want_hz, level_hz, emc_hz = 0, cpu_hz = 0, levels[GC_MAX_DOMAINS];
+    char request[128] = "pin ";
     const char *socket_path;
     char state_path[GC_PATH_MAX];
-    const char *text = NULL;
-    int rc, snapped, nearest = 0, i, extra = 0;
+    const char *text = NULL, *emc_text = NULL, *cpu_text = NULL;
+    int rc, snapped, nearest = 0, above = 0, i, extra = 0, joint;
 
     for (i = 0; i < o->argc; i++) {
         if (strcmp(o->argv[i], "--nearest") == 0)
             nearest = 1;
-        else if (!text)
+        else if (strcmp(o->argv[i], "--above-power-mode") == 0)
+            above = 1;
+        else if (strcmp(o->argv[i], "--emc") == 0 || strcmp(o->argv[i], "--cpu") == 0) {
+            const char **slot = o->argv[i][2] == 'e' ? &emc_text : &cpu_text;
+            if (i + 1 >= o->argc)
+                return fail("%s needs a clock in MHz", o->argv[i]);
+            *slot = o->argv[++i];
+        } else if (!text)
             text = o->argv[i];
         else
             extra = 1;
     }
     if (!text || extra)
-        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest]");
+        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest] "
+                    "[--above-power-mode] [--emc MHZ] [--cpu MHZ]");
     if (gc_parse_mhz(text, strlen(text), &want_hz) < 0)
         return fail("not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", text);
+    if (emc_text && gc_parse_mhz(emc_text, strlen(emc_text), &emc_hz) < 0)
+        return fail("--emc: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", emc_text);
+    if (cpu_text && gc_parse_mhz(cpu_text, strlen(cpu_text), &cpu_hz) < 0)
+        return fail("--cpu: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", cpu_text);
+    joint = emc_hz || cpu_hz;
     mhz = gc_hz_to_mhz(want_hz);
+    if (above && daemon_socket(NULL))
+        return fail("--above-power-mode is not available through the daemon: run as root");
     if (daemon_socket(NULL)) {
         /* the daemon applies the same rules (snap, refuse far outside the table); --nearest
          * needs the table, which only the daemon has here */
@@ -349,25 +423,33 @@ static int cmd_pin(const struct options *o)
             return fail("--nearest through $PYDVFS_SOCKET: give a clock of the board's table "
                         "(`govcore status` lists them)");
         memcpy(request + 4, text, strlen(text) + 1); /* checked above: at most 13 bytes */
-        return via_daemon(daemon_socket(NULL), request, 1);
+        return via_daemon(daemon_socket(NULL), pin_request(request, sizeof request, emc_text, cpu_text), 1);
     }
     if ((rc = open_board(o, &b)) != 0)
         return rc;
     if (!nearest && gc_check_near_table(&b, want_hz) < 0)
         return fail("%s; pass --nearest to pin the nearest level anyway", b.err);
     if ((socket_path = daemon_socket(&b))) {
-        /* snapped here, so that --nearest holds through the daemon too */
+        /* snapped here, so that --nearest holds through the daemon too (the EMC and CPU clocks
+         * are checked and snapped by the daemon) */
         if (gc_snap_hz(&b, want_hz, &level_hz) < 0)
             return fail("not a clock: '%s'", text);
         plain_decimal(request + 4, sizeof request - 4, gc_hz_to_mhz(level_hz));
-        return via_daemon(socket_path, request, 1);
+        return via_daemon(socket_path, pin_request(request, sizeof request, emc_text, cpu_text), 1);
     }
     if (!board_writable(&b))
         return fail("%s", no_daemon);
+    /* the EMC's rates: the kernel's list (available_rates), else the board table's */
+    if (joint && (rc = gc_domains_open_board(&ds, &b)) < 0)
+        return fail("cannot read the clock domains: %s", strerror(-rc));
     gc_lock_init(&lk);
     if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) < 0)
         return fail_board(&b, rc);
-    rc = gc_pin_hz(&b, want_hz, o->state_dir, &level_hz);
+    b.above_power_mode = above;
+    if (joint)
+        rc = gc_pin_mode(&b, &ds, want_hz, emc_hz, cpu_hz, o->state_dir, &level_hz, levels);
+    else
+        rc = gc_pin_hz(&b, want_hz, o->state_dir, &level_hz);
     gc_lock_release(&lk);
     if (rc < 0)
         return fail_board(&b, rc);
@@ -375,15 +457,21 @@ static int cmd_pin(const struct options *o)
     snapped = level_hz != want_hz;
     if (b.warn[0])
         fprintf(stderr, "govcore: warning: %s\n", b.warn);
+    if (b.clamped_from_hz)
+        note_clamped(&b, "pin");
     if (o->json) {
-        gc_json_pin_warned(stdout, mhz, level_hz, state_path, b.warn);
+        gc_json_pin(stdout, &b, mhz, level_hz, state_path, joint ? &ds : NULL, joint ? levels : NULL);
         putchar('\n');
-    } else if (snapped) {
-        printf("pinned the GPU clock to %g MHz (asked %.12g MHz: snapped to the nearest level)\n",
-               gc_hz_to_mhz(level_hz), mhz);
-    } else {
-        printf("pinned the GPU clock to %g MHz\n", gc_hz_to_mhz(level_hz));
+        return 0;
     }
+    printf("pinned the GPU clock to %g MHz", gc_hz_to_mhz(level_hz));
+    if (b.clamped_from_hz)
+        printf(" (asked %g MHz: the power mode's GPU cap)", mhz);
+    else if (snapped)
+        printf(" (asked %.12g MHz: snapped to the nearest level)", mhz);
+    if (joint)
+        print_mode(&ds, levels, cpu_hz);
+    printf("\n");
     return 0;
 }
 
@@ -567,7 +655,7 @@ static int cmd_apply(const struct options *o)
     const char *model_name = NULL, *model_dir = NULL, *v;
     char err[GC_ERR_MAX] = "";
     void *handle = NULL;
-    int policy = GC_POLICY_MLG, dry_run = 0, rc, i, have = 0;
+    int policy = GC_POLICY_MLG, dry_run = 0, above = 0, rc, i, have = 0;
 
     for (i = 0; i < o->argc; i++) {
         const char *a = o->argv[i];
@@ -576,6 +664,10 @@ static int cmd_apply(const struct options *o)
 
         if (strcmp(a, "--dry-run") == 0) {
             dry_run = 1;
+            continue;
+        }
+        if (strcmp(a, "--above-power-mode") == 0) {
+            above = 1;
             continue;
         }
         if (!(v = opt_value(o, &i)))
@@ -636,6 +728,8 @@ static int cmd_apply(const struct options *o)
     if (gc_model_family(model_name, &w.is_decoder) < 0)
         return fail("unknown model type '%s': expected an encoder (bert, roberta, deberta, ...) "
                     "or a decoder (pythia, gpt, llama, ...)", model_name);
+    if (above && !dry_run && daemon_socket(NULL))
+        return fail("--above-power-mode is not available through the daemon: run as root");
     if (daemon_socket(NULL))
         return apply_via_daemon(daemon_socket(NULL), policy, model_name, &w, model_dir, &goal, dry_run);
     /* the time curve a slowdown bound needs, where a model folder is given (else gc_decide_goal
@@ -658,6 +752,8 @@ static int cmd_apply(const struct options *o)
     }
     if (!dry_run && daemon_socket(&b)) {
         gc_tree_close(handle);
+        if (above)
+            return fail("--above-power-mode is not available through the daemon: run as root");
         return apply_via_daemon(daemon_socket(&b), policy, model_name, &w, model_dir, &goal, dry_run);
     }
     if (!dry_run && !board_writable(&b)) {
@@ -668,6 +764,7 @@ static int cmd_apply(const struct options *o)
     if (dry_run) {
         rc = gc_decide_goal(&b, &model, rl, policy, &w, &goal, &d);
     } else if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) == 0) {
+        b.above_power_mode = above;
         rc = gc_apply_goal(&b, &model, rl, policy, &w, &goal, o->state_dir, &d);
         gc_lock_release(&lk);
     }
@@ -675,6 +772,15 @@ static int cmd_apply(const struct options *o)
         gc_tree_close(handle);
         return fail_board(&b, rc);
     }
+    if (d.mapped_from_mhz > 0 && d.level_hz)
+        fprintf(stderr, "govcore apply: note: the policy was trained on %s's clock table (%g..%g MHz); "
+                        "its %g MHz maps to %g MHz here (the same fraction of the top level, snapped "
+                        "to this board's table); `pydvfs run --policy online` measures this board's "
+                        "own best clock\n", model.board_id[0] ? model.board_id : "another board",
+                model.levels_mhz[0], model.levels_mhz[model.n_levels - 1], d.mapped_from_mhz,
+                gc_hz_to_mhz(d.policy_level_hz));
+    if (d.clamped_from_hz)
+        note_clamped(&b, "apply");
     if (o->json) {
         gc_json_decision(stdout, &model, model_name, &w, &d, dry_run, dry_run || !d.level_hz ? NULL : b.warn);
         putchar('\n');

@@ -254,8 +254,20 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
     }
     if (d->proposed_mhz == 0.0)
         return 0; /* the tree's MAXN class: the board's own governor, as fast as the board */
-    /* A proposal that is not a clock, or far outside the table (a tree made for another board,
-     * a damaged model), is refused as `pin` refuses one: never a silent guess at a clock. */
+    if (policy != GC_POLICY_ROOFLINE) { /* the roofline policy chose from this board's table */
+        double mhz = d->proposed_mhz;
+        int mapped = 0;
+
+        if ((rc = gc_map_to_board(m, b, &mhz, &mapped, b->err, sizeof b->err)) < 0)
+            return rc;
+        if (mapped) {
+            d->mapped_from_mhz = d->proposed_mhz;
+            d->proposed_mhz = mhz;
+        }
+    }
+    /* A proposal that is not a clock, or far outside the table (a tree made for another board
+     * whose table was not known to map it, a damaged model), is refused as `pin` refuses one:
+     * never a silent guess at a clock. */
     if ((want_hz = gc_mhz_to_hz(d->proposed_mhz)) == 0) {
         snprintf(b->err, sizeof b->err, "the %s policy proposed %g MHz, which is not a clock; "
                  "the board was not changed", gc_policy_name(policy), d->proposed_mhz);
@@ -282,6 +294,34 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
     return 0;
 }
 
+int gc_map_to_board(const gc_tree_model *m, const gc_board *b, double *mhz, int *mapped, char *err,
+                    size_t err_len)
+{
+    double top_tree, top_board, ratio;
+
+    *mapped = 0;
+    if (!m || m->n_levels < 1 || b->n_freqs < 1)
+        return 0;
+    top_tree = m->levels_mhz[m->n_levels - 1];
+    top_board = gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 1]);
+    if (!(top_tree > 0.0) || fabs(top_board - top_tree) <= 0.5)
+        return 0;
+    ratio = top_board / top_tree;
+    if (ratio > GC_TREE_MAP_MAX_RATIO || ratio < 1.0 / GC_TREE_MAP_MAX_RATIO) {
+        snprintf(err, err_len,
+                 "the policy was trained on %s's clock table (%g..%g MHz) and this board's "
+                 "(%g..%g MHz) is too different to map its choice onto (top levels %.2fx apart): "
+                 "measure this board's own clock with `pydvfs run --policy online`, or train a "
+                 "model on this board (`pydvfs sweep`, `pydvfs train --board`)",
+                 m->board_id[0] ? m->board_id : "another board", m->levels_mhz[0], top_tree,
+                 gc_hz_to_mhz(b->freqs_hz[0]), top_board, ratio);
+        return -EINVAL;
+    }
+    *mhz = *mhz * ratio;
+    *mapped = 1;
+    return 0;
+}
+
 int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
               const gc_workload *w, gc_decision *d)
 {
@@ -298,7 +338,12 @@ int gc_apply_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, in
         return rc;
     if (d->level_hz == 0)
         return gc_restore(b, state_dir, &restored);
-    return gc_pin_hz(b, d->level_hz, state_dir, &level);
+    if ((rc = gc_pin_hz(b, d->level_hz, state_dir, &level)) < 0)
+        return rc;
+    d->clamped_from_hz = b->clamped_from_hz; /* the power mode's cap (powermode.h) */
+    d->cap_hz = b->cap_hz;
+    d->level_hz = level;
+    return 0;
 }
 
 int gc_apply(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,

@@ -15,6 +15,11 @@
 /* The layout of gc_tree_model a policy.so is built against, and the format of a model folder's
  * manifest.txt (written by `pydvfs train`). A folder of another format is refused. */
 #define GC_MODEL_FORMAT 1
+#define GC_TREE_MAX_LEVELS 64    /* the training table a tree names (gc_tree_model.levels_mhz) */
+#define GC_TREE_BOARD_MAX 32
+/* A foreign table is mapped by the fraction of its top level while the two top levels are
+ * within this factor of each other; beyond it the policy declines (docs/policy.md). */
+#define GC_TREE_MAP_MAX_RATIO 2.0
 
 enum gc_policy {
     GC_POLICY_MLG = 0,   /* the learned decision tree */
@@ -47,6 +52,14 @@ typedef struct gc_tree_model {
     const char *data_file;                /* provenance: the training data (file name) */
     const char *data_sha256;              /* its SHA-256 (hex; "" if it was not a file) */
     const char *trained_utc;              /* when the tree was fitted, ISO 8601 UTC */
+    /* The board and GPU clock table the tree was trained on (docs/policy.md, "On another
+     * board"): the built-in tree's are in policy_tree.c; a model folder's come from its
+     * manifest (keys board, levels_mhz), never from policy.so (gc_tree_load copies only the
+     * fields above from it, so a policy.so built before these existed still loads).
+     * n_levels 0: not known (then proposals are snapped to the board's table as they are). */
+    char board_id[GC_TREE_BOARD_MAX];     /* pydvfs.boards id, e.g. "agx-orin"; "" unknown */
+    int n_levels;
+    double levels_mhz[GC_TREE_MAX_LEVELS]; /* ascending */
 } gc_tree_model;
 
 /* The frequency-aware roofline model (pydvfs/policy/roofline.py has the derivation): board
@@ -148,7 +161,20 @@ typedef struct gc_decision {
     uint64_t trade_vs_hz;     /* the reference of the trade, the top level; 0: no trade predicted */
     double trade_s_pct;       /* predicted step time at level_hz against trade_vs_hz, % */
     double trade_j_pct;       /* predicted energy per step at level_hz against trade_vs_hz, % */
+    uint64_t clamped_from_hz; /* gc_apply: the level the power mode's cap lowered (0: none) */
+    uint64_t cap_hz;          /* gc_apply: the cap the pin obeyed (0: none known, or lifted) */
+    double mapped_from_mhz;   /* the tree's clock on its own training table, where this board's
+                               * table differs and it was mapped (gc_map_to_board); 0: not mapped */
 } gc_decision;
+
+/* A clock of the tree's training table on this board's (mlg, ffg and rules propose clocks of
+ * the table they were learned on). Same top level (within 0.5 MHz) or an unknown training
+ * table: *mapped = 0 and the clock is left to be snapped as it is. Else the same fraction of
+ * the top level: mhz * top_board / top_tree, *mapped = 1 (the caller snaps it to the board's
+ * table). -EINVAL (with err: it points to the online search) where the two top levels differ
+ * by more than GC_TREE_MAP_MAX_RATIO. */
+int gc_map_to_board(const gc_tree_model *m, const gc_board *b, double *mhz, int *mapped, char *err,
+                    size_t err_len);
 
 int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
                    const gc_workload *w, const gc_goal *goal, gc_decision *d);

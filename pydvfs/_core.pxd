@@ -44,6 +44,9 @@ cdef extern from "govcore.h" nogil:
         int sensor_interval_ms     # INA3221 update_interval, 0 if unknown
         char err[GC_ERR_MAX]              # detail of the last failure
         char warn[GC_ERR_MAX]             # what a successful pin has to say ("" if nothing)
+        int above_power_mode       # set before a pin: 1 lets it go above the power mode's cap
+        uint64_t cap_hz            # after gc_pin_hz: the cap it obeyed (0: none, or lifted)
+        uint64_t clamped_from_hz   # after gc_pin_hz: the level the cap lowered, else 0
 
     ctypedef struct gc_clock_state:
         uint64_t cur_hz
@@ -69,6 +72,68 @@ cdef extern from "govcore.h" nogil:
     int gc_state_drop(gc_board *b, const char *state_dir, int *dropped)
     int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz)
     int gc_restore(gc_board *b, const char *state_dir, int *restored)
+
+
+# The clocks beside the GPU's (govcore/domain.h): the EMC (BPMP debugfs) and each cpufreq policy.
+cdef extern from "domain.h" nogil:
+    enum:
+        GC_MAX_DOMAINS
+        GC_DOMAIN_EMC
+        GC_DOMAIN_CPU
+
+    ctypedef struct gc_domain:
+        int kind                   # GC_DOMAIN_EMC or GC_DOMAIN_CPU
+        char name[GC_NAME_MAX]     # "emc", "cpu0", "cpu4", ...
+        char dir[GC_PATH_MAX]
+        int policy
+        char related_cpus[GC_NAME_MAX]
+        int writable               # restorable
+        int available              # pinnable (writable, with a table)
+        char why[256]              # why not available
+        int n_levels
+        uint64_t levels_hz[GC_MAX_FREQS]
+        uint64_t cap_hz            # EMC: max_rate / nvpmodel_clk_cap/emc; 0 none
+
+    ctypedef struct gc_domains:
+        char sysfs_root[GC_PATH_MAX]
+        int n
+        gc_domain d[17]
+        char err[GC_ERR_MAX]
+
+    ctypedef struct gc_domain_state:
+        int saved
+        char governor[GC_NAME_MAX]
+        uint64_t min_hz
+        uint64_t max_hz
+        uint64_t rate_hz
+        int locked
+
+    int gc_domains_open(gc_domains *ds, const char *sysfs_root, const uint64_t *emc_table_hz,
+                        int n_emc_table)
+    int gc_domains_open_board(gc_domains *ds, const gc_board *b)
+    int gc_domain_read(gc_domains *ds, int i, gc_domain_state *st)
+    int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz,
+                    const char *state_dir, uint64_t *gpu_level_hz, uint64_t *level_hz)
+
+
+# The power mode in force and the GPU cap a pin obeys (govcore/powermode.h).
+cdef extern from "powermode.h" nogil:
+    ctypedef struct gc_power_mode:
+        int id                     # -1 unknown
+        char name[GC_NAME_MAX]     # "" unknown
+        uint64_t gpu_max_hz        # the mode's GPU MAX_FREQ in nvpmodel.conf; 0 none/unknown
+        char why[GC_ERR_MAX]       # why id or name is unknown
+
+    ctypedef struct gc_gpu_cap:
+        uint64_t devfreq_max_hz    # max_freq before the first pin
+        int from_saved
+        uint64_t clk_cap_hz        # nvpmodel_clk_cap/gpu; 0 absent
+        uint64_t cap_hz            # the highest level at or under both
+
+    void gc_power_mode_read(gc_board *b, gc_power_mode *pm)
+    int gc_nvpmodel_parse_status(const char *text, int *id)
+    int gc_nvpmodel_parse_conf(const char *text, int id, char *name, size_t name_len, uint64_t *gpu_max_hz)
+    int gc_gpu_cap_read(gc_board *b, const char *state_dir, gc_gpu_cap *cap)
 
 
 # One owner per GPU (govcore/lock.h): flock on a file named after the GPU's devfreq node, in one
@@ -191,6 +256,9 @@ cdef extern from "policy.h" nogil:
         const char *data_file      # provenance: the training data file, its sha256, when trained
         const char *data_sha256
         const char *trained_utc
+        char board_id[32]          # the board it was trained on ("" unknown)
+        int n_levels               # its training table (0: unknown)
+        double levels_mhz[64]
 
     ctypedef struct gc_goal:
         int objective              # energy, edp, ed2p (gc_objective_name)
@@ -205,6 +273,9 @@ cdef extern from "policy.h" nogil:
         uint64_t trade_vs_hz       # the top level the trade is against; 0: none predicted
         double trade_s_pct         # predicted step time against it, %
         double trade_j_pct         # predicted energy per step against it, %
+        uint64_t clamped_from_hz   # apply: the level the power mode's cap lowered (0: none)
+        uint64_t cap_hz            # apply: the cap the pin obeyed (0: none known, or lifted)
+        double mapped_from_mhz     # the tree's clock on its training table where it was mapped (0: not)
 
     ctypedef struct gc_roofline:
         double k_gauge             # proxy-FLOPs per Gcycle (the time scale's gauge)

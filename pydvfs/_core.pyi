@@ -64,8 +64,22 @@ class Board:
     def lock_path(self) -> str: ...
     @property
     def pin_warning(self) -> str: ...
-    def pin_hz(self, want_hz: int, state_dir: str | None = None) -> int: ...
+    def pin_hz(self, want_hz: int, state_dir: str | None = None, above_power_mode: bool = False) -> int:
+        """Pin the level nearest want_hz, lowered to the power mode's cap unless above_power_mode."""
+    @property
+    def last_pin_cap(self) -> tuple[int, int]:
+        """(cap_hz, clamped_from_hz) of the last pin (0: none)."""
+    def power_mode(self) -> dict[str, Any]:
+        """id, name, gpu_max_mhz (None where not known) and unknown (why) of the nvpmodel mode."""
+    def gpu_cap(self, state_dir: str | None = None) -> dict[str, Any]:
+        """cap_mhz, devfreq_max_mhz, from_saved, nvpmodel_clk_cap_mhz (govcore/powermode.h)."""
     def restore(self, state_dir: str | None = None) -> bool: ...
+    def domains(self, emc_table_hz: tuple[int, ...] = ()) -> list[dict[str, Any]]:
+        """The EMC and each cpufreq policy: name, kind, available, why, levels_hz, cap_hz,
+        related_cpus, state (governor, min_hz, max_hz, rate_hz, locked) or None."""
+    def pin_mode_hz(self, gpu_hz: int, emc_hz: int, cpu_hz: int, state_dir: str | None = None,
+                    emc_table_hz: tuple[int, ...] = ()) -> tuple[int, dict[str, int]]:
+        """GPU, EMC and every CPU policy pinned as one: (gpu_level_hz, {domain: level_hz})."""
 
 class Snapshot:
     @property
@@ -98,6 +112,12 @@ class Tree:
     @property
     def ffg_mhz(self) -> float: ...
     @property
+    def board_id(self) -> str | None:
+        """The board the tree was trained on (pydvfs.boards id), None if not known."""
+    @property
+    def levels_mhz(self) -> tuple[float, ...]:
+        """The GPU clock table it was trained on (empty: not known)."""
+    @property
     def default_util_pct(self) -> tuple[float, float]: ...
     @property
     def provenance(self) -> dict[str, str]:
@@ -116,7 +136,12 @@ def decide(board: Board, tree: Tree, policy: str, workload: tuple, roofline: Roo
     Nothing is written."""
 def apply(board: Board, tree: Tree, policy: str, workload: tuple, state_dir: str | None = None,
           roofline: Roofline | None = None, objective: str = "energy",
-          max_slowdown_pct: float | None = None) -> dict[str, float | int]: ...
+          max_slowdown_pct: float | None = None, above_power_mode: bool = False) -> dict[str, float | int]:
+    """decide's record, pinned (maxn: restored), with cap_hz and clamped_from_hz (0: none)."""
+def parse_nvpmodel_status(text: str) -> int | None:
+    """The mode id of a /var/lib/nvpmodel/status text; None if garbled."""
+def parse_nvpmodel_conf(text: str, mode_id: int) -> tuple[str, int] | None:
+    """(name, GPU MAX_FREQ Hz, 0: no cap) of POWER_MODEL mode_id; None if absent or garbled."""
 
 class Roofline:
     """The roofline policy's board constants, read strictly (in C) from a roofline.txt."""

@@ -10,6 +10,7 @@ cdef extern from "<errno.h>":
     enum:
         EDESTADDRREQ
 from libc.string cimport strerror
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 import os
 
@@ -39,6 +40,24 @@ cdef int check(int rc, const char *detail) except -1:
     if rc == -GC_EBOARD:
         raise errors.BoardDataError(msg)
     raise errors.BoardIOError(msg)
+
+
+def parse_nvpmodel_status(str text):
+    """The mode id of a /var/lib/nvpmodel/status text (govcore's parser); None if garbled."""
+    cdef int mode_id = -1
+    cdef bytes t = text.encode("utf-8", "replace")
+    return mode_id if gc_nvpmodel_parse_status(t, &mode_id) == 0 else None
+
+
+def parse_nvpmodel_conf(str text, int mode_id):
+    """(name, gpu_max_hz) of POWER_MODEL mode_id in an nvpmodel.conf text (govcore's parser;
+    gpu_max_hz 0: no cap); None if the conf has no such block or is garbled."""
+    cdef char name[64]
+    cdef uint64_t hz = 0
+    cdef bytes t = text.encode("utf-8", "replace")
+    if gc_nvpmodel_parse_conf(t, mode_id, name, sizeof(name), &hz) < 0:
+        return None
+    return name.decode("utf-8", "replace"), hz
 
 
 def raise_for(int rc, str message):
@@ -273,18 +292,53 @@ cdef class Board:
         check(rc, self.b.err)
         return bool(dropped)
 
-    def pin_hz(self, uint64_t want_hz, state_dir=None):
-        """Pin the GPU clock to the level nearest want_hz; returns the level (Hz)."""
+    def pin_hz(self, uint64_t want_hz, state_dir=None, above_power_mode=False):
+        """Pin the GPU clock to the level nearest want_hz, at or under the power mode's cap
+        unless above_power_mode; returns the level (Hz). ``last_pin_cap`` says what the cap did."""
         cdef uint64_t level = 0
         cdef bytes d = _opt(state_dir)
         cdef const char *c_dir = d
         cdef int rc
         if want_hz == 0:
             raise errors.InvalidValueError("not a clock: 0 MHz")
+        self.b.above_power_mode = 1 if above_power_mode else 0
         with nogil:
             rc = gc_pin_hz(&self.b, want_hz, c_dir, &level)
+        self.b.above_power_mode = 0
         check(rc, self.b.err)
         return level
+
+    @property
+    def last_pin_cap(self):
+        """(cap_hz, clamped_from_hz) of the last pin: the cap it obeyed (0: none known, or
+        lifted) and the level the cap lowered (0: none)."""
+        return self.b.cap_hz, self.b.clamped_from_hz
+
+    def power_mode(self):
+        """The nvpmodel mode in force: {id, name, gpu_max_mhz, unknown} (None where not known;
+        ``unknown`` says why), as govcore status prints it."""
+        cdef gc_power_mode pm
+        with nogil:
+            gc_power_mode_read(&self.b, &pm)
+        return {"id": pm.id if pm.id >= 0 else None,
+                "name": pm.name.decode("utf-8", "replace") or None,
+                "gpu_max_mhz": gc_hz_to_mhz(pm.gpu_max_hz) if pm.gpu_max_hz else None,
+                "unknown": pm.why.decode("utf-8", "replace") or None}
+
+    def gpu_cap(self, state_dir=None):
+        """The GPU cap a pin obeys (govcore/powermode.h): {cap_mhz, devfreq_max_mhz,
+        from_saved, nvpmodel_clk_cap_mhz}."""
+        cdef gc_gpu_cap cap
+        cdef bytes d = _opt(state_dir)
+        cdef const char *c_dir = d
+        cdef int rc
+        with nogil:
+            rc = gc_gpu_cap_read(&self.b, c_dir, &cap)
+        check(rc, self.b.err)
+        return {"cap_mhz": gc_hz_to_mhz(cap.cap_hz) if cap.cap_hz else None,
+                "devfreq_max_mhz": gc_hz_to_mhz(cap.devfreq_max_hz) if cap.devfreq_max_hz else None,
+                "from_saved": bool(cap.from_saved),
+                "nvpmodel_clk_cap_mhz": gc_hz_to_mhz(cap.clk_cap_hz) if cap.clk_cap_hz else None}
 
     def restore(self, state_dir=None):
         """Put the saved state back; True if there was one. A state that no longer matches the
@@ -298,6 +352,80 @@ cdef class Board:
             rc = gc_restore(&self.b, c_dir, &restored)
         check(rc, self.b.err)
         return bool(restored)
+
+    def domains(self, emc_table_hz=()):
+        """The clock domains beside the GPU: a dict per domain (name, kind 'emc'|'cpu',
+        available, why, levels_hz, cap_hz, related_cpus, state: None where it cannot be read,
+        else governor/min_hz/max_hz/rate_hz/locked). The EMC's rates where the kernel lists none:
+        emc_table_hz if given, else the board table's."""
+        cdef gc_domains *ds = _open_domains(&self.b, emc_table_hz)
+        cdef gc_domain_state st
+        cdef gc_domain *d
+        cdef int i
+        out = []
+        try:
+            for i in range(ds.n):
+                d = &ds.d[i]
+                state = None
+                if d.writable and gc_domain_read(ds, i, &st) == 0:
+                    state = {"governor": st.governor.decode("utf-8", "replace"), "min_hz": st.min_hz,
+                             "max_hz": st.max_hz, "rate_hz": st.rate_hz, "locked": bool(st.locked)}
+                out.append({
+                    "name": d.name.decode(), "kind": "emc" if d.kind == GC_DOMAIN_EMC else "cpu",
+                    "available": bool(d.available),
+                    "why": None if d.available else d.why.decode("utf-8", "replace"),
+                    "levels_hz": tuple(d.levels_hz[j] for j in range(d.n_levels)),
+                    "cap_hz": d.cap_hz or None,
+                    "related_cpus": d.related_cpus.decode("utf-8", "replace"),
+                    "state": state})
+        finally:
+            PyMem_Free(ds)
+        return out
+
+    def pin_mode_hz(self, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz, state_dir=None,
+                    emc_table_hz=(), above_power_mode=False):
+        """Pin the GPU (0: leave it; at or under the power mode's cap unless above_power_mode),
+        the EMC (0: leave it) and every CPU policy (0: leave them) as one (gc_pin_mode):
+        (gpu_level_hz, {domain name: level_hz}); ``last_pin_cap`` says what the cap did."""
+        cdef gc_domains *ds = _open_domains(&self.b, emc_table_hz)
+        cdef uint64_t gpu_level = 0
+        cdef uint64_t levels[17]
+        cdef bytes d = _opt(state_dir)
+        cdef const char *c_dir = d
+        cdef int rc, i
+        self.b.above_power_mode = 1 if above_power_mode else 0
+        try:
+            with nogil:
+                rc = gc_pin_mode(&self.b, ds, gpu_hz, emc_hz, cpu_hz, c_dir, &gpu_level, levels)
+            check(rc, self.b.err)
+            return gpu_level, {ds.d[i].name.decode(): levels[i] for i in range(ds.n) if levels[i]}
+        finally:
+            self.b.above_power_mode = 0
+            PyMem_Free(ds)
+
+
+cdef gc_domains *_open_domains(const gc_board *b, emc_table_hz) except NULL:
+    """The domains under b's root; the EMC's rates where the kernel lists none: emc_table_hz if
+    given, else the board table's (govcore/boards.h)."""
+    cdef uint64_t table[64]
+    cdef int n = 0, rc
+    cdef gc_domains *ds
+    for hz in emc_table_hz:
+        if n == 64:
+            break
+        table[n] = int(hz)
+        n += 1
+    ds = <gc_domains *>PyMem_Malloc(sizeof(gc_domains))
+    if ds == NULL:
+        raise MemoryError()
+    if n:
+        rc = gc_domains_open(ds, b.sysfs_root, table, n)
+    else:
+        rc = gc_domains_open_board(ds, b)
+    if rc < 0:
+        PyMem_Free(ds)
+        check(rc, NULL)
+    return ds
 
 
 cdef class Lock:

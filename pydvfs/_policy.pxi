@@ -107,6 +107,16 @@ cdef class Tree:
         return self.m.ffg_mhz
 
     @property
+    def board_id(self):
+        """The board the tree was trained on (a pydvfs.boards id), or None if not known."""
+        return self.m.board_id.decode() or None
+
+    @property
+    def levels_mhz(self):
+        """The GPU clock table the tree was trained on (empty: not known)."""
+        return tuple(self.m.levels_mhz[i] for i in range(self.m.n_levels))
+
+    @property
     def default_util_pct(self):
         return (self.m.default_util_pct[0], self.m.default_util_pct[1])
 
@@ -184,7 +194,9 @@ cdef gc_goal _goal(str objective, max_slowdown_pct) except *:
 
 cdef dict _decision(gc_decision *d):
     return {"proposed_mhz": d.proposed_mhz, "level_hz": d.level_hz, "policy_level_hz": d.policy_level_hz,
-            "trade_vs_hz": d.trade_vs_hz, "trade_j_pct": d.trade_j_pct, "trade_s_pct": d.trade_s_pct}
+            "trade_vs_hz": d.trade_vs_hz, "trade_j_pct": d.trade_j_pct, "trade_s_pct": d.trade_s_pct,
+            "cap_hz": d.cap_hz, "clamped_from_hz": d.clamped_from_hz,
+            "mapped_from_mhz": d.mapped_from_mhz if d.mapped_from_mhz > 0 else None}
 
 
 def decide(Board board, Tree tree, str policy, tuple workload, Roofline roofline=None, str objective="energy",
@@ -199,8 +211,9 @@ def decide(Board board, Tree tree, str policy, tuple workload, Roofline roofline
 
 
 def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None, Roofline roofline=None,
-          str objective="energy", max_slowdown_pct=None):
-    """Decide and pin (maxn: restore). Returns the decision, as decide."""
+          str objective="energy", max_slowdown_pct=None, above_power_mode=False):
+    """Decide and pin (maxn: restore), at or under the power mode's cap unless
+    above_power_mode. Returns the decision, as decide, with cap_hz and clamped_from_hz."""
     cdef gc_workload w = _workload(workload)
     cdef int p = _policy(policy)
     cdef gc_goal g = _goal(objective, max_slowdown_pct)
@@ -209,7 +222,9 @@ def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None, Ro
     cdef bytes sd = _opt(state_dir)
     cdef const char *c_sd = sd
     cdef int rc
+    board.b.above_power_mode = 1 if above_power_mode else 0
     with nogil:
         rc = gc_apply_goal(&board.b, &tree.m, rl, p, &w, &g, c_sd, &d)
+    board.b.above_power_mode = 0
     check(rc, board.b.err)
     return _decision(&d)

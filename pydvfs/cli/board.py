@@ -6,9 +6,9 @@ import sys
 import time
 import warnings
 
-from ..device import open_device
+from ..device import describe_domain, open_device
 from ..errors import InvalidValueError, PydvfsError
-from .common import _Parser, add_board_options, emit, examples, seconds
+from .common import _Parser, add_above_power_mode, add_board_options, emit, examples, seconds
 from .hold import add_command_argument
 
 LIVE_WINDOW_S = 0.25  # how long `status` samples the rails for its live watts
@@ -60,6 +60,22 @@ def zero_rails_warning(power_w: dict) -> str | None:
     return None
 
 
+def power_mode_text(mode: dict | None, cap: dict | None) -> str:
+    """status's line on the power mode and the GPU cap (govcore's gc_text_power_mode)."""
+    mode = mode or {}
+    if mode.get("id") is not None and mode.get("name"):
+        text = f"mode      {mode['name']} (nvpmodel {mode['id']})"
+    else:
+        text = f"mode      unknown ({mode.get('unknown') or 'not reported'})"
+    if not cap or not cap.get("cap_mhz"):
+        return text + "; GPU cap unknown"
+    when = "saved before the first pin" if cap["from_saved"] else "now"
+    text += f"; GPU cap {_fmt(cap['cap_mhz'])} MHz (max_freq {when} {_fmt(cap['devfreq_max_mhz'])} MHz"
+    if cap.get("nvpmodel_clk_cap_mhz"):
+        text += f", nvpmodel_clk_cap {_fmt(cap['nvpmodel_clk_cap_mhz'])} MHz"
+    return text + ")"
+
+
 def _status_text(st: dict) -> str:
     rails = ", ".join(r["name"] for r in st["rails"]) or "none found (no power sensor)"
     release = (f" (JetPack {st['jetpack']}, L4T {st['l4t']})" if st.get("jetpack")
@@ -84,6 +100,8 @@ def _status_text(st: dict) -> str:
         total = "".join(f"; {label} {live[role + '_power_w']:.2f} W" for role, label in ROLE_LABELS.items()
                         if live.get(role + "_power_w") is not None)
         lines.append(f"power     {watts}{total}")
+    lines.append(power_mode_text(st.get("power_mode"), st.get("gpu_cap")))
+    lines.extend(describe_domain(r) for r in st.get("domains", []))
     saved = st["saved_state"]
     if saved:
         lines.append(
@@ -150,17 +168,24 @@ def cmd_pin(args: argparse.Namespace) -> int:
         raise InvalidValueError(
             f"{mhz:.12g} MHz is outside the board's table ({_fmt(levels[0])}..{_fmt(levels[-1])} MHz) by more "
             "than one level; pass --nearest to pin the nearest level anyway")
+    emc = None if args.emc is None else mhz_to_hz(args.emc) / 1e6
+    cpu = None if args.cpu is None else mhz_to_hz(args.cpu) / 1e6
+
+    def change():
+        result = dev.pin(args.mhz, emc_mhz=emc, cpu_mhz=cpu, above_power_mode=args.above_power_mode)
+        if result.warning:
+            print(f"pydvfs: warning: {result.warning}", file=sys.stderr, flush=True)
+        if result.notice():
+            print(f"pydvfs pin: {result.notice()}", file=sys.stderr, flush=True)
+        return result
+
     if cmd:
-        def change():
-            result = dev.pin(args.mhz)
-            if result.warning:
-                print(f"pydvfs: warning: {result.warning}", file=sys.stderr, flush=True)
+        def held():
+            result = change()
             return result.to_dict(), result.describe()
 
-        return hold_while(args, dev, "pin", cmd, change)
-    result = dev.pin(args.mhz)
-    if result.warning:
-        print(f"pydvfs: warning: {result.warning}", file=sys.stderr, flush=True)
+        return hold_while(args, dev, "pin", cmd, held)
+    result = change()
     emit(args, result.to_dict(), result.describe)
     if dev.through_daemon:
         print(until_exit_note("pin", f"pinned {_fmt(result.freq_mhz)} MHz", f"pydvfs pin {args.mhz}"),
@@ -221,8 +246,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "and SIGTERM), and the exit status is CMD's; through the govcore "
                                    "daemon a pin without CMD ends as this command exits. A clock "
                                    "more than one level outside the board's table (a typo such as "
-                                   "99999) is refused unless --nearest is given.",
+                                   "99999) is refused unless --nearest is given. The power mode "
+                                   "(nvpmodel) is the ceiling: a level above its GPU cap is "
+                                   "lowered to it, with a notice, unless --above-power-mode. --emc "
+                                   "pins the memory clock (one of its rates) and --cpu every "
+                                   "cpufreq policy (each one's nearest level) with the GPU, as one: "
+                                   "a clock not in a table or above the power mode's cap is refused "
+                                   "before anything is written, and restore puts every clock back.",
                        epilog=examples("pydvfs pin 714 --sysfs-root /tmp/orin",
+                                       "pydvfs pin 612 --emc 2133 --cpu 1036.8",
                                        "pydvfs pin 714 -- python train.py",
                                        "pydvfs pin 5000 --nearest --sysfs-root /tmp/orin"))
     p.add_argument("mhz", metavar="MHZ", help="clock in MHz; snapped to the board's table")
@@ -230,6 +262,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     def pin_options(q: argparse.ArgumentParser) -> argparse.ArgumentParser:
         q.add_argument("--nearest", action="store_true",
                        help="pin the nearest level even when MHZ lies far outside the table")
+        q.add_argument("--emc", metavar="MHZ", default=None,
+                       help="also pin the memory clock (EMC) to this rate, one of its table's")
+        q.add_argument("--cpu", metavar="MHZ", default=None,
+                       help="also pin every CPU policy (min = max) to its level nearest MHZ")
+        add_above_power_mode(q)
         return add_board_options(q)
 
     pin_options(p)
@@ -237,7 +274,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=cmd_pin)
 
     p = sub.add_parser("restore", parents=[common], help="put back the saved clock state",
-                       description="Put back the governor/min/max saved before the first change. "
+                       description="Put back the governor/min/max saved before the first change "
+                                   "(and the EMC's lock and rate and each CPU policy's governor "
+                                   "and min/max, saved with them). "
                                    "Safe to run any number of times, and from a new process after "
                                    "a crash. While another process governs the GPU (holds its "
                                    "lock) it is refused, naming that process, unless --force. "

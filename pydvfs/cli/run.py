@@ -12,6 +12,7 @@ from ..command import command_after_dashes
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
 from .common import (
+    add_above_power_mode,
     add_board_options,
     add_energy_option,
     add_objective_options,
@@ -147,7 +148,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             report = run_governed(cmd, args.policy, workload, args.progress_file, args.rate, args.model_dir,
                                   args.start, search if args.policy == "online" else None, window,
                                   args.sysfs_root, args.state_dir, objective=objective,
-                                  search_kind=args.search or default_search(), total_steps=args.steps)
+                                  search_kind=args.search or default_search(), total_steps=args.steps,
+                                  above_power_mode=args.above_power_mode)
     except (KeyboardInterrupt, Terminated) as e:
         report = getattr(e, "partial_report", None)  # what was measured until then (partial: true)
         if report is not None:
@@ -210,6 +212,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="search again after holding this long (default 600 s)")
     g.add_argument("--stall", dest="stall_s", type=float, metavar="S",
                    help="fall back to the start clock if no step is seen for this long (default 120 s)")
+    add_above_power_mode(p)
     add_board_options(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")
     p.set_defaults(func=cmd_run)

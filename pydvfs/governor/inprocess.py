@@ -73,7 +73,8 @@ class OnlineGovernor:
                  search: str | None = None, objective: str = "energy", max_slowdown_pct: float | None = None,
                  energy: str = DEFAULT_MEASURE,
                  window: WindowParams | dict | float | None = None, search_options: dict | None = None,
-                 total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic):
+                 total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic,
+                 above_power_mode: bool = False):
         if policy not in POLICIES:
             raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
         if policy != "online" and workload is None and policy != "maxn":
@@ -91,7 +92,7 @@ class OnlineGovernor:
         self.window = WindowParams.of(window)
         self.start_mhz = start_mhz
         self.log, self.clock = log, clock
-        self.dev = open_device(sysfs_root, state_dir)
+        self.dev = open_device(sysfs_root, state_dir, above_power_mode)
         self.sampler = Sampler(rate_hz=rate_hz, sysfs_root=self.dev.sysfs_root)  # fails before any change
         if policy == "online":  # a search cannot minimise an energy the board's rails do not give
             require_energy(self.dev.board, self.objective.energy, self.dev.model, self.sampler.rails)
@@ -137,7 +138,8 @@ class OnlineGovernor:
                 else:
                     self._decision = apply(self.workload, self.policy, self.model_dir, self.dev.sysfs_root,
                                            self.dev.state_dir, objective=self.objective.kind,
-                                           max_slowdown_pct=self.objective.max_slowdown_pct).to_dict()
+                                           max_slowdown_pct=self.objective.max_slowdown_pct,
+                                           above_power_mode=self.dev.above_power_mode).to_dict()
                 self.sampler.start()
                 self._t0_ns = time.monotonic_ns()
                 self.sampler.begin_window("run")

@@ -67,11 +67,12 @@ def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | 
 
 
 def board_cap_mhz(dev) -> float:
-    """The board's own max_freq (MHz): what it was before pydvfs changed it (the saved state,
-    if an earlier run left one), else what it is now. Under a power mode (nvpmodel) levels above
-    it cannot take."""
-    saved = dev.saved_state()
-    return (saved if saved is not None else dev.state()).max_mhz
+    """The power mode's GPU cap (MHz), by govcore's one rule (govcore/powermode.h): the highest
+    level at or under the max_freq found before the first pin (the saved state's, if an earlier
+    run left one, else the live one) and nvpmodel's cap; the top level where the device lifts
+    the cap (above_power_mode) or none is known."""
+    cap = dev.power_cap_mhz()
+    return cap if cap is not None else max(dev.available_frequencies_mhz)
 
 
 def capped_levels(levels_mhz, cap_mhz: float) -> tuple[float, ...]:
@@ -92,10 +93,10 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
     levels = capped_levels(dev.available_frequencies_mhz, cap)
     start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz)
     if start > levels[-1]:
-        start, source = levels[-1], f"{source}, capped at the board's max_freq {cap:g} MHz"
+        start, source = levels[-1], f"{source}, capped at the power mode's GPU cap {cap:g} MHz"
     if len(levels) < len(dev.available_frequencies_mhz) and log is not None:
-        print(f"{prefix}: the board's max_freq is {cap:g} MHz (a power-mode cap?): "
-              f"searching {levels[0]:g}..{levels[-1]:g} MHz", file=log, flush=True)
+        print(f"{prefix}: the power mode caps the GPU at {cap:g} MHz: searching {levels[0]:g}..{levels[-1]:g} "
+              "MHz (--above-power-mode lifts the cap)", file=log, flush=True)
     maxn_anchor = keeps_maxn and search_kind == "model"  # the hill climb compares levels only
     if maxn_anchor:
         source = f"mlg keeps this workload at MAXN; the levels are searched from {start:g} MHz ({source})"
@@ -220,6 +221,12 @@ def online_outcome(report: dict, energy_j: float) -> dict:
     return out
 
 
+def clamp_notice(decision: dict) -> str:
+    """The one-line notice of a decision the power mode's cap lowered."""
+    return (f"note: {decision['clamped_from_mhz']:g} MHz is above the power mode's GPU cap: pinned "
+            f"{decision['freq_mhz']:g} MHz (--above-power-mode lifts the cap)")
+
+
 def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | None = None,
                  progress_file: str | Path | None = None, rate_hz: float | None = None,
                  model_dir=None, start_mhz: float | None = None,
@@ -227,9 +234,11 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                  sysfs_root=None, state_dir=None, log=None,
                  clock: Callable[[], float] = time.monotonic,
                  *, objective: Objective | None = None, search_kind: str | None = None,
-                 sleep: Callable[[float], None] = time.sleep, total_steps: int | None = None) -> dict:
+                 sleep: Callable[[float], None] = time.sleep, total_steps: int | None = None,
+                 above_power_mode: bool = False) -> dict:
     """Run ``cmd`` under ``policy``; returns the report (see docs/online.md). ``total_steps``:
-    the count the progress file will reach at the end, if known (the online search's horizon)."""
+    the count the progress file will reach at the end, if known (the online search's horizon).
+    The clock stays at or under the power mode's GPU cap unless ``above_power_mode``."""
     from ..device import remote
     from ..policy.apply import apply
 
@@ -251,7 +260,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     window = window or WindowParams()
     log = log or sys.stderr
     progress = Path(progress_file) if progress_file else None
-    dev = open_device(sysfs_root, state_dir)
+    dev = open_device(sysfs_root, state_dir, above_power_mode)
     reconnects = remote.reconnects()
 
     report: dict = {"command": cmd, "policy": policy, "progress_file": None if progress is None else str(progress)}
@@ -285,7 +294,16 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             else:
                 report["decision"] = apply(workload, policy, model_dir, dev.sysfs_root, dev.state_dir,
                                            objective=objective.kind,
-                                           max_slowdown_pct=objective.max_slowdown_pct).to_dict()
+                                           max_slowdown_pct=objective.max_slowdown_pct,
+                                           above_power_mode=above_power_mode).to_dict()
+                d = report["decision"]
+                if d.get("mapped_from_mhz") is not None:
+                    from ..policy.apply import mapping_notice
+
+                    print(f"pydvfs run: {mapping_notice(d['trained_on'] or {}, d['mapped_from_mhz'], d['policy_mhz'], dev.model)}",
+                          file=log, flush=True)
+                if d.get("clamped_from_mhz") is not None:
+                    print(f"pydvfs run: {clamp_notice(d)}", file=log, flush=True)
             with sampler:
                 t0 = clock()
                 proc = start_command(cmd, {"PYDVFS_POLICY": policy})

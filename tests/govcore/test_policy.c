@@ -60,7 +60,7 @@ static void test_decide_clamps_to_table(void)
 {
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     double classes[1];
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
     gc_workload w = {0, 60.0, 12, 768, 64};
     gc_board b;
     gc_decision d;
@@ -99,7 +99,7 @@ static void test_features_match_sklearn_float32(void)
     const char *const names[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len",
                                  "log10_c_tok", "intensity"};
     double cls[1] = {510.0}, x[8];
-    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0, "", "", ""};
+    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0, "", "", "", "", 0, {0}};
     gc_workload w = {1, -1.0, 12, 768, 0.1};
     char err[128];
 
@@ -110,7 +110,7 @@ static void test_features_match_sklearn_float32(void)
     CHECK(fabs(x[5] - log10(12.0 * 12 * 768 * 768 + 3.0 * 12 * 0.1 * 768)) < 1e-6);
     {
         const char *const bad[] = {"shoe_size"};
-        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0, "", "", ""};
+        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0, "", "", "", "", 0, {0}};
         CHECK(gc_features(&mb, &w, x, err, sizeof err) == -EINVAL);
         CHECK(strstr(err, "shoe_size") != NULL);
     }
@@ -231,7 +231,7 @@ static void test_roofline_policy_on_13_levels(void)
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     gc_workload w = {0, -1.0, 12, 768, 64};
     double classes[1] = {700.0};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
     char path[600], err[256];
     double e, best_e = 1e300, best_mhz = 0;
     gc_roofline r;
@@ -322,7 +322,7 @@ static void test_slowdown_bound_raises_a_policy_level(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {216.75}; /* the tree's choice: level 1 of 13 */
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}};
     gc_workload w = {0, -1.0, 12, 768, 64};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 0.0};
     double pcts[] = {0.0, 1.0, 5.0, 20.0, 50.0, 100.0, 1e9}, top_s, t;
@@ -372,7 +372,7 @@ static void test_goal_refusals_and_maxn(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {0.0}; /* the tree's MAXN class */
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}};
     gc_workload w = {0, -1.0, 12, 768, 64};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 3.0};
     gc_decision d;
@@ -427,7 +427,7 @@ static void test_roofline_objectives(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {700.0};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
     gc_workload ws[] = {{0, -1.0, 12, 768, 64}, {0, -1.0, 2, 128, 20}, {1, -1.0, 24, 1024, 128}};
     double pcts[] = {-1.0, 0.0, 2.0, 10.0, 40.0};
     int k, i, p, differs = 0, e_level, want, want_free;
@@ -461,7 +461,7 @@ static void test_apply_goal_pins_the_raised_level(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {114.75};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
     gc_workload w = {0, -1.0, 12, 768, 64};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 10.0};
     char state_dir[600];
@@ -476,6 +476,46 @@ static void test_apply_goal_pins_the_raised_level(void)
     CHECK_EQ_U64(st.min_hz, b.freqs_hz[want]);
     CHECK_EQ_U64(st.max_hz, b.freqs_hz[want]);
     fake_tree_remove(root);
+}
+
+/* A tree names the table it was trained on; on a board with another top level its clock is
+ * mapped by the fraction of the top level and snapped; tops over 2x apart: declined. */
+static void test_foreign_table_mapped_or_declined(void)
+{
+    static const double classes[] = {714.0};
+    const char *nano = fake_tree_make(FAKE_JP6, "306000000 408000000 510000000 612000000 714000000 "
+                                                "816000000 918000000 1020000000");
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 714.0, "", "", "",
+                       "agx-orin", 11, {306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1224, 1300.5}};
+    gc_workload w = {0, 50.0, 12, 768, 64};
+    gc_decision d;
+    gc_board b;
+    double mhz;
+    int mapped, policy;
+
+    CHECK(gc_board_open(&b, nano) == 0);
+    for (policy = 0; policy < 3; policy++) { /* mlg, ffg, rules: clocks of the training table */
+        CHECK(gc_decide(&b, &m, NULL, policy, &w, &d) == 0);
+        CHECK(d.mapped_from_mhz > 0);
+        CHECK(fabs(d.proposed_mhz - d.mapped_from_mhz * 1020.0 / 1300.5) < 1e-9);
+        CHECK(d.level_hz >= 306000000 && d.level_hz <= 1020000000 && d.level_hz % 102000000 == 0);
+    }
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, &w, &d) == 0);
+    CHECK_EQ_U64(d.level_hz, 510000000); /* 714 x 1020/1300.5 = 560 -> 510 (the nearer) */
+    /* the same top level: as it is */
+    m.levels_mhz[10] = 1020.0;
+    mhz = 714.0;
+    CHECK(gc_map_to_board(&m, &b, &mhz, &mapped, b.err, sizeof b.err) == 0 && !mapped && mhz == 714.0);
+    /* an unknown table: as it is */
+    m.n_levels = 0;
+    CHECK(gc_map_to_board(&m, &b, &mhz, &mapped, b.err, sizeof b.err) == 0 && !mapped);
+    /* tops more than 2x apart: declined, pointing to the online search */
+    m.n_levels = 11;
+    m.levels_mhz[10] = 2100.0;
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == -EINVAL);
+    CHECK(strstr(b.err, "pydvfs run --policy online") != NULL);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MAXN, &w, &d) == 0 && d.level_hz == 0);
+    fake_tree_remove(nano);
 }
 
 int main(void)
@@ -495,5 +535,6 @@ int main(void)
     RUN(test_goal_refusals_and_maxn);
     RUN(test_roofline_objectives);
     RUN(test_apply_goal_pins_the_raised_level);
+    RUN(test_foreign_table_mapped_or_declined);
     return DONE("test_policy");
 }

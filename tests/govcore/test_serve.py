@@ -406,6 +406,36 @@ def test_pin_through_the_daemon_follows_the_rules_of_a_direct_pin(daemon, asan_g
     assert direct.returncode == 2 and far in direct.stderr and "--nearest" in direct.stderr
 
 
+def test_the_daemon_s_pin_obeys_the_power_mode_cap_and_says_so(daemon, client_python, group_gid):
+    """The daemon's pin reply is govcore pin's record: power_cap_mhz and clamped_from_mhz
+    (report.c gc_json_pin); a pydvfs client through the daemon reports the same."""
+    cap = daemon.board.root / "sys/kernel/nvpmodel_clk_cap/gpu"
+    cap.parent.mkdir(parents=True, exist_ok=True)
+    cap.write_text("612000000\n")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(daemon.sock))
+        f = s.makefile("rw")
+
+        def ask(line):
+            f.write(line + "\n")
+            f.flush()
+            return json.loads(f.readline())
+
+        r = ask("pin 918")
+        assert (r["freq_mhz"], r["power_cap_mhz"], r["clamped_from_mhz"]) == (612, 612, 918), r
+        assert _state(daemon.board)[:2] == (612000000, 612000000)
+        r = ask("pin 510")
+        assert (r["freq_mhz"], r["power_cap_mhz"], r["clamped_from_mhz"]) == (510, 612, None), r
+        ask("restore")
+    p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", "pin", "918", "--json", "--", "true"], daemon.sock)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    r = json.loads(out)
+    assert (r["freq_mhz"], r["power_cap_mhz"], r["clamped_from_mhz"]) == (612, 612, 918), r
+    assert "918 MHz is above the power mode's GPU cap: pinned 612 MHz" in err, err
+    assert _state(daemon.board) == ORIGINAL
+
+
 def test_requests_are_bounded_and_strict(daemon):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect(str(daemon.sock))

@@ -791,7 +791,7 @@ static int cmd_apply(const struct options *o)
     if (d.clamped_from_hz)
         note_clamped(&b, "apply");
     if (o->json) {
-        gc_json_decision(stdout, &model, model_name, &w, &d, dry_run);
+        gc_json_decision(stdout, &model, model_name, &w, &d, dry_run, dry_run || !d.level_hz ? NULL : b.warn);
         putchar('\n');
     } else if (d.level_hz == 0) {
         printf("policy %s: MAXN (the board's own governor)%s\n", gc_policy_name(policy),

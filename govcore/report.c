@@ -314,7 +314,7 @@ void gc_json_restore(FILE *f, int restored, const gc_clock_state *now)
 }
 
 void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
-                      const gc_decision *d, int dry_run)
+                      const gc_decision *d, int dry_run, const char *warning)
 {
     double x[GC_MAX_FEATURES];
     char err[GC_ERR_MAX];
@@ -377,7 +377,12 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
             gc_json_str(f, m->feature_names[i]);
             fprintf(f, ": %.17g", x[i]);
         }
-    fprintf(f, "}}");
+    fprintf(f, "}");
+    if (warning && *warning) {
+        fputs(", \"warning\": ", f);
+        gc_json_str(f, warning);
+    }
+    fputc('}', f);
 }
 
 void gc_json_roles_board(FILE *f, const gc_board *b)
@@ -454,19 +459,6 @@ static void json_quality_fields(FILE *f, const gc_sampler *s, const gc_window *w
     fprintf(f, "],%s\"readings_ok\": %s", sep, w->readings_ok ? "true" : "false");
 }
 
-double gc_window_total_j(const gc_sampler *s, const gc_window *w)
-{
-    double sum = 0;
-    int i, known;
-
-    sum = gc_window_role_j(s, w, GC_ROLE_MODULE, &known);
-    if (known)
-        return sum;
-    for (i = 0; i < w->n_rails; i++)
-        sum += w->energy_j[i];
-    return sum;
-}
-
 /* A number, or null where the energy is not known (fewer than GC_MIN_READINGS readings). */
 static void json_energy(FILE *f, int known, double v)
 {
@@ -479,10 +471,9 @@ static void json_energy(FILE *f, int known, double v)
 /* known: the window has enough readings for an energy (gc_window_no_energy). */
 static void window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep, int known)
 {
-    double dur_s = (double)w->duration_ns / 1e9, total_j, role_j;
+    double dur_s = (double)w->duration_ns / 1e9, role_j;
     int i, role_known;
 
-    total_j = gc_window_total_j(s, w);
     fprintf(f, "\"duration_s\": %.9g,%s\"board\": ", dur_s, sep);
     if (gc_sampler_board_id(s)[0])
         gc_json_str(f, gc_sampler_board_id(s));
@@ -501,8 +492,6 @@ static void window_fields(FILE *f, const gc_sampler *s, const gc_window *w, cons
         fprintf(f, ",%s\"%s_energy_j\": ", sep, gc_role_names[i]);
         json_energy(f, known && role_known, role_j);
     }
-    fprintf(f, ",%s\"total_energy_j\": ", sep);
-    json_energy(f, known, total_j);
     fprintf(f, ",%s", sep);
     json_roles_sampler(f, s);
     fprintf(f, ",%s\"avg_power_w\": {", sep);
@@ -512,9 +501,7 @@ static void window_fields(FILE *f, const gc_sampler *s, const gc_window *w, cons
         fputs(": ", f);
         json_energy(f, known, w->avg_power_w[i]);
     }
-    fprintf(f, "},%s\"total_avg_power_w\": ", sep);
-    json_energy(f, known, dur_s > 0 ? total_j / dur_s : 0.0);
-    fprintf(f, ",%s\"gpu_util_pct\": ", sep);
+    fprintf(f, "},%s\"gpu_util_pct\": ", sep);
     if (w->gpu_util_pct >= 0)
         fprintf(f, "%.6g", w->gpu_util_pct);
     else

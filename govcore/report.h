@@ -67,23 +67,18 @@ void gc_json_power_fields(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *ca
 void gc_text_power_mode(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *cap);
 void gc_json_restore(FILE *f, int restored, const gc_clock_state *now);
 /* An apply decision: the clock, the policy's own level, the goal and its predicted trade, the
- * policy, the model and the features the tree saw. */
+ * policy, the model and the features the tree saw; "warning" where warning is set (the pin's
+ * b->warn: the original it saved is itself a pin). */
 void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
-                      const gc_decision *d, int dry_run);
-
-/* A window's "total" energy (J): the module's energy where the board's roles are known; on a
- * board outside the table, the sum of the rails read (which may count a rail's parts twice:
- * the warning says the roles are unknown). */
-double gc_window_total_j(const gc_sampler *s, const gc_window *w);
+                      const gc_decision *d, int dry_run, const char *warning);
 
 /* "roles": {"module": [rails] | null, ...}: which rails make each role (null: not known; []: the
  * board has no such role). */
 void gc_json_roles_board(FILE *f, const gc_board *b);
 
 /* A window's fields (the Measurement of pydvfs), without the braces: duration_s, board,
- * energy_j, module_energy_j, cpu_gpu_energy_j, gpu_energy_j, total_energy_j (= module energy;
- * the sum of the rails on a board outside the table), roles, avg_power_w, total_avg_power_w,
- * gpu_util_pct, samples, read_errors, rate_hz and the reading-quality keys. sep goes between two
+ * energy_j, module_energy_j, cpu_gpu_energy_j, gpu_energy_j (each by rail role, null where
+ * not known: no sum over "all rails"), roles, avg_power_w, gpu_util_pct, samples, read_errors, rate_hz and the reading-quality keys. sep goes between two
  * fields. */
 void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep);
 

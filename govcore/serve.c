@@ -340,7 +340,9 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
                gc_policy_name(rq->policy), d.level_hz ? "" : "MAXN ",
                gc_hz_to_mhz(d.level_hz));
     if ((f = reply_begin(&buf, &len))) {
-        gc_json_decision(f, &model, rq->model, &rq->workload, &d, rq->dry_run);
+        /* the pin's warning (the original it saved is itself a pin); none for maxn or a dry run */
+        gc_json_decision(f, &model, rq->model, &rq->workload, &d, rq->dry_run,
+                         rq->dry_run || !d.level_hz ? NULL : sv->board.warn);
         reply_end(c, f, &buf, &len);
     } else {
         reply_error(c, -ENOMEM, "out of memory");

@@ -204,8 +204,8 @@ def stage_governed_run(ctx: DemoContext) -> dict:
     """A governed run on the animated board: the simulated training process writes the rails in
     scaled real time; the C sampler measures it under MAXN and under the learned policy."""
     from . import Sampler, apply, restore
+    from .boards import identify
     from .device.fake import ORIN_MODEL, build_fake_board
-    from .energy import board_of, by_measure
     from .sim.board import BoardFiles
     from .sim.model import default_params, idle_board_power_w
     from .sim.workloads import get_workload
@@ -218,7 +218,7 @@ def stage_governed_run(ctx: DemoContext) -> dict:
     sw = get_workload("bert-base", "SST-2")
     wl = sw.workload()
     steps, scale = (400, 100) if ctx.quick else (1000, 100)
-    board = board_of(ORIN_MODEL)  # the board the fake one stands for, by its model string
+    board = identify(ORIN_MODEL)  # the board the fake one stands for, by its model string
     runs = {}
     try:
         for policy in ("maxn", "mlg"):
@@ -230,7 +230,7 @@ def stage_governed_run(ctx: DemoContext) -> dict:
                 subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
                 m = s.end_window("run")
                 trace = s.trace()
-            e = by_measure(m.energy_j, board)  # by the board table's rail roles
+            e = {"module": m.module_energy_j, "cpu-gpu": m.cpu_gpu_energy_j}  # the sampler's, by rail role
             runs[policy] = {"freq_mhz": d.freq_mhz, "duration_s": m.duration_s, "energy_module_j": e["module"],
                             "energy_cpu_gpu_j": e["cpu-gpu"],
                             "avg_power_w": e["cpu-gpu"] / m.duration_s, "samples": m.samples,

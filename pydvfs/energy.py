@@ -7,18 +7,17 @@
 ``cpu-gpu``  the rails that carry the CPU and the GPU (AGX Orin VDD_CPU_CV + VDD_GPU_SOC;
              Nano/NX VDD_CPU_GPU_CV), as paper A measured.
 
-Which rails make each is the board table's (``pydvfs/data/boards.json``, :mod:`pydvfs.boards`):
-every sum here goes by rail role, never over "all rails". On a board the table does not know,
-both are None (unknown), never a made-up total.
+Which rails make each is the board table's (``pydvfs/data/boards.json``, :mod:`pydvfs.boards`);
+the sampler sums them by rail role into a Measurement's ``module_energy_j`` and
+``cpu_gpu_energy_j`` (never over "all rails"), and :func:`of` picks the chosen one: nothing here
+sums rails again. On a board the table does not know, both are None (unknown), never a made-up
+total.
 
 ``MEASURES`` is the one list of names; the CLI's ``--energy`` (cli/common.py) and the
 ``energy=`` keyword of :class:`pydvfs.OnlineGovernor` and the callbacks take them.
 """
 from __future__ import annotations
 
-from typing import Mapping
-
-from . import boards as _boards
 from .errors import InvalidValueError
 
 MEASURES = ("module", "cpu-gpu")
@@ -26,6 +25,7 @@ DEFAULT_MEASURE = "module"
 ROLE = {"module": "module", "cpu-gpu": "cpu_gpu"}  # measure -> the board table's rail role
 LABEL = {"module": "module", "cpu-gpu": "CPU+GPU"}
 COLUMN = {"module": "energy_module_j", "cpu-gpu": "energy_cpu_gpu_j"}  # the dataset's columns
+FIELD = {"module": "module_energy_j", "cpu-gpu": "cpu_gpu_energy_j"}  # a Measurement's (and a report's) fields
 
 
 def check_measure(measure) -> str:
@@ -35,22 +35,11 @@ def check_measure(measure) -> str:
     return measure
 
 
-def board_of(model: str | None):
-    """The board table's row for a device-tree model string (``Device.model``); None if the
-    table does not know it."""
-    return _boards.identify(model) if model else None
-
-
-def by_measure(per_rail: Mapping[str, float], board) -> dict:
-    """{"module": J or None, "cpu-gpu": J or None} of a per-rail mapping (energy J or power W)
-    on ``board`` (a :class:`pydvfs.boards.Board`, or None: unknown, both None)."""
-    e = _boards.energies(per_rail, board)
-    return {m: e[ROLE[m]] for m in MEASURES}
-
-
-def of(per_rail: Mapping[str, float], board, measure: str) -> float | None:
-    """One measure of a per-rail mapping on ``board``; None where it is unknown."""
-    return by_measure(per_rail, board)[check_measure(measure)]
+def of(m, measure: str) -> float | None:
+    """The ``measure`` energy of a sampler window (a :class:`pydvfs.sampler.Measurement`): its
+    ``module_energy_j`` or ``cpu_gpu_energy_j``, which the sampler summed by the board's rail
+    roles; None where it is unknown. Energies are read from the Measurement, never summed again."""
+    return getattr(m, FIELD[check_measure(measure)])
 
 
 def rails_of(board, measure: str) -> tuple[str, ...]:
@@ -85,25 +74,25 @@ def require(board, measure: str, model: str | None, rails=()) -> None:
         raise InvalidValueError(why + hint)
 
 
-def report_fields(per_rail: Mapping[str, float], board, measure: str) -> dict:
-    """The energy part of a run's report: the measure minimised, both measures, the board."""
-    e = by_measure(per_rail, board)
-    return {"energy_measure": check_measure(measure), "board": None if board is None else board.id,
-            "module_energy_j": e["module"], "cpu_gpu_energy_j": e["cpu-gpu"]}
+def report_fields(m, measure: str) -> dict:
+    """The energy part of a run's report, from its Measurement ``m``: the measure minimised,
+    both measures, the board."""
+    return {"energy_measure": check_measure(measure), "board": m.board,
+            **{FIELD[k]: of(m, k) for k in MEASURES}}
 
 
-def describe(fields: Mapping) -> str:
+def describe(fields) -> str:
     """One line of a report's energies (``report_fields``), the minimised one first:
     "module 123.4 J (CPU+GPU 98.7 J)"; an unknown one says so."""
     measure = fields["energy_measure"]
     order = [measure] + [m for m in MEASURES if m != measure]
 
     def one(m):
-        v = fields[f"{ROLE[m]}_energy_j"]
+        v = fields[FIELD[m]]
         return f"{LABEL[m]} {'unknown' if v is None else format(v, '.3f') + ' J'}"
 
     return f"{one(order[0])} ({', '.join(one(m) for m in order[1:])})"
 
 
-__all__ = ["COLUMN", "DEFAULT_MEASURE", "LABEL", "MEASURES", "board_of", "by_measure", "check_measure",
-           "describe", "of", "rails_of", "report_fields", "require", "unknown_reason"]
+__all__ = ["COLUMN", "DEFAULT_MEASURE", "FIELD", "LABEL", "MEASURES", "ROLE", "check_measure", "describe", "of",
+           "rails_of", "report_fields", "require", "unknown_reason"]

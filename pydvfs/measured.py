@@ -20,7 +20,8 @@ import threading
 from typing import TYPE_CHECKING
 
 from .device import open_device
-from .energy import DEFAULT_MEASURE, board_of, by_measure, describe, report_fields
+from .energy import DEFAULT_MEASURE, MEASURES, describe, report_fields
+from .energy import of as energy_of
 from .errors import InvalidValueError
 from .sampler import Measurement, Sampler
 
@@ -39,8 +40,7 @@ class measured:
         self.name = name
         self.log = log
         self._sampler = Sampler(rate_hz=rate_hz, sysfs_root=sysfs_root)  # fails at once without rails
-        self._model = open_device(sysfs_root).model
-        self.board = board_of(self._model)  # the board table's row: which rails make each energy
+        self.board = open_device(sysfs_root).board  # the board table's row (None: unknown)
         self._lock = threading.Lock()
         self._depth = 0
         self.measurements: list[Measurement] = []
@@ -50,7 +50,7 @@ class measured:
         """The last window's {"module": J, "cpu-gpu": J} by rail role (None: unknown; both None
         before the first window closes)."""
         m = self.measurement
-        return by_measure(m.energy_j if m is not None else {}, self.board)
+        return {k: (energy_of(m, k) if m is not None else None) for k in MEASURES}
 
     @property
     def measurement(self) -> Measurement | None:
@@ -75,7 +75,7 @@ class measured:
                 self._depth = 0
         self.measurements.append(m)
         if self.log is not None:
-            fields = report_fields(m.energy_j, self.board, DEFAULT_MEASURE)
+            fields = report_fields(m, DEFAULT_MEASURE)
             print(f"pydvfs: {self.name or 'measured'}: {describe(fields)} in {m.duration_s:.3f} s",
                   file=self.log, flush=True)
 

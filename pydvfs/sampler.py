@@ -46,14 +46,6 @@ def role_rails(board_id: str | None) -> dict[str, list[str] | None]:
     return {role: (list(b.role_rails(role)) if b else None) for role in boards.ROLES}
 
 
-def total_energy_j(energy_j: Mapping[str, float], board_id: str | None) -> float:
-    """What ``total_energy_j`` means: the module's energy where the board is in the table (no
-    rail counted twice: VDD_IN is not added to its own parts); on a board outside the table, the
-    sum of the rails read (the roles are unknown, and a warning says so)."""
-    module = boards.energies(energy_j, _board(board_id))["module"]
-    return module if module is not None else float(sum(energy_j.values()))
-
-
 @dataclass(frozen=True)
 class Measurement:
     """What a window measured. Units are in the field names.
@@ -61,14 +53,13 @@ class Measurement:
     Energy by rail role (docs/boards.md): ``module_energy_j`` is what the whole module drew (its
     input rail where it has one, else the sum of its rails, each once), ``cpu_gpu_energy_j`` the
     papers' measure (the CPU and GPU rails), ``gpu_energy_j`` the GPU alone where the board has a
-    rail for it; each None where the board (``board``, the table's id) does not say.
-    ``total_energy_j`` is the module's energy (see :func:`total_energy_j`)."""
+    rail for it; each None where the board (``board``, the table's id) does not say. There is no
+    "total" over all rails: on a board whose roles are unknown, a sum of the rails read could
+    count a rail's parts twice (VDD_IN and the rails it feeds)."""
 
     duration_s: float
     energy_j: Mapping[str, float]          # per rail, J (trapezoid integral of the rail's power)
     avg_power_w: Mapping[str, float]       # per rail, W
-    total_energy_j: float                  # the module's energy; see total_energy_j()
-    total_avg_power_w: float
     cpu_gpu_energy_j: float | None         # the CPU+GPU rails, by role
     gpu_util_pct: float | None             # time-weighted mean GPU load; None without a load file
     samples: int                           # sample rounds inside the window
@@ -119,14 +110,11 @@ class Measurement:
     def from_window(cls, w: dict, board_id: str | None = None) -> "Measurement":
         duration_s = w["duration_ns"] / 1e9
         energy = dict(w["energy_j"])
-        total = total_energy_j(energy, board_id)
         by_role = boards.energies(energy, _board(board_id))
         return cls(
             duration_s=duration_s,
             energy_j=MappingProxyType(energy),
             avg_power_w=MappingProxyType(dict(w["avg_power_w"])),
-            total_energy_j=total,
-            total_avg_power_w=total / duration_s if duration_s > 0 else 0.0,
             cpu_gpu_energy_j=by_role["cpu_gpu"],
             module_energy_j=by_role["module"],
             gpu_energy_j=by_role["gpu"],
@@ -150,10 +138,8 @@ class Measurement:
             "module_energy_j": self.module_energy_j,
             "cpu_gpu_energy_j": self.cpu_gpu_energy_j,
             "gpu_energy_j": self.gpu_energy_j,
-            "total_energy_j": self.total_energy_j,
             "roles": self.roles,
             "avg_power_w": dict(self.avg_power_w),
-            "total_avg_power_w": self.total_avg_power_w,
             "gpu_util_pct": self.gpu_util_pct,
             "samples": self.samples,
             "read_errors": self.read_errors,
@@ -392,8 +378,7 @@ class RemoteSampler(Sampler):
             w = self._conn.request(f"end {self._prefix}{name}")
         return Measurement(
             duration_s=w["duration_s"], energy_j=MappingProxyType(dict(w["energy_j"])),
-            avg_power_w=MappingProxyType(dict(w["avg_power_w"])), total_energy_j=w["total_energy_j"],
-            total_avg_power_w=w["total_avg_power_w"], cpu_gpu_energy_j=w["cpu_gpu_energy_j"],
+            avg_power_w=MappingProxyType(dict(w["avg_power_w"])), cpu_gpu_energy_j=w["cpu_gpu_energy_j"],
             gpu_util_pct=w["gpu_util_pct"], samples=int(w["samples"]),
             read_errors=int(w["read_errors"]), rate_hz=float(w["rate_hz"]),
             module_energy_j=w.get("module_energy_j"), gpu_energy_j=w.get("gpu_energy_j"),

@@ -19,8 +19,8 @@ from typing import Callable, Sequence
 from .command import exit_status, start_command, stop_command
 from .dataset import RAILS, DatasetWriter, iter_rows
 from .device import mhz_to_hz, open_device
-from .energy import board_of, by_measure, unknown_reason
 from .energy import of as energy_of
+from .energy import unknown_reason
 from .errors import CommandError, InvalidValueError
 from .levels import nearest_level
 from .policy.workload import Workload
@@ -108,14 +108,14 @@ def run_key(workload: str, setting: str, freq_mhz, repeat: int) -> tuple:
     return (workload, setting, None if freq_mhz in (None, "") else round(float(freq_mhz), 3), int(repeat))
 
 
-def _idle_power_w(sampler: Sampler, seconds: float, board) -> float | None:
+def _idle_power_w(sampler: Sampler, seconds: float) -> float | None:
     """Idle CPU+GPU power (the dataset's ``idle_power_w``), by rail role; None where unknown."""
     if seconds <= 0:
         return None
     sampler.begin_window("idle")
     time.sleep(seconds)
     m = sampler.end_window("idle")
-    e = energy_of(m.energy_j, board, "cpu-gpu")
+    e = energy_of(m, "cpu-gpu")
     return None if e is None or m.duration_s <= 0 else e / m.duration_s
 
 
@@ -132,7 +132,7 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
         if not (math.isfinite(value) and 0 <= value <= 3600):
             raise InvalidValueError(f"{what} must be within 0..3600 seconds, got {value!r}")
     dev = open_device(sysfs_root, state_dir)
-    board = board_of(dev.model)  # the board table's row: which rails make module and CPU+GPU energy
+    board = dev.board  # the board table's row: which rails make module and CPU+GPU energy
     if board is None:  # a row without either energy is no measurement
         raise InvalidValueError(unknown_reason(board, "module", dev.model))
     levels = parse_freqs(freqs, dev.available_frequencies_mhz)
@@ -159,7 +159,7 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
                 Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root) as sampler:
             if plan:
                 dev.restore()
-                idle_w = idle_prev[0] if idle_prev else _idle_power_w(sampler, idle_s, board)
+                idle_w = idle_prev[0] if idle_prev else _idle_power_w(sampler, idle_s)
             for rep, setting, mhz in plan:
                 if setting == "maxn":
                     dev.restore()
@@ -199,15 +199,14 @@ def _measure(sampler: Sampler, cmd: Sequence[str], extra_env: dict):
 
 def _row(spec: dict, wl: Workload, setting: str, mhz, rep: int, m, status: int, idle_w, board) -> dict:
     energy = {f"energy_j_{r}": m.energy_j.get(r) for r in RAILS}
-    e = by_measure(m.energy_j, board)  # by rail role: None where a role's rails were not read
-    cpu_gpu = e["cpu-gpu"]
+    cpu_gpu = m.cpu_gpu_energy_j  # by rail role (the sampler's): None where a role's rails were not read
     return {
         "workload": spec["name"], "model": wl.model, "model_size": spec.get("model_size"),
         "task": spec.get("task", ""), "layers": wl.layers, "hidden": wl.hidden,
         "heads": spec.get("heads"), "params": spec.get("params"), "seq_len": wl.seq_len,
         "batch_size": spec.get("batch_size"), "gpu_util_pct": None,
         "freq_mhz": mhz, "setting": setting, "repeat": rep, "duration_s": m.duration_s,
-        **energy, "board": board.id, "energy_module_j": e["module"], "energy_cpu_gpu_j": cpu_gpu,
+        **energy, "board": board.id, "energy_module_j": m.module_energy_j, "energy_cpu_gpu_j": cpu_gpu,
         "avg_power_w": None if cpu_gpu is None or m.duration_s <= 0 else cpu_gpu / m.duration_s,
         "avg_gpu_load_pct": m.gpu_util_pct, "samples": m.samples, "sampler_errors": m.read_errors,
         "exit_status": status, "source": "board", "idle_power_w": idle_w,

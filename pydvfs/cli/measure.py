@@ -85,8 +85,7 @@ def measure_record(cmd: list, status: int, m) -> dict:
     why = no_energy_reason(m.samples, m.duration_s)
     if why:
         data.update(energy_j=dict.fromkeys(data["energy_j"]), avg_power_w=dict.fromkeys(data["avg_power_w"]),
-                    total_energy_j=None, module_energy_j=None, cpu_gpu_energy_j=None, gpu_energy_j=None,
-                    total_avg_power_w=None)
+                    module_energy_j=None, cpu_gpu_energy_j=None, gpu_energy_j=None)
     data["no_energy_reason"] = why
     return data
 

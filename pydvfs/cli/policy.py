@@ -121,10 +121,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
         def held():
             d, data = change()
+            if d.warning:
+                print(f"pydvfs: warning: {d.warning}", file=sys.stderr, flush=True)
             return data, d.describe()
 
         return hold_while(args, dev, "apply", cmd, held)
     d, data = change()
+    if d.warning:
+        print(f"pydvfs: warning: {d.warning}", file=sys.stderr, flush=True)
     emit(args, data, lambda: d.describe(" (dry run: nothing written)" if args.dry_run else ""))
     if not args.dry_run and d.freq_mhz is not None and open_device(args.sysfs_root, args.state_dir).through_daemon:
         print(until_exit_note("apply", f"pinned {d.freq_mhz:g} MHz", "pydvfs apply ..."), file=sys.stderr)

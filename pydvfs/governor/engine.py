@@ -13,7 +13,6 @@ import math
 import numbers
 from dataclasses import asdict, dataclass
 
-from ..energy import board_of
 from ..energy import of as energy_of
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
 from .model_search import MAXN, level_name
@@ -86,11 +85,11 @@ def checked_total_steps(total_steps) -> int | None:
     return total_steps
 
 
-def window_energy_j(m, board, measure: str) -> float | None:
-    """The ``measure`` energy (pydvfs.energy: "module" or "cpu-gpu") of a sampler window on
-    ``board`` (a board table row), summed by rail role; None where the board's roles are
+def window_energy_j(m, measure: str) -> float | None:
+    """The ``measure`` energy (pydvfs.energy: "module" or "cpu-gpu") of a sampler window (a
+    Measurement, which the sampler summed by rail role); None where the board's roles are
     unknown (never a sum of whatever rails there are)."""
-    return energy_of(m.energy_j, board, measure)
+    return energy_of(m, measure)
 
 
 class OnlineEngine:
@@ -99,7 +98,7 @@ class OnlineEngine:
     ``source`` names where the step count comes from, for messages ("the progress file F",
     "the training loop"). ``objective``: what a window's cost is; the hill climb is fed that
     cost, the model search (which fits time and energy separately) J/step and s/step; the
-    energy is the objective's measure (module or CPU+GPU) on the board ``dev.model`` names.
+    energy is the objective's measure (module or CPU+GPU) of each window, as the sampler summed it.
     ``total_steps``: the step count the source will show at the end of the run, if known (it may
     be set later as :attr:`total_steps`: the Lightning callback knows it only at
     ``on_train_start``); a search with a horizon is then told the windows left in the run
@@ -113,7 +112,6 @@ class OnlineEngine:
         self.total_steps = checked_total_steps(total_steps)
         self.source, self.log, self.prefix = source, log, say_prefix
         self.objective = objective or Objective()
-        self.board = board_of(dev.model)  # the board table's row: which rails make each energy
         self.pinned_mhz: float | None = search.target_mhz  # None: the board's own state
         self.trajectory: list[dict] = []
         self.switches = [{"t_s": 0.0, "freq_mhz": self.pinned_mhz}]
@@ -173,7 +171,7 @@ class OnlineEngine:
     def _energy(self, m) -> float:
         """The objective's energy of a window (NaN where unknown: the caller checked it is
         known before the run, so a NaN only marks a window without readings)."""
-        e = window_energy_j(m, self.board, self.objective.energy)
+        e = window_energy_j(m, self.objective.energy)
         return math.nan if e is None else e
 
     def _record_pin(self, t: float, mhz: float | None) -> None:

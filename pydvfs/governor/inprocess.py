@@ -27,7 +27,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..device import open_device
-from ..energy import DEFAULT_MEASURE, board_of
+from ..energy import DEFAULT_MEASURE
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import InvalidValueError
@@ -96,9 +96,8 @@ class OnlineGovernor:
         self.log, self.clock = log, clock
         self.dev = open_device(sysfs_root, state_dir, above_power_mode)
         self.sampler = Sampler(rate_hz=rate_hz, sysfs_root=self.dev.sysfs_root)  # fails before any change
-        self.board = board_of(self.dev.model)  # the board table's row: which rails make each energy
         if policy == "online":  # a search cannot minimise an energy the board's rails do not give
-            require_energy(self.board, self.objective.energy, self.dev.model, self.sampler.rails)
+            require_energy(self.dev.board, self.objective.energy, self.dev.model, self.sampler.rails)
         self.steps = 0
         self.engine: OnlineEngine | None = None
         self.report: dict | None = None
@@ -166,7 +165,7 @@ class OnlineGovernor:
                 return {"energy_j": 0.0, "j_per_step": None, "gpu_clock_mhz": self.current_mhz,
                         "steps": 0, "duration_s": 0.0}
             m = self.sampler.peek_window("run")
-            e = window_energy_j(m, self.board, self.objective.energy)
+            e = window_energy_j(m, self.objective.energy)
             return {"energy_j": e, "j_per_step": e / self.steps if self.steps and e is not None else None,
                     "gpu_clock_mhz": self.current_mhz, "steps": self.steps, "duration_s": m.duration_s}
 
@@ -219,10 +218,10 @@ class OnlineGovernor:
             atexit.unregister(self.close)
 
     def _report(self, m, engine_part: dict | None) -> dict:
-        energy = window_energy_j(m, self.board, self.objective.energy)
+        energy = window_energy_j(m, self.objective.energy)
         report = {"policy": self.policy, "steps": self.steps, "duration_s": m.duration_s,
                   "energy_j": dict(m.energy_j),
-                  **energy_report_fields(m.energy_j, self.board, self.objective.energy),
+                  **energy_report_fields(m, self.objective.energy),
                   "j_per_step": energy / self.steps if self.steps and energy is not None else None,
                   "restored": self._restored, "measurement": m.to_dict(),
                   "monotonic_ns": [self._t0_ns, self._t1_ns]}  # brackets the measured span

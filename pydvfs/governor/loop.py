@@ -27,7 +27,6 @@ from typing import Callable
 from .. import _core
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
-from ..energy import board_of
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
@@ -319,9 +318,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,
                               plan["maxn_anchor"], model_dir)
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)  # fails before any change
-    board = board_of(dev.model)
     if online:  # a search cannot minimise an energy the board's rails do not give
-        require_energy(board, objective.energy, dev.model, sampler.rails)
+        require_energy(dev.board, objective.energy, dev.model, sampler.rails)
     if progress is not None and progress.exists():
         # a count left by an earlier run would read as steps of this one
         try:
@@ -371,12 +369,12 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             restored, restore_error = False, str(e)
     m = sampler.measurement
     steps = read_progress(progress) if progress is not None else None
-    energy = window_energy_j(m, board, objective.energy)
+    energy = window_energy_j(m, objective.energy)
     report.update(
         exit_status=status,
         duration_s=m.duration_s,
         energy_j=dict(m.energy_j),
-        **energy_report_fields(m.energy_j, board, objective.energy),
+        **energy_report_fields(m, objective.energy),
         steps=steps,
         j_per_step=energy / steps if steps and energy is not None else None,
         restored=restored,

@@ -73,7 +73,8 @@ class Decision:
     ``policy_mhz`` the policy's level before the slowdown bound of ``objective`` (see
     :class:`pydvfs.governor.objective.Objective`); ``trade`` the predicted J/step and s/step at
     the level against the top level, in % (``vs_mhz``; from the model folder's roofline.txt;
-    None without one)."""
+    None without one); ``warning``: set when the pin saved an original that is itself a pin
+    (min == max, as jetson_clocks leaves it), as :attr:`pydvfs.PinResult.warning`."""
 
     freq_mhz: float | None
     proposed_mhz: float | None
@@ -88,13 +89,15 @@ class Decision:
     clamped_from_mhz: float | None = None
     mapped_from_mhz: float | None = None
     trained_on: dict | None = None
+    warning: str | None = None
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
                 "policy_mhz": self.policy_mhz, "objective": self.objective, "trade": self.trade,
                 "features": self.features, "workload": self.workload, "model": self.model,
                 "power_cap_mhz": self.power_cap_mhz, "clamped_from_mhz": self.clamped_from_mhz,
-                "mapped_from_mhz": self.mapped_from_mhz, "trained_on": self.trained_on}
+                "mapped_from_mhz": self.mapped_from_mhz, "trained_on": self.trained_on,
+                **({"warning": self.warning} if self.warning else {})}  # as govcore's: only where set
 
     def mapping_notice(self, board_model: str = "") -> str | None:
         """The one-line notice of a choice mapped from the tree's training table onto this
@@ -163,7 +166,8 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
                         policy_mhz=d.get("policy_mhz"), objective=d.get("objective") or goal.to_dict(),
                         trade=d.get("trade"),
                         power_cap_mhz=d.get("power_cap_mhz"), clamped_from_mhz=d.get("clamped_from_mhz"),
-                        mapped_from_mhz=d.get("mapped_from_mhz"), trained_on=d.get("trained_on"))
+                        mapped_from_mhz=d.get("mapped_from_mhz"), trained_on=d.get("trained_on"),
+                        warning=d.get("warning") or None)
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
     flags = _core.POLICY_FLAGS[policy]  # the policy's entry in govcore's table
@@ -176,8 +180,10 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
             r = _core.apply(board, tree, policy, wl.as_core(), state_dir, **core_goal,
                             above_power_mode=above_power_mode)
             owner.pinned = r["level_hz"] != 0  # maxn restored the board
+            warning = (board.pin_warning or None) if owner.pinned else None
     else:
         r = _core.decide(board, tree, policy, wl.as_core(), **core_goal)
+        warning = None
     maxn = r["level_hz"] == 0  # the maxn policy, or a tree that keeps a spiky workload at MAXN
     trade = None if r["trade_vs_hz"] == 0 else {
         "vs_mhz": hz_to_mhz(r["trade_vs_hz"]), "j_per_step_pct": r["trade_j_pct"],
@@ -196,6 +202,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         clamped_from_mhz=_mhz(r["clamped_from_hz"]),
         mapped_from_mhz=r["mapped_from_mhz"],
         trained_on=_trained_on(tree),
+        warning=warning,
     )
 
 

@@ -2,9 +2,11 @@
 
 The simulated training process plays the kernel's part: it reads the devfreq limits a governor
 wrote, emulates podgov when they leave room, and writes the rail readings and GPU load a real
-INA3221 driver and GPU driver would. It finds the files with the production discovery
+power-sensor driver and GPU driver would. It finds the files with the production discovery
 (govcore's ``gc_board_open`` through ``_core.Board``), so any tree built by
-``pydvfs.device.fake.build_fake_board`` with hwmon rails (JP5 or JP6 layout) works.
+``pydvfs.device.fake.build_fake_board`` works, for every board of the table: INA3221 hwmon rails
+(mV and mA files), an hwmon power channel (``powerN_input`` in uW: Thor's INA238) and JetPack 4's
+ina3221x driver (a mW file beside mV and mA). A board without a GPU load file (Thor) gets none.
 """
 from __future__ import annotations
 
@@ -42,12 +44,43 @@ def read_int(path: Path) -> int:
     return int(path.read_text().strip())
 
 
+@dataclass(frozen=True)
+class RailFiles:
+    """One rail's files as discovery found them (``_core.Board.rails``): ``kind`` "hwmon" (mV
+    and mA files), "power" (one uW file) or "ina3221x" (a mW file, what govcore reads, beside mV
+    and mA files)."""
+
+    kind: str
+    voltage: Path | None
+    current: Path | None
+    power: Path | None
+
+    def readings(self, label: str, watts: float) -> dict:
+        """{path: integer} a driver would show for ``watts`` on this rail."""
+        if self.kind == "power":
+            return {self.power: round(watts * 1e6)}
+        mv = round(bus_mv(label))
+        out = {self.voltage: mv, self.current: round(watts * 1e6 / mv)}
+        if self.kind == "ina3221x":
+            out[self.power] = round(watts * 1e3)
+        return out
+
+    def read_back_w(self, label: str, watts: float) -> float:
+        """The power a sampler reads after the files' rounding (govcore: mV x mA, mW or uW)."""
+        if self.kind == "power":
+            return round(watts * 1e6) / 1e6
+        if self.kind == "ina3221x":
+            return round(watts * 1e3) / 1e3
+        mv = round(bus_mv(label))
+        return mv * round(watts * 1e6 / mv) / 1e6
+
+
 @dataclass
 class BoardFiles:
     root: Path
     devfreq_dir: Path
-    load_path: Path
-    rails: dict = field(default_factory=dict)  # label -> (voltage path, current path)
+    load_path: Path | None  # None: the board has no GPU load file (Thor)
+    rails: dict = field(default_factory=dict)  # label -> RailFiles
     levels_hz: tuple = ()
 
     @classmethod
@@ -55,17 +88,20 @@ class BoardFiles:
         """Find the files by the production discovery (govcore, through ``_core.Board``).
 
         ``rail_names``: the rails to animate (default: the AGX Orin's; a simulator profile's
-        ``rail_names`` for another board). Rails read as voltage x current (INA3221 hwmon)."""
+        ``rail_names`` for another board)."""
         from .. import _core
 
+        def path(p: str) -> Path | None:
+            return Path(p) if p else None
+
         board = _core.Board(str(root))
-        rails = {name: (Path(vpath), Path(ipath))
-                 for name, kind, vpath, ipath, _ in board.rails
-                 if kind == "hwmon" and name in rail_names and ipath}
+        rails = {name: RailFiles(kind, path(vpath), path(ipath), path(ppath))
+                 for name, kind, vpath, ipath, ppath in board.rails
+                 if name in rail_names and kind in ("hwmon", "power", "ina3221x")}
         if not rails:
-            raise DeviceNotFoundError(f"no INA3221 hwmon rails named {', '.join(rail_names)} under {root}")
+            raise DeviceNotFoundError(f"no power rails named {', '.join(rail_names)} under {root}")
         devfreq_dir = Path(board.devfreq_dir)
-        load_path = Path(board.load_path) if board.load_path else devfreq_dir / "device" / "load"
+        load_path = Path(board.load_path) if board.load_path else None
         return cls(Path(root), devfreq_dir, load_path, rails, tuple(sorted(board.freqs_hz)))
 
     def read_limits_hz(self) -> tuple[int, int]:
@@ -77,16 +113,16 @@ class BoardFiles:
             rewrite_int(self.devfreq_dir / "target_freq", hz)
 
     def write_load(self, load_permille: int) -> None:
-        rewrite_int(self.load_path, max(0, min(1000, int(round(load_permille)))))
+        """The GPU load (tenths of a percent); nothing on a board without a load file."""
+        if self.load_path is not None:
+            rewrite_int(self.load_path, max(0, min(1000, int(round(load_permille)))))
 
     def write_power(self, power_w: dict) -> None:
-        """Write each rail's bus voltage (mV) and current (mA) for the given power (W)."""
-        for label, (vpath, ipath) in self.rails.items():
-            mv = bus_mv(label)
-            rewrite_int(vpath, round(mv))
-            rewrite_int(ipath, round(power_w.get(label, 0.0) * 1e6 / mv))
+        """Write each rail's files for the given power (W), as its driver shows it."""
+        for label, files in self.rails.items():
+            for p, value in files.readings(label, power_w.get(label, 0.0)).items():
+                rewrite_int(p, value)
 
     def quantised_power_w(self, power_w: dict) -> dict:
-        """The power a reader of the files sees after the mA rounding of :meth:`write_power`."""
-        return {label: round(bus_mv(label)) * round(power_w.get(label, 0.0) * 1e6 / bus_mv(label)) / 1e6
-                for label in self.rails}
+        """The power a reader of the files sees after the rounding of :meth:`write_power`."""
+        return {label: files.read_back_w(label, power_w.get(label, 0.0)) for label, files in self.rails.items()}

@@ -55,7 +55,6 @@ EMC_MAX_MHZ = _ORIN.emc_max_mhz
 CPU_MAX_MHZ = _ORIN.cpu_max_mhz  # Cortex-A78AE, MAXN
 
 RAILS = _ORIN.rail_names
-CPU_GPU_RAILS = _ORIN.board.role_rails("cpu_gpu")  # what the paper calls CPU+GPU power
 
 
 @dataclass(frozen=True)
@@ -447,9 +446,8 @@ class OperatingPoint:
 
     @property
     def cpu_gpu_power_w(self) -> float:
-        if self.board == DEFAULT_BOARD:
-            return sum(self.power_w[r] for r in CPU_GPU_RAILS)
-        return self.role_power_w["cpu_gpu"]
+        """The CPU+GPU rails' power (the papers' measure), by the board table's rail role."""
+        return board_table.role_sum(self.power_w, profile(self.board).board.role_rails("cpu_gpu"))
 
     @property
     def role_power_w(self) -> dict:
@@ -545,9 +543,8 @@ class RunResult:
 
     @property
     def energy_cpu_gpu_j(self) -> float:
-        if self.board == DEFAULT_BOARD:
-            return sum(self.energy_j[r] for r in CPU_GPU_RAILS)
-        return self.role_energy_j["cpu_gpu"]
+        """The CPU+GPU rails' energy (the papers' measure), by the board table's rail role."""
+        return board_table.role_sum(self.energy_j, profile(self.board).board.role_rails("cpu_gpu"))
 
     @property
     def role_energy_j(self) -> dict:

@@ -117,7 +117,7 @@ def test_measure_module_and_cpu_gpu_by_role(powered, front):
     assert d["board"] == fake.board
     module = expected_sum(b, "module", powers) * dur
     assert d["module_energy_j"] == pytest.approx(module, rel=0.01)
-    assert d["total_energy_j"] == pytest.approx(d["module_energy_j"], rel=1e-9)  # total = module
+    assert "total_energy_j" not in d  # no "total" beside the module: one name for one number
     assert d["cpu_gpu_energy_j"] == pytest.approx(expected_sum(b, "cpu_gpu", powers) * dur, rel=0.01)
     gpu = expected_sum(b, "gpu", powers)
     assert d["gpu_energy_j"] is None if gpu is None else d["gpu_energy_j"] == pytest.approx(gpu * dur, rel=0.01)
@@ -143,8 +143,7 @@ def test_python_api_measurement(tmp_path):
     m = s.measurement
     assert s.board == "orin-nano-super" and m.board == "orin-nano-super" and s.warning is None
     assert m.module_energy_j == pytest.approx(10.0 * m.duration_s, rel=1e-6)
-    assert m.total_energy_j == m.module_energy_j  # not 16 W: VDD_IN's parts are not added again
-    assert m.total_avg_power_w == pytest.approx(10.0, rel=1e-6)
+    assert m.module_energy_j < 0.7 * sum(m.energy_j.values())  # not 16 W: VDD_IN's parts are not added again
     assert m.cpu_gpu_energy_j == pytest.approx(4.0 * m.duration_s, rel=1e-6)
     assert m.gpu_energy_j is None and m.roles["gpu"] == []
     # a sampler of some rails only: a role whose rail was not sampled is not known, not smaller

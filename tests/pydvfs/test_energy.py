@@ -14,17 +14,17 @@ import pytest
 
 import pydvfs
 from pydvfs import dataset as ds
-from pydvfs.boards import board, boards
+from pydvfs.boards import board, boards, energies, identify
 from pydvfs.device.fake import ORIN_MODEL, build_fake_board
 from pydvfs.energy import (
     MEASURES,
-    board_of,
-    by_measure,
+    ROLE,
     check_measure,
     describe,
     report_fields,
     require,
 )
+from pydvfs.energy import of as energy_of
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.engine import OnlineEngine, WindowParams, window_energy_j
 from pydvfs.governor.objective import Objective
@@ -43,6 +43,21 @@ def orin(powered_orin):
     return powered_orin
 
 
+def by_measure(per_rail, b) -> dict:
+    """{measure: J} of a per-rail mapping, by the board table's roles (what the sampler does)."""
+    e = energies(per_rail, b)
+    return {m: e[ROLE[m]] for m in MEASURES}
+
+
+class Window:
+    """A sampler window as the sampler gives it: per-rail energies and the role sums."""
+
+    def __init__(self, per_rail, b, duration_s=1.0):
+        e = energies(per_rail, b)
+        self.energy_j, self.duration_s, self.board = dict(per_rail), duration_s, None if b is None else b.id
+        self.module_energy_j, self.cpu_gpu_energy_j, self.gpu_energy_j = e["module"], e["cpu_gpu"], e["gpu"]
+
+
 # -- sums by role ------------------------------------------------------------------------------
 def test_each_board_sums_its_roles_rails_each_once():
     for b in boards().values():
@@ -58,18 +73,13 @@ def test_each_board_sums_its_roles_rails_each_once():
 
 def test_an_unknown_board_yields_none_never_a_sum_of_its_rails():
     rails = {"VDD_GPU_SOC": 10.0, "VDD_CPU_CV": 2.0, "VIN_SYS_5V0": 4.0, "VDDQ_VDD2_1V8AO": 1.0}
-    assert board_of(UNKNOWN_MODEL) is None and board_of("") is None
+    assert identify(UNKNOWN_MODEL) is None
     assert by_measure(rails, None) == {"module": None, "cpu-gpu": None}
-    f = report_fields(rails, None, "module")
+    f = report_fields(Window(rails, None), "module")
     assert f["board"] is None and f["module_energy_j"] is None and f["cpu_gpu_energy_j"] is None
     assert describe(f) == "module unknown (CPU+GPU unknown)"
-
-    class Window:
-        energy_j = rails
-        duration_s = 1.0
-
-    assert window_energy_j(Window(), None, "module") is None
-    assert window_energy_j(Window(), None, "cpu-gpu") is None
+    assert window_energy_j(Window(rails, None), "module") is None
+    assert window_energy_j(Window(rails, None), "cpu-gpu") is None
     with pytest.raises(InvalidValueError, match="not in pydvfs's board table"):
         require(None, "module", UNKNOWN_MODEL)
 
@@ -143,11 +153,7 @@ class CurveBoard:
     def end_window(self, name):
         t0, e0 = self.open.pop(name)
 
-        class M:
-            duration_s = self.now_s - t0
-            energy_j = {r: self.drawn[r] - e0[r] for r in self.drawn}
-
-        return M()
+        return Window({r: self.drawn[r] - e0[r] for r in self.drawn}, ORIN, self.now_s - t0)
 
 
 @pytest.mark.parametrize("measure", MEASURES)
@@ -336,3 +342,20 @@ def test_measured_logs_module_and_cpu_gpu(orin):
     line = log.getvalue()
     assert line.startswith("pydvfs: x: module ") and "(CPU+GPU " in line and "all rails" not in line
     assert not math.isnan(m.energies["module"])
+
+
+def test_the_chosen_measure_is_read_from_the_measurement_never_summed_again():
+    """energy.of and report_fields read a Measurement's role fields (the sampler's sums): a
+    Measurement whose per-rail energies would sum to something else still reports its fields."""
+    from pydvfs.sampler import Measurement
+
+    m = Measurement(duration_s=2.0, energy_j={"VDD_IN": 20.0, "VDD_CPU_GPU_CV": 8.0, "VDD_SOC": 4.0},
+                    avg_power_w={}, cpu_gpu_energy_j=8.0, gpu_util_pct=None, samples=10, read_errors=0,
+                    rate_hz=5.0, module_energy_j=20.0, board="orin-nano-super")
+    assert energy_of(m, "module") == 20.0 and energy_of(m, "cpu-gpu") == 8.0  # not 32 J of all rails
+    f = report_fields(m, "cpu-gpu")
+    assert f == {"energy_measure": "cpu-gpu", "board": "orin-nano-super", "module_energy_j": 20.0,
+                 "cpu_gpu_energy_j": 8.0}
+    assert describe(f) == "CPU+GPU 8.000 J (module 20.000 J)"
+    with pytest.raises(InvalidValueError):
+        energy_of(m, "total")

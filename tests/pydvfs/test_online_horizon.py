@@ -44,7 +44,9 @@ class ClockedSampler:
     def end_window(self, name):
         d = self.now_s - self.open.pop(name)
         share = {"VDD_GPU_SOC": 0.6, "VDD_CPU_CV": 0.2, "VIN_SYS_5V0": 0.15, "VDDQ_VDD2_1V8AO": 0.05}
-        return SimpleNamespace(duration_s=d, energy_j={r: k * POWER_W * d for r, k in share.items()})
+        energy_j = {r: k * POWER_W * d for r, k in share.items()}
+        return SimpleNamespace(duration_s=d, energy_j=energy_j, module_energy_j=POWER_W * d,  # the sampler's sums
+                               cpu_gpu_energy_j=energy_j["VDD_GPU_SOC"] + energy_j["VDD_CPU_CV"], board="agx-orin")
 
 
 class Recording(CurveSearch):

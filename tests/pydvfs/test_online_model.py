@@ -7,9 +7,8 @@ import sys
 
 import pytest
 
-from pydvfs.boards import board
 from pydvfs.device.fake import build_fake_board
-from pydvfs.energy import by_measure
+from pydvfs.energy import ROLE
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise
 from pydvfs.sim.workloads import get_workload
 
@@ -37,7 +36,7 @@ def truth(model="bert-base", measure="module") -> dict:
     for f in ORIN_LEVELS_MHZ:
         op = operating_point(w, "fixed", f, p)
         tf, pf = run_noise(p, op.cpu_exposed_share, 0, w.name, op.setting, op.freq_mhz, 0)
-        w_ = by_measure(op.power_w, board("agx-orin"))[measure]
+        w_ = op.role_power_w[ROLE[measure]]  # by the AGX Orin's rail roles
         out[f] = (w_ * pf * op.t_step_s * tf / SCALE, op.t_step_s * tf / SCALE)
     return out
 

@@ -227,7 +227,20 @@ def test_an_original_that_is_a_pin_is_said_when_saved(tmp_path, govcore):
                    "--layers", "12", "--hidden", "768", "--seq-len", "64")
     assert out.returncode == 0 and "itself a pin" in out.stderr, out.stderr
     assert _govcore(govcore, "--sysfs-root", str(fb.root), "restore").returncode == 0
+    out = _govcore(govcore, "--sysfs-root", str(fb.root), "--json", "apply", "--policy", "rules", "--model", "bert",
+                   "--layers", "12", "--hidden", "768", "--seq-len", "64")
+    assert out.returncode == 0 and "itself a pin" in json.loads(out.stdout)["warning"], out.stderr
+    assert _govcore(govcore, "--sysfs-root", str(fb.root), "restore").returncode == 0
     assert _board_state(fb)[:2] == (1300500000, 1300500000)  # the original, pin and all
+    # pydvfs apply says it too (text and --json); a dry run pins nothing and says nothing
+    apply_args = ("apply", "--policy", "rules", "--model", "bert", "--layers", "12", "--hidden", "768",
+                  "--seq-len", "64", "--sysfs-root", str(fb.root))
+    out = _pydvfs(*apply_args, "--json")
+    assert out.returncode == 0 and "itself a pin" in json.loads(out.stdout)["warning"], out.stderr
+    assert "pydvfs: warning: the clock state saved as the original is itself a pin" in out.stderr
+    assert _pydvfs("restore", "--sysfs-root", str(fb.root)).returncode == 0
+    out = _pydvfs(*apply_args, "--dry-run", "--json")
+    assert out.returncode == 0 and "warning" not in json.loads(out.stdout) and "itself a pin" not in out.stderr
     # an ordinary original: no warning
     (fb.devfreq_dir / "min_freq").write_text("306000000\n")
     res = pydvfs.pin(714, sysfs_root=fb.root)
@@ -446,3 +459,41 @@ def test_progress_reader_never_waits_on_a_fifo(tmp_path):
     t.start()
     t.join(HANG_GUARD_S)
     assert result == [None]
+
+
+def test_through_the_daemon_an_original_that_is_a_pin_is_said_too(tmp_path, govcore):
+    """The daemon's pin and apply replies carry the warning; pydvfs pin and apply through it
+    (PYDVFS_SOCKET) show it as they do directly (PinResult.warning, Decision.warning)."""
+    import time
+
+    fb = build_fake_board(tmp_path / "b", "jp5")
+    (fb.devfreq_dir / "min_freq").write_text("1300500000\n")  # as jetson_clocks leaves it
+    sock = tmp_path / "run" / "govcore.sock"
+    sock.parent.mkdir(mode=0o755)
+    log = tmp_path / "daemon.log"
+    proc = subprocess.Popen([govcore, "--sysfs-root", str(fb.root), "--state-dir", _private(tmp_path / "state"),
+                             "serve", "--socket", str(sock), "--group", "root",
+                             "--policy-dir", str(tmp_path / "policies")], stderr=open(log, "wb"))
+    env = {"PYDVFS_SOCKET": str(sock)}
+    try:
+        deadline = time.monotonic() + 30
+        while "serving " not in (log.read_text() if log.exists() else ""):
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "daemon did not start"
+            time.sleep(0.02)
+        out = _pydvfs("pin", "714", "--json", env=env)  # undone as it exits: the daemon restores the pin
+        assert out.returncode == 0, out.stderr
+        assert "itself a pin" in json.loads(out.stdout)["warning"]
+        assert "pydvfs: warning: the clock state saved as the original is itself a pin" in out.stderr
+        out = _pydvfs("apply", "--policy", "rules", "--model", "bert", "--layers", "12", "--hidden", "768",
+                      "--seq-len", "64", "--json", env=env)
+        assert out.returncode == 0, out.stderr
+        assert "itself a pin" in json.loads(out.stdout)["warning"]
+        assert "pydvfs: warning: the clock state saved as the original is itself a pin" in out.stderr
+        out = _pydvfs("apply", "--policy", "rules", "--model", "bert", "--layers", "12", "--hidden", "768",
+                      "--seq-len", "64", "--dry-run", "--json", env=env)
+        assert out.returncode == 0 and "warning" not in json.loads(out.stdout), out.stderr
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert _board_state(fb)[:2] == (1300500000, 1300500000)  # the original, pin and all

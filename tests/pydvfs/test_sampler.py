@@ -45,8 +45,7 @@ def test_constant_power_is_exact_and_measurement_is_immutable(board):
         assert m.energy_j[rail] == pytest.approx(p_w * m.duration_s, abs=2e-9)
         assert m.avg_power_w[rail] == pytest.approx(p_w, rel=1e-9)
     assert m.cpu_gpu_energy_j == pytest.approx(15.0 * m.duration_s, abs=4e-9)
-    assert m.total_energy_j == pytest.approx(17.45 * m.duration_s, abs=1e-8)
-    assert m.total_avg_power_w == pytest.approx(17.45, rel=1e-9)
+    assert m.module_energy_j == pytest.approx(17.45 * m.duration_s, abs=1e-8)  # the four rails, each once
     assert m.gpu_util_pct == pytest.approx(60.0)
     assert m.read_errors == 0
     assert m.samples > 30 and m.rate_hz == pytest.approx(m.samples / m.duration_s)
@@ -56,8 +55,8 @@ def test_constant_power_is_exact_and_measurement_is_immutable(board):
         m.energy_j["VDD_GPU_SOC"] = 0
     d = m.to_dict()
     assert list(d) == ["duration_s", "board", "energy_j", "module_energy_j", "cpu_gpu_energy_j",
-                       "gpu_energy_j", "total_energy_j", "roles", "avg_power_w",
-                       "total_avg_power_w", "gpu_util_pct", "samples", "read_errors", "rate_hz",
+                       "gpu_energy_j", "roles", "avg_power_w",
+                       "gpu_util_pct", "samples", "read_errors", "rate_hz",
                        "failed_reads", "interpolated_pct", "negative_readings", "incomplete_rails",
                        "readings_ok"]
     assert type(d["energy_j"]) is dict
@@ -145,7 +144,7 @@ def test_thor_hwmon_power_channel_follows_a_waveform(tmp_path):
         anim.stop()
     assert list(m.energy_j) == ["VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0", "ina238"]
     _check_waveform(m.energy_j["ina238"], anim, "ina238", a.t_ns, z.t_ns)
-    assert m.module_energy_j == m.energy_j["ina238"] == m.total_energy_j  # the module's input alone
+    assert m.module_energy_j == m.energy_j["ina238"]  # the module's input alone
     assert m.cpu_gpu_energy_j == pytest.approx(2.0 * m.duration_s, abs=1e-8)
     assert m.gpu_energy_j == pytest.approx(1.0 * m.duration_s, abs=1e-8)
     assert m.gpu_util_pct is None  # no load file on Thor: unknown, not 0

@@ -268,18 +268,21 @@ class JointSearch:
         return self.objective.cost(j, s)
 
     def _required(self, m) -> int:
-        return self.params.design_samples if m in self._design and m not in self._win else self.params.samples
+        """Windows the probe in progress takes at least: ``design_samples`` for a design mode's
+        first probe; else up to ``samples`` in all, or ``samples`` more for a mode that has them."""
+        have = len(self._win.get(m, ()))
+        if m in self._design and not have:
+            return self.params.design_samples
+        return self.params.samples - have if have < self.params.samples else self.params.samples
 
     def _probe_done(self, m) -> bool:
-        """A probe brings the mode to its windows (``design_samples`` in the design, else
-        ``samples``), more while its windows disagree, up to ``max_samples``."""
+        """The probe has its windows, more while they disagree, up to ``max_samples``."""
         n = len(self._pending)
-        total = len(self._win.get(m, ())) + n
-        if total < self._required(m) or n == 0:
+        if n < self._required(m):
             return False
-        if total >= self.params.max_samples or total == 1:
+        if n >= self.params.max_samples or n == 1:
             return True
-        costs = [self._cost(*w) for w in self._pending + list(self._win.get(m, ()))]
+        costs = [self._cost(*w) for w in self._pending]
         return 100.0 * (max(costs) - min(costs)) / statistics.median(costs) <= self.params.spread_pct
 
     def _window_noise(self) -> float:
@@ -384,16 +387,22 @@ class JointSearch:
         left = self.remaining_windows
         horizon = max(1, left if left is not None else p.horizon_windows - sum(len(w) for w in self._win.values()))
         choice, net, why = None, 0.0, ""
-        if pred is not None and budget:  # a new mode where the model expects a gain worth its windows
-            for m in admissible:
-                if m in self._win:
+        for m in admissible:  # a mode where a probe is expected to gain more than its windows cost
+            if m in self._win:  # re-measure a measured rival (within noise of the best)
+                if m == best_m or len(self._win[m]) + p.samples > p.max_windows:
                     continue
+                mu, sigma = self._mode_cost(m), self._stderr(m, noise)
+                label = "re-measure"
+            elif pred is not None and budget:  # a new mode, placed by the model
                 mu, sigma, _ = pred[m]
-                gain = expected_improvement(best * (1 - p.resolution_pct / 100), mu, sigma) * horizon
-                cost = p.samples * max(0.0, mu - best)
-                if gain - cost > net:
-                    choice, net = m, gain - cost
-                    why = f"model: {mu:.5g} +- {sigma:.2g} vs best {best:.5g}; gain {gain:.3g} > cost {cost:.3g}"
+                label = "model"
+            else:
+                continue
+            gain = expected_improvement(best * (1 - p.resolution_pct / 100), mu, sigma) * horizon
+            cost = p.samples * max(0.0, mu - best)
+            if gain - cost > net:
+                choice, net = m, gain - cost
+                why = f"{label}: {mu:.5g} +- {sigma:.2g} vs best {best:.5g}; gain {gain:.3g} > cost {cost:.3g}"
         checks = left is None or left >= p.horizon_windows / 6
         if not why and checks:  # the best and the modes within noise of it, to samples windows each
             for m in sorted(self._win, key=self._mode_cost):

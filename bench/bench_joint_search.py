@@ -17,7 +17,7 @@ Reported per workload and search (over ``--seeds`` seeds): the settled mode's tr
 the grid's best (within 1 %?), distinct modes probed, and the whole-run saving against the
 stock mode as a share of the oracle's (exploration included). Ratios within one run only.
 
-    PYTHONPATH=. python bench/bench_joint_search.py            # ~1-2 min: 5 workloads per board
+    PYTHONPATH=. python bench/bench_joint_search.py            # ~30 s: 6 workloads per board
     PYTHONPATH=. python bench/bench_joint_search.py --all --seeds 5   # every study workload
 
 Writes bench/results/joint_search.json (or --out), prints a Markdown table, and with
@@ -40,7 +40,7 @@ from pydvfs.governor.model_search import CurveParams, CurveSearch  # noqa: E402
 
 BOARDS = ("agx-orin", "orin-nano-super")
 DEFAULT_WORKLOADS = ("bert-tiny/SST-2", "bert-base/SST-2", "bert-large/QNLI", "pythia-160m/MRPC",
-                     "pythia-1b/SST-2")
+                     "pythia-1b/SST-2", "bert-base/SST-2+host")
 MARK = ("<!-- BEGIN generated:joint-search -->", "<!-- END generated:joint-search -->")
 
 

@@ -7,21 +7,29 @@ training, evaluation and plotting read one format. The file is CSV (comma, heade
 
 Writing appends one row at a time and flushes, so a sweep interrupted half-way leaves every
 finished run on disk; appending to an existing file checks its header first.
+
+Energy: ``energy_module_j`` (what the module draws) and ``energy_cpu_gpu_j`` (the CPU and GPU
+rails, the papers' measure), each summed by the rails' roles on ``board`` (pydvfs/energy.py,
+the board table). A dataset written before pydvfs recorded them (no ``energy_module_j`` and
+``board`` columns) still loads, with those empty and a warning that says so; new rows are not
+appended to it.
 """
 from __future__ import annotations
 
 import csv
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from .boards import board as _table_board
 from .errors import InvalidValueError
-from .rails import ORIN_RAILS
 
-# Rails whose energies are recorded (INA3221 labels on the AGX Orin devkit, SPEC section 5).
-RAILS = ORIN_RAILS
+# Rails whose energies are recorded one by one: the AGX Orin devkit's (the board table's). Other
+# boards' rails are recorded as their role sums only (energy_module_j, energy_cpu_gpu_j).
+RAILS = _table_board("agx-orin").rails
 SETTINGS = ("fixed", "maxn", "15w", "30w", "50w")
 SOURCES = ("sim", "board")
 MODELS = ("bert", "pythia", "gemma")
@@ -54,17 +62,33 @@ COLUMNS: tuple[Column, ...] = (
     Column("repeat", int, "", True, "repeat index, 0-based"),
     Column("duration_s", float, "s", True, "wall time of the run"),
     *(Column(f"energy_j_{r}", float, "J", False, f"energy on rail {r}") for r in RAILS),
-    Column("energy_cpu_gpu_j", float, "J", True, "VDD_CPU_CV + VDD_GPU_SOC energy (the paper's)"),
-    Column("avg_power_w", float, "W", True, "energy_cpu_gpu_j / duration_s"),
+    Column("energy_module_j", float, "J", False,
+           "what the module draws: its input rail, or the sum of its rails, each once (AGX Orin: all four "
+           "above); by the board table's roles"),
+    Column("energy_cpu_gpu_j", float, "J", False,
+           "the CPU and GPU rails (AGX Orin VDD_CPU_CV + VDD_GPU_SOC; the paper's measure); by the board "
+           "table's roles"),
+    Column("avg_power_w", float, "W", False, "energy_cpu_gpu_j / duration_s"),
     Column("avg_gpu_load_pct", float, "%", False, "mean GPU load during the run"),
     Column("samples", int, "", True, "sensor samples behind the energies (0 for virtual time)"),
     Column("sampler_errors", int, "", True, "failed sensor reads during the run"),
     Column("exit_status", int, "", True, "the training command's exit status"),
     Column("source", str, "", True, "sim | board"),
+    Column("board", str, "", False, "the board table's id (agx-orin, orin-nano-super, ...); empty in a dataset "
+           "from before pydvfs recorded it"),
     Column("idle_power_w", float, "W", False, "idle CPU+GPU power measured before the sweep"),
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)
 _BY_NAME = {c.name: c for c in COLUMNS}
+ENERGY_COLUMNS = ("energy_module_j", "energy_cpu_gpu_j")
+# Columns a dataset written before module energy was recorded lacks: it loads with them empty.
+ADDED_COLUMNS = ("energy_module_j", "board")
+LEGACY_COLUMN_NAMES = tuple(c for c in COLUMN_NAMES if c not in ADDED_COLUMNS)
+
+
+def legacy_warning(path) -> str:
+    return (f"{path}: a dataset from before pydvfs recorded module energy: energy_module_j and board are "
+            f"empty (CPU+GPU energy only; choose it with --energy cpu-gpu, or sweep again)")
 
 
 def _format(col: Column, value) -> str:
@@ -97,6 +121,10 @@ def validate_row(row: dict) -> dict:
         raise InvalidValueError(f"source must be one of {', '.join(SOURCES)}, got {row.get('source')!r}")
     if row.get("setting") == "fixed" and row.get("freq_mhz") in (None, ""):
         raise InvalidValueError("a fixed-clock row needs freq_mhz")
+    if all(row.get(c) in (None, "") or (isinstance(row.get(c), float) and math.isnan(row[c]))
+           for c in ENERGY_COLUMNS):
+        raise InvalidValueError("a dataset row needs energy_module_j or energy_cpu_gpu_j (the board's rail "
+                                "roles are unknown?)")
     return {c.name: _format(c, row.get(c.name)) for c in COLUMNS}
 
 
@@ -150,6 +178,9 @@ def _check_ours(path: Path) -> None:
     with open(path, "rb") as f:
         head = f.read(len(HEADER_LINE))
     if head != HEADER_LINE:
+        if head.startswith((",".join(LEGACY_COLUMN_NAMES) + "\n").encode()):
+            raise InvalidValueError(f"{path} is a dataset from before pydvfs recorded module energy; new rows "
+                                    f"would lack columns there: write them to a new file")
         raise InvalidValueError(f"{path} exists and is not a pydvfs dataset (its first line is not "
                                 f"the dataset header); will not append to it or change it")
 
@@ -177,10 +208,13 @@ def iter_rows(path: str | os.PathLike) -> Iterator[dict]:
     """Rows as dicts with typed values (None for empty cells). Needs no pandas."""
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        if tuple(reader.fieldnames or ()) != COLUMN_NAMES:
+        header = tuple(reader.fieldnames or ())
+        if header == LEGACY_COLUMN_NAMES:
+            warnings.warn(legacy_warning(path), stacklevel=2)
+        elif header != COLUMN_NAMES:
             raise InvalidValueError(f"{path} is not a pydvfs dataset (header differs)")
         for line, raw in enumerate(reader, start=2):
-            out = {}
+            out = dict.fromkeys(ADDED_COLUMNS)
             for name, text in raw.items():
                 col = _BY_NAME[name]
                 try:
@@ -200,7 +234,11 @@ def read_dataframe(path: str | os.PathLike):
     import pandas as pd
 
     check_row_lengths(path)
-    df = pd.read_csv(path, dtype={"model_size": str, "task": str})
+    df = pd.read_csv(path, dtype={"model_size": str, "task": str, "board": str})
+    if tuple(df.columns) == LEGACY_COLUMN_NAMES:
+        warnings.warn(legacy_warning(path), stacklevel=2)
+        df = df.assign(**{c: pd.Series(dtype=float if c.endswith("_j") else object, index=df.index)
+                          for c in ADDED_COLUMNS})[list(COLUMN_NAMES)]
     missing = [c for c in COLUMN_NAMES if c not in df.columns]
     if missing:
         raise InvalidValueError(f"{path} lacks dataset column(s): {', '.join(missing)}")

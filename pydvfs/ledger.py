@@ -267,7 +267,7 @@ def all_rows(results: dict) -> dict:
     g = rep.get("governed")
     if g:
         other.append(_row("governed run vs MAXN (animated board, C sampler)", "–",
-                          f"{g['saving_pct']:.1f} % energy saved, {g['time_penalty_pct']:+.1f} % time",
+                          f"{g['saving_pct']:.1f} % CPU+GPU energy saved, {g['time_penalty_pct']:+.1f} % time",
                           "pydvfs demo (governed_run)", NA, "both numbers belong together"))
     out["A other"] = other
     out["B"] = paper_b_rows(results)
@@ -285,6 +285,9 @@ def markdown(results: dict) -> str:
          "inspired energy scaling law (SPEC 3). Our board is the simulated, calibrated AGX Orin "
          "(docs/sim.md), paper B's 8-GPU node is simulated too (docs/roofline.md); real data: the "
          "A100 file and Perseus curves. Savings are against MAXN, with the time they add beside them.", "",
+         "Energy in paper A's rows is **CPU+GPU** energy (VDD_CPU_CV + VDD_GPU_SOC), the paper's "
+         "measure: labels, training and scores use it (`--energy cpu-gpu`), not the module's energy "
+         "that pydvfs minimises by default (all the module draws; docs/boards.md).", "",
          "## Paper A, its own protocol (primary)", "",
          f"The paper's 27 configurations: its nine models ({', '.join(pr['models'])}) on SST-2, QNLI and "
          "MRPC for training; the same models on the six unseen tasks for evaluation.", ""]

@@ -2,13 +2,15 @@
 
     with pydvfs.measured("eval") as m:
         evaluate()
-    print(m.measurement.cpu_gpu_energy_j, m.measurement.duration_s)
+    print(m.energies["module"], m.energies["cpu-gpu"], m.measurement.duration_s)
 
     @pydvfs.measured(name="train_epoch")
     def train_epoch(): ...
     train_epoch(); train_epoch.measurements[-1]   # one Measurement per call
 
 It never touches the clock: it only samples the rails (the C sampler, as ``pydvfs measure``).
+Each window's line gives the module's energy and CPU+GPU beside it, summed by the rails' roles in
+the board table (pydvfs/energy.py); on a board the table does not know, both are "unknown".
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
+from .device import open_device
+from .energy import DEFAULT_MEASURE, board_of, by_measure, describe, report_fields
 from .errors import InvalidValueError
 from .sampler import Measurement, Sampler
 
@@ -35,9 +39,18 @@ class measured:
         self.name = name
         self.log = log
         self._sampler = Sampler(rate_hz=rate_hz, sysfs_root=sysfs_root)  # fails at once without rails
+        self._model = open_device(sysfs_root).model
+        self.board = board_of(self._model)  # the board table's row: which rails make each energy
         self._lock = threading.Lock()
         self._depth = 0
         self.measurements: list[Measurement] = []
+
+    @property
+    def energies(self) -> dict:
+        """The last window's {"module": J, "cpu-gpu": J} by rail role (None: unknown; both None
+        before the first window closes)."""
+        m = self.measurement
+        return by_measure(m.energy_j if m is not None else {}, self.board)
 
     @property
     def measurement(self) -> Measurement | None:
@@ -62,9 +75,8 @@ class measured:
                 self._depth = 0
         self.measurements.append(m)
         if self.log is not None:
-            e = m.cpu_gpu_energy_j if m.cpu_gpu_energy_j is not None else m.total_energy_j
-            basis = "CPU+GPU" if m.cpu_gpu_energy_j is not None else "all rails"
-            print(f"pydvfs: {self.name or 'measured'}: {e:.4g} J ({basis}) in {m.duration_s:.3f} s",
+            fields = report_fields(m.energy_j, self.board, DEFAULT_MEASURE)
+            print(f"pydvfs: {self.name or 'measured'}: {describe(fields)} in {m.duration_s:.3f} s",
                   file=self.log, flush=True)
 
     def __call__(self, fn):

@@ -75,6 +75,17 @@ def _dataset_for(found: dict, workloads: set) -> dict | None:
     return best
 
 
+def _energy_name(column: str | None) -> str:
+    """What an analysis or evaluation minimised: the module's energy, CPU+GPU, or a column named
+    by the user (outputs from before pydvfs said so: not recorded)."""
+    from .energy import COLUMN, LABEL
+
+    if column is None:
+        return "not recorded"
+    names = {c: f"{LABEL[m]} (`{c}`)" for m, c in COLUMN.items()}
+    return names.get(column, f"`{column}`")
+
+
 def markdown_user(found: dict, root: Path) -> str:
     from .replication import evaluation_breakdown
     from .report import _pct, _table
@@ -102,7 +113,8 @@ def markdown_user(found: dict, root: Path) -> str:
             summary = rows
         s = res["summary"]
         body += [f"## Evaluation: {rel(ev['path'])}", "",
-                 "" if ds is None else f"Durations from {rel(ds['path'])}.", ""]
+                 f"Energy: {_energy_name(res.get('energy_column'))}."
+                 + ("" if ds is None else f" Durations from {rel(ds['path'])}."), ""]
         body += _table(["policy", "mean saving vs MAXN", "min", "max", "worse than MAXN"],
                        [[pol, _pct(v["mean_saving_pct"], ".2f"), _pct(v["min_saving_pct"], ".2f"),
                          _pct(v["max_saving_pct"], ".2f"), v["worse_than_maxn"]] for pol, v in s.items()]) + [""]
@@ -116,7 +128,7 @@ def markdown_user(found: dict, root: Path) -> str:
             summary = [[r[0], f"{r[1]} ({s['knob']})", r[2] if r[2] != "–" else r[4],
                         r[3] if r[2] != "–" else r[5], "analysis"] for r in rows]
         body += [f"## Analysis: {rel(a['dir'])}", "", f"{s['n_workloads']} workloads, knob {s['knob']}, "
-                 f"{s['n_u_shaped']} U-shaped.", ""]
+                 f"{s['n_u_shaped']} U-shaped; energy: {_energy_name(s.get('energy_column'))}.", ""]
         body += _table(["workload", "sweet spot", "saving vs MAXN", "time vs MAXN", "saving vs top",
                         "time vs top", "flags"], rows) + [""]
         plots = sorted((a["dir"] / "plots").glob("*.png"))[:4] if (a["dir"] / "plots").is_dir() else []

@@ -19,6 +19,8 @@ from typing import Callable, Sequence
 from .command import exit_status, start_command, stop_command
 from .dataset import RAILS, DatasetWriter, iter_rows
 from .device import mhz_to_hz, open_device
+from .energy import board_of, by_measure, unknown_reason
+from .energy import of as energy_of
 from .errors import CommandError, InvalidValueError
 from .levels import nearest_level
 from .policy.workload import Workload
@@ -106,13 +108,15 @@ def run_key(workload: str, setting: str, freq_mhz, repeat: int) -> tuple:
     return (workload, setting, None if freq_mhz in (None, "") else round(float(freq_mhz), 3), int(repeat))
 
 
-def _idle_power_w(sampler: Sampler, seconds: float) -> float | None:
+def _idle_power_w(sampler: Sampler, seconds: float, board) -> float | None:
+    """Idle CPU+GPU power (the dataset's ``idle_power_w``), by rail role; None where unknown."""
     if seconds <= 0:
         return None
     sampler.begin_window("idle")
     time.sleep(seconds)
     m = sampler.end_window("idle")
-    return None if m.cpu_gpu_energy_j is None else m.cpu_gpu_energy_j / m.duration_s
+    e = energy_of(m.energy_j, board, "cpu-gpu")
+    return None if e is None or m.duration_s <= 0 else e / m.duration_s
 
 
 def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs: str = "all",
@@ -128,6 +132,9 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
         if not (math.isfinite(value) and 0 <= value <= 3600):
             raise InvalidValueError(f"{what} must be within 0..3600 seconds, got {value!r}")
     dev = open_device(sysfs_root, state_dir)
+    board = board_of(dev.model)  # the board table's row: which rails make module and CPU+GPU energy
+    if board is None:  # a row without either energy is no measurement
+        raise InvalidValueError(unknown_reason(board, "module", dev.model))
     levels = parse_freqs(freqs, dev.available_frequencies_mhz)
     settings = [("fixed", f) for f in levels] + [("maxn", None)]
     wl = Workload.from_any(workload)
@@ -152,7 +159,7 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
                 Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root) as sampler:
             if plan:
                 dev.restore()
-                idle_w = idle_prev[0] if idle_prev else _idle_power_w(sampler, idle_s)
+                idle_w = idle_prev[0] if idle_prev else _idle_power_w(sampler, idle_s, board)
             for rep, setting, mhz in plan:
                 if setting == "maxn":
                     dev.restore()
@@ -161,7 +168,7 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
                 sleep(settle_s)
                 label = f"{'MAXN' if mhz is None else f'{mhz:g} MHz'} rep {rep}"
                 m, status = _measure(sampler, cmd, {"PYDVFS_SETTING": setting, "PYDVFS_FREQ_MHZ": "" if mhz is None else f"{mhz:g}"})
-                writer.write(_row(workload, wl, setting, mhz, rep, m, status, idle_w))
+                writer.write(_row(workload, wl, setting, mhz, rep, m, status, idle_w, board))
                 summary["runs"] += 1
                 if status != 0:
                     summary["failed"].append({"setting": setting, "freq_mhz": mhz, "repeat": rep, "exit_status": status})
@@ -190,17 +197,18 @@ def _measure(sampler: Sampler, cmd: Sequence[str], extra_env: dict):
     return m, exit_status(proc.returncode)
 
 
-def _row(spec: dict, wl: Workload, setting: str, mhz, rep: int, m, status: int, idle_w) -> dict:
+def _row(spec: dict, wl: Workload, setting: str, mhz, rep: int, m, status: int, idle_w, board) -> dict:
     energy = {f"energy_j_{r}": m.energy_j.get(r) for r in RAILS}
-    cpu_gpu = m.cpu_gpu_energy_j
+    e = by_measure(m.energy_j, board)  # by rail role: None where a role's rails were not read
+    cpu_gpu = e["cpu-gpu"]
     return {
         "workload": spec["name"], "model": wl.model, "model_size": spec.get("model_size"),
         "task": spec.get("task", ""), "layers": wl.layers, "hidden": wl.hidden,
         "heads": spec.get("heads"), "params": spec.get("params"), "seq_len": wl.seq_len,
         "batch_size": spec.get("batch_size"), "gpu_util_pct": None,
         "freq_mhz": mhz, "setting": setting, "repeat": rep, "duration_s": m.duration_s,
-        **energy, "energy_cpu_gpu_j": cpu_gpu if cpu_gpu is not None else m.total_energy_j,
-        "avg_power_w": (cpu_gpu if cpu_gpu is not None else m.total_energy_j) / m.duration_s if m.duration_s > 0 else 0.0,
+        **energy, "board": board.id, "energy_module_j": e["module"], "energy_cpu_gpu_j": cpu_gpu,
+        "avg_power_w": None if cpu_gpu is None or m.duration_s <= 0 else cpu_gpu / m.duration_s,
         "avg_gpu_load_pct": m.gpu_util_pct, "samples": m.samples, "sampler_errors": m.read_errors,
         "exit_status": status, "source": "board", "idle_power_w": idle_w,
     }

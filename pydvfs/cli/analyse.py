@@ -11,10 +11,9 @@ import fnmatch
 import json
 import os
 
+from ..energy import COLUMN, LABEL
 from ..errors import InvalidValueError
-from .common import examples
-
-ENERGY_PREFERENCE = ("energy_j", "energy_cpu_gpu_j")
+from .common import add_energy_option, examples
 
 
 def register(subparsers, common) -> None:
@@ -38,9 +37,10 @@ def register(subparsers, common) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="folder for plots and summaries")
     p.add_argument("--format", default="auto", choices=["auto", "native", "perseus", "zeus"],
                    help="input layout (auto: detected from the columns)")
+    add_energy_option(p, "find each workload's sweet spot by (our sweep CSV: the energy_module_j or "
+                         "energy_cpu_gpu_j column)")
     p.add_argument("--energy-column", default=None, metavar="COL",
-                   help="energy column to analyse (native data; default energy_j, else "
-                        "energy_cpu_gpu_j)")
+                   help="analyse this column instead (any data; Perseus and Zeus data have energy_j only)")
     p.add_argument("--perseus-by", default="stage", choices=["stage", "instruction", "total"],
                    help="Perseus workloads: per stage (fwd+bwd summed), per stage and "
                         "instruction, or the whole pipeline")
@@ -56,22 +56,32 @@ def register(subparsers, common) -> None:
     p.set_defaults(func=_handle)
 
 
-def _pick_energy_column(df, wanted):
+def _pick_energy_column(df, wanted, fmt: str = "native", measure: str = "module"):
+    """--energy-column if given; our sweep data: the --energy measure's column (an empty one, as
+    in a dataset from before pydvfs recorded module energy, is refused in one line); Perseus and
+    Zeus data: their energy_j."""
+    have = [c for c in df.columns if str(c).startswith("energy")]
     if wanted is not None:
         if wanted not in df.columns:
-            have = [c for c in df.columns if str(c).startswith("energy")]
             raise InvalidValueError(
                 f"no column {wanted!r} (energy columns here: {', '.join(have) or 'none'})"
             )
         return wanted
-    for c in ENERGY_PREFERENCE:
-        if c in df.columns:
-            return c
-    have = [c for c in df.columns if str(c).startswith("energy")]
-    raise InvalidValueError(
-        "no energy_j or energy_cpu_gpu_j column; pick one with --energy-column "
-        f"(energy columns here: {', '.join(have) or 'none'})"
-    )
+    if fmt != "native" or "energy_j" in df.columns:
+        if "energy_j" in df.columns:
+            return "energy_j"
+        raise InvalidValueError(f"no energy_j column; pick one with --energy-column "
+                                f"(energy columns here: {', '.join(have) or 'none'})")
+    col = COLUMN[measure]
+    if col not in df.columns or df[col].isna().all():
+        other = [m for m in COLUMN if m != measure and COLUMN[m] in df.columns and df[COLUMN[m]].notna().any()]
+        if not other:
+            raise InvalidValueError(f"no {' or '.join(COLUMN.values())} column; pick one with --energy-column "
+                                    f"(energy columns here: {', '.join(have) or 'none'})")
+        raise InvalidValueError(f"this data has no {LABEL[measure]} energy ({col} is missing or empty: a "
+                                f"dataset from before pydvfs recorded it?); analyse {LABEL[other[0]]} energy "
+                                f"with --energy {other[0]}")
+    return col
 
 
 def _flat_row(d: dict) -> dict:
@@ -106,7 +116,7 @@ def _handle(args: argparse.Namespace) -> int:
             raise InvalidValueError(f"--{name.replace('_', '-')} must be >= 0")
     df, fmt = adapters.load(args.files, fmt=args.format, perseus_by=args.perseus_by)
     knob = adapters.KNOB[fmt]
-    energy_column = _pick_energy_column(df, args.energy_column)
+    energy_column = _pick_energy_column(df, args.energy_column, fmt, args.energy)
     if args.workloads is not None and "workload" in df.columns:
         df = df[[fnmatch.fnmatchcase(str(w), args.workloads) for w in df["workload"]]]
         if df.empty:

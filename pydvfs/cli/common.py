@@ -127,11 +127,23 @@ def add_objective_options(p: argparse.ArgumentParser) -> None:
                         "policies: as predicted by --model-dir's roofline.txt)")
 
 
+def add_energy_option(p: argparse.ArgumentParser, what: str = "minimise") -> None:
+    """``--energy module|cpu-gpu`` (pydvfs/energy.py): which energy to {what}: what the module
+    draws (default) or the CPU and GPU rails alone (the papers' measure)."""
+    from ..energy import DEFAULT_MEASURE, MEASURES
+
+    p.add_argument("--energy", default=DEFAULT_MEASURE, choices=MEASURES,
+                   help=f"which energy to {what}: the module's, all it draws (default), or cpu-gpu, the "
+                        "CPU and GPU rails alone (the papers' measure); the board table says which rails "
+                        "make each (docs/boards.md)")
+
+
 def objective_from_args(args: argparse.Namespace):
-    """The validated Objective of --objective/--max-slowdown."""
+    """The validated Objective of --objective/--max-slowdown (and --energy where the verb has it)."""
+    from ..energy import DEFAULT_MEASURE
     from ..governor.objective import Objective
 
-    return Objective(args.objective, args.max_slowdown_pct)
+    return Objective(args.objective, args.max_slowdown_pct, getattr(args, "energy", DEFAULT_MEASURE))
 
 
 def add_workload_argument(p: argparse.ArgumentParser, required: bool, aliases: bool = False,

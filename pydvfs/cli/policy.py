@@ -8,6 +8,7 @@ from pathlib import Path
 from .. import _core
 from .common import (
     add_board_options,
+    add_energy_option,
     add_objective_options,
     add_workload_argument,
     emit,
@@ -19,21 +20,41 @@ from .common import (
 from .hold import add_command_argument
 
 
+def energy_column(args: argparse.Namespace, df) -> str:
+    """The column whose minimum labels each workload: --energy-column if given, else the --energy
+    measure's (an empty one, as in a dataset from before pydvfs recorded module energy, is
+    refused in one line)."""
+    from ..energy import COLUMN, LABEL
+    from ..errors import InvalidValueError
+
+    if args.energy_column is not None:
+        return args.energy_column
+    col = COLUMN[args.energy]
+    other = [c for c in COLUMN.values() if c != col and c in df.columns and df[c].notna().any()]
+    if other and (col not in df.columns or df[col].isna().all()):  # no energy column at all: "lacks column"
+        raise InvalidValueError(f"{args.data} has no {LABEL[args.energy]} energy ({col} is missing or empty: a "
+                                f"dataset from before pydvfs recorded it?); use --energy "
+                                f"{'cpu-gpu' if args.energy == 'module' else 'module'}, or sweep again")
+    return col
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from ..policy.curves import curves_from_frame, read_dataset
     from ..policy.train import format_table, train
 
     df = read_dataset(args.data)
-    curves = curves_from_frame(df, args.energy_column, tasks=name_list(args.tasks),
+    curves = curves_from_frame(df, energy_column(args, df), tasks=name_list(args.tasks),
                                exclude_tasks=name_list(args.exclude_tasks))
     if not args.json:
         print(f"training on {len(curves)} workloads from {args.data} (leave-one-out CV) ...", flush=True)
     metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data)
+    metrics["energy_column"] = energy_column(args, df)  # what the labels minimise
     sel = metrics["selected"]
 
     def text() -> str:
         from ..policy.roofline import describe_dict
         return "\n".join([
+            f"labels: each workload's clock of least {metrics['energy_column']}",
             metrics["noise"]["advice"], "",
             format_table(metrics["table"]), "",
             "regret: energy at the choice / at the best level - 1, on each workload's fitted curve;",
@@ -55,13 +76,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..policy.evaluate import evaluate, format_report
 
     df = read_dataset(args.data)
-    curves = curves_from_frame(df, args.energy_column, tasks=name_list(args.tasks))
+    curves = curves_from_frame(df, energy_column(args, df), tasks=name_list(args.tasks))
     roofline = None
     if args.model_dir is not None and (Path(args.model_dir) / "roofline.txt").is_file():
         from ..policy.apply import load_roofline
         roofline = load_roofline(args.model_dir)
     result = evaluate(curves, load_tree(args.model_dir), roofline)
-    emit(args, result, lambda: format_report(result))
+    result["energy_column"] = energy_column(args, df)  # what the savings are of
+    emit(args, result, lambda: f"energy: {result['energy_column']}\n" + format_report(result))
     return 0
 
 
@@ -111,7 +133,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--out", required=True, metavar="DIR", help="model folder to write")
     p.add_argument("--tasks", nargs="+", metavar="T", help="train only on these tasks (a,b or a b)")
     p.add_argument("--exclude-tasks", nargs="+", metavar="T", help="leave these tasks out, e.g. for evaluation")
-    p.add_argument("--energy-column", default="energy_cpu_gpu_j", help="energy to minimise")
+    add_energy_option(p, "label each workload's best clock by (the built-in policy was trained on cpu-gpu, "
+                         "the paper's measure)")
+    p.add_argument("--energy-column", default=None, metavar="COL", help="minimise this column instead")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", parents=[common], help="score the policies against MAXN",
@@ -123,7 +147,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--model-dir", default=None, metavar="DIR",
                    help="model folder from `pydvfs train` (default: the built-in tree)")
     p.add_argument("--tasks", nargs="+", metavar="T", help="evaluate only these tasks (a,b or a b)")
-    p.add_argument("--energy-column", default="energy_cpu_gpu_j")
+    add_energy_option(p, "score the policies by")
+    p.add_argument("--energy-column", default=None, metavar="COL", help="score by this column instead")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("apply", parents=[common], help="pin the energy-optimal clock for a workload",

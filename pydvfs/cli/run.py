@@ -13,6 +13,7 @@ from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
 from .common import (
     add_board_options,
+    add_energy_option,
     add_objective_options,
     add_workload_argument,
     clock_mhz,
@@ -70,9 +71,11 @@ def text_report(r: dict) -> str:
             f"{r['search']['params']['horizon_windows']} windows (the run's length unknown)"
         lines.append(f"model     V/f curve: {r['search']['vf_source']}; horizon: {horizon}")
     lines.append(f"time      {r['duration_s']:.2f} s")
-    e = r["cpu_gpu_energy_j"] if r["cpu_gpu_energy_j"] is not None else r["measurement"]["total_energy_j"]
+    from ..energy import describe
+
     rails = ", ".join(f"{k} {v:.3f} J" for k, v in r["energy_j"].items())
-    lines.append(f"energy    {r['energy_basis']} {e:.3f} J  ({rails})")
+    lines.append(f"energy    {describe(r)}")
+    lines.append(f"rails     {rails}; board {r['board'] or 'unknown (not in the board table)'}")
     if r["steps"] is not None:
         jps = "" if r["j_per_step"] is None else f"  {r['j_per_step']:.5g} J/step"
         lines.append(f"steps     {r['steps']}{jps}")
@@ -167,7 +170,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "run", parents=[common], help="run a training command under a clock policy (online: search while it runs)",
         description="Run CMD (no shell; its output goes to stderr) under a GPU clock policy and "
                     "the C sampler, restore the board at the end, on Ctrl-C and on errors, and "
-                    "report time, CPU+GPU energy and energy per step. Static policies (mlg, ffg, "
+                    "report time, module and CPU+GPU energy and energy per step (of the module, or "
+                    "of CPU+GPU with --energy cpu-gpu). Static policies (mlg, ffg, "
                     "rules, maxn) pin one clock chosen from --workload. 'online' starts at the "
                     "learned model's clock (or FFG) and moves it toward lower energy per training "
                     "step while CMD runs, from the step count CMD writes into --progress-file "
@@ -182,6 +186,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
     p.add_argument("--model-dir", metavar="DIR", help="a trained model (pydvfs train) instead of the built-in tree")
     add_objective_options(p)
+    add_energy_option(p)
     g = p.add_argument_group("online search")
     g.add_argument("--search", choices=SEARCHES,
                    help="model: fit the U-curve, probe where the best clock is uncertain (default, needs numpy "

@@ -8,12 +8,14 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..energy import COLUMN, LABEL, MEASURES
 from ..errors import InvalidValueError
 
 
 def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     from ..sim.model import POWER_MODES
     from ..sim.workloads import CHARACTERISATION_TASKS, PAPER_MODELS
+    from .common import add_energy_option
 
     g = parser.add_argument_group("simulated board (--sim)")
     g.add_argument("--models", nargs="+", default=list(PAPER_MODELS), metavar="M",
@@ -25,8 +27,40 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--host-bound", action="store_true",
                    help="also run every model-task pair host-bound (batch 4, ~110 ms of exposed host "
                         "time per step: on-the-fly tokenisation, logging, frequent evaluation)")
+    add_energy_option(g, "pick each workload's best clock by")
     g.add_argument("--power-modes", nargs="*", default=[], choices=[m for m in POWER_MODES if m != "maxn"],
                    help="also run these nvpmodel modes (15w 30w 50w)")
+
+
+def _pct(v) -> str:
+    if v is None:
+        return "no MAXN run"
+    return f"saves {v:.1f} % vs MAXN" if v >= 0 else f"costs {-v:.1f} % more than MAXN"
+
+
+def best_clocks(rows: list[dict]) -> dict:
+    """Per workload and energy measure (pydvfs.energy.MEASURES): the fixed clock of least mean
+    energy, and its saving against the workload's mean MAXN energy (%; None without a MAXN
+    run or where the measure is unknown)."""
+    out: dict = {}
+    for m in MEASURES:
+        col = COLUMN[m]
+        fixed: dict = {}
+        maxn: dict = {}
+        for r in rows:
+            if r.get(col) is None:
+                continue
+            if r["setting"] == "fixed":
+                fixed.setdefault(r["workload"], {}).setdefault(r["freq_mhz"], []).append(r[col])
+            elif r["setting"] == "maxn":
+                maxn.setdefault(r["workload"], []).append(r[col])
+        for wl, d in fixed.items():
+            mean = {f: sum(v) / len(v) for f, v in d.items()}
+            f = min(mean, key=mean.get)
+            ref = sum(maxn[wl]) / len(maxn[wl]) if maxn.get(wl) else None
+            out.setdefault(wl, {})[m] = {"freq_mhz": f, "energy_j": mean[f],
+                                         "saving_vs_maxn_pct": None if not ref else 100.0 * (1.0 - mean[f] / ref)}
+    return out
 
 
 def sim_sweep(args: argparse.Namespace) -> int:
@@ -56,14 +90,13 @@ def sim_sweep(args: argparse.Namespace) -> int:
                     wr.write(r)
                     written += 1
     plots = plot_curves(rows, args.plot) if args.plot else []
-    best = {}
-    for r in rows:
-        if r["setting"] == "fixed":
-            best.setdefault(r["workload"], {}).setdefault(r["freq_mhz"], []).append(r["energy_cpu_gpu_j"])
+    best = best_clocks(rows)
+    measure = args.energy
     summary = {
         "rows": len(rows), "written": written, "skipped": skipped, "out": args.out, "plots": [str(p) for p in plots],
-        "seconds": round(time.monotonic() - t0, 2),
-        "best_mhz": {wl: min(d, key=lambda f: sum(d[f]) / len(d[f])) for wl, d in best.items()},
+        "seconds": round(time.monotonic() - t0, 2), "energy_measure": measure,
+        "best_mhz": {wl: b[measure]["freq_mhz"] for wl, b in best.items()},
+        "best": best,
     }
 
     def text():
@@ -72,7 +105,13 @@ def sim_sweep(args: argparse.Namespace) -> int:
             lines.append(f"dataset: {args.out} ({written} rows written, {skipped} already there)")
         if plots:
             lines.append(f"plots: {len(plots)} files in {args.plot}")
-        lines += [f"  {wl:24s} best {f:.0f} MHz" for wl, f in summary["best_mhz"].items()]
+        other = [m for m in MEASURES if m != measure][0]
+        lines.append(f"best clock per workload by {LABEL[measure]} energy (by {LABEL[other]} beside it); "
+                     f"saving against MAXN")
+        for wl, b in best.items():
+            a, o = b[measure], b[other]
+            lines.append(f"  {wl:24s} best {a['freq_mhz']:.0f} MHz ({_pct(a['saving_vs_maxn_pct'])}); "
+                         f"{LABEL[other]}: {o['freq_mhz']:.0f} MHz ({_pct(o['saving_vs_maxn_pct'])})")
         return "\n".join(lines)
 
     emit(args, summary, text)

@@ -13,6 +13,8 @@ import math
 import numbers
 from dataclasses import asdict, dataclass
 
+from ..energy import board_of
+from ..energy import of as energy_of
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
 from .model_search import MAXN, level_name
 from .objective import Objective
@@ -84,9 +86,11 @@ def checked_total_steps(total_steps) -> int | None:
     return total_steps
 
 
-def window_energy_j(m) -> float:
-    """CPU+GPU energy of a sampler window; all rails on a board without CPU/GPU rails."""
-    return m.cpu_gpu_energy_j if m.cpu_gpu_energy_j is not None else m.total_energy_j
+def window_energy_j(m, board, measure: str) -> float | None:
+    """The ``measure`` energy (pydvfs.energy: "module" or "cpu-gpu") of a sampler window on
+    ``board`` (a board table row), summed by rail role; None where the board's roles are
+    unknown (never a sum of whatever rails there are)."""
+    return energy_of(m.energy_j, board, measure)
 
 
 class OnlineEngine:
@@ -94,7 +98,8 @@ class OnlineEngine:
 
     ``source`` names where the step count comes from, for messages ("the progress file F",
     "the training loop"). ``objective``: what a window's cost is; the hill climb is fed that
-    cost, the model search (which fits time and energy separately) J/step and s/step.
+    cost, the model search (which fits time and energy separately) J/step and s/step; the
+    energy is the objective's measure (module or CPU+GPU) on the board ``dev.model`` names.
     ``total_steps``: the step count the source will show at the end of the run, if known (it may
     be set later as :attr:`total_steps`: the Lightning callback knows it only at
     ``on_train_start``); a search with a horizon is then told the windows left in the run
@@ -108,6 +113,7 @@ class OnlineEngine:
         self.total_steps = checked_total_steps(total_steps)
         self.source, self.log, self.prefix = source, log, say_prefix
         self.objective = objective or Objective()
+        self.board = board_of(dev.model)  # the board table's row: which rails make each energy
         self.pinned_mhz: float | None = search.target_mhz  # None: the board's own state
         self.trajectory: list[dict] = []
         self.switches = [{"t_s": 0.0, "freq_mhz": self.pinned_mhz}]
@@ -162,7 +168,13 @@ class OnlineEngine:
         whole = self.sampler.end_window("span")
         return {"t_begin_s": self.span_first[0], "t_end_s": self.span_last[0],
                 "first_count": self.span_first[1], "last_count": self.span_last[1],
-                "steps": self.span_steps, "energy_j": window_energy_j(whole) - window_energy_j(tail)}
+                "steps": self.span_steps, "energy_j": self._energy(whole) - self._energy(tail)}
+
+    def _energy(self, m) -> float:
+        """The objective's energy of a window (NaN where unknown: the caller checked it is
+        known before the run, so a NaN only marks a window without readings)."""
+        e = window_energy_j(m, self.board, self.objective.energy)
+        return math.nan if e is None else e
 
     def _record_pin(self, t: float, mhz: float | None) -> None:
         if mhz != self.pinned_mhz:
@@ -255,7 +267,7 @@ class OnlineEngine:
         self._feed(t, m, done)
 
     def _feed(self, t: float, m, steps: int) -> None:
-        energy = window_energy_j(m)
+        energy = self._energy(m)
         j_per_step = energy / steps
         if not (math.isfinite(j_per_step) and j_per_step > 0):
             self.unusable += 1  # the rails read nothing (a sensor that is off, all reads failed)

@@ -27,6 +27,9 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..device import open_device
+from ..energy import DEFAULT_MEASURE, board_of
+from ..energy import report_fields as energy_report_fields
+from ..energy import require as require_energy
 from ..errors import InvalidValueError
 from ..sampler import Sampler
 from ..signals import SIGNALS
@@ -52,7 +55,9 @@ class OnlineGovernor:
     ``rules``, ``maxn``). ``workload``: a :class:`pydvfs.Workload`, a dict or a Hugging Face
     model/config (with ``seq_len``), as for :func:`pydvfs.apply`; the online search uses it for
     its start clock only (None: FFG). ``search``: ``model`` or ``hill``; ``objective``:
-    ``energy``, ``edp`` or ``ed2p``; ``max_slowdown_pct`` (a static policy takes them as
+    ``energy``, ``edp`` or ``ed2p``; ``energy``: which energy, ``module`` (what the module
+    draws, the default) or ``cpu-gpu`` (the CPU and GPU rails, the papers' measure; see
+    :mod:`pydvfs.energy`); ``max_slowdown_pct`` (a static policy takes them as
     :func:`pydvfs.apply` does, and refuses at :meth:`start` what it cannot); ``window``: a
     :class:`WindowParams`, a dict of its fields, or seconds (the shortest window, as ``pydvfs run
     --window``); ``search_options``: ``margin_pct``,
@@ -66,6 +71,7 @@ class OnlineGovernor:
     def __init__(self, policy: str = "online", workload: Any = None, *, sysfs_root=None, state_dir=None,
                  model_dir=None, rate_hz: float | None = None, start_mhz: float | None = None,
                  search: str | None = None, objective: str = "energy", max_slowdown_pct: float | None = None,
+                 energy: str = DEFAULT_MEASURE,
                  window: WindowParams | dict | float | None = None, search_options: dict | None = None,
                  total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic):
         if policy not in POLICIES:
@@ -78,7 +84,7 @@ class OnlineGovernor:
             raise InvalidValueError("start_mhz, search, search_options and total_steps are for policy 'online'")
         self._total_steps = checked_total_steps(total_steps)
         self.policy, self.workload, self.model_dir = policy, workload, model_dir
-        self.objective = Objective(objective, max_slowdown_pct)  # a static policy's: checked by apply at start
+        self.objective = Objective(objective, max_slowdown_pct, energy)  # a static policy's: checked by apply at start
         self.search_kind = search or default_search()
         self.search_params = search_params(self.search_kind, **(search_options or {})) \
             if policy == "online" else None
@@ -87,6 +93,9 @@ class OnlineGovernor:
         self.log, self.clock = log, clock
         self.dev = open_device(sysfs_root, state_dir)
         self.sampler = Sampler(rate_hz=rate_hz, sysfs_root=self.dev.sysfs_root)  # fails before any change
+        self.board = board_of(self.dev.model)  # the board table's row: which rails make each energy
+        if policy == "online":  # a search cannot minimise an energy the board's rails do not give
+            require_energy(self.board, self.objective.energy, self.dev.model, self.sampler.rails)
         self.steps = 0
         self.engine: OnlineEngine | None = None
         self.report: dict | None = None
@@ -153,15 +162,16 @@ class OnlineGovernor:
                 self.engine.tick(self.clock() - self._t0, self.steps)
 
     def stats(self) -> dict:
-        """So far: ``energy_j`` (CPU+GPU), ``j_per_step``, ``gpu_clock_mhz`` (None: the board's
+        """So far: ``energy_j`` (the objective's: module or CPU+GPU; None where the board's rails
+        do not give it), ``j_per_step``, ``gpu_clock_mhz`` (None: the board's
         own governor), ``steps``, ``duration_s``."""
         with self._lock:
             if not self.started:
                 return {"energy_j": 0.0, "j_per_step": None, "gpu_clock_mhz": self.current_mhz,
                         "steps": 0, "duration_s": 0.0}
             m = self.sampler.peek_window("run")
-            e = window_energy_j(m)
-            return {"energy_j": e, "j_per_step": e / self.steps if self.steps else None,
+            e = window_energy_j(m, self.board, self.objective.energy)
+            return {"energy_j": e, "j_per_step": e / self.steps if self.steps and e is not None else None,
                     "gpu_clock_mhz": self.current_mhz, "steps": self.steps, "duration_s": m.duration_s}
 
     @property
@@ -213,11 +223,11 @@ class OnlineGovernor:
             atexit.unregister(self.close)
 
     def _report(self, m, engine_part: dict | None) -> dict:
-        energy = window_energy_j(m)
+        energy = window_energy_j(m, self.board, self.objective.energy)
         report = {"policy": self.policy, "steps": self.steps, "duration_s": m.duration_s,
-                  "energy_j": dict(m.energy_j), "cpu_gpu_energy_j": m.cpu_gpu_energy_j,
-                  "energy_basis": "cpu+gpu" if m.cpu_gpu_energy_j is not None else "all rails",
-                  "j_per_step": energy / self.steps if self.steps else None,
+                  "energy_j": dict(m.energy_j),
+                  **energy_report_fields(m.energy_j, self.board, self.objective.energy),
+                  "j_per_step": energy / self.steps if self.steps and energy is not None else None,
                   "restored": self._restored, "measurement": m.to_dict(),
                   "monotonic_ns": [self._t0_ns, self._t1_ns]}  # brackets the measured span
         if engine_part is None:

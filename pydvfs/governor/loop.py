@@ -4,9 +4,10 @@
 
 Static policies (mlg, ffg, rules, maxn) choose one clock with :func:`pydvfs.apply` before the
 command starts. ``online`` starts at a proposed clock and lets :class:`HillClimb` move it while
-the command runs, from energy per training step: the CPU+GPU energy the C sampler integrates
-over a window divided by the steps the command completed in it (the integer it writes,
-atomically, into the progress file). The board is restored when the command ends, on Ctrl-C,
+the command runs, from energy per training step: the module's energy (or CPU+GPU with
+``Objective(energy="cpu-gpu")``; pydvfs/energy.py) the C sampler integrates over a window
+divided by the steps the command completed in it (the integer it writes, atomically, into the
+progress file). The board is restored when the command ends, on Ctrl-C,
 on SIGTERM (see cli/run.py) and on any error.
 
 Once the command runs, nothing the board does stops it: the search covers only the levels up to
@@ -26,6 +27,9 @@ from typing import Callable
 from .. import _core
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
+from ..energy import board_of
+from ..energy import report_fields as energy_report_fields
+from ..energy import require as require_energy
 from ..errors import InvalidValueError, PydvfsError
 from ..progress import read_progress
 from ..sampler import Sampler
@@ -258,6 +262,9 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,
                               plan["maxn_anchor"], model_dir)
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)  # fails before any change
+    board = board_of(dev.model)
+    if online:  # a search cannot minimise an energy the board's rails do not give
+        require_energy(board, objective.energy, dev.model, sampler.rails)
     if progress is not None and progress.exists():
         # a count left by an earlier run would read as steps of this one
         try:
@@ -314,15 +321,14 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             restored, restore_error = False, str(e)
     m = sampler.measurement
     steps = read_progress(progress) if progress is not None else None
-    energy = window_energy_j(m)
+    energy = window_energy_j(m, board, objective.energy)
     report.update(
         exit_status=status,
         duration_s=m.duration_s,
         energy_j=dict(m.energy_j),
-        cpu_gpu_energy_j=m.cpu_gpu_energy_j,
-        energy_basis="cpu+gpu" if m.cpu_gpu_energy_j is not None else "all rails",
+        **energy_report_fields(m.energy_j, board, objective.energy),
         steps=steps,
-        j_per_step=energy / steps if steps else None,
+        j_per_step=energy / steps if steps and energy is not None else None,
         restored=restored,
         restore_error=restore_error,
         measurement=m.to_dict(),

@@ -1,5 +1,6 @@
 """What the online search minimises: energy per step, or energy x time (EDP), or energy x
-time^2 (ED2P), optionally under a slowdown bound (zeus's ``MaxSlowdownConstraint``).
+time^2 (ED2P), optionally under a slowdown bound (zeus's ``MaxSlowdownConstraint``); and which
+energy: the module's (default) or CPU+GPU (``energy``, :mod:`pydvfs.energy`).
 
 Both numbers come from the same window: J/step (energy / steps) and s/step (duration / steps).
 
@@ -21,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from .. import _core
+from ..energy import DEFAULT_MEASURE, LABEL, check_measure
 from ..errors import InvalidValueError
 
 OBJECTIVES = _core.OBJECTIVE_NAMES  # govcore's list: energy, edp, ed2p
@@ -31,8 +33,10 @@ _TIME_POWER = {kind: k for k, kind in enumerate(OBJECTIVES)}  # govcore's order 
 class Objective:
     kind: str = "energy"
     max_slowdown_pct: float | None = None
+    energy: str = DEFAULT_MEASURE  # which energy: "module" or "cpu-gpu" (pydvfs.energy.MEASURES)
 
     def __post_init__(self):
+        check_measure(self.energy)
         if self.kind not in OBJECTIVES:
             raise InvalidValueError(f"unknown objective {self.kind!r}: expected {', '.join(OBJECTIVES)}")
         if self.max_slowdown_pct is not None and not (math.isfinite(self.max_slowdown_pct)
@@ -61,12 +65,13 @@ class Objective:
     def describe(self) -> str:
         text = {"energy": "energy per step", "edp": "energy x time per step (EDP)",
                 "ed2p": "energy x time^2 per step (ED2P)"}[self.kind]
+        text = f"{LABEL[self.energy]} {text}"
         if self.max_slowdown_pct is not None:
             text += f", step time within {self.max_slowdown_pct:g} % of the fastest clock's"
         return text
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "max_slowdown_pct": self.max_slowdown_pct}
+        return {"kind": self.kind, "max_slowdown_pct": self.max_slowdown_pct, "energy": self.energy}
 
 
 __all__ = ["OBJECTIVES", "Objective"]

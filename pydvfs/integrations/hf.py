@@ -10,11 +10,13 @@ It governs in-process: ``on_step_end`` is the step count (no progress file). ``w
 :class:`pydvfs.Workload` or dict as for :func:`pydvfs.apply`; None: the Trainer's model config
 with the average tokens per sample of the first rows of the training set (or ``seq_len=``).
 Other keyword options go to :class:`pydvfs.OnlineGovernor` (``sysfs_root``, ``search``,
-``objective``, ``max_slowdown_pct``, ``window``, ``search_options``, ``start_mhz``, ...). The
+``objective``, ``energy`` (``module``, the default, or ``cpu-gpu``), ``max_slowdown_pct``,
+``window``, ``search_options``, ``start_mhz``, ...). The
 run's length is the Trainer's ``max_steps`` (less the steps of a resumed checkpoint) unless
 ``total_steps=`` says otherwise: the model search weighs a probe's gain over what is left of it.
 
-``energy_j``, ``j_per_step`` and ``gpu_clock_mhz`` are added to every ``on_log`` (the Trainer's
+``energy_j`` (the module's, or CPU+GPU with ``energy="cpu-gpu"``), ``j_per_step`` and
+``gpu_clock_mhz`` are added to every ``on_log`` (the Trainer's
 ``log_history`` and the callbacks after this one). Reporters that the Trainer added itself
 (``report_to``: TensorBoard, W&B) come before user callbacks, so to reach them too, use
 ``GovernorCallback(...).attach(trainer)``, which puts the callback first.
@@ -29,11 +31,13 @@ from typing import Any
 from transformers import TrainerCallback
 from typing_extensions import Self
 
+from ..energy import DEFAULT_MEASURE, check_measure
 from .common import log_values, make_governor, steps_left, workload_from
 
 
 class GovernorCallback(TrainerCallback):
     def __init__(self, policy: str = "online", workload: Any = None, **options):
+        check_measure(options.get("energy", DEFAULT_MEASURE))  # a bad energy= fails here, not at train start
         self.policy, self.workload, self.options = policy, workload, options
         self.governor = None
         self.report: dict | None = None

@@ -7,7 +7,8 @@ As :mod:`pydvfs.integrations.hf`: it governs in-process from ``on_train_batch_en
 optimiser step per ``accumulate_grad_batches`` batches), restores the board at the end of
 fitting, on an exception (``on_exception``) and on SIGTERM/SIGHUP/SIGQUIT, and logs
 ``energy_j``, ``j_per_step`` and ``gpu_clock_mhz`` with ``pl_module.log`` (to the trainer's
-loggers). ``workload``: as for :func:`pydvfs.apply`; None: the module's ``model`` attribute's
+loggers; the energy is the module's, or CPU+GPU with ``energy="cpu-gpu"``, as for
+:class:`pydvfs.OnlineGovernor`). ``workload``: as for :func:`pydvfs.apply`; None: the module's ``model`` attribute's
 Hugging Face config (if any) with ``seq_len=``. The run's length, the model search's horizon, is
 the trainer's ``estimated_stepping_batches`` (``max_steps``, or the epochs' optimiser steps) less
 a restored checkpoint's ``global_step``, unless ``total_steps=`` says otherwise.
@@ -21,11 +22,13 @@ try:
 except ImportError:  # the older package name
     from pytorch_lightning import Callback
 
+from ..energy import DEFAULT_MEASURE, check_measure
 from .common import log_values, make_governor, steps_left, workload_from
 
 
 class GovernorCallback(Callback):
     def __init__(self, policy: str = "online", workload: Any = None, **options):
+        check_measure(options.get("energy", DEFAULT_MEASURE))  # a bad energy= fails here, not at train start
         self.policy, self.workload, self.options = policy, workload, options
         self.governor = None
         self.report: dict | None = None

@@ -147,7 +147,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         workload=wl.to_dict(),
         model=tree.name,
         policy_mhz=_mhz(r["policy_level_hz"]),
-        objective=goal.to_dict(),
+        objective={"kind": goal.kind, "max_slowdown_pct": goal.max_slowdown_pct},  # no energy measure: nothing is measured
         trade=trade,
     )
 

@@ -14,7 +14,10 @@ from ..errors import InvalidValueError
 from ..levels import nearest_level
 from .workload import Workload
 
-ENERGY_COLUMN = "energy_cpu_gpu_j"  # the paper's CPU + GPU energy (VDD_CPU_CV + VDD_GPU_SOC)
+# The library's default: paper A's CPU+GPU energy (VDD_CPU_CV + VDD_GPU_SOC), which the built-in
+# policy and the replication ledger are trained and scored on. `pydvfs train`/`evaluate` label by
+# the module's energy unless told --energy cpu-gpu (pydvfs/energy.py).
+ENERGY_COLUMN = "energy_cpu_gpu_j"
 REQUIRED = ("workload", "model", "layers", "hidden", "seq_len", "freq_mhz", "setting")
 # A label promises a saving over MAXN; under this share (or within the noise) it is MAXN.
 MIN_SAVING = 0.01

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..dataset import DatasetWriter
-from ..rails import cpu_gpu_sum
+from ..device.fake import ORIN_MODEL
+from ..energy import board_of, by_measure
 from .model import ORIN_LEVELS_MHZ, RAILS, default_params, idle_board_power_w, operating_point, simulate_run
 from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_MODELS, get_workload
 
@@ -21,8 +22,11 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
     """``host_bound``: also every model-task pair as a host-bound run (``HOST_BOUND``: small
     batches, exposed host time), named ``model/task+hostbound``."""
     p = p or default_params()
+    # the board the simulator stands for, named by the model string its fake board carries: its
+    # rails' roles (the board table) make the module and CPU+GPU energies
+    board = board_of(ORIN_MODEL)
     idle = idle_board_power_w(p)
-    idle_cpu_gpu_w = cpu_gpu_sum(idle)
+    idle_cpu_gpu_w = by_measure(idle, board)["cpu-gpu"]
     models, tasks = list(models), list(tasks)
     workloads = [get_workload(m, t, batch_size, epochs) for m in models for t in tasks]
     if host_bound:
@@ -35,6 +39,7 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
             op = maxn_op if setting == "maxn" else operating_point(w, setting, f, p)
             for r in range(repeats):
                 res = simulate_run(w, setting, f, repeat=r, seed=seed, p=p, op=op)
+                e = by_measure(res.energy_j, board)
                 a = w.arch
                 row = {
                     "workload": w.name, "model": a.family, "model_size": a.size,
@@ -44,10 +49,10 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
                     "freq_mhz": res.freq_mhz, "setting": setting, "repeat": r,
                     "duration_s": res.duration_s,
                     **{f"energy_j_{rail}": res.energy_j[rail] for rail in RAILS},
-                    "energy_cpu_gpu_j": res.energy_cpu_gpu_j,
-                    "avg_power_w": res.avg_power_w,
+                    "energy_module_j": e["module"], "energy_cpu_gpu_j": e["cpu-gpu"],
+                    "avg_power_w": e["cpu-gpu"] / res.duration_s,
                     "avg_gpu_load_pct": res.avg_gpu_load_pct,
-                    "samples": 0, "sampler_errors": 0, "exit_status": 0, "source": "sim",
+                    "samples": 0, "sampler_errors": 0, "exit_status": 0, "source": "sim", "board": board.id,
                     "idle_power_w": idle_cpu_gpu_w,
                 }
                 yield row

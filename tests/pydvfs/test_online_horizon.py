@@ -32,7 +32,7 @@ def orin(powered_orin):
 
 class ClockedSampler:
     """The engine's sampler interface; a window lasts what the test's clock ``now_s`` says and
-    holds POWER_W watts of CPU+GPU energy."""
+    holds POWER_W watts of the AGX Orin module's energy (its four rails)."""
 
     def __init__(self):
         self.now_s = 0.0
@@ -43,7 +43,8 @@ class ClockedSampler:
 
     def end_window(self, name):
         d = self.now_s - self.open.pop(name)
-        return SimpleNamespace(duration_s=d, cpu_gpu_energy_j=POWER_W * d, total_energy_j=POWER_W * d)
+        share = {"VDD_GPU_SOC": 0.6, "VDD_CPU_CV": 0.2, "VIN_SYS_5V0": 0.15, "VDDQ_VDD2_1V8AO": 0.05}
+        return SimpleNamespace(duration_s=d, energy_j={r: k * POWER_W * d for r, k in share.items()})
 
 
 class Recording(CurveSearch):

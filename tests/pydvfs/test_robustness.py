@@ -167,9 +167,10 @@ def test_board_datasets_supply_utilisation_from_the_maxn_runs(tmp_path):
 def test_a_nan_energy_cannot_become_the_oracle(cli, tmp_path):
     _write_dataset(tmp_path / "d.csv", {"a": {306.0: float("nan"), 510.0: 80.0, 714.0: 70.0},
                                         "b": {306.0: 90.0, 510.0: 0.0, 714.0: 60.0}})
-    res = cli("evaluate", "--data", str(tmp_path / "d.csv"), "--json")
+    res = cli("evaluate", "--data", str(tmp_path / "d.csv"), "--json", "--energy", "cpu-gpu")
     assert res.returncode == 0, res.stderr
     d = json.loads(res.stdout)  # valid JSON: no NaN
+    assert d["energy_column"] == "energy_cpu_gpu_j"
     oracle = {w["workload"]: w["oracle_mhz"] for w in d["workloads"]}
     assert oracle == {"a": 714.0, "b": 714.0}
     assert d["summary"]["mlg"]["oracle_mean_saving_pct"] == pytest.approx(35.0)

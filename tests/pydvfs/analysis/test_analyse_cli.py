@@ -47,7 +47,9 @@ def test_native_sweep_with_plots_and_map(capsys, tmp_path):
     data = tmp_path / "sweep.csv"
     native_csv(data)
     out = tmp_path / "out"
-    rc, stdout, _ = run(capsys, "analyse", str(data), "--out", str(out), "--json")
+    rc, _, err = run(capsys, "analyse", str(data), "--out", str(out), "--json")
+    assert rc == 2 and "no module energy" in err and "--energy cpu-gpu" in err  # a CPU+GPU-only sweep
+    rc, stdout, _ = run(capsys, "analyse", str(data), "--out", str(out), "--json", "--energy", "cpu-gpu")
     assert rc == 0
     res = json.loads(stdout)
     assert res["energy_column"] == "energy_cpu_gpu_j" and res["knob"] == "freq_mhz"
@@ -105,7 +107,7 @@ def test_zeus_selected_workloads(capsys, tmp_path):
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, extra, msg):
     data = tmp_path / "sweep.csv"
     native_csv(data)
-    rc, stdout, err = run(capsys, "analyse", str(data), "--out", str(tmp_path / "o"), *extra)
+    rc, stdout, err = run(capsys, "analyse", str(data), "--out", str(tmp_path / "o"), "--energy", "cpu-gpu", *extra)
     assert rc == 2 and stdout == "" and err.count("\n") == 1 and msg in err
 
 
@@ -118,4 +120,4 @@ def test_missing_file_and_mixed_formats(capsys, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
     rc, _, err = run(capsys, "analyse", str(bad), "--out", str(tmp_path))
-    assert rc == 2 and "no energy_j or energy_cpu_gpu_j column" in err
+    assert rc == 2 and "no energy_module_j or energy_cpu_gpu_j column" in err

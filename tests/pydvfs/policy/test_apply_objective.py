@@ -196,7 +196,7 @@ def test_run_and_the_in_process_governor_pin_the_raised_level(trained, tmp_path,
     r = json.loads(res.stdout)
     assert int(seen.read_text()) == round(want * 1e6)  # what the command ran at
     assert r["chosen_mhz"] == want and r["decision"]["policy_mhz"] == free.freq_mhz
-    assert r["objective"] == {"kind": "energy", "max_slowdown_pct": pct}
+    assert r["objective"] == {"kind": "energy", "max_slowdown_pct": pct, "energy": "module"}
     assert r["trade"]["vs_mhz"] == levels[-1] and r["restored"]
     assert orin.read_hz("max_freq") == round(levels[-1] * 1e6)  # restored
     text = cli("run", "--sysfs-root", str(orin.root), "--policy", "mlg", "--workload",

@@ -55,15 +55,19 @@ def test_model_folder(trained):
 
 def test_train_cli(cli, syn_csv, tmp_path):
     out = cli("train", "--data", str(syn_csv), "--out", str(tmp_path / "m"), "--exclude-tasks", "rte,cola", "--json")
+    assert out.returncode == 2 and "--energy cpu-gpu" in out.stderr  # the synthetic data is CPU+GPU only
+    out = cli("train", "--data", str(syn_csv), "--out", str(tmp_path / "m"), "--exclude-tasks", "rte,cola", "--json",
+              "--energy", "cpu-gpu")
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert d["n_workloads"] == 24 and (tmp_path / "m" / "policy.so").is_file()
+    assert d["energy_column"] == "energy_cpu_gpu_j"
 
 
 @pytest.mark.parametrize("args, message", [
     (["--data", "/nonexistent.csv"], "no such dataset"),
     (["--data", "{bad}"], "lacks column"),
-    (["--data", "{syn}", "--tasks", "nosuchtask"], "no workload"),
+    (["--data", "{syn}", "--tasks", "nosuchtask", "--energy", "cpu-gpu"], "no workload"),
 ])
 def test_train_bad_input(cli, syn_csv, tmp_path, args, message):
     bad = tmp_path / "bad.csv"

@@ -1,0 +1,109 @@
+"""Which energy pydvfs minimises and reports: the module's, or CPU+GPU (the papers' measure).
+
+``module``   what the whole Jetson module draws: its input rail where it has one (VDD_IN on an
+             Orin Nano/NX, the INA238 on Thor, POM_5V_IN on a Nano), else the sum of its rails,
+             each once (AGX Orin, AGX Xavier). What a user pays for: memory, SoC and the
+             regulators' losses draw for as long as a step lasts. The default.
+``cpu-gpu``  the rails that carry the CPU and the GPU (AGX Orin VDD_CPU_CV + VDD_GPU_SOC;
+             Nano/NX VDD_CPU_GPU_CV), as paper A measured.
+
+Which rails make each is the board table's (``pydvfs/data/boards.json``, :mod:`pydvfs.boards`):
+every sum here goes by rail role, never over "all rails". On a board the table does not know,
+both are None (unknown), never a made-up total.
+
+``MEASURES`` is the one list of names; the CLI's ``--energy`` (cli/common.py) and the
+``energy=`` keyword of :class:`pydvfs.OnlineGovernor` and the callbacks take them.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from . import boards as _boards
+from .errors import InvalidValueError
+
+MEASURES = ("module", "cpu-gpu")
+DEFAULT_MEASURE = "module"
+ROLE = {"module": "module", "cpu-gpu": "cpu_gpu"}  # measure -> the board table's rail role
+LABEL = {"module": "module", "cpu-gpu": "CPU+GPU"}
+COLUMN = {"module": "energy_module_j", "cpu-gpu": "energy_cpu_gpu_j"}  # the dataset's columns
+
+
+def check_measure(measure) -> str:
+    """``measure`` if it is one of MEASURES; InvalidValueError (one line) otherwise."""
+    if measure not in MEASURES:
+        raise InvalidValueError(f"unknown energy measure {measure!r}: expected {' or '.join(MEASURES)}")
+    return measure
+
+
+def board_of(model: str | None):
+    """The board table's row for a device-tree model string (``Device.model``); None if the
+    table does not know it."""
+    return _boards.identify(model) if model else None
+
+
+def by_measure(per_rail: Mapping[str, float], board) -> dict:
+    """{"module": J or None, "cpu-gpu": J or None} of a per-rail mapping (energy J or power W)
+    on ``board`` (a :class:`pydvfs.boards.Board`, or None: unknown, both None)."""
+    e = _boards.energies(per_rail, board)
+    return {m: e[ROLE[m]] for m in MEASURES}
+
+
+def of(per_rail: Mapping[str, float], board, measure: str) -> float | None:
+    """One measure of a per-rail mapping on ``board``; None where it is unknown."""
+    return by_measure(per_rail, board)[check_measure(measure)]
+
+
+def rails_of(board, measure: str) -> tuple[str, ...]:
+    """The rails that make ``measure`` on ``board`` (empty: unknown)."""
+    return board.role_rails(ROLE[check_measure(measure)]) if board is not None else ()
+
+
+def unknown_reason(board, measure: str, model: str | None, rails=()) -> str | None:
+    """Why ``measure`` cannot be had on this board (None: it can). ``rails``: the rails the
+    sampler found, to name a rail of the role that is missing."""
+    check_measure(measure)
+    if board is None:
+        return (f"{LABEL[measure]} energy is unknown on this board ({model or 'no model string'!r} is not "
+                f"in pydvfs's board table, so which rails make it is not known; see docs/boards.md)")
+    need = rails_of(board, measure)
+    if not need:
+        return f"the {board.name} has no rails for {LABEL[measure]} energy in the board table"
+    missing = [r for r in need if rails and r not in rails]
+    if missing:
+        return (f"{LABEL[measure]} energy on the {board.name} needs rail(s) {', '.join(missing)}, which "
+                f"the sampler did not find")
+    return None
+
+
+def require(board, measure: str, model: str | None, rails=()) -> None:
+    """InvalidValueError (one line) where ``measure`` cannot be had on this board: a search
+    cannot minimise an energy nobody can measure."""
+    why = unknown_reason(board, measure, model, rails)
+    if why is not None:
+        other = [m for m in MEASURES if m != measure and unknown_reason(board, m, model, rails) is None]
+        hint = f"; --energy {other[0]} can be" if other else ""
+        raise InvalidValueError(why + hint)
+
+
+def report_fields(per_rail: Mapping[str, float], board, measure: str) -> dict:
+    """The energy part of a run's report: the measure minimised, both measures, the board."""
+    e = by_measure(per_rail, board)
+    return {"energy_measure": check_measure(measure), "board": None if board is None else board.id,
+            "module_energy_j": e["module"], "cpu_gpu_energy_j": e["cpu-gpu"]}
+
+
+def describe(fields: Mapping) -> str:
+    """One line of a report's energies (``report_fields``), the minimised one first:
+    "module 123.4 J (CPU+GPU 98.7 J)"; an unknown one says so."""
+    measure = fields["energy_measure"]
+    order = [measure] + [m for m in MEASURES if m != measure]
+
+    def one(m):
+        v = fields[f"{ROLE[m]}_energy_j"]
+        return f"{LABEL[m]} {'unknown' if v is None else format(v, '.3f') + ' J'}"
+
+    return f"{one(order[0])} ({', '.join(one(m) for m in order[1:])})"
+
+
+__all__ = ["COLUMN", "DEFAULT_MEASURE", "LABEL", "MEASURES", "board_of", "by_measure", "check_measure",
+           "describe", "of", "rails_of", "report_fields", "require", "unknown_reason"]

@@ -64,7 +64,7 @@ class Grid:
         self.best = min(self.modes, key=self.j.get)
         self.gpu_best = min((m for m in self.modes if m[1:] == self.stock[1:]), key=self.j.get)
         self.nvpmodel = {}
-        for k, pm in power_modes(board).items():  # the stock modes under podgov (docs/power-modes.md)
+        for k in power_modes(board):  # the stock modes under podgov (docs/power-modes.md)
             op = operating_point(workload, k, None, p, board=board)
             self.nvpmodel[k] = {"module_j": op.role_power_w["module"] * op.t_step_s, "t_s": op.t_step_s}
         self.calibrated = prof.calibrated

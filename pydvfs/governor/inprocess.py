@@ -34,6 +34,7 @@ from ..errors import InvalidValueError
 from ..sampler import Sampler
 from ..signals import SIGNALS
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
+from .joint_search import ModeDevice
 from .loop import (
     POLICIES,
     default_search,
@@ -73,7 +74,9 @@ class OnlineGovernor:
                  search: str | None = None, objective: str = "energy", max_slowdown_pct: float | None = None,
                  energy: str = DEFAULT_MEASURE,
                  window: WindowParams | dict | float | None = None, search_options: dict | None = None,
-                 total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic):
+                 total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic,
+                 knobs="gpu", pin_mode: Callable | None = None, restore_mode: Callable | None = None,
+                 modes=None):
         if policy not in POLICIES:
             raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
         if policy != "online" and workload is None and policy != "maxn":
@@ -82,6 +85,13 @@ class OnlineGovernor:
         if policy != "online" and (start_mhz is not None or search is not None or search_options
                                    or total_steps is not None):
             raise InvalidValueError("start_mhz, search, search_options and total_steps are for policy 'online'")
+        from .joint_search import parse_knobs
+
+        self.knobs = parse_knobs(knobs) if isinstance(knobs, str) else parse_knobs(",".join(knobs))
+        if self.knobs != ("gpu",) and (policy != "online" or pin_mode is None):
+            raise InvalidValueError("knobs beyond gpu are for policy 'online' and need pin_mode(gpu_mhz, emc_mhz, "
+                                    "cpu_mhz): pinning a board's EMC and CPU clocks is not in this version")
+        self._pin_mode, self._restore_mode, self._modes = pin_mode, restore_mode, modes
         self._total_steps = checked_total_steps(total_steps)
         self.policy, self.workload, self.model_dir = policy, workload, model_dir
         self.objective = Objective(objective, max_slowdown_pct, energy)  # a static policy's: checked by apply at start
@@ -125,12 +135,15 @@ class OnlineGovernor:
                                          "pydvfs", self.search_kind)
                 searcher = new_search(self.search_kind, self._plan["search_levels_mhz"],
                                       self._plan["centre_mhz"], self.search_params, self.objective,
-                                      self._plan["maxn_anchor"], self.model_dir)
+                                      self._plan["maxn_anchor"], self.model_dir) if self.knobs == ("gpu",) \
+                    else self._joint_search()
             self._install_handlers()
             atexit.register(self.close)
             try:
                 if self.policy == "online":
-                    if searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
+                    if self.knobs != ("gpu",):
+                        self._pin_mode(*searcher.target_mhz)
+                    elif searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
                         self.dev.pin(searcher.target_mhz)
                 elif self.policy == "maxn" and self.workload is None:
                     self.dev.restore()
@@ -144,7 +157,8 @@ class OnlineGovernor:
                 self.sampler.begin_window("run")
                 self._t0 = self.clock()
                 if self.policy == "online":
-                    self.engine = OnlineEngine(self.dev, self.sampler, searcher, self.window, "the training loop",
+                    dev = self.dev if self.knobs == ("gpu",) else ModeDevice(self.dev, self._pin_mode)
+                    self.engine = OnlineEngine(dev, self.sampler, searcher, self.window, "the training loop",
                                                self.log, self.objective, say_prefix="pydvfs",
                                                total_steps=self._total_steps)
             except BaseException:
@@ -214,9 +228,21 @@ class OnlineGovernor:
                 self.engine.say_outcome()
             return report
 
+    def _joint_search(self):
+        """The joint search over the modes (docs/power-modes.md): from the top of every domain."""
+        from .joint_search import JointSearch, mode_grid
+
+        modes = self._modes or mode_grid(self._plan["search_levels_mhz"], self.board, self.knobs)
+        start = max(modes)
+        self._plan.update(start_mhz=start, centre_mhz=start, maxn_anchor=False,
+                          start_source="the top mode (every domain at its top)", knobs=list(self.knobs))
+        return JointSearch(modes, start, objective=self.objective)
+
     def _teardown(self) -> None:
         try:
             self.sampler.stop()
+            if self._restore_mode is not None:  # the domains beside the GPU's, first
+                self._restore_mode()
         finally:
             self._restored = self.dev.restore()
             self._remove_handlers()

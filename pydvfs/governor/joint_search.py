@@ -44,8 +44,23 @@ from dataclasses import asdict, dataclass
 from ..errors import InvalidValueError
 from .model_search import expected_improvement
 from .objective import Objective
+from .search import Probe
 
 KNOBS = ("gpu", "emc", "cpu")
+
+
+class Mode(tuple):
+    """A mode (gpu_mhz, emc_mhz, cpu_mhz): a tuple that formats as "612/3199/1113.6", so that
+    the engine's reports and status lines show it where they show a GPU clock (JSON: a list)."""
+
+    def __new__(cls, clocks):
+        return tuple.__new__(cls, (float(x) for x in clocks))
+
+    def __format__(self, spec: str) -> str:
+        return "/".join(format(x, spec or "g") for x in self)
+
+    def __str__(self) -> str:
+        return format(self, "g")
 
 
 def parse_knobs(text: str) -> tuple:
@@ -140,7 +155,7 @@ class JointSearch:
         self.params = params or JointParams()
         self.objective = objective or Objective()
         self.caps = tuple(caps) if caps is not None else (None, None, None)
-        allowed = sorted({tuple(float(x) for x in m) for m in within_caps(modes, self.caps)})
+        allowed = sorted({Mode(m) for m in within_caps(modes, self.caps)})
         if not allowed:
             raise InvalidValueError("no mode of the grid is within the power mode's caps")
         self.modes = tuple(allowed)
@@ -156,7 +171,8 @@ class JointSearch:
         self._hold_ref = math.nan
         self._next_reprobe_s = math.inf
         self.phase = self.SEARCH
-        self.probes: list = []  # finished probes: dicts (mode, j_per_step, s_per_step, windows, round, t_s)
+        self.probes: list = []  # finished probes (Probe, its freq_mhz a Mode)
+        self.reprobe_reasons: list = []  # (t_s, why) of each new round
         self.moves: list = []
         self.decisions: list = []
         self.dropped: list = []
@@ -169,9 +185,25 @@ class JointSearch:
         return self._probing
 
     @property
-    def target_mhz(self) -> float:
-        """The GPU clock of the target mode (what a GPU-only caller pins)."""
-        return self._probing[0]
+    def target_mhz(self) -> Mode:
+        """The target mode: what the engine pins (through a mode device, :class:`ModeDevice`)."""
+        return self._probing
+
+    @property
+    def start_mhz(self) -> Mode:
+        return self.start_mode
+
+    @property
+    def round(self) -> int:
+        return self._round
+
+    def estimate(self, mode) -> float | None:
+        """The latest J/step measured at ``mode`` (snapped to the grid), or None."""
+        m = self._snap(mode)
+        for p in reversed(self.probes):
+            if p.freq_mhz == m:
+                return p.j_per_step
+        return None
 
     @property
     def best_mode(self) -> tuple:
@@ -180,8 +212,8 @@ class JointSearch:
         return self._best_measured() or self._cur
 
     @property
-    def best_mhz(self) -> float:
-        return self.best_mode[0]
+    def best_mhz(self) -> Mode:
+        return self.best_mode
 
     @property
     def converged(self) -> bool:
@@ -190,7 +222,7 @@ class JointSearch:
     @property
     def probed_modes(self) -> int:
         """Distinct modes probed over every round."""
-        return len({tuple(p["mode"]) for p in self.probes})
+        return len({p.freq_mhz for p in self.probes})
 
     # -- what it is fed --------------------------------------------------------------------
     def observe(self, mode, j_per_step: float, now_s: float, s_per_step: float | None = None) -> tuple:
@@ -208,9 +240,10 @@ class JointSearch:
         if not self._probe_done(m):
             return self.target_mode
         self._win.setdefault(m, []).extend(self._pending)
-        self.probes.append({"mode": list(m), "j_per_step": statistics.median(x[0] for x in self._pending),
-                            "s_per_step": statistics.median(x[1] for x in self._pending),
-                            "windows": len(self._pending), "round": self._round, "t_s": now_s})
+        costs = [self._cost(*x) for x in self._pending]
+        self.probes.append(Probe(m, statistics.median(x[0] for x in self._pending), len(self._pending), self._round,
+                                 now_s, 100.0 * (max(costs) - min(costs)) / statistics.median(costs),
+                                 statistics.median(x[1] for x in self._pending)))
         self._pending = []
         self._decide(now_s)
         return self.target_mode
@@ -236,7 +269,7 @@ class JointSearch:
         return self.target_mode
 
     # -- internals -------------------------------------------------------------------------
-    def _snap(self, mode) -> tuple:
+    def _snap(self, mode) -> Mode:
         g, e, c = (float(x) for x in mode)
         return min(self.modes, key=lambda m: (abs(m[0] - g) / max(g, 1.0) + abs(m[1] - e) / max(e, 1.0)
                                               + abs(m[2] - c) / max(c, 1.0), m))
@@ -365,7 +398,7 @@ class JointSearch:
             i = axis.index(m[d])
             for k in (i - 1, i + 1):
                 if 0 <= k < len(axis):
-                    out.append(tuple(axis[k] if o == d else m[o] for o in range(3)))
+                    out.append(Mode(axis[k] if o == d else m[o] for o in range(3)))
         return out
 
     def _decide(self, now_s: float) -> None:
@@ -457,6 +490,7 @@ class JointSearch:
         drifted = len(self._hold_costs) >= p.max_samples and \
             abs(statistics.median(self._hold_costs) / self._hold_ref - 1.0) > p.drift_pct / 100.0
         if drifted or now_s >= self._next_reprobe_s:
+            self.reprobe_reasons.append((now_s, "drift" if drifted else "timer"))
             # a local re-search: the held mode is the new start (the design keeps its shape)
             self._round += 1
             self.phase = self.SEARCH
@@ -475,9 +509,10 @@ class JointSearch:
                 self._decide(now_s)
 
     def state(self) -> dict:
-        return {"kind": "joint", "phase": self.phase, "round": self._round, "start_mode": list(self.start_mode),
-                "best_mode": list(self.best_mode), "target_mode": list(self.target_mode),
-                "probed_modes": self.probed_modes, "probes": list(self.probes),
+        return {"kind": "joint", "phase": self.phase, "round": self._round, "start_mhz": self.start_mode,
+                "best_mhz": self.best_mode, "target_mhz": self.target_mode,
+                "probed_modes": self.probed_modes, "probes": [p.to_dict() for p in self.probes],
+                "reprobes": [{"t_s": t, "reason": r} for t, r in self.reprobe_reasons],
                 "moves": [{"t_s": t, "from": list(a), "to": list(b)} for t, a, b in self.moves],
                 "decisions": self.decisions, "fit": self.fit_summary, "caps": list(self.caps),
                 "modes": len(self.modes), "dropped": [list(m) for m in self.dropped],
@@ -485,4 +520,47 @@ class JointSearch:
                 "objective": self.objective.to_dict(), "params": self.params.to_dict()}
 
 
-__all__ = ["KNOBS", "JointParams", "JointSearch", "mode_name", "parse_knobs", "within_caps"]
+CPU_SHARES = (1 / 3, 1 / 2, 2 / 3, 1.0)  # the joint search's CPU clocks: these shares of the top clock
+
+
+def mode_grid(gpu_levels_mhz, board, knobs=KNOBS, cpu_table_mhz=None) -> list:
+    """The modes a joint search covers on ``board`` (a :class:`pydvfs.boards.Board`): every GPU
+    level x the table's EMC rates x four CPU clocks (a third, half, two thirds and all of the
+    top clock, each snapped to ``cpu_table_mhz``, the board's cpufreq table where known). A
+    domain not in ``knobs``, or without clocks in the table, stays at its top."""
+    emcs = tuple(board.emc_mhz) if "emc" in knobs and board.emc_mhz else (max(board.emc_mhz or (0.0,)) or None,)
+    top = board.cpu_max_mhz
+    if "cpu" in knobs and top:
+        table = sorted(float(x) for x in cpu_table_mhz) if cpu_table_mhz else None
+        cpus = tuple(sorted({min(table, key=lambda f, x=x: abs(f - top * x)) if table else round(top * x, 1)
+                             for x in CPU_SHARES}))
+    else:
+        cpus = (top or None,)
+    if None in emcs or None in cpus:
+        raise InvalidValueError(f"board {board.id} has no EMC rates or CPU clock in the board table: "
+                                f"its modes cannot be searched")
+    return [Mode((g, e, c)) for g in gpu_levels_mhz for e in emcs for c in cpus]
+
+
+class ModeDevice:
+    """The engine's device for a joint search: it pins a :class:`Mode` through one callable,
+    ``pin_mode(gpu_mhz, emc_mhz, cpu_mhz)`` (the board's joint pin of every domain, or the
+    simulator's), and restores through ``restore_mode()`` (default: the device's restore, which
+    hands every domain it pinned back). Everything else is the device's."""
+
+    def __init__(self, dev, pin_mode, restore_mode=None):
+        if not callable(pin_mode):
+            raise InvalidValueError("pin_mode must be a callable pin_mode(gpu_mhz, emc_mhz, cpu_mhz)")
+        self.dev, self.pin_mode, self.restore_mode = dev, pin_mode, restore_mode
+
+    def pin(self, mode) -> None:
+        self.pin_mode(*Mode(mode))
+
+    def restore(self):
+        return self.restore_mode() if self.restore_mode is not None else self.dev.restore()
+
+    def __getattr__(self, name):
+        return getattr(self.dev, name)
+
+
+__all__ = ["CPU_SHARES", "KNOBS", "ModeDevice", "mode_grid", "JointParams", "JointSearch", "Mode", "mode_name", "parse_knobs", "within_caps"]

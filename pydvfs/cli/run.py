@@ -135,6 +135,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     cmd = command_after_dashes(args.cmd)
     if not cmd:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
+    from ..governor.joint_search import parse_knobs
+
+    if parse_knobs(args.knobs) != ("gpu",):
+        raise InvalidValueError("run --knobs with emc/cpu needs the board's EMC and CPU pinning, not in this "
+                                "version; in Python: OnlineGovernor(knobs='gpu,emc,cpu', pin_mode=...)")
     workload = workload_from_args(args)
     search = _search_params(args)
     objective = objective_from_args(args)
@@ -191,6 +196,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--search", choices=SEARCHES,
                    help="model: fit the U-curve, probe where the best clock is uncertain (default, needs numpy "
                         "and scipy); hill: the hill climb on the table")
+    g.add_argument("--knobs", default="gpu", metavar="LIST",
+                   help="clock domains to search: gpu (default) or gpu,emc,cpu (the joint search over whole "
+                        "modes; docs/power-modes.md)")
     g.add_argument("--start", type=clock_mhz, metavar="MHZ", help="start here instead of the model's proposal")
     g.add_argument("--margin", dest="margin_pct", type=float, metavar="PCT",
                    help="hill: move only if J/step is lower by more than this (default 2); model: leave the "

@@ -99,3 +99,15 @@ def test_knobs_need_pin_mode_and_are_checked(tmp_path):
     with pytest.raises(InvalidValueError, match="unknown knob"):
         pydvfs.OnlineGovernor(sysfs_root=orin.root, knobs="gpu,dram", pin_mode=print)
     assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
+
+
+@pytest.mark.parametrize("knobs,message", [("gpu,emc,cpu", "not in this version"), ("gpu,bus", "unknown knob 'bus'"),
+                                           ("cpu", "GPU clock must be among")])
+def test_run_knobs_one_line_exit_2(tmp_path, capsys, knobs, message):
+    from pydvfs import cli
+
+    orin = build_fake_board(tmp_path / "board", "jp6")
+    rc = cli.main(["run", "--sysfs-root", str(orin.root), "--knobs", knobs, "--", "true"])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL

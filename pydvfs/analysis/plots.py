@@ -145,8 +145,10 @@ def plot_mode_heatmap(rows, out_dir: str, energy_col: str = "energy_module_j") -
         for (g, e), (val, c) in best.items():
             ax.text(gs.index(g), es.index(e), f"{val / low:.2f}" + ("" if c is None else f"\n{c:g}"),
                     ha="center", va="center", fontsize=6, color="w" if val / low > 1.5 else "k")
-        ax.set_xticks(range(len(gs)), [f"{g:g}" for g in gs], rotation=45, fontsize=7)
-        ax.set_yticks(range(len(es)), [f"{e:g}" for e in es], fontsize=7)
+        ax.set_xticks(range(len(gs)))
+        ax.set_xticklabels([f"{g:g}" for g in gs], rotation=45, fontsize=7)
+        ax.set_yticks(range(len(es)))
+        ax.set_yticklabels([f"{e:g}" for e in es], fontsize=7)
         ax.set_xlabel("GPU clock (MHz)")
         ax.set_ylabel("EMC rate (MHz)")
         cb = fig.colorbar(im, ax=ax)

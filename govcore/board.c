@@ -3,6 +3,7 @@
  * board (the device-tree model against the table in boards.h), the JetPack, and which rails make
  * each rail role. Board facts come from boards.h only (generated from pydvfs/data/boards.json). */
 #include "govcore.h"
+#include "domain.h"
 #include "sysfs.h"
 
 #include <ctype.h>
@@ -539,6 +540,19 @@ static const gc_board_profile *identify(const gc_board *b)
             if (strcasestr(b->model, gc_board_profiles[p].model_match[i]))
                 return &gc_board_profiles[p];
     return NULL;
+}
+
+int gc_board_emc_table_hz(const gc_board *b, uint64_t *out, int max)
+{
+    int p, i, n = 0;
+
+    for (p = 0; b->board_id[0] && p < GC_N_BOARD_PROFILES; p++) {
+        if (strcmp(gc_board_profiles[p].id, b->board_id) != 0)
+            continue;
+        for (i = 0; i < GC_PROFILE_EMC_MAX && gc_board_profiles[p].emc_mhz[i] > 0 && n < max; i++)
+            out[n++] = gc_mhz_to_hz(gc_board_profiles[p].emc_mhz[i]);
+    }
+    return n;
 }
 
 static int rail_index(const gc_board *b, const char *name)

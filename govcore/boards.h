@@ -14,6 +14,7 @@
 #define GC_N_ROLES 3
 #define GC_PROFILE_LIST_MAX 7 /* longest name list + its NULL */
 #define GC_N_BOARD_PROFILES 6
+#define GC_PROFILE_EMC_MAX 5 /* most EMC rates + its 0 */
 
 typedef struct gc_board_profile {
     const char *id;                                  /* the table's id, e.g. "orin-nano-super" */
@@ -23,6 +24,8 @@ typedef struct gc_board_profile {
     const char *of_node_names[GC_PROFILE_LIST_MAX];  /* the GPU's of_node names */
     int has_load;                                    /* the GPU exposes a load file */
     const char *roles[GC_N_ROLES][GC_PROFILE_LIST_MAX]; /* rails per role; empty: none */
+    double emc_mhz[GC_PROFILE_EMC_MAX];              /* the EMC's rates, ascending, 0-ended;
+                                                        used where the kernel lists none */
 } gc_board_profile;
 
 static const char *const gc_role_names[GC_N_ROLES] = {"module", "cpu_gpu", "gpu"};
@@ -37,37 +40,43 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      {"17000000.ga10b", "17000000.gpu", NULL},
      {"ga10b", "gpu", NULL},
      1,
-     {{"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO", NULL}, {"VDD_CPU_CV", "VDD_GPU_SOC", NULL}, {NULL}}},
+     {{"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO", NULL}, {"VDD_CPU_CV", "VDD_GPU_SOC", NULL}, {NULL}},
+     {204, 665.6, 2133, 3199, 0}},
     {"orin-nano-super", "Jetson Orin Nano (Super)",
      {"Orin Nano", NULL},
      {"17000000.ga10b", "17000000.gpu", NULL},
      {"ga10b", "gpu", NULL},
      1,
-     {{"VDD_IN", NULL}, {"VDD_CPU_GPU_CV", NULL}, {NULL}}},
+     {{"VDD_IN", NULL}, {"VDD_CPU_GPU_CV", NULL}, {NULL}},
+     {204, 665.6, 2133, 3199, 0}},
     {"orin-nx", "Jetson Orin NX (Super)",
      {"Orin NX", NULL},
      {"17000000.ga10b", "17000000.gpu", NULL},
      {"ga10b", "gpu", NULL},
      1,
-     {{"VDD_IN", NULL}, {"VDD_CPU_GPU_CV", NULL}, {NULL}}},
+     {{"VDD_IN", NULL}, {"VDD_CPU_GPU_CV", NULL}, {NULL}},
+     {204, 665.6, 2133, 3199, 0}},
     {"thor", "Jetson AGX Thor",
      {"Thor", NULL},
      {"gpu-gpc-0", NULL},
      {NULL},
      0,
-     {{"ina238", NULL}, {"VDD_GPU", "VDD_CPU_SOC_MSS", NULL}, {"VDD_GPU", NULL}}},
+     {{"ina238", NULL}, {"VDD_GPU", "VDD_CPU_SOC_MSS", NULL}, {"VDD_GPU", NULL}},
+     {0}},
     {"agx-xavier", "Jetson AGX Xavier",
      {"Jetson-AGX", "AGX Xavier", NULL},
      {"17000000.gv11b", NULL},
      {"gv11b", NULL},
      1,
-     {{"GPU", "CPU", "SOC", "CV", "VDDRQ", "SYS5V", NULL}, {"CPU", "GPU", NULL}, {"GPU", NULL}}},
+     {{"GPU", "CPU", "SOC", "CV", "VDDRQ", "SYS5V", NULL}, {"CPU", "GPU", NULL}, {"GPU", NULL}},
+     {0}},
     {"nano", "Jetson Nano",
      {"Jetson Nano", NULL},
      {"57000000.gpu", NULL},
      {"gpu", NULL},
      1,
-     {{"POM_5V_IN", NULL}, {"POM_5V_CPU", "POM_5V_GPU", NULL}, {"POM_5V_GPU", NULL}}},
+     {{"POM_5V_IN", NULL}, {"POM_5V_CPU", "POM_5V_GPU", NULL}, {"POM_5V_GPU", NULL}},
+     {0}},
 };
 
 #endif

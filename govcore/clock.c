@@ -1,6 +1,7 @@
 /* clock.c - write the GPU clock range safely; pin it, and put the saved original back. The saved
  * state's file is state.c's. */
 #include "govcore.h"
+#include "domain.h"
 #include "state.h"
 #include "sysfs.h"
 
@@ -130,15 +131,18 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
 {
     char gov_path[GC_PATH_MAX], gov_now[GC_NAME_MAX], shown[GC_NAME_MAX];
     char retry[GC_ERR_MAX] = "", gone[GC_ERR_MAX] = "", first_err[GC_ERR_MAX] = "";
+    char dom_lines[GC_DOMAINS_RECORD_MAX];
     gc_state_file sf;
     gc_clock_state saved, now;
+    gc_domains ds;
+    gc_domain_state dst[GC_MAX_DOMAINS];
     int rc, pass, first_rc = 0;
     int min_ok = 0, max_ok = 0, min_use, max_use;
 
     *restored = 0;
     if ((rc = gc_state_open(b, state_dir, 0, &sf)) < 0)
         return rc == -ENOENT ? 0 : rc;
-    if ((rc = gc_state_read(b, &sf, &saved)) < 0) {
+    if ((rc = gc_state_read_record(b, &sf, &saved, dom_lines, sizeof dom_lines)) < 0) {
         gc_state_close(&sf);
         return rc == -ENOENT ? 0 : rc;
     }
@@ -202,6 +206,18 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
         else if (!max_ok)
             add_left(retry, sizeof retry, "max_freq");
     }
+    /* every clock domain saved with the GPU (EMC, CPU policies), best effort */
+    if (dom_lines[0]) {
+        if ((rc = gc_domains_load_record(&ds, b->sysfs_root, dom_lines, dst)) < 0) {
+            add_left(gone, sizeof gone, "clock domains (%s)", ds.err);
+        } else if ((rc = gc_domains_restore(&ds, dst)) < 0) {
+            if (!first_rc) {
+                first_rc = rc;
+                snprintf(first_err, sizeof first_err, "%s", ds.err);
+            }
+            add_left(retry, sizeof retry, "clock domains");
+        }
+    }
     if (retry[0]) {
         /* a write the board refused may succeed later: keep the state for a retry */
         rc = first_rc < 0 ? first_rc : -EIO;
@@ -233,6 +249,25 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
     return 0;
 }
 
+/* The original state, saved before the first change: the GPU's, and every other clock domain's
+ * that can be put back (EMC, CPU policies), read from the board now (domain.c). */
+int gc_state_save(gc_board *b, const char *state_dir, int *saved_now)
+{
+    gc_domains ds;
+    gc_domain_state dst[GC_MAX_DOMAINS];
+    char dom[GC_DOMAINS_RECORD_MAX] = "";
+    int rc;
+
+    *saved_now = 0;
+    if ((rc = gc_domains_open(&ds, b->sysfs_root, NULL, 0)) < 0 ||
+        (rc = gc_domains_snapshot(&ds, dst)) < 0 ||
+        (rc = gc_domains_format(&ds, dst, dom, sizeof dom)) < 0) {
+        set_err(b, "cannot save the clock domains' state: %s", rc == -ENOSPC ? "too many" : ds.err);
+        return rc;
+    }
+    return gc_state_save_record(b, state_dir, dom, saved_now);
+}
+
 int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz)
 {
     char err[GC_ERR_MAX];
@@ -255,5 +290,79 @@ int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *le
         snprintf(b->err, sizeof b->err, "%s; original clock state restored", err);
     else
         snprintf(b->err, sizeof b->err, "%s; restoring the original state also failed", err);
+    return rc;
+}
+
+int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz,
+                const char *state_dir, uint64_t *gpu_level_hz, uint64_t *level_hz)
+{
+    char lines[GC_DOMAINS_RECORD_MAX], err[GC_ERR_MAX];
+    gc_domains rec;
+    gc_domain_state orig[GC_MAX_DOMAINS], *have = NULL;
+    int rc, i, saved_now, restored;
+
+    *gpu_level_hz = 0;
+    b->warn[0] = '\0';
+    for (i = 0; i < GC_MAX_DOMAINS; i++)
+        level_hz[i] = 0;
+    memset(orig, 0, sizeof orig);
+    if (gpu_hz && gc_snap_hz(b, gpu_hz, gpu_level_hz) < 0) {
+        snprintf(b->err, sizeof b->err, "not a clock: %.3f MHz", gc_hz_to_mhz(gpu_hz));
+        return -EINVAL;
+    }
+    /* a record saved already holds the originals: the CPU ceiling the power mode set is there */
+    rc = gc_state_load_domains(b, state_dir, lines, sizeof lines);
+    if (rc == 0) {
+        if ((rc = gc_domains_load_record(&rec, ds->sysfs_root, lines, orig)) < 0) {
+            snprintf(b->err, sizeof b->err, "%s", rec.err);
+            return rc;
+        }
+        have = orig;
+    } else if (rc != -ENOENT) {
+        return rc;
+    }
+    /* every domain checked before anything is written */
+    if ((rc = gc_domains_check(ds, emc_hz, cpu_hz, have, level_hz)) < 0) {
+        snprintf(b->err, sizeof b->err, "%s", ds->err);
+        return rc;
+    }
+    for (i = 0; have && i < ds->n; i++)
+        if (level_hz[i] && !have[i].saved) {
+            snprintf(b->err, sizeof b->err, "the saved state holds no original of %s (saved "
+                     "before it could be written): run restore first; nothing was changed",
+                     ds->d[i].name);
+            return -EBUSY;
+        }
+    if ((rc = gc_state_save(b, state_dir, &saved_now)) < 0)
+        return rc;
+    if (!have) { /* the originals just saved */
+        if ((rc = gc_state_load_domains(b, state_dir, lines, sizeof lines)) < 0 ||
+            (rc = gc_domains_load_record(&rec, ds->sysfs_root, lines, orig)) < 0) {
+            if (rc == -GC_ESTATE)
+                snprintf(b->err, sizeof b->err, "%s", rec.err);
+            goto undo;
+        }
+    }
+    for (i = 0; i < ds->n; i++)
+        if (level_hz[i] && !orig[i].saved) { /* never write what restore could not put back */
+            snprintf(b->err, sizeof b->err, "%s: its original could not be saved", ds->d[i].name);
+            rc = -EIO;
+            goto undo;
+        }
+    if ((rc = gc_domains_pin(ds, level_hz, orig)) < 0) {
+        snprintf(b->err, sizeof b->err, "%s", ds->err);
+        goto undo;
+    }
+    if (*gpu_level_hz && (rc = gc_set_range_hz(b, *gpu_level_hz, *gpu_level_hz)) < 0)
+        goto undo;
+    return 0;
+undo:
+    /* never half a mode: the whole record goes back */
+    memcpy(err, b->err, sizeof err);
+    if (gc_restore(b, state_dir, &restored) == 0)
+        snprintf(b->err, sizeof b->err, "%s; the original clocks are restored", err);
+    else
+        snprintf(b->err, sizeof b->err, "%s; restoring the original clocks also failed: run "
+                 "restore again", err);
     return rc;
 }

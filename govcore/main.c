@@ -52,10 +52,13 @@ static const char usage_text[] =
     "verbs:\n"
     "  status        board and JetPack, GPU clock state, available levels, power rails and\n"
     "                which make the module's and the CPU+GPU energy (docs/boards.md)\n"
-    "  pin MHZ [--nearest]\n"
+    "  pin MHZ [--nearest] [--emc MHZ] [--cpu MHZ]\n"
     "                pin the GPU clock to the available level nearest MHZ; the original\n"
     "                governor/min/max are saved first. MHZ more than one level outside\n"
-    "                the board's table is refused unless --nearest\n"
+    "                the board's table is refused unless --nearest. --emc pins the memory\n"
+    "                clock (one of its rates), --cpu every cpufreq policy (each one's nearest\n"
+    "                level), as one with the GPU: a clock not in a table or above the power\n"
+    "                mode's cap is refused before anything is written\n"
     "  restore [--force]\n"
     "                put back the state saved before the first change (idempotent); while\n"
     "                another process governs the GPU only with --force\n"
@@ -296,6 +299,7 @@ static int cmd_status(const struct options *o)
                 printf("; %s %.2f W", role_label(i), st.role_w[i]);
         printf("\n");
     }
+    gc_print_domains(stdout, &st.domains, st.dom_now);
     if (st.have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
                st.state_path, shown(st.saved.governor, text, sizeof text), gc_hz_to_mhz(st.saved.min_hz),
@@ -317,30 +321,82 @@ static int board_writable(const gc_board *b)
     return access(path, W_OK) == 0;
 }
 
+/* The levels a joint pin set, as text: ", the EMC to 2133 MHz, every CPU policy (cpu0, cpu4)
+ * to 1036.8 MHz"; a CPU clock asked between levels says what each policy got. */
+static void print_mode(const gc_domains *ds, const uint64_t *level_hz, uint64_t cpu_hz)
+{
+    int i, first = 1, snapped = 0;
+
+    if (level_hz[0])
+        printf(", the EMC to %g MHz", gc_hz_to_mhz(level_hz[0]));
+    for (i = 1; i < ds->n; i++)
+        snapped |= level_hz[i] && level_hz[i] != cpu_hz;
+    if (!cpu_hz)
+        return;
+    printf(", every CPU policy");
+    for (i = 1; i < ds->n; i++) {
+        if (!level_hz[i])
+            continue;
+        if (snapped)
+            printf("%s %s to %g MHz", first ? ":" : ",", ds->d[i].name, gc_hz_to_mhz(level_hz[i]));
+        else
+            printf("%s%s", first ? " (" : ", ", ds->d[i].name);
+        first = 0;
+    }
+    if (snapped)
+        printf(" (asked %.12g MHz: snapped to each policy's nearest level)", gc_hz_to_mhz(cpu_hz));
+    else
+        printf(") to %g MHz", gc_hz_to_mhz(cpu_hz));
+}
+
+/* request ("pin MHZ") with the joint pin's keys appended as given (checked: at most 13 bytes) */
+static const char *pin_request(char *request, size_t len, const char *emc_text, const char *cpu_text)
+{
+    size_t n = strlen(request);
+
+    if (emc_text)
+        n += (size_t)snprintf(request + n, len - n, " emc_mhz=%s", emc_text);
+    if (cpu_text && n < len)
+        snprintf(request + n, len - n, " cpu_mhz=%s", cpu_text);
+    return request;
+}
+
 static int cmd_pin(const struct options *o)
 {
     gc_board b;
     gc_lock lk;
+    gc_domains ds;
     double mhz;
-    uint64_t want_hz, level_hz;
-    char request[64] = "pin ";
+    uint64_t want_hz, level_hz, emc_hz = 0, cpu_hz = 0, levels[GC_MAX_DOMAINS];
+    char request[128] = "pin ";
     const char *socket_path;
     char state_path[GC_PATH_MAX];
-    const char *text = NULL;
-    int rc, snapped, nearest = 0, i, extra = 0;
+    const char *text = NULL, *emc_text = NULL, *cpu_text = NULL;
+    int rc, snapped, nearest = 0, i, extra = 0, joint;
 
     for (i = 0; i < o->argc; i++) {
         if (strcmp(o->argv[i], "--nearest") == 0)
             nearest = 1;
-        else if (!text)
+        else if (strcmp(o->argv[i], "--emc") == 0 || strcmp(o->argv[i], "--cpu") == 0) {
+            const char **slot = o->argv[i][2] == 'e' ? &emc_text : &cpu_text;
+            if (i + 1 >= o->argc)
+                return fail("%s needs a clock in MHz", o->argv[i]);
+            *slot = o->argv[++i];
+        } else if (!text)
             text = o->argv[i];
         else
             extra = 1;
     }
     if (!text || extra)
-        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest]");
+        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest] [--emc MHZ] "
+                    "[--cpu MHZ]");
     if (gc_parse_mhz(text, strlen(text), &want_hz) < 0)
         return fail("not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", text);
+    if (emc_text && gc_parse_mhz(emc_text, strlen(emc_text), &emc_hz) < 0)
+        return fail("--emc: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", emc_text);
+    if (cpu_text && gc_parse_mhz(cpu_text, strlen(cpu_text), &cpu_hz) < 0)
+        return fail("--cpu: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", cpu_text);
+    joint = emc_hz || cpu_hz;
     mhz = gc_hz_to_mhz(want_hz);
     if (daemon_socket(NULL)) {
         /* the daemon applies the same rules (snap, refuse far outside the table); --nearest
@@ -349,25 +405,32 @@ static int cmd_pin(const struct options *o)
             return fail("--nearest through $PYDVFS_SOCKET: give a clock of the board's table "
                         "(`govcore status` lists them)");
         memcpy(request + 4, text, strlen(text) + 1); /* checked above: at most 13 bytes */
-        return via_daemon(daemon_socket(NULL), request, 1);
+        return via_daemon(daemon_socket(NULL), pin_request(request, sizeof request, emc_text, cpu_text), 1);
     }
     if ((rc = open_board(o, &b)) != 0)
         return rc;
     if (!nearest && gc_check_near_table(&b, want_hz) < 0)
         return fail("%s; pass --nearest to pin the nearest level anyway", b.err);
     if ((socket_path = daemon_socket(&b))) {
-        /* snapped here, so that --nearest holds through the daemon too */
+        /* snapped here, so that --nearest holds through the daemon too (the EMC and CPU clocks
+         * are checked and snapped by the daemon) */
         if (gc_snap_hz(&b, want_hz, &level_hz) < 0)
             return fail("not a clock: '%s'", text);
         plain_decimal(request + 4, sizeof request - 4, gc_hz_to_mhz(level_hz));
-        return via_daemon(socket_path, request, 1);
+        return via_daemon(socket_path, pin_request(request, sizeof request, emc_text, cpu_text), 1);
     }
     if (!board_writable(&b))
         return fail("%s", no_daemon);
+    /* the EMC's rates: the kernel's list (available_rates), else the board table's */
+    if (joint && (rc = gc_domains_open_board(&ds, &b)) < 0)
+        return fail("cannot read the clock domains: %s", strerror(-rc));
     gc_lock_init(&lk);
     if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) < 0)
         return fail_board(&b, rc);
-    rc = gc_pin_hz(&b, want_hz, o->state_dir, &level_hz);
+    if (joint)
+        rc = gc_pin_mode(&b, &ds, want_hz, emc_hz, cpu_hz, o->state_dir, &level_hz, levels);
+    else
+        rc = gc_pin_hz(&b, want_hz, o->state_dir, &level_hz);
     gc_lock_release(&lk);
     if (rc < 0)
         return fail_board(&b, rc);
@@ -376,14 +439,19 @@ static int cmd_pin(const struct options *o)
     if (b.warn[0])
         fprintf(stderr, "govcore: warning: %s\n", b.warn);
     if (o->json) {
-        gc_json_pin_warned(stdout, mhz, level_hz, state_path, b.warn);
+        if (joint)
+            gc_json_pin_mode(stdout, mhz, level_hz, state_path, b.warn, &ds, levels);
+        else
+            gc_json_pin_warned(stdout, mhz, level_hz, state_path, b.warn);
         putchar('\n');
-    } else if (snapped) {
-        printf("pinned the GPU clock to %g MHz (asked %.12g MHz: snapped to the nearest level)\n",
-               gc_hz_to_mhz(level_hz), mhz);
-    } else {
-        printf("pinned the GPU clock to %g MHz\n", gc_hz_to_mhz(level_hz));
+        return 0;
     }
+    printf("pinned the GPU clock to %g MHz", gc_hz_to_mhz(level_hz));
+    if (snapped)
+        printf(" (asked %.12g MHz: snapped to the nearest level)", mhz);
+    if (joint)
+        print_mode(&ds, levels, cpu_hz);
+    printf("\n");
     return 0;
 }
 

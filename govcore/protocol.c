@@ -211,9 +211,33 @@ int gc_request_parse(const char *line, size_t len, gc_request *req, char *err, s
         return 0;
     }
     if (tok_is(&tok[0], "pin")) {
-        if (n_tok != 2 || gc_parse_mhz(tok[1].s, tok[1].n, &req->hz) < 0)
-            return refuse(err, err_len, "usage: pin MHZ (" GC_MHZ_GRAMMAR ")");
+        int i;
+
+        if (n_tok < 2 || n_tok > 4 || gc_parse_mhz(tok[1].s, tok[1].n, &req->hz) < 0)
+            return refuse(err, err_len, "usage: pin MHZ [emc_mhz=MHZ] [cpu_mhz=MHZ] (" GC_MHZ_GRAMMAR ")");
         req->mhz = gc_hz_to_mhz(req->hz);
+        /* the clocks beside the GPU's: each key at most once, checked against the board by the
+         * daemon (domain.h) */
+        for (i = 2; i < n_tok; i++) {
+            const char *eq = memchr(tok[i].s, '=', tok[i].n);
+            token key;
+            uint64_t *slot;
+
+            if (!eq)
+                return refuse(err, err_len, "pin: expected emc_mhz=MHZ or cpu_mhz=MHZ (argument %d)", i);
+            key.s = tok[i].s;
+            key.n = (size_t)(eq - tok[i].s);
+            if (tok_is(&key, "emc_mhz"))
+                slot = &req->emc_hz;
+            else if (tok_is(&key, "cpu_mhz"))
+                slot = &req->cpu_hz;
+            else
+                return refuse(err, err_len, "pin: unknown key (argument %d); keys: emc_mhz, cpu_mhz", i);
+            if (*slot)
+                return refuse(err, err_len, "pin: a key given twice");
+            if (gc_parse_mhz(eq + 1, tok[i].n - key.n - 1, slot) < 0)
+                return refuse(err, err_len, "pin: argument %d: not a clock (" GC_MHZ_GRAMMAR ")", i);
+        }
         req->kind = GC_REQ_PIN;
         return 0;
     }

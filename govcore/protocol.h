@@ -5,6 +5,10 @@
  *   status
  *   pin MHZ                      MHZ: a clock (gc_parse_mhz's grammar), snapped to the board's
  *                                table as a direct pin is; refused more than one level outside it
+ *       [emc_mhz=MHZ] [cpu_mhz=MHZ]
+ *                                the memory clock (one of its rates) and every cpufreq policy
+ *                                (each one's nearest level), pinned with the GPU as one
+ *                                (domain.h)
  *   restore
  *   apply KEY=VALUE...           keys: model, layers, hidden, seq_len (required), util_pct,
  *                                policy (mlg|ffg|rules|maxn|roofline), tree (a policy installed
@@ -50,6 +54,7 @@ typedef struct gc_request {
     int kind;                         /* enum gc_req_kind */
     uint64_t hz;                      /* pin: the clock asked for, exactly as given */
     double mhz;                       /* pin: the same, MHz */
+    uint64_t emc_hz, cpu_hz;          /* pin: the EMC / CPU clocks asked for; 0: not given */
     char name[GC_WINDOW_NAME_MAX];    /* begin/end: the window */
     /* apply */
     int policy;                       /* enum gc_policy */

@@ -1,5 +1,6 @@
 /* report.c - the records govcore reports, as JSON (see report.h). */
 #include "report.h"
+#include "sysfs.h"
 
 #include <errno.h>
 #include <string.h>
@@ -13,6 +14,13 @@ int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
     st->load_permille = -1;
     if ((rc = gc_clock_read(b, &st->clock)) < 0)
         return rc;
+    if (gc_domains_open_board(&st->domains, b) == 0) {
+        int i;
+
+        for (i = 0; i < st->domains.n; i++)
+            st->dom_now[i].saved = st->domains.d[i].writable &&
+                                   gc_domain_read(&st->domains, i, &st->dom_now[i]) == 0;
+    }
     if (gc_gpu_load_permille(b, &st->load_permille) < 0)
         st->load_permille = -1;
     rc = gc_state_path(b, state_dir, st->state_path, sizeof st->state_path);
@@ -161,6 +169,8 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
         fprintf(f, "null");
     }
     fprintf(f, ",%s\"saved_state_known\": %s", sep, st->no_state_dir ? "false" : "true");
+    fprintf(f, ",%s\"domains\": ", sep);
+    gc_json_domains(f, &st->domains, st->dom_now);
     fprintf(f, ",%s\"live\": ", sep);
     if (st->have_live) {
         fprintf(f, "{\"power_w\": {");
@@ -205,6 +215,35 @@ void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const 
         gc_json_str(f, warning);
     }
     fputc('}', f);
+}
+
+void gc_json_pin_mode(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
+                      const char *warning, const gc_domains *ds, const uint64_t *domain_level_hz)
+{
+    int i, first = 1;
+
+    fprintf(f, "{\"requested_mhz\": %.6g, \"freq_mhz\": ", requested_mhz);
+    if (level_hz)
+        fprintf(f, "%.6g", gc_hz_to_mhz(level_hz));
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"snapped\": %s, \"state_file\": ",
+            level_hz && level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
+    gc_json_str(f, state_path);
+    if (warning && *warning) {
+        fputs(", \"warning\": ", f);
+        gc_json_str(f, warning);
+    }
+    fprintf(f, ", \"domains\": {");
+    for (i = 0; i < ds->n; i++) {
+        if (!domain_level_hz[i])
+            continue;
+        fprintf(f, "%s", first ? "" : ", ");
+        gc_json_str(f, ds->d[i].name);
+        fprintf(f, ": %.6g", gc_hz_to_mhz(domain_level_hz[i]));
+        first = 0;
+    }
+    fprintf(f, "}}");
 }
 
 void gc_json_restore(FILE *f, int restored, const gc_clock_state *now)
@@ -406,6 +445,92 @@ static void window_fields(FILE *f, const gc_sampler *s, const gc_window *w, cons
     fprintf(f, ",%s\"samples\": %llu,%s\"read_errors\": %llu,%s\"rate_hz\": %.6g", sep,
             (unsigned long long)w->samples, sep, (unsigned long long)w->read_errors, sep, w->rate_hz);
     json_quality_fields(f, s, w, sep);
+}
+
+void gc_json_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now)
+{
+    int i, j;
+
+    fprintf(f, "[");
+    for (i = 0; i < ds->n; i++) {
+        const gc_domain *d = &ds->d[i];
+        const gc_domain_state *st = &now[i];
+
+        fprintf(f, "%s{\"name\": ", i ? ", " : "");
+        gc_json_str(f, d->name);
+        fprintf(f, ", \"kind\": \"%s\", \"available\": %s, \"why\": ",
+                d->kind == GC_DOMAIN_EMC ? "emc" : "cpu", d->available ? "true" : "false");
+        if (d->available)
+            fprintf(f, "null");
+        else
+            gc_json_str(f, d->why);
+        fprintf(f, ", \"levels_mhz\": [");
+        for (j = 0; j < d->n_levels; j++)
+            fprintf(f, "%s%.6g", j ? ", " : "", gc_hz_to_mhz(d->levels_hz[j]));
+        fprintf(f, "]");
+        if (d->kind == GC_DOMAIN_EMC) {
+            fprintf(f, ", \"cap_mhz\": ");
+            if (d->cap_hz)
+                fprintf(f, "%.6g", gc_hz_to_mhz(d->cap_hz));
+            else
+                fprintf(f, "null");
+        } else {
+            fprintf(f, ", \"related_cpus\": ");
+            gc_json_str(f, d->related_cpus);
+        }
+        if (!st->saved) {
+            fprintf(f, ", \"cur_mhz\": null, \"pinned\": null}");
+            continue;
+        }
+        if (d->kind == GC_DOMAIN_EMC) {
+            fprintf(f, ", \"cur_mhz\": %.6g, \"locked\": %s, \"pinned\": %s}",
+                    gc_hz_to_mhz(st->rate_hz), st->locked ? "true" : "false",
+                    st->locked ? "true" : "false");
+        } else {
+            fprintf(f, ", \"governor\": ");
+            gc_json_str(f, st->governor);
+            fprintf(f, ", \"cur_mhz\": ");
+            if (st->rate_hz)
+                fprintf(f, "%.6g", gc_hz_to_mhz(st->rate_hz));
+            else
+                fprintf(f, "null");
+            fprintf(f, ", \"min_mhz\": %.6g, \"max_mhz\": %.6g, \"pinned\": %s}",
+                    gc_hz_to_mhz(st->min_hz), gc_hz_to_mhz(st->max_hz),
+                    st->min_hz == st->max_hz ? "true" : "false");
+        }
+    }
+    fprintf(f, "]");
+}
+
+void gc_print_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now)
+{
+    int i;
+
+    for (i = 0; i < ds->n; i++) {
+        const gc_domain *d = &ds->d[i];
+        const gc_domain_state *st = &now[i];
+        char shown[GC_ERR_MAX];
+
+        if (!st->saved) {
+            gc_printable(d->why, shown, sizeof shown);
+            fprintf(f, "%-9s unavailable: %s\n", d->name, shown);
+        } else if (d->kind == GC_DOMAIN_EMC) {
+            fprintf(f, "%-9s %g MHz, %s (%d rates %g..%g MHz", d->name, gc_hz_to_mhz(st->rate_hz),
+                    st->locked ? "pinned (mrq_rate_locked 1)" : "the board's memory scaling",
+                    d->n_levels, d->n_levels ? gc_hz_to_mhz(d->levels_hz[0]) : 0.0,
+                    d->n_levels ? gc_hz_to_mhz(d->levels_hz[d->n_levels - 1]) : 0.0);
+            if (d->cap_hz)
+                fprintf(f, ", cap %g MHz", gc_hz_to_mhz(d->cap_hz));
+            fprintf(f, ")%s\n", d->available ? "" : "; no table of rates: cannot be pinned");
+        } else {
+            gc_printable(st->governor, shown, sizeof shown);
+            fprintf(f, "%-9s %s, min %g max %g MHz%s (CPUs %s; %d levels %g..%g MHz)\n", d->name,
+                    shown, gc_hz_to_mhz(st->min_hz), gc_hz_to_mhz(st->max_hz),
+                    st->min_hz == st->max_hz ? ", pinned" : "", d->related_cpus, d->n_levels,
+                    d->n_levels ? gc_hz_to_mhz(d->levels_hz[0]) : 0.0,
+                    d->n_levels ? gc_hz_to_mhz(d->levels_hz[d->n_levels - 1]) : 0.0);
+        }
+    }
 }
 
 void gc_json_window_fields(FILE *f, const gc_sampler *s, const gc_window *w, const char *sep)

@@ -7,6 +7,7 @@
 #ifndef GOVCORE_REPORT_H
 #define GOVCORE_REPORT_H
 
+#include "domain.h"
 #include "govcore.h"
 #include "policy.h"
 #include "sampler.h"
@@ -26,6 +27,8 @@ typedef struct gc_status {
     gc_window live;                 /* watts per rail and GPU load over a short window */
     double role_w[GC_N_ROLES];      /* watts per rail role over that window (module, CPU+GPU,
                                        GPU; gc_role_names); < 0 where the role is not known */
+    gc_domains domains;             /* the EMC and CPU policies (unavailable ones with a reason) */
+    gc_domain_state dom_now[GC_MAX_DOMAINS]; /* each one's state where readable (saved = 1) */
 } gc_status;
 
 /* Read the status of a board. -errno with b->err. */
@@ -42,7 +45,14 @@ int gc_status_all_zero(const gc_status *st);
 void gc_json_str(FILE *f, const char *s);
 
 void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_line);
+/* The clock domains beside the GPU, as a JSON list (status's "domains"). */
+void gc_json_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now);
+/* The same as text, one line per domain, each line starting with prefix. */
+void gc_print_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now);
 void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path);
+/* A joint pin: gc_json_pin's fields and "domains": {name: level MHz} of the domains it set. */
+void gc_json_pin_mode(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
+                      const char *warning, const gc_domains *ds, const uint64_t *domain_level_hz);
 /* The same with "warning" (b->warn: the original saved is itself a pin) where warning is set. */
 void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
                         const char *warning);

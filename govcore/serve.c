@@ -219,28 +219,44 @@ static int restore_board(struct server *sv, int *restored)
 static void handle_pin(struct server *sv, int ci, const gc_request *rq)
 {
     struct client *c = &sv->clients[ci];
-    uint64_t want_hz = rq->hz, level_hz;
+    uint64_t want_hz = rq->hz, level_hz, levels[GC_MAX_DOMAINS];
     char state_path[GC_PATH_MAX], *buf = NULL;
+    static gc_domains ds; /* the daemon serves one request at a time */
     size_t len = 0;
-    int rc, was_owner = sv->owner == ci;
+    int rc, was_owner = sv->owner == ci, joint = rq->emc_hz || rq->cpu_hz;
     FILE *f;
 
     /* the rules of a direct pin: snapped to the nearest level, refused far outside the table */
     if ((rc = gc_check_near_table(&sv->board, want_hz)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);
+    /* the EMC's rates: the kernel's list (available_rates), else the board table's */
+    if (joint && (rc = gc_domains_open_board(&ds, &sv->board)) < 0)
+        return reply_error(c, rc, "cannot read the clock domains");
     if ((rc = take_ownership(sv, ci)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);
-    rc = gc_pin_hz(&sv->board, want_hz, sv->cfg->state_dir, &level_hz);
+    if (joint)
+        rc = gc_pin_mode(&sv->board, &ds, want_hz, rq->emc_hz, rq->cpu_hz, sv->cfg->state_dir,
+                         &level_hz, levels);
+    else
+        rc = gc_pin_hz(&sv->board, want_hz, sv->cfg->state_dir, &level_hz);
     if (rc < 0) {
         if (!was_owner)
-            drop_ownership(sv); /* gc_pin_hz put the original state back */
+            drop_ownership(sv); /* gc_pin_hz / gc_pin_mode put the original state back */
         return reply_error(c, rc, "%s", sv->board.err);
     }
-    logmsg("pid %ld uid %u: pinned %.6g MHz", (long)c->pid, (unsigned)c->uid, gc_hz_to_mhz(level_hz));
+    if (joint)
+        logmsg("pid %ld uid %u: pinned %.6g MHz, emc %.6g MHz, cpu %.6g MHz", (long)c->pid,
+               (unsigned)c->uid, gc_hz_to_mhz(level_hz), gc_hz_to_mhz(levels[0]),
+               ds.n > 1 ? gc_hz_to_mhz(levels[1]) : 0.0);
+    else
+        logmsg("pid %ld uid %u: pinned %.6g MHz", (long)c->pid, (unsigned)c->uid, gc_hz_to_mhz(level_hz));
     gc_state_path(&sv->board, sv->cfg->state_dir, state_path, sizeof state_path);
     if (!(f = reply_begin(&buf, &len)))
         return reply_error(c, -ENOMEM, "out of memory");
-    gc_json_pin_warned(f, rq->mhz, level_hz, state_path, sv->board.warn);
+    if (joint)
+        gc_json_pin_mode(f, rq->mhz, level_hz, state_path, sv->board.warn, &ds, levels);
+    else
+        gc_json_pin_warned(f, rq->mhz, level_hz, state_path, sv->board.warn);
     reply_end(c, f, &buf, &len);
 }
 

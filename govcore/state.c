@@ -310,10 +310,25 @@ int gc_state_check(gc_board *b, const gc_clock_state *st, const char *what)
     return 0;
 }
 
-/* Parse the text of a state file. -GC_ESTATE (with b->err) if it is not one we wrote. */
-static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state *st)
+/* A clock domain's key (format 2): NAME.FIELD, both plain names; what they mean is domain.c's. */
+static int domain_key(const char *key)
 {
-    char *line, *save = NULL;
+    const char *dot = strchr(key, '.'), *p;
+
+    if (!dot || dot == key || !dot[1])
+        return 0;
+    for (p = key; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.'))
+            return 0;
+    return 1;
+}
+
+/* Parse the text of a state file. -GC_ESTATE (with b->err) if it is not one we wrote. */
+static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state *st,
+                       char *domains, size_t domains_len)
+{
+    char *line, *save = NULL, dom[GC_STATE_DOMAINS_MAX] = "";
+    size_t dom_used = 0;
     int have = 0, bad = 0;
     uint64_t format = 1;
 
@@ -343,6 +358,12 @@ static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state
         } else if (strcmp(line, "max_hz") == 0 && !(have & 4)) {
             bad |= parse_state_hz(eq + 1, &st->max_hz) < 0;
             have |= 4;
+        } else if (format >= 2 && format <= GC_STATE_FORMAT && domain_key(line)) {
+            /* a clock domain's original: checked against the board by domain.c */
+            int n = snprintf(dom + dom_used, sizeof dom - dom_used, "%s=%s\n", line, eq + 1);
+            bad |= n < 0 || (size_t)n >= sizeof dom - dom_used;
+            if (!bad)
+                dom_used += (size_t)n;
         } else if (format > GC_STATE_FORMAT) {
             break; /* a newer format's key: refused below, by its format */
         } else if (strcmp(line, "sysfs_root") != 0 && strcmp(line, "devfreq_dir") != 0) {
@@ -360,10 +381,18 @@ static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state
         set_err(b, "state file %s is damaged; " STATE_WHAT_TO_DO, path);
         return -GC_ESTATE;
     }
+    if (domains)
+        snprintf(domains, domains_len, "%s", dom);
     return 0;
 }
 
 int gc_state_read(gc_board *b, const gc_state_file *sf, gc_clock_state *st)
+{
+    return gc_state_read_record(b, sf, st, NULL, 0);
+}
+
+int gc_state_read_record(gc_board *b, const gc_state_file *sf, gc_clock_state *st, char *domains,
+                         size_t domains_len)
 {
     char text[STATE_MAX_BYTES + 1];
     struct stat sb;
@@ -411,9 +440,22 @@ int gc_state_read(gc_board *b, const gc_state_file *sf, gc_clock_state *st)
         rc = -GC_ESTATE;
         goto close_fd;
     }
-    rc = parse_state(b, text, sf->path, st);
+    rc = parse_state(b, text, sf->path, st, domains, domains_len);
 close_fd:
     close(fd);
+    return rc;
+}
+
+int gc_state_load_domains(gc_board *b, const char *state_dir, char *lines, size_t len)
+{
+    gc_state_file sf;
+    gc_clock_state st;
+    int rc;
+
+    if ((rc = gc_state_open(b, state_dir, 0, &sf)) < 0)
+        return rc;
+    rc = gc_state_read_record(b, &sf, &st, lines, len);
+    gc_state_close(&sf);
     return rc;
 }
 
@@ -459,9 +501,18 @@ static void clean_stray_tmp(int dfd)
     closedir(d);
 }
 
+static int write_record(gc_board *b, const gc_state_file *sf, const gc_clock_state *st,
+                        const char *domains);
+
 int gc_state_write(gc_board *b, const gc_state_file *sf, const gc_clock_state *st)
 {
-    char tmp[96], text[GC_PATH_MAX * 2 + 256];
+    return write_record(b, sf, st, NULL);
+}
+
+static int write_record(gc_board *b, const gc_state_file *sf, const gc_clock_state *st,
+                        const char *domains)
+{
+    char tmp[96], text[STATE_MAX_BYTES];
     size_t len, done = 0;
     ssize_t n;
     int fd, rc = 0;
@@ -477,6 +528,14 @@ int gc_state_write(gc_board *b, const gc_state_file *sf, const gc_clock_state *s
         return -EINVAL;
     }
     len = (size_t)n;
+    if (domains && *domains) { /* the other clock domains' originals (domain.c's lines) */
+        n = snprintf(text + len, sizeof text - len, "%s", domains);
+        if (n < 0 || (size_t)n >= sizeof text - len) {
+            set_err(b, "cannot save the clock state: too many clock domains");
+            return -EINVAL;
+        }
+        len += (size_t)n;
+    }
     clean_stray_tmp(sf->dfd);
     snprintf(tmp, sizeof tmp, "%s%s%ld", sf->name, STATE_TMP_MARK, (long)getpid());
     fd = openat(sf->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -530,7 +589,7 @@ int gc_state_remove(gc_board *b, const gc_state_file *sf)
     return 0;
 }
 
-int gc_state_save(gc_board *b, const char *state_dir, int *saved_now)
+int gc_state_save_record(gc_board *b, const char *state_dir, const char *domains, int *saved_now)
 {
     gc_state_file sf;
     gc_clock_state st, old;
@@ -547,7 +606,7 @@ int gc_state_save(gc_board *b, const char *state_dir, int *saved_now)
     /* what we save must be restorable: check it now, while the board is still untouched */
     if ((rc = gc_state_check(b, &st, "the board's current clock state")) < 0)
         goto close_dir;
-    rc = gc_state_write(b, &sf, &st);
+    rc = write_record(b, &sf, &st, domains);
     if (rc == -EEXIST) { /* saved by someone else meanwhile: it must be a real state */
         rc = gc_state_read(b, &sf, &old);
     } else if (rc == 0) {

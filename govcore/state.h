@@ -6,6 +6,8 @@
  *     format=1
  *     sysfs_root=...    devfreq_dir=...    (for people; not read back)
  *     governor=...      min_hz=...         max_hz=...
+ *     emc.rate_hz=... emc.locked=... cpuN.governor=... cpuN.min_hz=... cpuN.max_hz=...
+ *                       (format 2: the other clock domains' originals, domain.c's lines)
  * A file without a format line is format 1 (written before the line existed); a newer format
  * is refused as damaged here, naming the format, so a newer govcore's state is never misread.
  *
@@ -17,7 +19,10 @@
 
 #include "govcore.h"
 
-#define GC_STATE_FORMAT 1
+#define GC_STATE_FORMAT 2
+/* The other clock domains' originals in a record (format 2): lines NAME.FIELD=VALUE, at most
+ * this many bytes, written and checked by domain.c; to this file they are text. */
+#define GC_STATE_DOMAINS_MAX 3072
 
 /* One board's state file, reached through its opened folder. */
 typedef struct gc_state_file {
@@ -42,9 +47,18 @@ void gc_state_close(gc_state_file *sf);
  * none, -GC_ESTATE (with b->err) if it is damaged or not a regular file of ours. */
 int gc_state_read(gc_board *b, const gc_state_file *sf, gc_clock_state *st);
 
+/* gc_state_read, also giving the record's clock-domain lines ("key=value\n" each, "" if none)
+ * in domains (len bytes; NULL: not wanted). They are checked against the board by domain.c. */
+int gc_state_read_record(gc_board *b, const gc_state_file *sf, gc_clock_state *st, char *domains,
+                         size_t len);
+
 /* Save st unless a state is saved already: -EEXIST then (the first saved state is the original).
  * Atomic: an O_EXCL|O_NOFOLLOW temp file, mode 0600, put in place with linkat(). */
 int gc_state_write(gc_board *b, const gc_state_file *sf, const gc_clock_state *st);
+
+/* gc_state_save with the other clock domains' originals (domains: their lines, "" for none),
+ * which the caller read from the board first (clock.c). */
+int gc_state_save_record(gc_board *b, const char *state_dir, const char *domains, int *saved_now);
 
 /* Remove the state file (a symlink or other planted entry is removed, never followed). 0 if
  * there was none. */

@@ -71,6 +71,48 @@ cdef extern from "govcore.h" nogil:
     int gc_restore(gc_board *b, const char *state_dir, int *restored)
 
 
+# The clocks beside the GPU's (govcore/domain.h): the EMC (BPMP debugfs) and each cpufreq policy.
+cdef extern from "domain.h" nogil:
+    enum:
+        GC_MAX_DOMAINS
+        GC_DOMAIN_EMC
+        GC_DOMAIN_CPU
+
+    ctypedef struct gc_domain:
+        int kind                   # GC_DOMAIN_EMC or GC_DOMAIN_CPU
+        char name[GC_NAME_MAX]     # "emc", "cpu0", "cpu4", ...
+        char dir[GC_PATH_MAX]
+        int policy
+        char related_cpus[GC_NAME_MAX]
+        int writable               # restorable
+        int available              # pinnable (writable, with a table)
+        char why[256]              # why not available
+        int n_levels
+        uint64_t levels_hz[GC_MAX_FREQS]
+        uint64_t cap_hz            # EMC: max_rate / nvpmodel_clk_cap/emc; 0 none
+
+    ctypedef struct gc_domains:
+        char sysfs_root[GC_PATH_MAX]
+        int n
+        gc_domain d[17]
+        char err[GC_ERR_MAX]
+
+    ctypedef struct gc_domain_state:
+        int saved
+        char governor[GC_NAME_MAX]
+        uint64_t min_hz
+        uint64_t max_hz
+        uint64_t rate_hz
+        int locked
+
+    int gc_domains_open(gc_domains *ds, const char *sysfs_root, const uint64_t *emc_table_hz,
+                        int n_emc_table)
+    int gc_domains_open_board(gc_domains *ds, const gc_board *b)
+    int gc_domain_read(gc_domains *ds, int i, gc_domain_state *st)
+    int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz,
+                    const char *state_dir, uint64_t *gpu_level_hz, uint64_t *level_hz)
+
+
 # One owner per GPU (govcore/lock.h): flock on a file named after the GPU's devfreq node, in one
 # lock folder per system whatever the state folder.
 cdef extern from "lock.h" nogil:

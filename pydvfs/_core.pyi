@@ -66,6 +66,12 @@ class Board:
     def pin_warning(self) -> str: ...
     def pin_hz(self, want_hz: int, state_dir: str | None = None) -> int: ...
     def restore(self, state_dir: str | None = None) -> bool: ...
+    def domains(self, emc_table_hz: tuple[int, ...] = ()) -> list[dict[str, Any]]:
+        """The EMC and each cpufreq policy: name, kind, available, why, levels_hz, cap_hz,
+        related_cpus, state (governor, min_hz, max_hz, rate_hz, locked) or None."""
+    def pin_mode_hz(self, gpu_hz: int, emc_hz: int, cpu_hz: int, state_dir: str | None = None,
+                    emc_table_hz: tuple[int, ...] = ()) -> tuple[int, dict[str, int]]:
+        """GPU, EMC and every CPU policy pinned as one: (gpu_level_hz, {domain: level_hz})."""
 
 class Snapshot:
     @property

@@ -10,6 +10,7 @@ cdef extern from "<errno.h>":
     enum:
         EDESTADDRREQ
 from libc.string cimport strerror
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 import os
 
@@ -298,6 +299,77 @@ cdef class Board:
             rc = gc_restore(&self.b, c_dir, &restored)
         check(rc, self.b.err)
         return bool(restored)
+
+    def domains(self, emc_table_hz=()):
+        """The clock domains beside the GPU: a dict per domain (name, kind 'emc'|'cpu',
+        available, why, levels_hz, cap_hz, related_cpus, state: None where it cannot be read,
+        else governor/min_hz/max_hz/rate_hz/locked). The EMC's rates where the kernel lists none:
+        emc_table_hz if given, else the board table's."""
+        cdef gc_domains *ds = _open_domains(&self.b, emc_table_hz)
+        cdef gc_domain_state st
+        cdef gc_domain *d
+        cdef int i
+        out = []
+        try:
+            for i in range(ds.n):
+                d = &ds.d[i]
+                state = None
+                if d.writable and gc_domain_read(ds, i, &st) == 0:
+                    state = {"governor": st.governor.decode("utf-8", "replace"), "min_hz": st.min_hz,
+                             "max_hz": st.max_hz, "rate_hz": st.rate_hz, "locked": bool(st.locked)}
+                out.append({
+                    "name": d.name.decode(), "kind": "emc" if d.kind == GC_DOMAIN_EMC else "cpu",
+                    "available": bool(d.available),
+                    "why": None if d.available else d.why.decode("utf-8", "replace"),
+                    "levels_hz": tuple(d.levels_hz[j] for j in range(d.n_levels)),
+                    "cap_hz": d.cap_hz or None,
+                    "related_cpus": d.related_cpus.decode("utf-8", "replace"),
+                    "state": state})
+        finally:
+            PyMem_Free(ds)
+        return out
+
+    def pin_mode_hz(self, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz, state_dir=None,
+                    emc_table_hz=()):
+        """Pin the GPU (0: leave it), the EMC (0: leave it) and every CPU policy (0: leave them)
+        as one (gc_pin_mode): (gpu_level_hz, {domain name: level_hz})."""
+        cdef gc_domains *ds = _open_domains(&self.b, emc_table_hz)
+        cdef uint64_t gpu_level = 0
+        cdef uint64_t levels[17]
+        cdef bytes d = _opt(state_dir)
+        cdef const char *c_dir = d
+        cdef int rc, i
+        try:
+            with nogil:
+                rc = gc_pin_mode(&self.b, ds, gpu_hz, emc_hz, cpu_hz, c_dir, &gpu_level, levels)
+            check(rc, self.b.err)
+            return gpu_level, {ds.d[i].name.decode(): levels[i] for i in range(ds.n) if levels[i]}
+        finally:
+            PyMem_Free(ds)
+
+
+cdef gc_domains *_open_domains(const gc_board *b, emc_table_hz) except NULL:
+    """The domains under b's root; the EMC's rates where the kernel lists none: emc_table_hz if
+    given, else the board table's (govcore/boards.h)."""
+    cdef uint64_t table[64]
+    cdef int n = 0, rc
+    cdef gc_domains *ds
+    for hz in emc_table_hz:
+        if n == 64:
+            break
+        table[n] = int(hz)
+        n += 1
+    ds = <gc_domains *>PyMem_Malloc(sizeof(gc_domains))
+    if ds == NULL:
+        raise MemoryError()
+    if n:
+        rc = gc_domains_open(ds, b.sysfs_root, table, n)
+    else:
+        rc = gc_domains_open_board(ds, b)
+    if rc < 0:
+        PyMem_Free(ds)
+        check(rc, NULL)
+    return ds
 
 
 cdef class Lock:

@@ -7,18 +7,14 @@ import time
 from pathlib import Path
 
 from .errors import InvalidValueError
+from .markdown import pct as _pct
+from .markdown import table as _table
 
 
 def _ext_time(results: dict, pol: str):
     """Mean time added vs MAXN of a policy on the unseen tasks (the replication stage's value)."""
     ev = results.get("replication", {}).get("extended", {}).get("evaluate", {})
     return ev.get("all", {}).get(pol, {}).get("mean_time_penalty_pct")
-
-
-def _table(head: list[str], rows: list[list]) -> list[str]:
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return out
 
 
 def _f(v, fmt=".2f") -> str:
@@ -31,10 +27,6 @@ def _measure_label(o: dict) -> str:
     from .energy import LABEL
 
     return LABEL[o.get("energy_measure", "cpu-gpu")]
-
-
-def _pct(v, fmt="+.1f") -> str:
-    return "–" if v is None else f"{format(v, fmt)} %"
 
 
 def summary_section(results: dict) -> list[str]:

@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 
 from .errors import InvalidValueError
+from .markdown import pct as _pct
+from .markdown import table as _table
 
 DATASET_COLUMNS = {"workload", "setting", "freq_mhz", "duration_s"}
 MAX_DEPTH = 3
@@ -88,7 +90,6 @@ def _energy_name(column: str | None) -> str:
 
 def markdown_user(found: dict, root: Path) -> str:
     from .replication import evaluation_breakdown
-    from .report import _pct, _table
 
     def rel(p) -> str:
         return str(Path(p).relative_to(root))

@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from . import _core, boards
-from .device import resolve_sysfs_root
+from .device import remote, resolve_sysfs_root
 from .errors import InvalidValueError
 
 MAX_INTERPOLATED_PCT = _core.MAX_INTERPOLATED_PCT  # see Measurement.readings_ok
@@ -213,11 +213,8 @@ class Sampler:
 
     def __new__(cls, *args, **kwargs):
         # where $PYDVFS_SOCKET asks for it, measure through the govcore daemon (device/remote.py)
-        if cls is Sampler:
-            from .device import remote
-
-            if remote.sampler_socket():
-                cls = remote.RemoteSampler
+        if cls is Sampler and remote.sampler_socket():
+            cls = RemoteSampler
         return super().__new__(cls)
 
     def __init__(self, rate_hz: float | None = None, sysfs_root: str | os.PathLike | None = None,
@@ -338,3 +335,75 @@ class Sampler:
 
     def __repr__(self) -> str:
         return f"Sampler(rate_hz={self.rate_hz:g}, rails={list(self.rails)!r}, sysfs_root={self._root!r})"
+
+
+class RemoteSampler(Sampler):
+    """pydvfs.Sampler through the daemon's sampler: windows only (no trace); the daemon samples
+    at the sensor's rate. Chosen by Sampler() itself where $PYDVFS_SOCKET is set."""
+
+    _count = 0
+
+    def __init__(self, rate_hz=None, sysfs_root=None, rails=None, trace_capacity=None):
+        self._conn = remote.connection(remote.sampler_socket() or remote.DEFAULT_SOCKET)
+        status = self._conn.request("status")
+        self._rail_names = tuple(r["name"] for r in status["rails"])
+        self._board_id = status.get("board") or None
+        self._warning = status.get("warning") or None
+        if rails is not None:
+            wanted = [rails] if isinstance(rails, str) else list(rails)
+            unknown = [r for r in wanted if r not in self._rail_names]
+            if unknown or not wanted:
+                raise InvalidValueError(f"no rail {unknown!r} on this board (rails: {', '.join(self._rail_names)})")
+        interval = status["sensor_interval_ms"]
+        self._rate = 1000.0 / interval if interval else 0.0
+        RemoteSampler._count += 1
+        self._prefix = f"p{os.getpid()}s{RemoteSampler._count}-"
+        self._lock = threading.Lock()
+        self._windows: set[str] = set()
+        self.measurement = None
+
+    rails = property(lambda self: self._rail_names)
+    rate_hz = property(lambda self: self._rate)
+    board = property(lambda self: self._board_id)
+    warning = property(lambda self: self._warning)
+    running = property(lambda self: bool(self._windows))
+
+    def start(self):
+        return self
+
+    def stop(self) -> None:
+        """Windows still open stay open in the daemon until ended or this process exits."""
+
+    def begin_window(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise InvalidValueError(f"a window needs a non-empty name, got {name!r}")
+        with self._lock:
+            if name in self._windows:
+                raise InvalidValueError(f"window {name!r} is already open")
+            reply = self._conn.request(f"begin {self._prefix}{name}")
+            self._rate = reply["rate_hz"] or self._rate
+            self._windows.add(name)
+
+    def end_window(self, name: str) -> Measurement:
+        with self._lock:
+            if name not in self._windows:
+                raise InvalidValueError(f"no open window {name!r}")
+            self._windows.discard(name)
+            w = self._conn.request(f"end {self._prefix}{name}")
+        return Measurement(
+            duration_s=w["duration_s"], energy_j=MappingProxyType(dict(w["energy_j"])),
+            avg_power_w=MappingProxyType(dict(w["avg_power_w"])), total_energy_j=w["total_energy_j"],
+            total_avg_power_w=w["total_avg_power_w"], cpu_gpu_energy_j=w["cpu_gpu_energy_j"],
+            gpu_util_pct=w["gpu_util_pct"], samples=int(w["samples"]),
+            read_errors=int(w["read_errors"]), rate_hz=float(w["rate_hz"]),
+            module_energy_j=w.get("module_energy_j"), gpu_energy_j=w.get("gpu_energy_j"),
+            board=w.get("board"))
+
+    def trace(self):
+        raise InvalidValueError("sample traces are not available through the govcore daemon")
+
+    def stats(self) -> dict:
+        return {"running": self.running, "rate_hz": self._rate, "remote": self._conn.path}
+
+    def __repr__(self) -> str:
+        return f"RemoteSampler(socket={self._conn.path!r}, rails={list(self.rails)!r})"

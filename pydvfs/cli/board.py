@@ -6,7 +6,7 @@ import sys
 import time
 import warnings
 
-from ..device import open_device
+from ..device import describe_domain, open_device
 from ..errors import InvalidValueError, PydvfsError
 from .common import _Parser, add_board_options, emit, examples, seconds
 from .hold import add_command_argument
@@ -84,6 +84,7 @@ def _status_text(st: dict) -> str:
         total = "".join(f"; {label} {live[role + '_power_w']:.2f} W" for role, label in ROLE_LABELS.items()
                         if live.get(role + "_power_w") is not None)
         lines.append(f"power     {watts}{total}")
+    lines.extend(describe_domain(r) for r in st.get("domains", []))
     saved = st["saved_state"]
     if saved:
         lines.append(
@@ -150,13 +151,15 @@ def cmd_pin(args: argparse.Namespace) -> int:
         raise InvalidValueError(
             f"{mhz:.12g} MHz is outside the board's table ({_fmt(levels[0])}..{_fmt(levels[-1])} MHz) by more "
             "than one level; pass --nearest to pin the nearest level anyway")
+    emc = None if args.emc is None else mhz_to_hz(args.emc) / 1e6
+    cpu = None if args.cpu is None else mhz_to_hz(args.cpu) / 1e6
     if cmd:
         def change():
-            result = dev.pin(args.mhz)
+            result = dev.pin(args.mhz, emc_mhz=emc, cpu_mhz=cpu)
             return result.to_dict(), result.describe()
 
         return hold_while(args, dev, "pin", cmd, change)
-    result = dev.pin(args.mhz)
+    result = dev.pin(args.mhz, emc_mhz=emc, cpu_mhz=cpu)
     if result.warning:
         print(f"pydvfs: warning: {result.warning}", file=sys.stderr, flush=True)
     emit(args, result.to_dict(), result.describe)
@@ -219,8 +222,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "and SIGTERM), and the exit status is CMD's; through the govcore "
                                    "daemon a pin without CMD ends as this command exits. A clock "
                                    "more than one level outside the board's table (a typo such as "
-                                   "99999) is refused unless --nearest is given.",
+                                   "99999) is refused unless --nearest is given. --emc pins the "
+                                   "memory clock (one of its rates) and --cpu every cpufreq "
+                                   "policy (each one's nearest level) with the GPU, as one: a "
+                                   "clock not in a table or above the power mode's cap is refused "
+                                   "before anything is written, and restore puts every clock back.",
                        epilog=examples("pydvfs pin 714 --sysfs-root /tmp/orin",
+                                       "pydvfs pin 612 --emc 2133 --cpu 1036.8",
                                        "pydvfs pin 714 -- python train.py",
                                        "pydvfs pin 5000 --nearest --sysfs-root /tmp/orin"))
     p.add_argument("mhz", metavar="MHZ", help="clock in MHz; snapped to the board's table")
@@ -228,6 +236,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     def pin_options(q: argparse.ArgumentParser) -> argparse.ArgumentParser:
         q.add_argument("--nearest", action="store_true",
                        help="pin the nearest level even when MHZ lies far outside the table")
+        q.add_argument("--emc", metavar="MHZ", default=None,
+                       help="also pin the memory clock (EMC) to this rate, one of its table's")
+        q.add_argument("--cpu", metavar="MHZ", default=None,
+                       help="also pin every CPU policy (min = max) to its level nearest MHZ")
         return add_board_options(q)
 
     pin_options(p)
@@ -235,7 +247,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=cmd_pin)
 
     p = sub.add_parser("restore", parents=[common], help="put back the saved clock state",
-                       description="Put back the governor/min/max saved before the first change. "
+                       description="Put back the governor/min/max saved before the first change "
+                                   "(and the EMC's lock and rate and each CPU policy's governor "
+                                   "and min/max, saved with them). "
                                    "Safe to run any number of times, and from a new process after "
                                    "a crash. While another process governs the GPU (holds its "
                                    "lock) it is refused, naming that process, unless --force. "

@@ -13,7 +13,7 @@ import math
 import numbers
 import os
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Iterator
 
 from .. import _core
@@ -78,25 +78,81 @@ class RestoreForcedWarning(UserWarning):
 @dataclass(frozen=True)
 class PinResult:
     """What a pin asked for and what the board was set to. Units: MHz. ``warning``: set when the
-    original state saved by this pin is itself a pin (min == max, as jetson_clocks leaves it)."""
+    original state saved by this pin is itself a pin (min == max, as jetson_clocks leaves it). A
+    joint pin (``--emc``, ``--cpu``) also gives the level each clock domain got (``domains_mhz``:
+    "emc", "cpu0", ...)."""
 
     requested_mhz: float
     freq_mhz: float
     state_file: str
     warning: str | None = None
+    domains_mhz: dict = field(default_factory=dict)
+    requested_cpu_mhz: float | None = None
 
     @property
     def snapped(self) -> bool:
         return abs(self.requested_mhz - self.freq_mhz) > 1e-6
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "snapped": self.snapped}
+        out = {"requested_mhz": self.requested_mhz, "freq_mhz": self.freq_mhz,
+               "state_file": self.state_file, "warning": self.warning, "snapped": self.snapped}
+        if self.domains_mhz:
+            out["domains"] = dict(self.domains_mhz)
+        return out
 
     def describe(self) -> str:
         text = f"pinned the GPU clock to {_fmt_mhz(self.freq_mhz)} MHz"
         if self.snapped:
             text += f" (asked {_fmt_mhz(self.requested_mhz)} MHz: snapped to the nearest level)"
+        if "emc" in self.domains_mhz:
+            text += f", the EMC to {_fmt_mhz(self.domains_mhz['emc'])} MHz"
+        cpus = {k: v for k, v in self.domains_mhz.items() if k != "emc"}
+        if cpus and self.requested_cpu_mhz is not None:
+            if any(abs(v - self.requested_cpu_mhz) > 1e-6 for v in cpus.values()):
+                text += ", every CPU policy: " + ", ".join(f"{k} to {_fmt_mhz(v)} MHz" for k, v in cpus.items())
+                text += f" (asked {_fmt_mhz(self.requested_cpu_mhz)} MHz: snapped to each policy's nearest level)"
+            else:
+                text += f", every CPU policy ({', '.join(cpus)}) to {_fmt_mhz(self.requested_cpu_mhz)} MHz"
         return text
+
+
+def domain_record(d: dict) -> dict:
+    """One clock domain as ``status --json`` shows it (the keys of govcore's "domains"; MHz)."""
+    st = d["state"]
+    out = {"name": d["name"], "kind": d["kind"], "available": d["available"], "why": d["why"],
+           "levels_mhz": [hz_to_mhz(f) for f in d["levels_hz"]]}
+    if d["kind"] == "emc":
+        out["cap_mhz"] = hz_to_mhz(d["cap_hz"]) if d["cap_hz"] else None
+    else:
+        out["related_cpus"] = d["related_cpus"]
+    if st is None:
+        out.update(cur_mhz=None, pinned=None)
+    elif d["kind"] == "emc":
+        out.update(cur_mhz=hz_to_mhz(st["rate_hz"]), locked=st["locked"], pinned=st["locked"])
+    else:
+        out.update(governor=st["governor"], cur_mhz=hz_to_mhz(st["rate_hz"]) if st["rate_hz"] else None,
+                   min_mhz=hz_to_mhz(st["min_hz"]), max_mhz=hz_to_mhz(st["max_hz"]),
+                   pinned=st["min_hz"] == st["max_hz"])
+    return out
+
+
+def describe_domain(r: dict) -> str:
+    """One line of ``pydvfs status`` for a domain record (domain_record)."""
+    name = f"{r['name']:<9}"
+    if r["pinned"] is None:
+        return f"{name} unavailable: {r['why']}"
+    levels = r["levels_mhz"]
+    span = f"{len(levels)} {'rates' if r['kind'] == 'emc' else 'levels'}"
+    if levels:
+        span += f" {_fmt_mhz(levels[0])}..{_fmt_mhz(levels[-1])} MHz"
+    if r["kind"] == "emc":
+        how = "pinned (mrq_rate_locked 1)" if r["locked"] else "the board's memory scaling"
+        cap = f", cap {_fmt_mhz(r['cap_mhz'])} MHz" if r["cap_mhz"] else ""
+        tail = "" if r["available"] else "; no table of rates: cannot be pinned"
+        return f"{name} {_fmt_mhz(r['cur_mhz'])} MHz, {how} ({span}{cap}){tail}"
+    pinned = ", pinned" if r["pinned"] else ""
+    return (f"{name} {r['governor']}, min {_fmt_mhz(r['min_mhz'])} max {_fmt_mhz(r['max_mhz'])} MHz"
+            f"{pinned} (CPUs {r['related_cpus']}; {span})")
 
 
 @dataclass(frozen=True)
@@ -236,17 +292,35 @@ class Device:
         :func:`pydvfs.governed` leaves the board to the outer block)."""
         return ownership.in_block(self._board)
 
-    def pin(self, mhz: float) -> PinResult:
+    def domains(self) -> list[dict]:
+        """The clocks beside the GPU's, one record per domain (the EMC, each cpufreq policy), as
+        ``status --json`` shows them under "domains"."""
+        return [domain_record(d) for d in self._board.domains()]
+
+    def pin(self, mhz: float, emc_mhz: float | None = None, cpu_mhz: float | None = None) -> PinResult:
         """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first (if
         that original is itself a pin, as jetson_clocks leaves it, ``PinResult.warning`` says
         so). From here until :meth:`restore` (or the end of the process) this process owns the
-        board."""
+        board.
+
+        ``emc_mhz`` pins the memory clock (one of its rates), ``cpu_mhz`` every cpufreq policy
+        (each one's nearest level), together with the GPU as one: a clock not in a domain's
+        table, or above the power mode's cap, raises InvalidValueError and nothing is written;
+        a failure part way puts every clock back."""
         want_hz = mhz_to_hz(mhz)
+        emc_hz = mhz_to_hz(emc_mhz) if emc_mhz is not None else 0
+        cpu_hz = mhz_to_hz(cpu_mhz) if cpu_mhz is not None else 0
+        levels: dict = {}
         with ownership.changing(), ownership.governing(self._board) as owner:
-            level_hz = self._board.pin_hz(want_hz, self.state_dir)
+            if emc_hz or cpu_hz:
+                level_hz, levels = self._board.pin_mode_hz(want_hz, emc_hz, cpu_hz, self.state_dir)
+            else:
+                level_hz = self._board.pin_hz(want_hz, self.state_dir)
             owner.pinned = True
             warning = getattr(self._board, "pin_warning", "") or None
-        return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file(), warning)
+        return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file(), warning,
+                         domains_mhz={k: hz_to_mhz(v) for k, v in levels.items()},
+                         requested_cpu_mhz=float(cpu_mhz) if cpu_mhz is not None else None)
 
     def restore(self, force: bool = False) -> bool:
         """Put back the state saved before the first change. True if there was one.
@@ -319,6 +393,7 @@ class Device:
                 "max_mhz": saved.max_mhz,
             },
             "saved_state_known": known,
+            "domains": self.domains(),
         }
 
     def __repr__(self) -> str:
@@ -334,9 +409,11 @@ def open_device(sysfs_root: str | os.PathLike | None = None, state_dir: str | No
 
 
 def pin(mhz: float, sysfs_root: str | os.PathLike | None = None,
-        state_dir: str | None = None) -> PinResult:
-    """Pin the GPU clock of the board under ``sysfs_root`` (see :meth:`Device.pin`)."""
-    return open_device(sysfs_root, state_dir).pin(mhz)
+        state_dir: str | None = None, emc_mhz: float | None = None,
+        cpu_mhz: float | None = None) -> PinResult:
+    """Pin the GPU clock of the board under ``sysfs_root``, and with ``emc_mhz``/``cpu_mhz``
+    the memory and CPU clocks with it (see :meth:`Device.pin`)."""
+    return open_device(sysfs_root, state_dir).pin(mhz, emc_mhz=emc_mhz, cpu_mhz=cpu_mhz)
 
 
 def restore(sysfs_root: str | os.PathLike | None = None, state_dir: str | None = None) -> bool:

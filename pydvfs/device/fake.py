@@ -143,6 +143,7 @@ def build_fake_board(
     board: str | None = None,
     jetpack: int | None = None,
     follow_clamp: bool = False,
+    clock_domains: bool = False,
 ) -> FakeBoard:
     """Create a fake board tree under ``root`` and return its handle.
 
@@ -157,6 +158,8 @@ def build_fake_board(
     ``follow_clamp``: ``cur_freq`` is the same file as ``max_freq`` (a static board whose clock
     follows the ceiling a pin sets, as a kernel would show it; a writer of ``cur_freq`` such as
     the simulator takes the file over).
+    ``clock_domains``: also the EMC's BPMP debugfs folder and the cpufreq policies the table
+    gives the board (``fake_domains.add_clock_domains``), so that ``pin --emc/--cpu`` can be used.
     """
     if board is None:
         layout = layout or "jp5"
@@ -226,6 +229,10 @@ def build_fake_board(
     fake = FakeBoard(root=root, layout=layout, model=model, devfreq_dir=devfreq_dir,
                      gpu_dir=gpu_dir, levels_hz=levels, board=board, jetpack=jetpack)
     _add_sensors(fake, b, sys_, hwmon_start)
+    if clock_domains:
+        from .fake_domains import add_clock_domains
+
+        add_clock_domains(root, b)
     return fake
 
 

@@ -20,11 +20,9 @@ import socket
 import sys
 import threading
 import time
-from types import MappingProxyType
 
 from .. import _core
 from ..errors import BoardIOError, BoardPermissionError, InvalidValueError
-from ..sampler import Measurement, Sampler
 
 SOCKET_ENV = "PYDVFS_SOCKET"
 DEFAULT_SOCKET = "/run/pydvfs/govcore.sock"      # GC_SERVE_SOCKET (govcore/serve.h)
@@ -302,6 +300,34 @@ class RemoteBoard:
         self._state_file = reply["state_file"]
         return _hz(reply["freq_mhz"])
 
+    def domains(self, emc_table_hz=()) -> list:
+        """The daemon's clock domains, in _core.Board.domains's shape (Hz)."""
+        out = []
+        for r in self._fresh().get("domains", []):
+            st = None
+            if r["pinned"] is not None:
+                st = {"governor": r.get("governor", ""), "locked": bool(r.get("locked", False)),
+                      "rate_hz": _hz(r["cur_mhz"]) if r.get("cur_mhz") else 0,
+                      "min_hz": _hz(r["min_mhz"]) if "min_mhz" in r else 0,
+                      "max_hz": _hz(r["max_mhz"]) if "max_mhz" in r else 0}
+            out.append({"name": r["name"], "kind": r["kind"], "available": r["available"],
+                        "why": r["why"], "levels_hz": tuple(_hz(m) for m in r["levels_mhz"]),
+                        "cap_hz": _hz(r["cap_mhz"]) if r.get("cap_mhz") else None,
+                        "related_cpus": r.get("related_cpus", ""), "state": st})
+        return out
+
+    def pin_mode_hz(self, gpu_hz: int, emc_hz: int, cpu_hz: int, state_dir=None, emc_table_hz=()):
+        """The joint pin in the daemon: it checks and snaps the EMC and CPU clocks (one snap, in
+        C); the GPU's level is snapped here, as pin_hz does."""
+        parts = [f"pin {plain_decimal(self.snap_hz(gpu_hz) / 1e6)}"]
+        if emc_hz:
+            parts.append(f"emc_mhz={plain_decimal(emc_hz / 1e6)}")
+        if cpu_hz:
+            parts.append(f"cpu_mhz={plain_decimal(cpu_hz / 1e6)}")
+        reply = self._conn.request(" ".join(parts))
+        self._state_file = reply["state_file"]
+        return _hz(reply["freq_mhz"]), {k: _hz(v) for k, v in reply.get("domains", {}).items()}
+
     def restore(self, state_dir=None) -> bool:
         return bool(self._conn.request("restore")["restored"])
 
@@ -330,75 +356,3 @@ class RemoteBoard:
         if dry_run:
             parts.append("dry_run=1")
         return self._conn.request(" ".join(parts))
-
-
-class RemoteSampler(Sampler):
-    """pydvfs.Sampler through the daemon's sampler: windows only (no trace); the daemon samples
-    at the sensor's rate. Chosen by Sampler() itself where $PYDVFS_SOCKET is set."""
-
-    _count = 0
-
-    def __init__(self, rate_hz=None, sysfs_root=None, rails=None, trace_capacity=None):
-        self._conn = connection(sampler_socket() or DEFAULT_SOCKET)
-        status = self._conn.request("status")
-        self._rail_names = tuple(r["name"] for r in status["rails"])
-        self._board_id = status.get("board") or None
-        self._warning = status.get("warning") or None
-        if rails is not None:
-            wanted = [rails] if isinstance(rails, str) else list(rails)
-            unknown = [r for r in wanted if r not in self._rail_names]
-            if unknown or not wanted:
-                raise InvalidValueError(f"no rail {unknown!r} on this board (rails: {', '.join(self._rail_names)})")
-        interval = status["sensor_interval_ms"]
-        self._rate = 1000.0 / interval if interval else 0.0
-        RemoteSampler._count += 1
-        self._prefix = f"p{os.getpid()}s{RemoteSampler._count}-"
-        self._lock = threading.Lock()
-        self._windows: set[str] = set()
-        self.measurement = None
-
-    rails = property(lambda self: self._rail_names)
-    rate_hz = property(lambda self: self._rate)
-    board = property(lambda self: self._board_id)
-    warning = property(lambda self: self._warning)
-    running = property(lambda self: bool(self._windows))
-
-    def start(self):
-        return self
-
-    def stop(self) -> None:
-        """Windows still open stay open in the daemon until ended or this process exits."""
-
-    def begin_window(self, name: str) -> None:
-        if not isinstance(name, str) or not name:
-            raise InvalidValueError(f"a window needs a non-empty name, got {name!r}")
-        with self._lock:
-            if name in self._windows:
-                raise InvalidValueError(f"window {name!r} is already open")
-            reply = self._conn.request(f"begin {self._prefix}{name}")
-            self._rate = reply["rate_hz"] or self._rate
-            self._windows.add(name)
-
-    def end_window(self, name: str) -> Measurement:
-        with self._lock:
-            if name not in self._windows:
-                raise InvalidValueError(f"no open window {name!r}")
-            self._windows.discard(name)
-            w = self._conn.request(f"end {self._prefix}{name}")
-        return Measurement(
-            duration_s=w["duration_s"], energy_j=MappingProxyType(dict(w["energy_j"])),
-            avg_power_w=MappingProxyType(dict(w["avg_power_w"])), total_energy_j=w["total_energy_j"],
-            total_avg_power_w=w["total_avg_power_w"], cpu_gpu_energy_j=w["cpu_gpu_energy_j"],
-            gpu_util_pct=w["gpu_util_pct"], samples=int(w["samples"]),
-            read_errors=int(w["read_errors"]), rate_hz=float(w["rate_hz"]),
-            module_energy_j=w.get("module_energy_j"), gpu_energy_j=w.get("gpu_energy_j"),
-            board=w.get("board"))
-
-    def trace(self):
-        raise InvalidValueError("sample traces are not available through the govcore daemon")
-
-    def stats(self) -> dict:
-        return {"running": self.running, "rate_hz": self._rate, "remote": self._conn.path}
-
-    def __repr__(self) -> str:
-        return f"RemoteSampler(socket={self._conn.path!r}, rails={list(self.rails)!r})"

@@ -1,6 +1,7 @@
 /* test_clock.c - pin/restore against a devfreq that refuses min > max, and failure paths. */
 #include "check.h"
 #include "fake_tree.h"
+#include "domain.h"
 #include "govcore.h"
 #include "mock_sysfs.h"
 
@@ -181,6 +182,46 @@ static void test_restore_writes_what_it_can(void)
     fake_tree_remove(root);
 }
 
+/* The joint pin: the EMC and CPU are pinned (real files), then the GPU's verify fails (the
+ * mock ignores max_freq writes, as a power-mode cap does): every domain goes back. */
+static void test_joint_pin_rolls_back_every_domain(void)
+{
+    gc_board b;
+    const char *root = setup(&b);
+    gc_domains ds;
+    uint64_t gpu_level, levels[GC_MAX_DOMAINS];
+    char buf[64];
+
+    fake_write(root, "sys/kernel/debug/bpmp/debug/clk/emc/rate", "3199000000\n");
+    fake_write(root, "sys/kernel/debug/bpmp/debug/clk/emc/max_rate", "3199000000\n");
+    fake_write(root, "sys/kernel/debug/bpmp/debug/clk/emc/mrq_rate_locked", "0\n");
+    fake_write(root, "sys/devices/system/cpu/cpufreq/policy0/scaling_available_frequencies",
+               "729600 1036800 1728000\n");
+    fake_write(root, "sys/devices/system/cpu/cpufreq/policy0/scaling_governor", "schedutil\n");
+    fake_write(root, "sys/devices/system/cpu/cpufreq/policy0/scaling_min_freq", "729600\n");
+    fake_write(root, "sys/devices/system/cpu/cpufreq/policy0/scaling_max_freq", "1728000\n");
+    {
+        const uint64_t emc_hz[] = {665600000ULL, 3199000000ULL}; /* the board table's */
+        CHECK(gc_domains_open(&ds, root, emc_hz, 2) == 0);
+    }
+    CHECK(ds.d[0].available && ds.n == 2 && ds.d[1].available);
+    mock.ignore_writes_to = "max_freq";
+    CHECK(gc_pin_mode(&b, &ds, 510000000ULL, 665600000ULL, 1036800000ULL, state_dir, &gpu_level,
+                      levels) == -GC_EVERIFY);
+    CHECK(strstr(b.err, "clock did not take") != NULL && strstr(b.err, "restored") != NULL);
+    fake_read(root, "sys/kernel/debug/bpmp/debug/clk/emc/mrq_rate_locked", buf, sizeof buf);
+    CHECK(strcmp(buf, "0") == 0);
+    fake_read(root, "sys/devices/system/cpu/cpufreq/policy0/scaling_min_freq", buf, sizeof buf);
+    CHECK(strcmp(buf, "729600") == 0);
+    fake_read(root, "sys/devices/system/cpu/cpufreq/policy0/scaling_max_freq", buf, sizeof buf);
+    CHECK(strcmp(buf, "1728000") == 0);
+    {
+        gc_clock_state st;
+        CHECK(gc_state_load(&b, state_dir, &st) == -ENOENT); /* the record is gone with the pin */
+    }
+    fake_tree_remove(root);
+}
+
 int main(void)
 {
     RUN(test_every_transition_keeps_min_le_max);
@@ -190,5 +231,6 @@ int main(void)
     RUN(test_state_dir_unwritable);
     RUN(test_restore_governor);
     RUN(test_restore_writes_what_it_can);
+    RUN(test_joint_pin_rolls_back_every_domain);
     return DONE("test_clock");
 }

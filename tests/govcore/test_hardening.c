@@ -211,7 +211,11 @@ static void test_state_values_checked(void)
         "max_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost podgov\n",
         "max_hz=1300500000\nmin_hz=306000000\n",
         "format=0\nmax_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost_podgov\n",
+        "format=3\nmax_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost_podgov\nemc_hz=1\n",
+        /* format 2 carries the clock domains' lines (emc.*, cpuN.*), nothing else */
         "format=2\nmax_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost_podgov\nemc_hz=1\n",
+        /* and format 1 none */
+        "format=1\nmax_hz=1300500000\nmin_hz=306000000\ngovernor=nvhost_podgov\nemc.locked=0\n",
     };
     size_t i;
 
@@ -229,7 +233,7 @@ static void test_state_values_checked(void)
         /* the message says what to do: --force drops it */
         CHECK(strstr(b.err, "restore --force") != NULL);
         if (i == 8)
-            CHECK(strstr(b.err, "format 2") != NULL);
+            CHECK(strstr(b.err, "format 3") != NULL);
         /* nothing written from it: still pinned at 714, governor as it was */
         CHECK_EQ_U64(read_hz(root, "min_freq"), 714000000);
         CHECK_EQ_U64(read_hz(root, "max_freq"), 714000000);

@@ -32,6 +32,10 @@ static void test_accepted(void)
     CHECK(parse("pin 1300.5", &rq) == 0 && rq.kind == GC_REQ_PIN && rq.mhz == 1300.5);
     CHECK(parse("pin 714.000001", &rq) == 0 && rq.hz == 714000001); /* exact: gc_parse_mhz */
     CHECK(parse("pin 714.0000005", &rq) == -EINVAL); /* finer than a Hz, as in `govcore pin` */
+    CHECK(rq.emc_hz == 0 && rq.cpu_hz == 0);
+    CHECK(parse("pin 612 emc_mhz=2133 cpu_mhz=1036.8", &rq) == 0 && rq.kind == GC_REQ_PIN &&
+          rq.hz == 612000000ULL && rq.emc_hz == 2133000000ULL && rq.cpu_hz == 1036800000ULL);
+    CHECK(parse("pin 612 cpu_mhz=729.6", &rq) == 0 && rq.emc_hz == 0 && rq.cpu_hz == 729600000ULL);
     CHECK(parse("begin epoch-1.a:b_c", &rq) == 0 && rq.kind == GC_REQ_BEGIN &&
           strcmp(rq.name, "epoch-1.a:b_c") == 0);
     CHECK(parse("end x", &rq) == 0 && rq.kind == GC_REQ_END);
@@ -68,6 +72,9 @@ static void test_refused(void)
         "objective=edp", "apply model=bert layers=1 hidden=1 seq_len=1 max_slowdown_pct=-5",
         "apply model=bert layers=1 hidden=1 seq_len=1 max_slowdown_pct=1e2",
         "apply model=bert layers=1 hidden=1 seq_len=1 max_slowdown_pct=1000.5", "pin 714\r", "pin 714\t", "status\n",
+        "pin 612 emc_mhz=2133 emc_mhz=2133", "pin 612 gpu_mhz=1", "pin 612 emc_mhz=", "pin 612 emc_mhz=0",
+        "pin 612 emc_mhz=1e3", "pin 612 cpu_mhz=-1", "pin 612 emc_mhz=1 cpu_mhz=1 x=1", "pin 612 emc_mhz",
+        "pin emc_mhz=2133",
         "unknown", NULL};
     gc_request rq;
     char err[GC_ERR_MAX], big[GC_REQ_MAX + 2];

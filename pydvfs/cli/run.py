@@ -137,9 +137,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
     from ..governor.joint_search import parse_knobs
 
-    if parse_knobs(args.knobs) != ("gpu",):
-        raise InvalidValueError("run --knobs with emc/cpu needs the board's EMC and CPU pinning, not in this "
-                                "version; in Python: OnlineGovernor(knobs='gpu,emc,cpu', pin_mode=...)")
+    knobs = parse_knobs(args.knobs)
+    if knobs != ("gpu",) and (args.policy != "online" or args.search is not None or args.start is not None):
+        raise InvalidValueError("--knobs gpu,emc,cpu is the joint online search: for --policy online, without "
+                                "--search or --start (it starts at the top mode)")
     workload = workload_from_args(args)
     search = _search_params(args)
     objective = objective_from_args(args)
@@ -152,7 +153,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             report = run_governed(cmd, args.policy, workload, args.progress_file, args.rate, args.model_dir,
                                   args.start, search if args.policy == "online" else None, window,
                                   args.sysfs_root, args.state_dir, objective=objective,
-                                  search_kind=args.search or default_search(), total_steps=args.steps)
+                                  search_kind=args.search or default_search(), total_steps=args.steps,
+                                  knobs=knobs)
     except (KeyboardInterrupt, Terminated) as e:
         report = getattr(e, "partial_report", None)  # what was measured until then (partial: true)
         if report is not None:

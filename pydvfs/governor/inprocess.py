@@ -34,7 +34,6 @@ from ..errors import InvalidValueError
 from ..sampler import Sampler
 from ..signals import SIGNALS
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
-from .joint_search import ModeDevice
 from .loop import (
     POLICIES,
     default_search,
@@ -88,9 +87,8 @@ class OnlineGovernor:
         from .joint_search import parse_knobs
 
         self.knobs = parse_knobs(knobs) if isinstance(knobs, str) else parse_knobs(",".join(knobs))
-        if self.knobs != ("gpu",) and (policy != "online" or pin_mode is None):
-            raise InvalidValueError("knobs beyond gpu are for policy 'online' and need pin_mode(gpu_mhz, emc_mhz, "
-                                    "cpu_mhz): pinning a board's EMC and CPU clocks is not in this version")
+        if self.knobs != ("gpu",) and policy != "online":
+            raise InvalidValueError("knobs beyond gpu are for policy 'online'")
         self._pin_mode, self._restore_mode, self._modes = pin_mode, restore_mode, modes
         self._total_steps = checked_total_steps(total_steps)
         self.policy, self.workload, self.model_dir = policy, workload, model_dir
@@ -142,7 +140,7 @@ class OnlineGovernor:
             try:
                 if self.policy == "online":
                     if self.knobs != ("gpu",):
-                        self._pin_mode(*searcher.target_mhz)
+                        self._mode_dev.pin(searcher.target_mhz)
                     elif searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
                         self.dev.pin(searcher.target_mhz)
                 elif self.policy == "maxn" and self.workload is None:
@@ -157,7 +155,7 @@ class OnlineGovernor:
                 self.sampler.begin_window("run")
                 self._t0 = self.clock()
                 if self.policy == "online":
-                    dev = self.dev if self.knobs == ("gpu",) else ModeDevice(self.dev, self._pin_mode)
+                    dev = self.dev if self.knobs == ("gpu",) else self._mode_dev
                     self.engine = OnlineEngine(dev, self.sampler, searcher, self.window, "the training loop",
                                                self.log, self.objective, say_prefix="pydvfs",
                                                total_steps=self._total_steps)
@@ -229,14 +227,13 @@ class OnlineGovernor:
             return report
 
     def _joint_search(self):
-        """The joint search over the modes (docs/power-modes.md): from the top of every domain."""
-        from .joint_search import JointSearch, mode_grid
+        """The joint search over the modes (docs/power-modes.md), from the top mode."""
+        from .joint_search import joint_setup
 
-        modes = self._modes or mode_grid(self._plan["search_levels_mhz"], self.board, self.knobs)
-        start = max(modes)
-        self._plan.update(start_mhz=start, centre_mhz=start, maxn_anchor=False,
-                          start_source="the top mode (every domain at its top)", knobs=list(self.knobs))
-        return JointSearch(modes, start, objective=self.objective)
+        search, self._mode_dev, plan = joint_setup(self.dev, self._plan["search_levels_mhz"], self.objective,
+                                                   self._pin_mode, self._restore_mode, self._modes, self.board)
+        self._plan.update(plan)
+        return search
 
     def _teardown(self) -> None:
         try:

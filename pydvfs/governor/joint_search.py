@@ -74,6 +74,8 @@ def parse_knobs(text: str) -> tuple:
         raise InvalidValueError(f"knob listed twice in {text!r}")
     if "gpu" not in items:
         raise InvalidValueError("the GPU clock must be among the knobs (gpu, or gpu,emc,cpu)")
+    if len(items) == 2:  # the joint model needs every domain to vary
+        raise InvalidValueError(f"knobs {text!r}: the joint search covers all three (gpu,emc,cpu), or give gpu alone")
     return tuple(k for k in KNOBS if k in items)
 
 
@@ -88,8 +90,8 @@ class JointParams:
     max_modes: int = 12  # distinct modes probed in a round, the design included
     max_windows: int = 12  # windows per mode at most in a round
     horizon_windows: int = 60  # windows a choice serves when the run's length is unknown
-    gpu_high: float = 0.80  # design GPU levels as shares of the top clock (the start measures the top)
-    gpu_mid: float = 0.60
+    gpu_high: float = 0.70  # design GPU levels as shares of the top clock (the start measures the top)
+    gpu_mid: float = 0.55
     gpu_low: float = 0.40
     z_guard: float = 2.5
     resolution_pct: float = 0.5
@@ -563,4 +565,55 @@ class ModeDevice:
         return getattr(self.dev, name)
 
 
-__all__ = ["CPU_SHARES", "KNOBS", "ModeDevice", "mode_grid", "JointParams", "JointSearch", "Mode", "mode_name", "parse_knobs", "within_caps"]
+def board_pin_mode(dev):
+    """``pin_mode`` through the device's joint pin (govcore: one saved state, every domain put
+    back by ``dev.restore()``)."""
+    def pin_mode(gpu_mhz, emc_mhz, cpu_mhz):
+        dev.pin(gpu_mhz, emc_mhz=emc_mhz, cpu_mhz=cpu_mhz)
+
+    return pin_mode
+
+
+def device_modes(dev, gpu_levels_mhz) -> tuple:
+    """(modes, caps) of a device's clock domains (``dev.domains()``): every GPU level x its EMC
+    rates x four CPU clocks of its cpufreq table (:data:`CPU_SHARES`); caps: the EMC's nvpmodel
+    cap and the CPU policies' ``scaling_max_freq`` as found (a power mode's). A domain the board
+    does not show, or shows as unavailable, raises InvalidValueError (nothing pinned)."""
+    recs = dev.domains()
+    emc = next((r for r in recs if r["kind"] == "emc"), None)
+    cpus = [r for r in recs if r["kind"] != "emc"]
+    need = [("emc", emc is not None and emc["available"] and emc["levels_mhz"]),
+            ("cpu", bool(cpus) and all(r["available"] and r["levels_mhz"] for r in cpus))]
+    for knob, ok in need:
+        if not ok:
+            raise InvalidValueError(f"this board shows no writable {knob.upper()} clock (pydvfs status): "
+                                    f"search the GPU clock alone (--knobs gpu)")
+    emc_cap = emc.get("cap_mhz") if emc else None
+    cpu_cap = min((r["max_mhz"] for r in cpus if r.get("max_mhz")), default=None)
+    emcs = [e for e in emc["levels_mhz"] if emc_cap is None or e <= emc_cap + 1e-6]
+    table = sorted(set.intersection(*(set(r["levels_mhz"]) for r in cpus)))
+    table = [c for c in table if cpu_cap is None or c <= cpu_cap + 1e-6] or table
+    cpu = sorted({min(table, key=lambda f, x=x: abs(f - table[-1] * x)) for x in CPU_SHARES})
+    return [Mode((g, e, c)) for g in gpu_levels_mhz for e in emcs for c in cpu], (None, emc_cap, cpu_cap)
+
+
+def joint_setup(dev, gpu_levels_mhz, objective: Objective | None = None, pin_mode=None, restore_mode=None,
+                modes=None, board=None) -> tuple:
+    """(search, the engine's device, plan fields) of a joint search on ``dev``, from the top mode
+    within the caps: through the board's joint pin over its domains' tables (no ``pin_mode``),
+    or through ``pin_mode`` over ``modes`` (default: :func:`mode_grid` of ``board``)."""
+    caps = None
+    if pin_mode is None:
+        pin_mode = board_pin_mode(dev)
+        if modes is None:
+            modes, caps = device_modes(dev, gpu_levels_mhz)
+    elif modes is None:
+        modes = mode_grid(gpu_levels_mhz, board)
+    search = JointSearch(modes, max(Mode(m) for m in modes), objective=objective, caps=caps)
+    plan = {"start_mhz": search.start_mode, "centre_mhz": search.start_mode, "maxn_anchor": False,
+            "start_source": "the top mode within the power mode's caps", "knobs": list(KNOBS),
+            "modes": len(search.modes), "caps_mhz": list(search.caps)}
+    return search, ModeDevice(dev, pin_mode, restore_mode), plan
+
+
+__all__ = ["CPU_SHARES", "joint_setup", "board_pin_mode", "device_modes", "KNOBS", "ModeDevice", "mode_grid", "JointParams", "JointSearch", "Mode", "mode_name", "parse_knobs", "within_caps"]

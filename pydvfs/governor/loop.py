@@ -228,7 +228,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                  sysfs_root=None, state_dir=None, log=None,
                  clock: Callable[[], float] = time.monotonic,
                  *, objective: Objective | None = None, search_kind: str | None = None,
-                 sleep: Callable[[float], None] = time.sleep, total_steps: int | None = None) -> dict:
+                 sleep: Callable[[float], None] = time.sleep, total_steps: int | None = None,
+                 knobs=("gpu",)) -> dict:
     """Run ``cmd`` under ``policy``; returns the report (see docs/online.md). ``total_steps``:
     the count the progress file will reach at the end, if known (the online search's horizon)."""
     from ..device import remote
@@ -259,8 +260,15 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     if online:
         plan = plan_online(dev, workload, model_dir, start_mhz, log, search_kind=search_kind)
         report.update(plan, search_kind=search_kind)
-        searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,
-                              plan["maxn_anchor"], model_dir)
+        if tuple(knobs) == ("gpu",):
+            searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,
+                                  plan["maxn_anchor"], model_dir)
+            search_dev = dev
+        else:  # the whole mode (docs/power-modes.md): through the board's joint pin
+            from .joint_search import joint_setup
+
+            searcher, search_dev, joint_plan = joint_setup(dev, plan["search_levels_mhz"], objective)
+            report.update(joint_plan, search_kind="joint")
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)  # fails before any change
     board = board_of(dev.model)
     if online:  # a search cannot minimise an energy the board's rails do not give
@@ -279,7 +287,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         try:
             if online:
                 if searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
-                    dev.pin(searcher.target_mhz)
+                    search_dev.pin(searcher.target_mhz)
                 report["decision"] = None
             elif policy == "maxn" and workload is None:
                 dev.restore()
@@ -293,7 +301,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                 proc = start_command(cmd, {"PYDVFS_POLICY": policy})
                 try:
                     if online:
-                        engine = OnlineEngine(dev, sampler, searcher, window, f"the progress file {progress}",
+                        engine = OnlineEngine(search_dev, sampler, searcher, window, f"the progress file {progress}",
                                               log, objective, total_steps=total_steps)
                         _poll(engine, progress, proc, clock, t0, sleep)
                         report.update(engine.report())

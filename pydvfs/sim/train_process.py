@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> dict:
             lo, hi = lo_hz / 1e6, hi_hz / 1e6
             setting, f = _setting_for(lo, hi, power_mode, top_mode, prof.levels_mhz)
             mode_key = ""
+            if (emc_mhz, cpu_mhz) in ((mode.emc_mhz, mode.cpu_mhz), (mode.emc_mhz, None), (None, mode.cpu_mhz)):
+                emc_mhz = cpu_mhz = None  # the power mode's own clocks: its own operating point
             if setting == "fixed" and (emc_mhz, cpu_mhz) != (None, None):
                 emc_mhz = min(emc_mhz or mode.emc_mhz, mode.emc_mhz)  # the power mode's caps hold
                 cpu_mhz = min(cpu_mhz or mode.cpu_mhz, mode.cpu_mhz)

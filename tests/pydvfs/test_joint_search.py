@@ -114,12 +114,12 @@ def test_params_and_inputs_are_checked():
 
 
 @pytest.mark.parametrize("text,want", [("gpu", ("gpu",)), ("gpu,emc,cpu", ("gpu", "emc", "cpu")),
-                                       ("cpu, GPU", ("gpu", "cpu"))])
+                                       ("cpu, GPU,emc", ("gpu", "emc", "cpu"))])
 def test_parse_knobs(text, want):
     assert parse_knobs(text) == want
 
 
-@pytest.mark.parametrize("text", ["gpu,mem", "", "emc,cpu", "gpu,gpu"])
+@pytest.mark.parametrize("text", ["gpu,mem", "", "emc,cpu", "gpu,gpu", "gpu,emc"])
 def test_parse_knobs_refuses(text):
     with pytest.raises(InvalidValueError):
         parse_knobs(text)

@@ -4,6 +4,7 @@ clocks its tree holds, every domain is put back at the end; `run --knobs` parsin
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import time
@@ -92,22 +93,54 @@ def test_joint_online_governor_pins_modes_and_restores_every_domain(tmp_path):
     assert " probe " in log.getvalue() and "/3199/" in log.getvalue()
 
 
-def test_knobs_need_pin_mode_and_are_checked(tmp_path):
+def test_knobs_on_a_board_without_clock_domains_are_refused_before_any_change(tmp_path):
     orin = build_fake_board(tmp_path / "board", "jp6")
-    with pytest.raises(InvalidValueError, match="pin_mode"):
-        pydvfs.OnlineGovernor(sysfs_root=orin.root, knobs="gpu,emc,cpu")
+    gov = pydvfs.OnlineGovernor(sysfs_root=orin.root, knobs="gpu,emc,cpu", log=None)
+    with pytest.raises(InvalidValueError, match="no writable EMC clock"):
+        gov.start()
     with pytest.raises(InvalidValueError, match="unknown knob"):
         pydvfs.OnlineGovernor(sysfs_root=orin.root, knobs="gpu,dram", pin_mode=print)
     assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
 
 
-@pytest.mark.parametrize("knobs,message", [("gpu,emc,cpu", "not in this version"), ("gpu,bus", "unknown knob 'bus'"),
-                                           ("cpu", "GPU clock must be among")])
-def test_run_knobs_one_line_exit_2(tmp_path, capsys, knobs, message):
+def test_run_knobs_on_the_animated_board_pins_modes_and_restores_every_domain(cli, tmp_path):
+    """`pydvfs run --policy online --knobs gpu,emc,cpu` for real: govcore's joint pin of the GPU,
+    the EMC and every CPU policy (the fake board's clock domains), the animated board answering
+    them, every domain put back."""
+    orin = build_fake_board(tmp_path / "board", "jp6", clock_domains=True)
+    before = {p: p.read_text().strip() for p in (orin.root / "sys").rglob("*") if p.is_file()
+              and ("clk/emc" in str(p) or "cpufreq" in str(p))}
+    progress = tmp_path / "steps"
+    res = cli("run", "--sysfs-root", str(orin.root), "--state-dir", str(tmp_path / "state"), "--json",
+              "--knobs", "gpu,emc,cpu", "--progress-file", str(progress), "--window", "0.4", "--min-steps", "100",
+              "--settle", "0.05", "--rate", "1000", "--",
+              sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(orin.root), "--model",
+              "bert-base", "--task", "SST-2", "--steps", "60000", "--time-scale", str(SCALE), "--tick-ms", "1",
+              "--progress-file", str(progress), "--seed", "0", timeout=300)
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert r["search_kind"] == "joint" and r["knobs"] == ["gpu", "emc", "cpu"] and r["restored"]
+    assert 10 <= r["search"]["probed_modes"] <= 12
+    modes = {tuple(w["freq_mhz"]) for w in r["trajectory"]}
+    assert {m[1] for m in modes} >= {2133.0, 3199.0} and len({m[2] for m in modes}) >= 3
+    w = get_workload("bert-base", "SST-2")
+    for win in r["trajectory"]:  # the board answered each mode govcore pinned
+        assert win["s_per_step"] == pytest.approx(mode_point(w, *win["freq_mhz"]).t_step_s / SCALE, rel=0.35)
+    assert mode_point(w, *r["chosen_mhz"]).module_j < mode_point(w, 1300.5, 3199.0, 2201.6).module_j
+    assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
+    after = {p: p.read_text().strip() for p in before}
+    assert after == before  # the EMC lock and rate, every policy's governor and limits: put back
+
+
+@pytest.mark.parametrize("args,message", [(["--knobs", "gpu,bus"], "unknown knob 'bus'"),
+                                          (["--knobs", "cpu"], "GPU clock must be among"),
+                                          (["--knobs", "gpu,emc"], "all three"),
+                                          (["--knobs", "gpu,emc,cpu", "--start", "714"], "without --search or --start")])
+def test_run_knobs_one_line_exit_2(tmp_path, capsys, args, message):
     from pydvfs import cli
 
-    orin = build_fake_board(tmp_path / "board", "jp6")
-    rc = cli.main(["run", "--sysfs-root", str(orin.root), "--knobs", knobs, "--", "true"])
+    orin = build_fake_board(tmp_path / "board", "jp6", clock_domains=True)
+    rc = cli.main(["run", "--sysfs-root", str(orin.root), "--progress-file", str(tmp_path / "p"), *args, "--", "true"])
     err = capsys.readouterr().err
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
     assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL

@@ -84,6 +84,6 @@ def test_bad_knobs_one_line_exit_2(tmp_path, capsys, knobs, message):
 
 
 def test_board_sweep_with_emc_knob_is_refused(tmp_path, capsys):
-    rc = cli.main(["sweep", "--knobs", "gpu,emc", "--out", str(tmp_path / "x.csv"), "--", "true"])
+    rc = cli.main(["sweep", "--knobs", "gpu,emc,cpu", "--out", str(tmp_path / "x.csv"), "--", "true"])
     err = capsys.readouterr().err
     assert rc == 2 and "--sim" in err and len(err.strip().splitlines()) == 1

@@ -3,6 +3,7 @@
 #include "govcore.h"
 #include "domain.h"
 #include "state.h"
+#include "powermode.h"
 #include "sysfs.h"
 
 #include <errno.h>
@@ -268,16 +269,25 @@ int gc_state_save(gc_board *b, const char *state_dir, int *saved_now)
     return gc_state_save_record(b, state_dir, dom, saved_now);
 }
 
+/* The level a pin writes: the table's nearest to want_hz, lowered to the power mode's cap (the
+ * user's ceiling, read before the state is saved: powermode.c) unless b->above_power_mode. */
+static int snap_within_mode(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz)
+{
+    if (gc_snap_hz(b, want_hz, level_hz) < 0) {
+        set_err(b, "not a clock: %.3f MHz", gc_hz_to_mhz(want_hz));
+        return -EINVAL;
+    }
+    return gc_power_cap_clamp(b, state_dir, level_hz);
+}
+
 int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz)
 {
     char err[GC_ERR_MAX];
     int rc, saved_now, restored;
 
     b->warn[0] = '\0';
-    if (gc_snap_hz(b, want_hz, level_hz) < 0) {
-        set_err(b, "not a clock: %.3f MHz", gc_hz_to_mhz(want_hz));
-        return -EINVAL;
-    }
+    if ((rc = snap_within_mode(b, want_hz, state_dir, level_hz)) < 0)
+        return rc;
     rc = gc_state_save(b, state_dir, &saved_now);
     if (rc < 0)
         return rc;
@@ -306,10 +316,9 @@ int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, u
     for (i = 0; i < GC_MAX_DOMAINS; i++)
         level_hz[i] = 0;
     memset(orig, 0, sizeof orig);
-    if (gpu_hz && gc_snap_hz(b, gpu_hz, gpu_level_hz) < 0) {
-        snprintf(b->err, sizeof b->err, "not a clock: %.3f MHz", gc_hz_to_mhz(gpu_hz));
-        return -EINVAL;
-    }
+    b->cap_hz = b->clamped_from_hz = 0;
+    if (gpu_hz && (rc = snap_within_mode(b, gpu_hz, state_dir, gpu_level_hz)) < 0)
+        return rc;
     /* a record saved already holds the originals: the CPU ceiling the power mode set is there */
     rc = gc_state_load_domains(b, state_dir, lines, sizeof lines);
     if (rc == 0) {

@@ -78,6 +78,11 @@ typedef struct gc_board {
     char err[GC_ERR_MAX];           /* detail of the last failure, for the user */
     char warn[GC_ERR_MAX];          /* set by a gc_pin_hz that succeeded with something to say
                                        (the original it saved is itself a pin); "" if none */
+    /* The power mode's ceiling (powermode.h): gc_pin_hz clamps to the cap in force. */
+    int above_power_mode;           /* set by the caller: 1 lets a pin go above the cap */
+    uint64_t cap_hz;                /* set by gc_pin_hz: the cap it obeyed (0: none, or lifted) */
+    uint64_t clamped_from_hz;       /* set by gc_pin_hz: the level asked for where the cap lowered
+                                     * it, else 0 */
 } gc_board;
 
 typedef struct gc_clock_state {
@@ -129,9 +134,9 @@ int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz);
 
 /* 0 if want_hz is near the board's table, or -EINVAL with b->err saying "X MHz is outside the
  * board's table (LO..HI MHz) by more than one level": more than one level step below the lowest
- * level or above the highest (a typo such as 99999, a policy made for another board). The same
- * rule as pydvfs.levels.beyond_table; `pin` refuses such a clock unless --nearest, the daemon
- * and the policies always. */
+ * level or above the highest (a typo such as 99999, a policy made for another board). The one
+ * copy of the rule (pydvfs asks it through _core's pin_hz(nearest=False) or the daemon); `pin`
+ * refuses such a clock unless --nearest, the daemon unless nearest=1, the policies always. */
 int gc_check_near_table(gc_board *b, uint64_t want_hz);
 
 /* Set the devfreq floor and ceiling, writing them in the order that never makes min > max,
@@ -170,8 +175,10 @@ int gc_state_load(gc_board *b, const char *state_dir, gc_clock_state *st);
  * *dropped = 1 if there was one. */
 int gc_state_drop(gc_board *b, const char *state_dir, int *dropped);
 
-/* Pin the GPU clock: snap want_hz to the table, save the original state if not yet saved,
- * set min = max = level, verify. On failure the original state is put back.
+/* Pin the GPU clock: snap want_hz to the table, lower it to the power mode's cap in force
+ * unless b->above_power_mode (powermode.h; b->cap_hz and b->clamped_from_hz say what was done),
+ * save the original state if not yet saved, set min = max = level, verify. On failure the
+ * original state is put back.
  * *level_hz receives the level set. */
 int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *level_hz);
 

@@ -51,24 +51,26 @@ static const char usage_text[] =
     "\n"
     "verbs:\n"
     "  status        board and JetPack, GPU clock state, available levels, power rails and\n"
-    "                which make the module's and the CPU+GPU energy (docs/boards.md)\n"
-    "  pin MHZ [--nearest] [--emc MHZ] [--cpu MHZ]\n"
+    "                which make the module's and the CPU+GPU energy (docs/boards.md), the\n"
+    "                power mode and its GPU cap, the memory (EMC) and CPU clocks\n"
+    "  pin MHZ [--nearest] [--above-power-mode] [--emc MHZ] [--cpu MHZ]\n"
     "                pin the GPU clock to the available level nearest MHZ; the original\n"
     "                governor/min/max are saved first. MHZ more than one level outside\n"
-    "                the board's table is refused unless --nearest. --emc pins the memory\n"
-    "                clock (one of its rates), --cpu every cpufreq policy (each one's nearest\n"
-    "                level), as one with the GPU: a clock not in a table or above the power\n"
-    "                mode's cap is refused before anything is written\n"
+    "                the board's table is refused unless --nearest. A level above the\n"
+    "                power mode's GPU cap (max_freq before the first pin, nvpmodel's cap)\n"
+    "                is lowered to it, with a notice, unless --above-power-mode. --emc pins\n"
+    "                the memory clock (one of its rates), --cpu every cpufreq policy (each\n"
+    "                one's nearest level), as one with the GPU: a clock not in a table or\n"
+    "                above the power mode's cap is refused before anything is written\n"
     "  restore [--force]\n"
     "                put back the state saved before the first change (idempotent); while\n"
     "                another process governs the GPU only with --force\n"
     "  apply --workload model=M,layers=L,hidden=D,seq_len=S[,util_pct=PCT] [--policy P]\n"
     "        [--model-dir DIR] [--objective energy|edp|ed2p] [--max-slowdown PCT] [--dry-run]\n"
+    "        [--above-power-mode]\n"
     "                (--model M --layers L --hidden D --seq-len S [--util PCT] also work)\n"
-    "                choose the energy-optimal clock for a workload and pin it; P is mlg\n"
-    "                (learned tree, default), ffg (best fixed clock), rules (paper A),\n"
-    "                maxn (restore the board's own governor) or roofline (the physical\n"
-    "                model's optimum; needs DIR); DIR holds a model from `pydvfs train`\n"
+    "                choose the energy-optimal clock for a workload and pin it; P is one\n"
+    "                of the policies below (default mlg); DIR holds a model from `pydvfs train`\n"
     "                (default: the tree built into this binary). --max-slowdown raises the\n"
     "                level to the lowest whose step time, predicted by DIR's roofline.txt,\n"
     "                is within PCT %% of the top level's; --objective edp|ed2p (energy x\n"
@@ -97,6 +99,17 @@ static const char usage_text[] =
     "  --state-dir DIR   folder of saved clock states (env PYDVFS_STATE_DIR)\n"
     "  --json            machine-readable output\n"
     "  --version         version, git describe and the built-in tree's provenance\n";
+
+/* The usage, then the policies from their table (policy.c's gc_policies). */
+static void print_usage(void)
+{
+    int i;
+
+    printf(usage_text, GC_SAMPLER_MAX_INTERPOLATED_PCT); /* the one format: the limit */
+    printf("\npolicies (apply --policy P):\n");
+    for (i = 0; i < gc_n_policies; i++)
+        printf("  %-12s  %s\n", gc_policies[i].name, gc_policies[i].help);
+}
 
 /* The same lines as `pydvfs --version` (pydvfs/version.py). */
 static int print_version(void)
@@ -300,6 +313,8 @@ static int cmd_status(const struct options *o)
         printf("\n");
     }
     gc_print_domains(stdout, &st.domains, st.dom_now);
+    gc_text_power_mode(stdout, &st.mode, st.have_cap ? &st.cap : NULL);
+    putchar('\n');
     if (st.have_saved)
         printf("saved     %s (governor %s, min %g, max %g MHz); `govcore restore` puts it back\n",
                st.state_path, shown(st.saved.governor, text, sizeof text), gc_hz_to_mhz(st.saved.min_hz),
@@ -361,6 +376,14 @@ static const char *pin_request(char *request, size_t len, const char *emc_text, 
     return request;
 }
 
+/* The one-line notice of a pin the power mode's cap lowered (pydvfs says the same). */
+static void note_clamped(const gc_board *b, const char *verb)
+{
+    fprintf(stderr, "govcore %s: note: %g MHz is above the power mode's GPU cap: pinned %g MHz "
+                    "(--above-power-mode lifts the cap)\n", verb, gc_hz_to_mhz(b->clamped_from_hz),
+            gc_hz_to_mhz(b->cap_hz));
+}
+
 static int cmd_pin(const struct options *o)
 {
     gc_board b;
@@ -372,11 +395,13 @@ static int cmd_pin(const struct options *o)
     const char *socket_path;
     char state_path[GC_PATH_MAX];
     const char *text = NULL, *emc_text = NULL, *cpu_text = NULL;
-    int rc, snapped, nearest = 0, i, extra = 0, joint;
+    int rc, snapped, nearest = 0, above = 0, i, extra = 0, joint;
 
     for (i = 0; i < o->argc; i++) {
         if (strcmp(o->argv[i], "--nearest") == 0)
             nearest = 1;
+        else if (strcmp(o->argv[i], "--above-power-mode") == 0)
+            above = 1;
         else if (strcmp(o->argv[i], "--emc") == 0 || strcmp(o->argv[i], "--cpu") == 0) {
             const char **slot = o->argv[i][2] == 'e' ? &emc_text : &cpu_text;
             if (i + 1 >= o->argc)
@@ -388,8 +413,8 @@ static int cmd_pin(const struct options *o)
             extra = 1;
     }
     if (!text || extra)
-        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest] [--emc MHZ] "
-                    "[--cpu MHZ]");
+        return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest] "
+                    "[--above-power-mode] [--emc MHZ] [--cpu MHZ]");
     if (gc_parse_mhz(text, strlen(text), &want_hz) < 0)
         return fail("not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", text);
     if (emc_text && gc_parse_mhz(emc_text, strlen(emc_text), &emc_hz) < 0)
@@ -398,25 +423,22 @@ static int cmd_pin(const struct options *o)
         return fail("--cpu: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", cpu_text);
     joint = emc_hz || cpu_hz;
     mhz = gc_hz_to_mhz(want_hz);
-    if (daemon_socket(NULL)) {
-        /* the daemon applies the same rules (snap, refuse far outside the table); --nearest
-         * needs the table, which only the daemon has here */
-        if (nearest)
-            return fail("--nearest through $PYDVFS_SOCKET: give a clock of the board's table "
-                        "(`govcore status` lists them)");
-        memcpy(request + 4, text, strlen(text) + 1); /* checked above: at most 13 bytes */
-        return via_daemon(daemon_socket(NULL), pin_request(request, sizeof request, emc_text, cpu_text), 1);
+    if (above && daemon_socket(NULL))
+        return fail("--above-power-mode is not available through the daemon: run as root");
+    if (!(socket_path = daemon_socket(NULL))) {
+        if ((rc = open_board(o, &b)) != 0)
+            return rc;
+        if (!nearest && gc_check_near_table(&b, want_hz) < 0)
+            return fail("%s; pass --nearest to pin the nearest level anyway", b.err);
+        socket_path = daemon_socket(&b);
     }
-    if ((rc = open_board(o, &b)) != 0)
-        return rc;
-    if (!nearest && gc_check_near_table(&b, want_hz) < 0)
-        return fail("%s; pass --nearest to pin the nearest level anyway", b.err);
-    if ((socket_path = daemon_socket(&b))) {
-        /* snapped here, so that --nearest holds through the daemon too (the EMC and CPU clocks
-         * are checked and snapped by the daemon) */
-        if (gc_snap_hz(&b, want_hz, &level_hz) < 0)
-            return fail("not a clock: '%s'", text);
-        plain_decimal(request + 4, sizeof request - 4, gc_hz_to_mhz(level_hz));
+    if (socket_path) {
+        if (above)
+            return fail("--above-power-mode is not available through the daemon: run as root");
+        /* the clocks as asked: the daemon applies the same rules (the one snap, in gc_pin_hz;
+         * far outside the table refused unless nearest=1; the EMC and CPU clocks checked and
+         * snapped there too). Checked above: at most 13 bytes */
+        snprintf(request + 4, sizeof request - 4, "%s%s", text, nearest ? " nearest=1" : "");
         return via_daemon(socket_path, pin_request(request, sizeof request, emc_text, cpu_text), 1);
     }
     if (!board_writable(&b))
@@ -427,6 +449,7 @@ static int cmd_pin(const struct options *o)
     gc_lock_init(&lk);
     if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) < 0)
         return fail_board(&b, rc);
+    b.above_power_mode = above;
     if (joint)
         rc = gc_pin_mode(&b, &ds, want_hz, emc_hz, cpu_hz, o->state_dir, &level_hz, levels);
     else
@@ -438,16 +461,17 @@ static int cmd_pin(const struct options *o)
     snapped = level_hz != want_hz;
     if (b.warn[0])
         fprintf(stderr, "govcore: warning: %s\n", b.warn);
+    if (b.clamped_from_hz)
+        note_clamped(&b, "pin");
     if (o->json) {
-        if (joint)
-            gc_json_pin_mode(stdout, mhz, level_hz, state_path, b.warn, &ds, levels);
-        else
-            gc_json_pin_warned(stdout, mhz, level_hz, state_path, b.warn);
+        gc_json_pin(stdout, &b, mhz, level_hz, state_path, joint ? &ds : NULL, joint ? levels : NULL);
         putchar('\n');
         return 0;
     }
     printf("pinned the GPU clock to %g MHz", gc_hz_to_mhz(level_hz));
-    if (snapped)
+    if (b.clamped_from_hz)
+        printf(" (asked %g MHz: the power mode's GPU cap)", mhz);
+    else if (snapped)
         printf(" (asked %.12g MHz: snapped to the nearest level)", mhz);
     if (joint)
         print_mode(&ds, levels, cpu_hz);
@@ -570,7 +594,7 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
     snprintf(request, sizeof request, "apply policy=%s model=%s layers=%s hidden=%s seq_len=%s%s "
              "objective=%s%s%s", gc_policy_name(policy), model_name, layers, hidden, seq_len, util,
              gc_objective_name(goal->objective), bound, dry_run ? " dry_run=1" : "");
-    return via_daemon(socket_path, request, !dry_run && policy != GC_POLICY_MAXN);
+    return via_daemon(socket_path, request, !dry_run && !(gc_policy_of(policy)->flags & GC_POLICY_PINS_NOTHING));
 }
 
 /* One key=value of `--workload model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]`, the
@@ -635,7 +659,7 @@ static int cmd_apply(const struct options *o)
     const char *model_name = NULL, *model_dir = NULL, *v;
     char err[GC_ERR_MAX] = "";
     void *handle = NULL;
-    int policy = GC_POLICY_MLG, dry_run = 0, rc, i, have = 0;
+    int policy = GC_POLICY_MLG, dry_run = 0, above = 0, rc, i, have = 0;
 
     for (i = 0; i < o->argc; i++) {
         const char *a = o->argv[i];
@@ -644,6 +668,10 @@ static int cmd_apply(const struct options *o)
 
         if (strcmp(a, "--dry-run") == 0) {
             dry_run = 1;
+            continue;
+        }
+        if (strcmp(a, "--above-power-mode") == 0) {
+            above = 1;
             continue;
         }
         if (!(v = opt_value(o, &i)))
@@ -663,8 +691,12 @@ static int cmd_apply(const struct options *o)
             model_name = v;
             bit = 1;
         } else if (strcmp(a, "--policy") == 0) {
-            if (gc_policy_parse(v, &policy) < 0)
-                return fail("unknown policy '%s': expected mlg, ffg, rules, maxn or roofline", v);
+            if (gc_policy_parse(v, &policy) < 0) {
+                char names[128];
+
+                gc_policy_list(names, sizeof names);
+                return fail("unknown policy '%s': expected %s", v, names);
+            }
         } else if (strcmp(a, "--model-dir") == 0) {
             model_dir = v;
         } else if (strcmp(a, "--objective") == 0) {
@@ -704,11 +736,14 @@ static int cmd_apply(const struct options *o)
     if (gc_model_family(model_name, &w.is_decoder) < 0)
         return fail("unknown model type '%s': expected an encoder (bert, roberta, deberta, ...) "
                     "or a decoder (pythia, gpt, llama, ...)", model_name);
+    if (above && !dry_run && daemon_socket(NULL))
+        return fail("--above-power-mode is not available through the daemon: run as root");
     if (daemon_socket(NULL))
         return apply_via_daemon(daemon_socket(NULL), policy, model_name, &w, model_dir, &goal, dry_run);
     /* the time curve a slowdown bound needs, where a model folder is given (else gc_decide_goal
      * says what is missing) */
-    if (policy == GC_POLICY_ROOFLINE || (goal.max_slowdown_pct >= 0 && policy != GC_POLICY_MAXN && model_dir)) {
+    if ((gc_policy_of(policy)->flags & GC_POLICY_NEEDS_MODEL_DIR) ||
+        (goal.max_slowdown_pct >= 0 && !(gc_policy_of(policy)->flags & GC_POLICY_PINS_NOTHING) && model_dir)) {
         char path[GC_PATH_MAX];
 
         if (!model_dir)
@@ -726,6 +761,8 @@ static int cmd_apply(const struct options *o)
     }
     if (!dry_run && daemon_socket(&b)) {
         gc_tree_close(handle);
+        if (above)
+            return fail("--above-power-mode is not available through the daemon: run as root");
         return apply_via_daemon(daemon_socket(&b), policy, model_name, &w, model_dir, &goal, dry_run);
     }
     if (!dry_run && !board_writable(&b)) {
@@ -736,6 +773,7 @@ static int cmd_apply(const struct options *o)
     if (dry_run) {
         rc = gc_decide_goal(&b, &model, rl, policy, &w, &goal, &d);
     } else if ((rc = gc_lock_acquire(&b, LOCK_WAIT_MS, &lk)) == 0) {
+        b.above_power_mode = above;
         rc = gc_apply_goal(&b, &model, rl, policy, &w, &goal, o->state_dir, &d);
         gc_lock_release(&lk);
     }
@@ -743,6 +781,15 @@ static int cmd_apply(const struct options *o)
         gc_tree_close(handle);
         return fail_board(&b, rc);
     }
+    if (d.mapped_from_mhz > 0 && d.level_hz)
+        fprintf(stderr, "govcore apply: note: the policy was trained on %s's clock table (%g..%g MHz); "
+                        "its %g MHz maps to %g MHz here (the same fraction of the top level, snapped "
+                        "to this board's table); `pydvfs run --policy online` measures this board's "
+                        "own best clock\n", model.board_id[0] ? model.board_id : "another board",
+                model.levels_mhz[0], model.levels_mhz[model.n_levels - 1], d.mapped_from_mhz,
+                gc_hz_to_mhz(d.policy_level_hz));
+    if (d.clamped_from_hz)
+        note_clamped(&b, "apply");
     if (o->json) {
         gc_json_decision(stdout, &model, model_name, &w, &d, dry_run);
         putchar('\n');
@@ -1014,7 +1061,7 @@ int main(int argc, char **argv)
             o.cmd_argc = argc - i - 1;
             break;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0) {
-            printf(usage_text, GC_SAMPLER_MAX_INTERPOLATED_PCT); /* the one format: the limit */
+            print_usage();
             return 0;
         } else if (strcmp(a, "--version") == 0) {
             return print_version();

@@ -35,14 +35,40 @@ int gc_model_family(const char *model, int *is_decoder)
     return 0;
 }
 
-static const char *const policy_names[GC_POLICY_COUNT] = {"mlg", "ffg", "rules", "maxn", "roofline"};
+/* The policies' proposals (below), and their table: one entry per policy, in enum gc_policy's
+ * order for the policies it names. */
+static int propose_mlg(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                       const gc_goal *g, double *mhz);
+static int propose_ffg(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                       const gc_goal *g, double *mhz);
+static int propose_rules(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                         const gc_goal *g, double *mhz);
+static int propose_maxn(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                        const gc_goal *g, double *mhz);
+static int propose_roofline(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                            const gc_goal *g, double *mhz);
+
+const gc_policy_entry gc_policies[] = {
+    {"mlg", "the learned decision tree's clock for the workload (default)", 0, propose_mlg},
+    {"ffg", "the best fixed clock of the tree's training data", 0, propose_ffg},
+    {"rules", "paper A's published rules", 0, propose_rules},
+    {"maxn", "the board's own governor: restore, pin nothing", GC_POLICY_PINS_NOTHING, propose_maxn},
+    {"roofline", "the frequency-aware roofline model's optimum (needs a model folder's roofline.txt)",
+     GC_POLICY_NEEDS_MODEL_DIR | GC_POLICY_TAKES_OBJECTIVE, propose_roofline},
+};
+const int gc_n_policies = (int)(sizeof gc_policies / sizeof gc_policies[0]);
+
+const gc_policy_entry *gc_policy_of(int policy)
+{
+    return (policy >= 0 && policy < gc_n_policies) ? &gc_policies[policy] : NULL;
+}
 
 int gc_policy_parse(const char *name, int *policy)
 {
     int i;
 
-    for (i = 0; i < GC_POLICY_COUNT; i++)
-        if (strcmp(name, policy_names[i]) == 0) {
+    for (i = 0; i < gc_n_policies; i++)
+        if (strcmp(name, gc_policies[i].name) == 0) {
             *policy = i;
             return 0;
         }
@@ -51,7 +77,25 @@ int gc_policy_parse(const char *name, int *policy)
 
 const char *gc_policy_name(int policy)
 {
-    return (policy >= 0 && policy < GC_POLICY_COUNT) ? policy_names[policy] : "?";
+    const gc_policy_entry *e = gc_policy_of(policy);
+
+    return e ? e->name : "?";
+}
+
+void gc_policy_list(char *out, size_t len)
+{
+    size_t n = 0;
+    int i, k;
+
+    if (len)
+        out[0] = '\0';
+    for (i = 0; i < gc_n_policies && n < len; i++) {
+        k = snprintf(out + n, len - n, "%s%s", i == 0 ? "" : i == gc_n_policies - 1 ? " or " : ", ",
+                     gc_policies[i].name);
+        if (k < 0)
+            break;
+        n += (size_t)k;
+    }
 }
 
 /* Compute per token of a transformer layer stack (paper B's proxy): 12 L d^2 + 3 L S d. */
@@ -126,6 +170,64 @@ double gc_propose_rules(const gc_workload *w)
     return w->seq_len <= 53.0 ? 714.0 : 816.0;
 }
 
+static int propose_mlg(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                       const gc_goal *g, double *mhz)
+{
+    (void)rl;
+    (void)g;
+    return gc_propose_tree(m, w, mhz, b->err, sizeof b->err);
+}
+
+static int propose_ffg(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                       const gc_goal *g, double *mhz)
+{
+    (void)b;
+    (void)rl;
+    (void)w;
+    (void)g;
+    *mhz = m->ffg_mhz;
+    return 0;
+}
+
+static int propose_rules(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                         const gc_goal *g, double *mhz)
+{
+    (void)b;
+    (void)m;
+    (void)rl;
+    (void)g;
+    *mhz = gc_propose_rules(w);
+    return 0;
+}
+
+static int propose_maxn(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                        const gc_goal *g, double *mhz)
+{
+    (void)b;
+    (void)m;
+    (void)rl;
+    (void)w;
+    (void)g;
+    *mhz = 0.0;
+    return 0;
+}
+
+static int roofline_argmin(const gc_roofline *r, const gc_workload *w, int objective,
+                           double max_slowdown_pct, const uint64_t *levels_hz, int n);
+
+static int propose_roofline(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                            const gc_goal *g, double *mhz)
+{
+    (void)m;
+    if (b->n_freqs < 1) {
+        snprintf(b->err, sizeof b->err, "the board lists no GPU clock levels");
+        return -ENODEV;
+    }
+    *mhz = gc_hz_to_mhz(b->freqs_hz[roofline_argmin(rl, w, g->objective, g->max_slowdown_pct, b->freqs_hz,
+                                                    b->n_freqs)]);
+    return 0;
+}
+
 static const char *const objective_names[GC_OBJECTIVE_COUNT] = {"energy", "edp", "ed2p"};
 
 int gc_objective_parse(const char *name, int *objective)
@@ -145,27 +247,30 @@ const char *gc_objective_name(int objective)
     return (objective >= 0 && objective < GC_OBJECTIVE_COUNT) ? objective_names[objective] : "?";
 }
 
-static int roofline_argmin(const gc_roofline *r, const gc_workload *w, int objective,
-                           double max_slowdown_pct, const uint64_t *levels_hz, int n);
 static int within_bound(const gc_roofline *r, const gc_workload *w, double max_slowdown_pct,
                         const uint64_t *levels_hz, int n, int i);
 
-/* The level the slowdown bound leaves of the policy's: the roofline policy's objective argmin
- * over the levels within the bound; any other policy's level raised to the lowest level at or
- * above it within the bound (the top level always is). */
-static uint64_t bounded_level(const gc_board *b, const gc_roofline *rl, int policy, const gc_workload *w,
-                              const gc_goal *g, uint64_t level_hz)
+/* The level the slowdown bound leaves of the policy's: a policy that takes an objective
+ * proposes again under the bound (the roofline policy: its objective's argmin over the levels
+ * within it); any other policy's level raised to the lowest level at or above it within the
+ * bound (the top level always is). */
+static int bounded_level(gc_board *b, const gc_policy_entry *e, const gc_tree_model *m, const gc_roofline *rl,
+                         const gc_workload *w, const gc_goal *g, uint64_t *level_hz)
 {
-    int i = 0;
+    double mhz;
+    int i = 0, rc;
 
-    if (policy == GC_POLICY_ROOFLINE)
-        return b->freqs_hz[roofline_argmin(rl, w, g->objective, g->max_slowdown_pct, b->freqs_hz,
-                                           b->n_freqs)];
-    while (i < b->n_freqs - 1 && b->freqs_hz[i] < level_hz)
+    if (e->flags & GC_POLICY_TAKES_OBJECTIVE) {
+        if ((rc = e->propose(b, m, rl, w, g, &mhz)) < 0)
+            return rc;
+        return gc_snap_hz(b, gc_mhz_to_hz(mhz), level_hz);
+    }
+    while (i < b->n_freqs - 1 && b->freqs_hz[i] < *level_hz)
         i++;
     while (!within_bound(rl, w, g->max_slowdown_pct, b->freqs_hz, b->n_freqs, i))
         i++;
-    return b->freqs_hz[i];
+    *level_hz = b->freqs_hz[i];
+    return 0;
 }
 
 /* The predicted trade of the level against the top level, where the curve is known. */
@@ -186,12 +291,18 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
                    const gc_workload *w, const gc_goal *goal, gc_decision *d)
 {
     static const gc_goal no_goal = {GC_OBJECTIVE_ENERGY, -1.0};
+    const gc_policy_entry *e = gc_policy_of(policy);
+    gc_goal unbounded;
     uint64_t want_hz;
     int rc, bound;
 
     memset(d, 0, sizeof *d);
     d->policy = policy;
     d->goal = goal ? *goal : no_goal;
+    if (!e) {
+        snprintf(b->err, sizeof b->err, "unknown policy %d", policy);
+        return -EINVAL;
+    }
     if (d->goal.objective < 0 || d->goal.objective >= GC_OBJECTIVE_COUNT ||
         !isfinite(d->goal.max_slowdown_pct)) {
         snprintf(b->err, sizeof b->err, "unknown objective %d or a slowdown bound that is not a "
@@ -208,54 +319,47 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
                  "(got %g, %g, %g, %g)", w->layers, w->hidden, w->seq_len, w->gpu_util_pct);
         return -EINVAL;
     }
-    if (d->goal.objective != GC_OBJECTIVE_ENERGY && policy != GC_POLICY_ROOFLINE && policy != GC_POLICY_MAXN) {
+    if (d->goal.objective != GC_OBJECTIVE_ENERGY &&
+        !(e->flags & (GC_POLICY_TAKES_OBJECTIVE | GC_POLICY_PINS_NOTHING))) {
         snprintf(b->err, sizeof b->err,
                  "the %s objective needs the workload's whole time and energy curve, and the %s "
                  "policy gives one clock: use --policy roofline (the curve predicted from a model "
                  "folder) or `pydvfs run --policy online` (the curve measured)",
-                 gc_objective_name(d->goal.objective), gc_policy_name(policy));
+                 gc_objective_name(d->goal.objective), e->name);
         return -EINVAL;
     }
-    if (bound && !rl && policy != GC_POLICY_MAXN && policy != GC_POLICY_ROOFLINE) {
+    if (bound && !rl && !(e->flags & (GC_POLICY_PINS_NOTHING | GC_POLICY_NEEDS_MODEL_DIR))) {
         snprintf(b->err, sizeof b->err,
                  "a slowdown bound needs the board's time curve: a model folder from `pydvfs "
                  "train` that holds roofline.txt (--model-dir)");
         return -EINVAL;
     }
-    switch (policy) {
-    case GC_POLICY_MAXN:
-        return 0;
-    case GC_POLICY_FFG:
-        d->proposed_mhz = m->ffg_mhz;
-        break;
-    case GC_POLICY_RULES:
-        d->proposed_mhz = gc_propose_rules(w);
-        break;
-    case GC_POLICY_MLG:
-        if ((rc = gc_propose_tree(m, w, &d->proposed_mhz, b->err, sizeof b->err)) < 0)
-            return rc;
-        break;
-    case GC_POLICY_ROOFLINE:
-        if (!rl) {
-            snprintf(b->err, sizeof b->err,
-                     "the roofline policy needs a model folder with roofline.txt (from `pydvfs train`)");
-            return -EINVAL;
-        }
-        if (b->n_freqs < 1) {
-            snprintf(b->err, sizeof b->err, "the board lists no GPU clock levels");
-            return -ENODEV;
-        }
-        d->proposed_mhz = gc_hz_to_mhz(
-            b->freqs_hz[roofline_argmin(rl, w, d->goal.objective, -1.0, b->freqs_hz, b->n_freqs)]);
-        break;
-    default:
-        snprintf(b->err, sizeof b->err, "unknown policy %d", policy);
+    if ((e->flags & GC_POLICY_NEEDS_MODEL_DIR) && !rl) {
+        snprintf(b->err, sizeof b->err,
+                 "the %s policy needs a model folder with roofline.txt (from `pydvfs train`)", e->name);
         return -EINVAL;
     }
+    /* the policy's own level first (the bound, if any, after) */
+    unbounded = d->goal;
+    unbounded.max_slowdown_pct = -1.0;
+    if ((rc = e->propose(b, m, rl, w, &unbounded, &d->proposed_mhz)) < 0)
+        return rc;
     if (d->proposed_mhz == 0.0)
         return 0; /* the tree's MAXN class: the board's own governor, as fast as the board */
-    /* A proposal that is not a clock, or far outside the table (a tree made for another board,
-     * a damaged model), is refused as `pin` refuses one: never a silent guess at a clock. */
+    if (policy != GC_POLICY_ROOFLINE) { /* the roofline policy chose from this board's table */
+        double mhz = d->proposed_mhz;
+        int mapped = 0;
+
+        if ((rc = gc_map_to_board(m, b, &mhz, &mapped, b->err, sizeof b->err)) < 0)
+            return rc;
+        if (mapped) {
+            d->mapped_from_mhz = d->proposed_mhz;
+            d->proposed_mhz = mhz;
+        }
+    }
+    /* A proposal that is not a clock, or far outside the table (a tree made for another board
+     * whose table was not known to map it, a damaged model), is refused as `pin` refuses one:
+     * never a silent guess at a clock. */
     if ((want_hz = gc_mhz_to_hz(d->proposed_mhz)) == 0) {
         snprintf(b->err, sizeof b->err, "the %s policy proposed %g MHz, which is not a clock; "
                  "the board was not changed", gc_policy_name(policy), d->proposed_mhz);
@@ -275,10 +379,38 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
         return -ENODEV;
     }
     d->policy_level_hz = d->level_hz;
-    if (bound)
-        d->level_hz = bounded_level(b, rl, policy, w, &d->goal, d->level_hz);
+    if (bound && (rc = bounded_level(b, e, m, rl, w, &d->goal, &d->level_hz)) < 0)
+        return rc;
     if (rl)
         predict_trade(b, rl, w, d);
+    return 0;
+}
+
+int gc_map_to_board(const gc_tree_model *m, const gc_board *b, double *mhz, int *mapped, char *err,
+                    size_t err_len)
+{
+    double top_tree, top_board, ratio;
+
+    *mapped = 0;
+    if (!m || m->n_levels < 1 || b->n_freqs < 1)
+        return 0;
+    top_tree = m->levels_mhz[m->n_levels - 1];
+    top_board = gc_hz_to_mhz(b->freqs_hz[b->n_freqs - 1]);
+    if (!(top_tree > 0.0) || fabs(top_board - top_tree) <= 0.5)
+        return 0;
+    ratio = top_board / top_tree;
+    if (ratio > GC_TREE_MAP_MAX_RATIO || ratio < 1.0 / GC_TREE_MAP_MAX_RATIO) {
+        snprintf(err, err_len,
+                 "the policy was trained on %s's clock table (%g..%g MHz) and this board's "
+                 "(%g..%g MHz) is too different to map its choice onto (top levels %.2fx apart): "
+                 "measure this board's own clock with `pydvfs run --policy online`, or train a "
+                 "model on this board (`pydvfs sweep`, `pydvfs train --board`)",
+                 m->board_id[0] ? m->board_id : "another board", m->levels_mhz[0], top_tree,
+                 gc_hz_to_mhz(b->freqs_hz[0]), top_board, ratio);
+        return -EINVAL;
+    }
+    *mhz = *mhz * ratio;
+    *mapped = 1;
     return 0;
 }
 
@@ -298,7 +430,12 @@ int gc_apply_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, in
         return rc;
     if (d->level_hz == 0)
         return gc_restore(b, state_dir, &restored);
-    return gc_pin_hz(b, d->level_hz, state_dir, &level);
+    if ((rc = gc_pin_hz(b, d->level_hz, state_dir, &level)) < 0)
+        return rc;
+    d->clamped_from_hz = b->clamped_from_hz; /* the power mode's cap (powermode.h) */
+    d->cap_hz = b->cap_hz;
+    d->level_hz = level;
+    return 0;
 }
 
 int gc_apply(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,

@@ -15,14 +15,21 @@
 /* The layout of gc_tree_model a policy.so is built against, and the format of a model folder's
  * manifest.txt (written by `pydvfs train`). A folder of another format is refused. */
 #define GC_MODEL_FORMAT 1
+#define GC_TREE_MAX_LEVELS 64    /* the training table a tree names (gc_tree_model.levels_mhz) */
+#define GC_TREE_BOARD_MAX 32
+/* A foreign table is mapped by the fraction of its top level while the two top levels are
+ * within this factor of each other; beyond it the policy declines (docs/policy.md). */
+#define GC_TREE_MAP_MAX_RATIO 2.0
 
+/* A policy is an index of gc_policies (policy.c), the one table of them. These names are for
+ * the code that means one policy in particular (the protocol's default, the tests); adding a
+ * policy is adding an entry to the table, nothing else. */
 enum gc_policy {
-    GC_POLICY_MLG = 0,   /* the learned decision tree */
-    GC_POLICY_FFG = 1,   /* the best fixed clock of the training data */
-    GC_POLICY_RULES = 2, /* the paper's published rules */
-    GC_POLICY_MAXN = 3,  /* the board's default governor state: restore, pin nothing */
-    GC_POLICY_ROOFLINE = 4, /* the frequency-aware roofline model's argmin over the levels */
-    GC_POLICY_COUNT = 5  /* how many there are (gc_policy_name of 0 .. GC_POLICY_COUNT-1) */
+    GC_POLICY_MLG = 0,      /* the learned decision tree */
+    GC_POLICY_FFG = 1,      /* the best fixed clock of the training data */
+    GC_POLICY_RULES = 2,    /* the paper's published rules */
+    GC_POLICY_MAXN = 3,     /* the board's own governor state: restore, pin nothing */
+    GC_POLICY_ROOFLINE = 4  /* the frequency-aware roofline model's argmin over the levels */
 };
 
 /* What the policies know of a workload. */
@@ -47,6 +54,14 @@ typedef struct gc_tree_model {
     const char *data_file;                /* provenance: the training data (file name) */
     const char *data_sha256;              /* its SHA-256 (hex; "" if it was not a file) */
     const char *trained_utc;              /* when the tree was fitted, ISO 8601 UTC */
+    /* The board and GPU clock table the tree was trained on (docs/policy.md, "On another
+     * board"): the built-in tree's are in policy_tree.c; a model folder's come from its
+     * manifest (keys board, levels_mhz), never from policy.so (gc_tree_load copies only the
+     * fields above from it, so a policy.so built before these existed still loads).
+     * n_levels 0: not known (then proposals are snapped to the board's table as they are). */
+    char board_id[GC_TREE_BOARD_MAX];     /* pydvfs.boards id, e.g. "agx-orin"; "" unknown */
+    int n_levels;
+    double levels_mhz[GC_TREE_MAX_LEVELS]; /* ascending */
 } gc_tree_model;
 
 /* The frequency-aware roofline model (pydvfs/policy/roofline.py has the derivation): board
@@ -117,9 +132,32 @@ extern const int gc_can_load_policies;
  * roberta, deberta, ...), 1 for decoders (pythia, gpt, llama, ...). -EINVAL if unknown. */
 int gc_model_family(const char *model, int *is_decoder);
 
-/* Parse "mlg" / "ffg" / "rules" / "maxn" / "roofline". -EINVAL otherwise. */
+/* The policies, registered as devfreq's governors are: one entry each, in gc_policies[]
+ * (policy.c). Names, help text (`govcore --help`, pydvfs's POLICY_NAMES and POLICY_HELP) and
+ * what gc_decide_goal checks before it asks a policy all come from the entry. */
+#define GC_POLICY_NEEDS_MODEL_DIR 1u /* needs a model folder's roofline.txt (the curve) */
+#define GC_POLICY_TAKES_OBJECTIVE 2u /* minimises the goal's objective (and bound) over a curve */
+#define GC_POLICY_PINS_NOTHING 4u    /* the board's own governor: no clock, any goal, no bound */
+typedef struct gc_policy_entry {
+    const char *name;
+    const char *help;  /* one line */
+    unsigned flags;    /* GC_POLICY_* above */
+    /* The proposal in MHz (0: MAXN, the board's own governor), under goal (a bound only for a
+     * policy that TAKES_OBJECTIVE; for the others the bound is applied after). rl is non-NULL
+     * for a policy that NEEDS_MODEL_DIR. 0, or -errno with b->err saying why. */
+    int (*propose)(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, const gc_workload *w,
+                   const gc_goal *goal, double *mhz);
+} gc_policy_entry;
+extern const gc_policy_entry gc_policies[];
+extern const int gc_n_policies;
+
+/* The entry of a policy, or NULL for a number that is none. */
+const gc_policy_entry *gc_policy_of(int policy);
+/* Parse a policy's name (an entry's). -EINVAL otherwise. */
 int gc_policy_parse(const char *name, int *policy);
 const char *gc_policy_name(int policy);
+/* "mlg, ffg, rules, maxn or roofline": the names, for an error message (cut to len). */
+void gc_policy_list(char *out, size_t len);
 
 /* Feature vector for the tree's feature names. -EINVAL (with err) for an unknown name. */
 int gc_features(const gc_tree_model *m, const gc_workload *w, double *out, char *err, size_t err_len);
@@ -148,7 +186,20 @@ typedef struct gc_decision {
     uint64_t trade_vs_hz;     /* the reference of the trade, the top level; 0: no trade predicted */
     double trade_s_pct;       /* predicted step time at level_hz against trade_vs_hz, % */
     double trade_j_pct;       /* predicted energy per step at level_hz against trade_vs_hz, % */
+    uint64_t clamped_from_hz; /* gc_apply: the level the power mode's cap lowered (0: none) */
+    uint64_t cap_hz;          /* gc_apply: the cap the pin obeyed (0: none known, or lifted) */
+    double mapped_from_mhz;   /* the tree's clock on its own training table, where this board's
+                               * table differs and it was mapped (gc_map_to_board); 0: not mapped */
 } gc_decision;
+
+/* A clock of the tree's training table on this board's (mlg, ffg and rules propose clocks of
+ * the table they were learned on). Same top level (within 0.5 MHz) or an unknown training
+ * table: *mapped = 0 and the clock is left to be snapped as it is. Else the same fraction of
+ * the top level: mhz * top_board / top_tree, *mapped = 1 (the caller snaps it to the board's
+ * table). -EINVAL (with err: it points to the online search) where the two top levels differ
+ * by more than GC_TREE_MAP_MAX_RATIO. */
+int gc_map_to_board(const gc_tree_model *m, const gc_board *b, double *mhz, int *mapped, char *err,
+                    size_t err_len);
 
 int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
                    const gc_workload *w, const gc_goal *goal, gc_decision *d);

@@ -16,7 +16,9 @@
 #include "policy.h"
 #include "sha256.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -261,6 +263,8 @@ struct manifest {
     const char *classes_mhz;   /* space-separated clocks */
     const char *tree_sha256;   /* of policy_tree.c */
     const char *policy_so_sha256;
+    const char *board;         /* the board the data came from (pydvfs.boards id, "-" unknown) */
+    const char *levels_mhz;    /* the training data's GPU clock table, space-separated */
 };
 
 /* "key value" lines; '#' starts a comment line. Unknown keys are allowed (newer writers). */
@@ -291,6 +295,10 @@ static int manifest_parse(int fd, struct manifest *m, const char *model_dir, cha
             m->tree_sha256 = val;
         else if (strcmp(line, "policy_so_sha256") == 0)
             m->policy_so_sha256 = val;
+        else if (strcmp(line, "board") == 0)
+            m->board = val;
+        else if (strcmp(line, "levels_mhz") == 0)
+            m->levels_mhz = val;
     }
     if (m->format != GC_MODEL_FORMAT) {
         snprintf(err, len, "%s/" MANIFEST_NAME ": model format %d, this build reads format %d: "
@@ -322,6 +330,69 @@ static int check_hash(int fd, const char *want, const char *model_dir, const cha
     return 0;
 }
 
+/* A /proc/self/fd/N name for fd that no loaded object carries: fd itself (returns -1), or a
+ * duplicate the caller closes after dlopen (returns it); < -1 if none can be made. */
+static int unused_fd_name(int fd, char *path, size_t len)
+{
+    int cur = fd, dup_fd = -1, tries;
+
+    for (tries = 0; tries < 256; tries++) {
+        void *loaded;
+
+        snprintf(path, len, "/proc/self/fd/%d", cur);
+        loaded = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        if (!loaded)
+            return dup_fd;
+        dlclose(loaded);
+        cur = fcntl(fd, F_DUPFD_CLOEXEC, cur + 1);
+        if (dup_fd >= 0)
+            close(dup_fd);
+        if (cur < 0)
+            return -2;
+        dup_fd = cur;
+    }
+    if (dup_fd >= 0)
+        close(dup_fd);
+    return -2;
+}
+
+/* The manifest's board and levels_mhz (optional: a folder trained before they were recorded
+ * has neither; then the table is unknown). A table that is not ascending clocks is refused. */
+static int manifest_origin(const struct manifest *man, gc_tree_model *out, const char *model_dir,
+                           char *err, size_t len)
+{
+    char buf[MANIFEST_MAX_BYTES + 1], *tok, *save = NULL, *end;
+
+    if (man->board && strcmp(man->board, "-") != 0) {
+        size_t n = strlen(man->board);
+        size_t i;
+
+        for (i = 0; i < n; i++)
+            if (!isalnum((unsigned char)man->board[i]) && man->board[i] != '-' && man->board[i] != '_')
+                break;
+        if (n == 0 || n >= sizeof out->board_id || i != n) {
+            snprintf(err, len, "%s/" MANIFEST_NAME ": board is not a board id", model_dir);
+            return -EBADMSG;
+        }
+        memcpy(out->board_id, man->board, n + 1);
+    }
+    if (!man->levels_mhz || strcmp(man->levels_mhz, "-") == 0)
+        return 0;
+    snprintf(buf, sizeof buf, "%s", man->levels_mhz);
+    for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        double v = strtod(tok, &end);
+
+        if (*end || !(v > 0.0 && v < 1e6) || out->n_levels >= GC_TREE_MAX_LEVELS ||
+            (out->n_levels && v <= out->levels_mhz[out->n_levels - 1])) {
+            snprintf(err, len, "%s/" MANIFEST_NAME ": levels_mhz is not an ascending list of clocks "
+                     "(MHz); train again", model_dir);
+            return -EBADMSG;
+        }
+        out->levels_mhz[out->n_levels++] = v;
+    }
+    return 0;
+}
+
 /* The loaded tree's feature names and class clocks are the manifest's. */
 static int tree_matches(const gc_tree_model *t, const struct manifest *m)
 {
@@ -349,6 +420,7 @@ int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char 
     const gc_tree_model *m;
     char proc_path[64];
     int as_root = geteuid() == 0, dirfd = -1, mfd = -1, tfd = -1, fd = -1, sofd = -1, machine = 0, rc;
+    int namefd;
     void *h = NULL;
 
     *handle = NULL;
@@ -387,9 +459,17 @@ int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char 
         rc = -ENOEXEC;
         goto close_so;
     }
-    /* the checked copy itself, not a path */
-    snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", sofd);
+    /* the checked copy itself, not a path; under a name no loaded object has (dlopen returns
+     * an object already loaded under the same name: a policy.so loaded earlier from a
+     * descriptor number reused since would stand in for this one) */
+    if ((namefd = unused_fd_name(sofd, proc_path, sizeof proc_path)) < -1) {
+        snprintf(err, len, "cannot load %s/policy.so: no free descriptor", model_dir);
+        rc = -EMFILE;
+        goto close_so;
+    }
     h = dlopen(proc_path, RTLD_NOW | RTLD_LOCAL);
+    if (namefd >= 0)
+        close(namefd);
     if (!h) {
         snprintf(err, len, "cannot load %s/policy.so: %s", model_dir, dlerror());
         rc = -ENOEXEC;
@@ -408,7 +488,11 @@ int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char 
         rc = -EBADMSG;
         goto close_handle;
     }
-    *out = *m;
+    /* the fields policy.so defines; the training board and table are the manifest's */
+    memset(out, 0, sizeof *out);
+    memcpy(out, m, offsetof(gc_tree_model, board_id));
+    if ((rc = manifest_origin(man, out, model_dir, err, len)) < 0)
+        goto close_handle;
     *handle = h;
     h = NULL;
     rc = 0;

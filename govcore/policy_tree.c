@@ -44,4 +44,7 @@ const gc_tree_model GC_TREE_SYMBOL = {
     "simulated AGX Orin characterisation (seed 0)",
     "38c4283a4128f6475cef59c6a4cee3068142075b86b803d1a8ab02f144ffbc15",
     "2026-11-30T12:14:12Z",
+    "agx-orin",
+    11,
+    {306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0, 1122.0, 1224.0, 1300.5},
 };

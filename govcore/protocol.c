@@ -138,9 +138,12 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
             break;
         }
         case K_POLICY:
-            if (gc_policy_parse(value, &req->policy) < 0)
-                return refuse(err, len, "apply: unknown policy: expected mlg, ffg, rules, maxn or "
-                                        "roofline");
+            if (gc_policy_parse(value, &req->policy) < 0) {
+                char names[128];
+
+                gc_policy_list(names, sizeof names);
+                return refuse(err, len, "apply: unknown policy: expected %s", names);
+            }
             break;
         case K_OBJECTIVE:
             if (gc_objective_parse(value, &req->goal.objective) < 0)
@@ -213,8 +216,9 @@ int gc_request_parse(const char *line, size_t len, gc_request *req, char *err, s
     if (tok_is(&tok[0], "pin")) {
         int i;
 
-        if (n_tok < 2 || n_tok > 4 || gc_parse_mhz(tok[1].s, tok[1].n, &req->hz) < 0)
-            return refuse(err, err_len, "usage: pin MHZ [emc_mhz=MHZ] [cpu_mhz=MHZ] (" GC_MHZ_GRAMMAR ")");
+        if (n_tok < 2 || n_tok > 5 || gc_parse_mhz(tok[1].s, tok[1].n, &req->hz) < 0)
+            return refuse(err, err_len, "usage: pin MHZ [nearest=1] [emc_mhz=MHZ] [cpu_mhz=MHZ] (MHZ: "
+                          GC_MHZ_GRAMMAR ")");
         req->mhz = gc_hz_to_mhz(req->hz);
         /* the clocks beside the GPU's: each key at most once, checked against the board by the
          * daemon (domain.h) */
@@ -223,8 +227,14 @@ int gc_request_parse(const char *line, size_t len, gc_request *req, char *err, s
             token key;
             uint64_t *slot;
 
+            if (tok_is(&tok[i], "nearest=1")) {
+                if (req->nearest)
+                    return refuse(err, err_len, "pin: a key given twice");
+                req->nearest = 1;
+                continue;
+            }
             if (!eq)
-                return refuse(err, err_len, "pin: expected emc_mhz=MHZ or cpu_mhz=MHZ (argument %d)", i);
+                return refuse(err, err_len, "pin: expected nearest=1, emc_mhz=MHZ or cpu_mhz=MHZ (argument %d)", i);
             key.s = tok[i].s;
             key.n = (size_t)(eq - tok[i].s);
             if (tok_is(&key, "emc_mhz"))
@@ -232,7 +242,7 @@ int gc_request_parse(const char *line, size_t len, gc_request *req, char *err, s
             else if (tok_is(&key, "cpu_mhz"))
                 slot = &req->cpu_hz;
             else
-                return refuse(err, err_len, "pin: unknown key (argument %d); keys: emc_mhz, cpu_mhz", i);
+                return refuse(err, err_len, "pin: unknown key (argument %d); keys: nearest=1, emc_mhz, cpu_mhz", i);
             if (*slot)
                 return refuse(err, err_len, "pin: a key given twice");
             if (gc_parse_mhz(eq + 1, tok[i].n - key.n - 1, slot) < 0)

@@ -3,8 +3,10 @@
  *
  *   version
  *   status
- *   pin MHZ                      MHZ: a clock (gc_parse_mhz's grammar), snapped to the board's
- *                                table as a direct pin is; refused more than one level outside it
+ *   pin MHZ [nearest=1]          MHZ: a clock (gc_parse_mhz's grammar), snapped to the board's
+ *                                table as a direct pin is (the one snap: clients send the clock
+ *                                asked for); refused more than one level outside it unless
+ *                                nearest=1. The reply's freq_hz is the level set, exact
  *       [emc_mhz=MHZ] [cpu_mhz=MHZ]
  *                                the memory clock (one of its rates) and every cpufreq policy
  *                                (each one's nearest level), pinned with the GPU as one
@@ -55,6 +57,7 @@ typedef struct gc_request {
     uint64_t hz;                      /* pin: the clock asked for, exactly as given */
     double mhz;                       /* pin: the same, MHz */
     uint64_t emc_hz, cpu_hz;          /* pin: the EMC / CPU clocks asked for; 0: not given */
+    int nearest;                      /* pin: 1 = the nearest level even far outside the table */
     char name[GC_WINDOW_NAME_MAX];    /* begin/end: the window */
     /* apply */
     int policy;                       /* enum gc_policy */

@@ -26,6 +26,8 @@ int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
     rc = gc_state_path(b, state_dir, st->state_path, sizeof st->state_path);
     if (rc == -EDESTADDRREQ) { /* the board can still be shown; a saved state cannot be looked up */
         st->no_state_dir = 1;
+        gc_power_mode_read(b, &st->mode);
+        st->have_cap = gc_gpu_cap_read(b, state_dir, &st->cap) == 0;
         return 0;
     }
     if (rc < 0)
@@ -34,6 +36,8 @@ int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
     if (rc < 0 && rc != -ENOENT)
         return rc;
     st->have_saved = rc == 0;
+    gc_power_mode_read(b, &st->mode);
+    st->have_cap = gc_gpu_cap_read(b, state_dir, &st->cap) == 0;
     return 0;
 }
 
@@ -171,6 +175,8 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
     fprintf(f, ",%s\"saved_state_known\": %s", sep, st->no_state_dir ? "false" : "true");
     fprintf(f, ",%s\"domains\": ", sep);
     gc_json_domains(f, &st->domains, st->dom_now);
+    fprintf(f, ",%s", sep);
+    gc_json_power_fields(f, &st->mode, st->have_cap ? &st->cap : NULL, sep);
     fprintf(f, ",%s\"live\": ", sep);
     if (st->have_live) {
         fprintf(f, "{\"power_w\": {");
@@ -198,52 +204,105 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
     fprintf(f, "%s}", one_line ? "" : "\n");
 }
 
-void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path)
+static void json_mhz_or_null(FILE *f, uint64_t hz)
 {
-    gc_json_pin_warned(f, requested_mhz, level_hz, state_path, NULL);
+    if (hz)
+        fprintf(f, "%.6g", gc_hz_to_mhz(hz));
+    else
+        fprintf(f, "null");
 }
 
-void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
-                        const char *warning)
-{
-    fprintf(f, "{\"requested_mhz\": %.12g, \"freq_mhz\": %.6g, \"snapped\": %s, \"state_file\": ",
-            requested_mhz, gc_hz_to_mhz(level_hz),
-            level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
-    gc_json_str(f, state_path);
-    if (warning && *warning) {
-        fputs(", \"warning\": ", f);
-        gc_json_str(f, warning);
-    }
-    fputc('}', f);
-}
-
-void gc_json_pin_mode(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
-                      const char *warning, const gc_domains *ds, const uint64_t *domain_level_hz)
+void gc_json_pin(FILE *f, const gc_board *b, double requested_mhz, uint64_t level_hz,
+                 const char *state_path, const gc_domains *ds, const uint64_t *domain_level_hz)
 {
     int i, first = 1;
 
-    fprintf(f, "{\"requested_mhz\": %.6g, \"freq_mhz\": ", requested_mhz);
+    fprintf(f, "{\"requested_mhz\": %.12g, \"freq_mhz\": ", requested_mhz);
+    json_mhz_or_null(f, level_hz);
+    fprintf(f, ", \"freq_hz\": ");
     if (level_hz)
-        fprintf(f, "%.6g", gc_hz_to_mhz(level_hz));
+        fprintf(f, "%llu", (unsigned long long)level_hz);
     else
         fprintf(f, "null");
     fprintf(f, ", \"snapped\": %s, \"state_file\": ",
             level_hz && level_hz != gc_mhz_to_hz(requested_mhz) ? "true" : "false");
     gc_json_str(f, state_path);
-    if (warning && *warning) {
+    fprintf(f, ", \"power_cap_mhz\": ");
+    json_mhz_or_null(f, b->cap_hz);
+    fprintf(f, ", \"clamped_from_mhz\": ");
+    json_mhz_or_null(f, b->clamped_from_hz);
+    if (b->warn[0]) {
         fputs(", \"warning\": ", f);
-        gc_json_str(f, warning);
+        gc_json_str(f, b->warn);
     }
-    fprintf(f, ", \"domains\": {");
-    for (i = 0; i < ds->n; i++) {
-        if (!domain_level_hz[i])
-            continue;
-        fprintf(f, "%s", first ? "" : ", ");
-        gc_json_str(f, ds->d[i].name);
-        fprintf(f, ": %.6g", gc_hz_to_mhz(domain_level_hz[i]));
-        first = 0;
+    if (ds) {
+        fprintf(f, ", \"domains\": {");
+        for (i = 0; i < ds->n; i++) {
+            if (!domain_level_hz[i])
+                continue;
+            fprintf(f, "%s", first ? "" : ", ");
+            gc_json_str(f, ds->d[i].name);
+            fprintf(f, ": %.6g", gc_hz_to_mhz(domain_level_hz[i]));
+            first = 0;
+        }
+        fputc('}', f);
     }
-    fprintf(f, "}}");
+    fputc('}', f);
+}
+
+void gc_json_power_fields(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *cap, const char *sep)
+{
+    fprintf(f, "\"power_mode\": {\"id\": ");
+    if (pm->id >= 0)
+        fprintf(f, "%d", pm->id);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"name\": ");
+    if (pm->name[0])
+        gc_json_str(f, pm->name);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"gpu_max_mhz\": ");
+    json_mhz_or_null(f, pm->gpu_max_hz);
+    fprintf(f, ", \"unknown\": ");
+    if (pm->why[0])
+        gc_json_str(f, pm->why);
+    else
+        fprintf(f, "null");
+    fprintf(f, "},%s\"gpu_cap\": ", sep);
+    if (!cap) {
+        fprintf(f, "null");
+        return;
+    }
+    fprintf(f, "{\"cap_mhz\": ");
+    json_mhz_or_null(f, cap->cap_hz);
+    fprintf(f, ", \"devfreq_max_mhz\": ");
+    json_mhz_or_null(f, cap->devfreq_max_hz);
+    fprintf(f, ", \"from_saved\": %s, \"nvpmodel_clk_cap_mhz\": ", cap->from_saved ? "true" : "false");
+    json_mhz_or_null(f, cap->clk_cap_hz);
+    fputc('}', f);
+}
+
+void gc_text_power_mode(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *cap)
+{
+    char shown[GC_ERR_MAX];
+
+    if (pm->id >= 0 && pm->name[0]) {
+        gc_printable(pm->name, shown, sizeof shown);
+        fprintf(f, "mode      %s (nvpmodel %d)", shown, pm->id);
+    } else {
+        gc_printable(pm->why, shown, sizeof shown);
+        fprintf(f, "mode      unknown (%s)", shown);
+    }
+    if (!cap || !cap->cap_hz) {
+        fprintf(f, "; GPU cap unknown");
+        return;
+    }
+    fprintf(f, "; GPU cap %g MHz (max_freq %s %g MHz", gc_hz_to_mhz(cap->cap_hz),
+            cap->from_saved ? "saved before the first pin" : "now", gc_hz_to_mhz(cap->devfreq_max_hz));
+    if (cap->clk_cap_hz)
+        fprintf(f, ", nvpmodel_clk_cap %g MHz", gc_hz_to_mhz(cap->clk_cap_hz));
+    fprintf(f, ")");
 }
 
 void gc_json_restore(FILE *f, int restored, const gc_clock_state *now)
@@ -285,6 +344,24 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
                    "\"basis\": \"roofline\"}", gc_hz_to_mhz(d->trade_vs_hz), d->trade_j_pct, d->trade_s_pct);
     fprintf(f, ", \"policy\": \"%s\", \"model\": ", gc_policy_name(d->policy));
     gc_json_str(f, m->name);
+    fprintf(f, ", \"mapped_from_mhz\": ");
+    if (d->mapped_from_mhz > 0)
+        fprintf(f, "%.6g", d->mapped_from_mhz);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"trained_on\": {\"board\": ");
+    if (m->board_id[0])
+        gc_json_str(f, m->board_id);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"levels_mhz\": [");
+    for (i = 0; i < m->n_levels; i++)
+        fprintf(f, "%s%.6g", i ? ", " : "", m->levels_mhz[i]);
+    fprintf(f, "]}");
+    fprintf(f, ", \"power_cap_mhz\": ");
+    json_mhz_or_null(f, d->cap_hz);
+    fprintf(f, ", \"clamped_from_mhz\": ");
+    json_mhz_or_null(f, d->clamped_from_hz);
     fprintf(f, ", \"dry_run\": %s, \"workload\": {\"model\": ", dry_run ? "true" : "false");
     gc_json_str(f, model_name);
     fprintf(f, ", \"layers\": %.17g, \"hidden\": %.17g, \"seq_len\": %.17g, \"util_pct\": ",

@@ -10,6 +10,7 @@
 #include "domain.h"
 #include "govcore.h"
 #include "policy.h"
+#include "powermode.h"
 #include "sampler.h"
 
 #include <stdio.h>
@@ -29,6 +30,9 @@ typedef struct gc_status {
                                        GPU; gc_role_names); < 0 where the role is not known */
     gc_domains domains;             /* the EMC and CPU policies (unavailable ones with a reason) */
     gc_domain_state dom_now[GC_MAX_DOMAINS]; /* each one's state where readable (saved = 1) */
+    gc_power_mode mode;             /* the power mode in force (id -1: unknown, mode.why says why) */
+    int have_cap;                   /* cap is filled (0: the saved state or max_freq unreadable) */
+    gc_gpu_cap cap;                 /* the GPU cap a pin obeys (powermode.h) */
 } gc_status;
 
 /* Read the status of a board. -errno with b->err. */
@@ -49,13 +53,18 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
 void gc_json_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now);
 /* The same as text, one line per domain, each line starting with prefix. */
 void gc_print_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now);
-void gc_json_pin(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path);
-/* A joint pin: gc_json_pin's fields and "domains": {name: level MHz} of the domains it set. */
-void gc_json_pin_mode(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
-                      const char *warning, const gc_domains *ds, const uint64_t *domain_level_hz);
-/* The same with "warning" (b->warn: the original saved is itself a pin) where warning is set. */
-void gc_json_pin_warned(FILE *f, double requested_mhz, uint64_t level_hz, const char *state_path,
-                        const char *warning);
+/* A pin's record after gc_pin_hz or gc_pin_mode: the level (null: the GPU left as it was), the
+ * state file, what the power mode's cap did (b->cap_hz, b->clamped_from_hz: power_cap_mhz null
+ * where lifted or none known, clamped_from_mhz null where not clamped), "warning" where b->warn
+ * is set (the original saved is itself a pin), and with ds "domains": {name: level MHz} of the
+ * other clock domains it set (domain_level_hz[i], 0: untouched). */
+void gc_json_pin(FILE *f, const gc_board *b, double requested_mhz, uint64_t level_hz,
+                 const char *state_path, const gc_domains *ds, const uint64_t *domain_level_hz);
+/* The power mode and the GPU cap fields of status, without braces: "power_mode": {...},
+ * "gpu_cap": {...} (sep between them). */
+void gc_json_power_fields(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *cap, const char *sep);
+/* One line of text for status: the mode's name and id, and the GPU cap (no newline). */
+void gc_text_power_mode(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *cap);
 void gc_json_restore(FILE *f, int restored, const gc_clock_state *now);
 /* An apply decision: the clock, the policy's own level, the goal and its predicted trade, the
  * policy, the model and the features the tree saw. */

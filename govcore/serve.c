@@ -226,8 +226,9 @@ static void handle_pin(struct server *sv, int ci, const gc_request *rq)
     int rc, was_owner = sv->owner == ci, joint = rq->emc_hz || rq->cpu_hz;
     FILE *f;
 
-    /* the rules of a direct pin: snapped to the nearest level, refused far outside the table */
-    if ((rc = gc_check_near_table(&sv->board, want_hz)) < 0)
+    /* the rules of a direct pin: snapped to the nearest level (in gc_pin_hz, the one snap),
+     * refused far outside the table unless the client asked for the nearest level */
+    if (!rq->nearest && (rc = gc_check_near_table(&sv->board, want_hz)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);
     /* the EMC's rates: the kernel's list (available_rates), else the board table's */
     if (joint && (rc = gc_domains_open_board(&ds, &sv->board)) < 0)
@@ -253,10 +254,7 @@ static void handle_pin(struct server *sv, int ci, const gc_request *rq)
     gc_state_path(&sv->board, sv->cfg->state_dir, state_path, sizeof state_path);
     if (!(f = reply_begin(&buf, &len)))
         return reply_error(c, -ENOMEM, "out of memory");
-    if (joint)
-        gc_json_pin_mode(f, rq->mhz, level_hz, state_path, sv->board.warn, &ds, levels);
-    else
-        gc_json_pin_warned(f, rq->mhz, level_hz, state_path, sv->board.warn);
+    gc_json_pin(f, &sv->board, rq->mhz, level_hz, state_path, joint ? &ds : NULL, joint ? levels : NULL);
     reply_end(c, f, &buf, &len);
 }
 
@@ -311,8 +309,9 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
     /* the time curve of the roofline policy and of a slowdown bound: the installed folder's
      * roofline.txt (its folder passed gc_tree_load's checks); without one, gc_decide_goal says
      * what is missing */
-    if (rq->policy == GC_POLICY_ROOFLINE ||
-        (rq->goal.max_slowdown_pct >= 0 && rq->policy != GC_POLICY_MAXN && rq->tree[0])) {
+    if ((gc_policy_of(rq->policy)->flags & GC_POLICY_NEEDS_MODEL_DIR) ||
+        (rq->goal.max_slowdown_pct >= 0 && !(gc_policy_of(rq->policy)->flags & GC_POLICY_PINS_NOTHING) &&
+         rq->tree[0])) {
         if (!rq->tree[0])
             return reply_error(c, -EINVAL, "the roofline policy needs tree=NAME: a folder from "
                                            "`pydvfs train` root installed in %s", policy_dir);

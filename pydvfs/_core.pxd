@@ -44,6 +44,9 @@ cdef extern from "govcore.h" nogil:
         int sensor_interval_ms     # INA3221 update_interval, 0 if unknown
         char err[GC_ERR_MAX]              # detail of the last failure
         char warn[GC_ERR_MAX]             # what a successful pin has to say ("" if nothing)
+        int above_power_mode       # set before a pin: 1 lets it go above the power mode's cap
+        uint64_t cap_hz            # after gc_pin_hz: the cap it obeyed (0: none, or lifted)
+        uint64_t clamped_from_hz   # after gc_pin_hz: the level the cap lowered, else 0
 
     ctypedef struct gc_clock_state:
         uint64_t cur_hz
@@ -62,6 +65,7 @@ cdef extern from "govcore.h" nogil:
     int gc_range_read(gc_board *b, gc_clock_state *st)
     int gc_gpu_load_permille(gc_board *b, int *load_permille)
     int gc_snap_hz(const gc_board *b, uint64_t want_hz, uint64_t *level_hz)
+    int gc_check_near_table(gc_board *b, uint64_t want_hz)
     int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
     int gc_default_state_dir(char *out, size_t length)
     int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t length)
@@ -111,6 +115,26 @@ cdef extern from "domain.h" nogil:
     int gc_domain_read(gc_domains *ds, int i, gc_domain_state *st)
     int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz,
                     const char *state_dir, uint64_t *gpu_level_hz, uint64_t *level_hz)
+
+
+# The power mode in force and the GPU cap a pin obeys (govcore/powermode.h).
+cdef extern from "powermode.h" nogil:
+    ctypedef struct gc_power_mode:
+        int id                     # -1 unknown
+        char name[GC_NAME_MAX]     # "" unknown
+        uint64_t gpu_max_hz        # the mode's GPU MAX_FREQ in nvpmodel.conf; 0 none/unknown
+        char why[GC_ERR_MAX]       # why id or name is unknown
+
+    ctypedef struct gc_gpu_cap:
+        uint64_t devfreq_max_hz    # max_freq before the first pin
+        int from_saved
+        uint64_t clk_cap_hz        # nvpmodel_clk_cap/gpu; 0 absent
+        uint64_t cap_hz            # the highest level at or under both
+
+    void gc_power_mode_read(gc_board *b, gc_power_mode *pm)
+    int gc_nvpmodel_parse_status(const char *text, int *id)
+    int gc_nvpmodel_parse_conf(const char *text, int id, char *name, size_t name_len, uint64_t *gpu_max_hz)
+    int gc_gpu_cap_read(gc_board *b, const char *state_dir, gc_gpu_cap *cap)
 
 
 # One owner per GPU (govcore/lock.h): flock on a file named after the GPU's devfreq node, in one
@@ -210,9 +234,19 @@ cdef extern from "policy.h" nogil:
         GC_MAX_FEATURES
         GC_MAX_CLASSES
         GC_ROOFLINE_MAX_VF
-        GC_POLICY_COUNT            # policies are numbered 0 .. GC_POLICY_COUNT-1 (gc_policy_name)
+        GC_POLICY_NEEDS_MODEL_DIR  # a policy entry's flags (policy.h)
+        GC_POLICY_TAKES_OBJECTIVE
+        GC_POLICY_PINS_NOTHING
         GC_OBJECTIVE_ENERGY        # objectives: the power of the step time in the cost (E t^k)
         GC_OBJECTIVE_COUNT         # numbered 0 .. GC_OBJECTIVE_COUNT-1 (gc_objective_name)
+
+    # the policies' one table (policy.c's gc_policies): a policy is an index of it
+    ctypedef struct gc_policy_entry:
+        const char *name
+        const char *help
+        unsigned flags
+    const gc_policy_entry gc_policies[]
+    const int gc_n_policies
 
     ctypedef struct gc_workload:
         int is_decoder             # 0 encoder, 1 decoder
@@ -233,6 +267,9 @@ cdef extern from "policy.h" nogil:
         const char *data_file      # provenance: the training data file, its sha256, when trained
         const char *data_sha256
         const char *trained_utc
+        char board_id[32]          # the board it was trained on ("" unknown)
+        int n_levels               # its training table (0: unknown)
+        double levels_mhz[64]
 
     ctypedef struct gc_goal:
         int objective              # energy, edp, ed2p (gc_objective_name)
@@ -247,6 +284,9 @@ cdef extern from "policy.h" nogil:
         uint64_t trade_vs_hz       # the top level the trade is against; 0: none predicted
         double trade_s_pct         # predicted step time against it, %
         double trade_j_pct         # predicted energy per step against it, %
+        uint64_t clamped_from_hz   # apply: the level the power mode's cap lowered (0: none)
+        uint64_t cap_hz            # apply: the cap the pin obeyed (0: none known, or lifted)
+        double mapped_from_mhz     # the tree's clock on its training table where it was mapped (0: not)
 
     ctypedef struct gc_roofline:
         double k_gauge             # proxy-FLOPs per Gcycle (the time scale's gauge)

@@ -8,6 +8,8 @@ from typing import Any, Sequence
 
 # The static policies, in govcore's order (gc_policy_name): ("mlg", "ffg", "rules", "maxn", "roofline").
 POLICY_NAMES: tuple[str, ...]
+POLICY_HELP: dict[str, str]
+POLICY_FLAGS: dict[str, frozenset[str]]
 # What a policy may minimise (gc_objective_name): ("energy", "edp", "ed2p"); the index is the
 # power of the step time in the cost E t^k.
 OBJECTIVE_NAMES: tuple[str, ...]
@@ -64,7 +66,17 @@ class Board:
     def lock_path(self) -> str: ...
     @property
     def pin_warning(self) -> str: ...
-    def pin_hz(self, want_hz: int, state_dir: str | None = None) -> int: ...
+    def pin_hz(self, want_hz: int, state_dir: str | None = None, nearest: bool = True,
+               above_power_mode: bool = False) -> int:
+        """Pin the level nearest want_hz (nearest=False: refused far outside the table), lowered
+        to the power mode's cap unless above_power_mode."""
+    @property
+    def last_pin_cap(self) -> tuple[int, int]:
+        """(cap_hz, clamped_from_hz) of the last pin (0: none)."""
+    def power_mode(self) -> dict[str, Any]:
+        """id, name, gpu_max_mhz (None where not known) and unknown (why) of the nvpmodel mode."""
+    def gpu_cap(self, state_dir: str | None = None) -> dict[str, Any]:
+        """cap_mhz, devfreq_max_mhz, from_saved, nvpmodel_clk_cap_mhz (govcore/powermode.h)."""
     def restore(self, state_dir: str | None = None) -> bool: ...
     def domains(self, emc_table_hz: tuple[int, ...] = ()) -> list[dict[str, Any]]:
         """The EMC and each cpufreq policy: name, kind, available, why, levels_hz, cap_hz,
@@ -104,6 +116,12 @@ class Tree:
     @property
     def ffg_mhz(self) -> float: ...
     @property
+    def board_id(self) -> str | None:
+        """The board the tree was trained on (pydvfs.boards id), None if not known."""
+    @property
+    def levels_mhz(self) -> tuple[float, ...]:
+        """The GPU clock table it was trained on (empty: not known)."""
+    @property
     def default_util_pct(self) -> tuple[float, float]: ...
     @property
     def provenance(self) -> dict[str, str]:
@@ -122,7 +140,12 @@ def decide(board: Board, tree: Tree, policy: str, workload: tuple, roofline: Roo
     Nothing is written."""
 def apply(board: Board, tree: Tree, policy: str, workload: tuple, state_dir: str | None = None,
           roofline: Roofline | None = None, objective: str = "energy",
-          max_slowdown_pct: float | None = None) -> dict[str, float | int]: ...
+          max_slowdown_pct: float | None = None, above_power_mode: bool = False) -> dict[str, float | int]:
+    """decide's record, pinned (maxn: restored), with cap_hz and clamped_from_hz (0: none)."""
+def parse_nvpmodel_status(text: str) -> int | None:
+    """The mode id of a /var/lib/nvpmodel/status text; None if garbled."""
+def parse_nvpmodel_conf(text: str, mode_id: int) -> tuple[str, int] | None:
+    """(name, GPU MAX_FREQ Hz, 0: no cap) of POWER_MODEL mode_id; None if absent or garbled."""
 
 class Roofline:
     """The roofline policy's board constants, read strictly (in C) from a roofline.txt."""

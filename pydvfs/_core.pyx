@@ -42,6 +42,24 @@ cdef int check(int rc, const char *detail) except -1:
     raise errors.BoardIOError(msg)
 
 
+def parse_nvpmodel_status(str text):
+    """The mode id of a /var/lib/nvpmodel/status text (govcore's parser); None if garbled."""
+    cdef int mode_id = -1
+    cdef bytes t = text.encode("utf-8", "replace")
+    return mode_id if gc_nvpmodel_parse_status(t, &mode_id) == 0 else None
+
+
+def parse_nvpmodel_conf(str text, int mode_id):
+    """(name, gpu_max_hz) of POWER_MODEL mode_id in an nvpmodel.conf text (govcore's parser;
+    gpu_max_hz 0: no cap); None if the conf has no such block or is garbled."""
+    cdef char name[64]
+    cdef uint64_t hz = 0
+    cdef bytes t = text.encode("utf-8", "replace")
+    if gc_nvpmodel_parse_conf(t, mode_id, name, sizeof(name), &hz) < 0:
+        return None
+    return name.decode("utf-8", "replace"), hz
+
+
 def raise_for(int rc, str message):
     """Raise the pydvfs error for a govcore code (0 or -errno) and message: for codes that come
     from elsewhere than this process, such as the govcore daemon's replies."""
@@ -274,18 +292,57 @@ cdef class Board:
         check(rc, self.b.err)
         return bool(dropped)
 
-    def pin_hz(self, uint64_t want_hz, state_dir=None):
-        """Pin the GPU clock to the level nearest want_hz; returns the level (Hz)."""
+    def pin_hz(self, uint64_t want_hz, state_dir=None, bint nearest=True, above_power_mode=False):
+        """Pin the GPU clock to the level nearest want_hz (gc_pin_hz: the one snap), at or under
+        the power mode's cap unless above_power_mode; returns the level (Hz). ``last_pin_cap``
+        says what the cap did. nearest=False: a clock more than one level outside the table is
+        refused (gc_check_near_table), as the daemon's ``pin`` without nearest=1."""
         cdef uint64_t level = 0
         cdef bytes d = _opt(state_dir)
         cdef const char *c_dir = d
         cdef int rc
         if want_hz == 0:
             raise errors.InvalidValueError("not a clock: 0 MHz")
+        if not nearest:
+            check(gc_check_near_table(&self.b, want_hz), self.b.err)
+        self.b.above_power_mode = 1 if above_power_mode else 0
         with nogil:
             rc = gc_pin_hz(&self.b, want_hz, c_dir, &level)
+        self.b.above_power_mode = 0
         check(rc, self.b.err)
         return level
+
+    @property
+    def last_pin_cap(self):
+        """(cap_hz, clamped_from_hz) of the last pin: the cap it obeyed (0: none known, or
+        lifted) and the level the cap lowered (0: none)."""
+        return self.b.cap_hz, self.b.clamped_from_hz
+
+    def power_mode(self):
+        """The nvpmodel mode in force: {id, name, gpu_max_mhz, unknown} (None where not known;
+        ``unknown`` says why), as govcore status prints it."""
+        cdef gc_power_mode pm
+        with nogil:
+            gc_power_mode_read(&self.b, &pm)
+        return {"id": pm.id if pm.id >= 0 else None,
+                "name": pm.name.decode("utf-8", "replace") or None,
+                "gpu_max_mhz": gc_hz_to_mhz(pm.gpu_max_hz) if pm.gpu_max_hz else None,
+                "unknown": pm.why.decode("utf-8", "replace") or None}
+
+    def gpu_cap(self, state_dir=None):
+        """The GPU cap a pin obeys (govcore/powermode.h): {cap_mhz, devfreq_max_mhz,
+        from_saved, nvpmodel_clk_cap_mhz}."""
+        cdef gc_gpu_cap cap
+        cdef bytes d = _opt(state_dir)
+        cdef const char *c_dir = d
+        cdef int rc
+        with nogil:
+            rc = gc_gpu_cap_read(&self.b, c_dir, &cap)
+        check(rc, self.b.err)
+        return {"cap_mhz": gc_hz_to_mhz(cap.cap_hz) if cap.cap_hz else None,
+                "devfreq_max_mhz": gc_hz_to_mhz(cap.devfreq_max_hz) if cap.devfreq_max_hz else None,
+                "from_saved": bool(cap.from_saved),
+                "nvpmodel_clk_cap_mhz": gc_hz_to_mhz(cap.clk_cap_hz) if cap.clk_cap_hz else None}
 
     def restore(self, state_dir=None):
         """Put the saved state back; True if there was one. A state that no longer matches the
@@ -330,21 +387,24 @@ cdef class Board:
         return out
 
     def pin_mode_hz(self, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz, state_dir=None,
-                    emc_table_hz=()):
-        """Pin the GPU (0: leave it), the EMC (0: leave it) and every CPU policy (0: leave them)
-        as one (gc_pin_mode): (gpu_level_hz, {domain name: level_hz})."""
+                    emc_table_hz=(), above_power_mode=False):
+        """Pin the GPU (0: leave it; at or under the power mode's cap unless above_power_mode),
+        the EMC (0: leave it) and every CPU policy (0: leave them) as one (gc_pin_mode):
+        (gpu_level_hz, {domain name: level_hz}); ``last_pin_cap`` says what the cap did."""
         cdef gc_domains *ds = _open_domains(&self.b, emc_table_hz)
         cdef uint64_t gpu_level = 0
         cdef uint64_t levels[17]
         cdef bytes d = _opt(state_dir)
         cdef const char *c_dir = d
         cdef int rc, i
+        self.b.above_power_mode = 1 if above_power_mode else 0
         try:
             with nogil:
                 rc = gc_pin_mode(&self.b, ds, gpu_hz, emc_hz, cpu_hz, c_dir, &gpu_level, levels)
             check(rc, self.b.err)
             return gpu_level, {ds.d[i].name.decode(): levels[i] for i in range(ds.n) if levels[i]}
         finally:
+            self.b.above_power_mode = 0
             PyMem_Free(ds)
 
 

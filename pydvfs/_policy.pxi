@@ -1,8 +1,15 @@
 # Policy part of the govcore binding (included by _core.pyx): trees, proposals, decide/apply.
 from libc.errno cimport EBADMSG, ENOEXEC
 
-# The static policies, in govcore's order: the one list every Python caller uses.
-POLICY_NAMES = tuple(gc_policy_name(i).decode() for i in range(GC_POLICY_COUNT))
+# The static policies, from govcore's table of them (policy.c's gc_policies), in its order: the
+# one list every Python caller uses; their one-line help and what each needs, from the same entries.
+POLICY_NAMES = tuple(gc_policies[i].name.decode() for i in range(gc_n_policies))
+POLICY_HELP = {gc_policies[i].name.decode(): gc_policies[i].help.decode() for i in range(gc_n_policies)}
+POLICY_FLAGS = {gc_policies[i].name.decode(): frozenset(
+    flag for flag, bit in (("needs_model_dir", GC_POLICY_NEEDS_MODEL_DIR),
+                           ("takes_objective", GC_POLICY_TAKES_OBJECTIVE),
+                           ("pins_nothing", GC_POLICY_PINS_NOTHING)) if gc_policies[i].flags & bit)
+    for i in range(gc_n_policies)}
 # What a policy may minimise, in govcore's order: the index is the power of the step time (E t^k).
 OBJECTIVE_NAMES = tuple(gc_objective_name(i).decode() for i in range(GC_OBJECTIVE_COUNT))
 
@@ -107,6 +114,16 @@ cdef class Tree:
         return self.m.ffg_mhz
 
     @property
+    def board_id(self):
+        """The board the tree was trained on (a pydvfs.boards id), or None if not known."""
+        return self.m.board_id.decode() or None
+
+    @property
+    def levels_mhz(self):
+        """The GPU clock table the tree was trained on (empty: not known)."""
+        return tuple(self.m.levels_mhz[i] for i in range(self.m.n_levels))
+
+    @property
     def default_util_pct(self):
         return (self.m.default_util_pct[0], self.m.default_util_pct[1])
 
@@ -184,7 +201,9 @@ cdef gc_goal _goal(str objective, max_slowdown_pct) except *:
 
 cdef dict _decision(gc_decision *d):
     return {"proposed_mhz": d.proposed_mhz, "level_hz": d.level_hz, "policy_level_hz": d.policy_level_hz,
-            "trade_vs_hz": d.trade_vs_hz, "trade_j_pct": d.trade_j_pct, "trade_s_pct": d.trade_s_pct}
+            "trade_vs_hz": d.trade_vs_hz, "trade_j_pct": d.trade_j_pct, "trade_s_pct": d.trade_s_pct,
+            "cap_hz": d.cap_hz, "clamped_from_hz": d.clamped_from_hz,
+            "mapped_from_mhz": d.mapped_from_mhz if d.mapped_from_mhz > 0 else None}
 
 
 def decide(Board board, Tree tree, str policy, tuple workload, Roofline roofline=None, str objective="energy",
@@ -199,8 +218,9 @@ def decide(Board board, Tree tree, str policy, tuple workload, Roofline roofline
 
 
 def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None, Roofline roofline=None,
-          str objective="energy", max_slowdown_pct=None):
-    """Decide and pin (maxn: restore). Returns the decision, as decide."""
+          str objective="energy", max_slowdown_pct=None, above_power_mode=False):
+    """Decide and pin (maxn: restore), at or under the power mode's cap unless
+    above_power_mode. Returns the decision, as decide, with cap_hz and clamped_from_hz."""
     cdef gc_workload w = _workload(workload)
     cdef int p = _policy(policy)
     cdef gc_goal g = _goal(objective, max_slowdown_pct)
@@ -209,7 +229,9 @@ def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None, Ro
     cdef bytes sd = _opt(state_dir)
     cdef const char *c_sd = sd
     cdef int rc
+    board.b.above_power_mode = 1 if above_power_mode else 0
     with nogil:
         rc = gc_apply_goal(&board.b, &tree.m, rl, p, &w, &g, c_sd, &d)
+    board.b.above_power_mode = 0
     check(rc, board.b.err)
     return _decision(&d)

@@ -20,14 +20,3 @@ def nearest_level(levels: Iterable[L], value: float) -> L:
 def nearest_index(levels: list, value: float) -> int:
     """Index of :func:`nearest_level` in ``levels``."""
     return min(range(len(levels)), key=lambda i: (abs(levels[i] - value), levels[i]))
-
-
-def beyond_table(levels: Iterable[L], value: float) -> bool:
-    """True when ``value`` lies more than one level step outside the table: below the lowest
-    level by more than the lowest step, or above the highest by more than the highest step
-    (``pin 99999`` on a 1300.5 MHz board). Such a request is refused unless the caller asked for
-    the nearest level explicitly."""
-    lv = sorted(levels)
-    if len(lv) < 2:
-        return False
-    return value < lv[0] - (lv[1] - lv[0]) or value > lv[-1] + (lv[-1] - lv[-2])

@@ -48,9 +48,15 @@ def main(argv=None) -> int:
     ap.add_argument("--tasks", default=",".join(CHARACTERISATION_TASKS), help="tasks to train on")
     ap.add_argument("--seed", type=int, default=0, help="seed of the simulated characterisation")
     ap.add_argument("--out", default=str(REPO / "govcore" / "policy_tree.c"))
+    ap.add_argument("--board", default="agx-orin",
+                    help="the board the data comes from (an id of pydvfs/data/boards.json; default: "
+                         "agx-orin, the simulator's calibrated board)")
     args = ap.parse_args(argv)
 
     tasks = [t for t in args.tasks.split(",") if t]
+    from pydvfs.boards import board
+
+    board(args.board)  # a known id, or a clear error
     with tempfile.TemporaryDirectory() as tmp:
         if args.data:
             data, source = Path(args.data), Path(args.data).name
@@ -64,9 +70,11 @@ def main(argv=None) -> int:
     feats = FEATURE_SETS[best.params["features"]]
     clf = Classifier("tree", tree_maker(**params), feats).fit(curves).model
     ffg = FixedClock().fit(curves).mhz
+    # the board and clock table the tree is trained on (docs/policy.md, "On another board")
+    levels = sorted({f for c in curves for f in c.freqs_mhz})
     code = tree_to_c(clf, feats, default_util(curves), ffg,
                      name=f"builtin: {source}, tasks {'/'.join(tasks)}", source=source, provenance=prov,
-                     classes_mhz=classes_mhz(clf))
+                     classes_mhz=classes_mhz(clf), board_id=args.board, levels_mhz=levels)
     Path(args.out).write_text(code)
     print(f"{args.out}: tree {params} on {best.params['features']} features, {len(curves)} workloads; "
           f"LOOCV accuracy {best.accuracy:.2f}, mean regret {best.mean_regret_pct:.2f} %; FFG {ffg:g} MHz")

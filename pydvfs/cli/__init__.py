@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "pydvfs.cli.demo",        # demo
     "pydvfs.cli.report",      # report
     "pydvfs.cli.fake_board",  # fake-board
+    "pydvfs.cli.capture",     # capture-board
 ]
 
 

@@ -8,7 +8,7 @@ import warnings
 
 from ..device import describe_domain, open_device
 from ..errors import InvalidValueError, PydvfsError
-from .common import _Parser, add_board_options, emit, examples, seconds
+from .common import _Parser, add_above_power_mode, add_board_options, emit, examples, seconds
 from .hold import add_command_argument
 
 LIVE_WINDOW_S = 0.25  # how long `status` samples the rails for its live watts
@@ -60,6 +60,22 @@ def zero_rails_warning(power_w: dict) -> str | None:
     return None
 
 
+def power_mode_text(mode: dict | None, cap: dict | None) -> str:
+    """status's line on the power mode and the GPU cap (govcore's gc_text_power_mode)."""
+    mode = mode or {}
+    if mode.get("id") is not None and mode.get("name"):
+        text = f"mode      {mode['name']} (nvpmodel {mode['id']})"
+    else:
+        text = f"mode      unknown ({mode.get('unknown') or 'not reported'})"
+    if not cap or not cap.get("cap_mhz"):
+        return text + "; GPU cap unknown"
+    when = "saved before the first pin" if cap["from_saved"] else "now"
+    text += f"; GPU cap {_fmt(cap['cap_mhz'])} MHz (max_freq {when} {_fmt(cap['devfreq_max_mhz'])} MHz"
+    if cap.get("nvpmodel_clk_cap_mhz"):
+        text += f", nvpmodel_clk_cap {_fmt(cap['nvpmodel_clk_cap_mhz'])} MHz"
+    return text + ")"
+
+
 def _status_text(st: dict) -> str:
     rails = ", ".join(r["name"] for r in st["rails"]) or "none found (no power sensor)"
     release = (f" (JetPack {st['jetpack']}, L4T {st['l4t']})" if st.get("jetpack")
@@ -84,6 +100,7 @@ def _status_text(st: dict) -> str:
         total = "".join(f"; {label} {live[role + '_power_w']:.2f} W" for role, label in ROLE_LABELS.items()
                         if live.get(role + "_power_w") is not None)
         lines.append(f"power     {watts}{total}")
+    lines.append(power_mode_text(st.get("power_mode"), st.get("gpu_cap")))
     lines.extend(describe_domain(r) for r in st.get("domains", []))
     saved = st["saved_state"]
     if saved:
@@ -139,29 +156,36 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_pin(args: argparse.Namespace) -> int:
     from ..device import mhz_to_hz
-    from ..levels import beyond_table
     from .hold import command_of, hold_while, until_exit_note
 
     cmd = command_of(args)
-    mhz = mhz_to_hz(args.mhz) / 1e6  # govcore's one grammar of a clock, before the board is opened
+    mhz_to_hz(args.mhz)  # govcore's one grammar of a clock, before the board is opened
     dev = open_device(args.sysfs_root, args.state_dir)
-    levels = dev.available_frequencies_mhz
-    if not args.nearest and beyond_table(levels, mhz):
-        # the words of govcore's gc_check_near_table
-        raise InvalidValueError(
-            f"{mhz:.12g} MHz is outside the board's table ({_fmt(levels[0])}..{_fmt(levels[-1])} MHz) by more "
-            "than one level; pass --nearest to pin the nearest level anyway")
     emc = None if args.emc is None else mhz_to_hz(args.emc) / 1e6
     cpu = None if args.cpu is None else mhz_to_hz(args.cpu) / 1e6
+
+    def change():
+        # govcore checks the table and snaps, directly or in the daemon (the same words)
+        try:
+            result = dev.pin(args.mhz, emc_mhz=emc, cpu_mhz=cpu, above_power_mode=args.above_power_mode,
+                             nearest=args.nearest)
+        except InvalidValueError as e:
+            if args.nearest or "outside the board's table" not in str(e):
+                raise
+            raise InvalidValueError(f"{e}; pass --nearest to pin the nearest level anyway") from None
+        if result.warning:
+            print(f"pydvfs: warning: {result.warning}", file=sys.stderr, flush=True)
+        if result.notice():
+            print(f"pydvfs pin: {result.notice()}", file=sys.stderr, flush=True)
+        return result
+
     if cmd:
-        def change():
-            result = dev.pin(args.mhz, emc_mhz=emc, cpu_mhz=cpu)
+        def held():
+            result = change()
             return result.to_dict(), result.describe()
 
-        return hold_while(args, dev, "pin", cmd, change)
-    result = dev.pin(args.mhz, emc_mhz=emc, cpu_mhz=cpu)
-    if result.warning:
-        print(f"pydvfs: warning: {result.warning}", file=sys.stderr, flush=True)
+        return hold_while(args, dev, "pin", cmd, held)
+    result = change()
     emit(args, result.to_dict(), result.describe)
     if dev.through_daemon:
         print(until_exit_note("pin", f"pinned {_fmt(result.freq_mhz)} MHz", f"pydvfs pin {args.mhz}"),
@@ -222,10 +246,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "and SIGTERM), and the exit status is CMD's; through the govcore "
                                    "daemon a pin without CMD ends as this command exits. A clock "
                                    "more than one level outside the board's table (a typo such as "
-                                   "99999) is refused unless --nearest is given. --emc pins the "
-                                   "memory clock (one of its rates) and --cpu every cpufreq "
-                                   "policy (each one's nearest level) with the GPU, as one: a "
-                                   "clock not in a table or above the power mode's cap is refused "
+                                   "99999) is refused unless --nearest is given. The power mode "
+                                   "(nvpmodel) is the ceiling: a level above its GPU cap is "
+                                   "lowered to it, with a notice, unless --above-power-mode. --emc "
+                                   "pins the memory clock (one of its rates) and --cpu every "
+                                   "cpufreq policy (each one's nearest level) with the GPU, as one: "
+                                   "a clock not in a table or above the power mode's cap is refused "
                                    "before anything is written, and restore puts every clock back.",
                        epilog=examples("pydvfs pin 714 --sysfs-root /tmp/orin",
                                        "pydvfs pin 612 --emc 2133 --cpu 1036.8",
@@ -240,6 +266,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        help="also pin the memory clock (EMC) to this rate, one of its table's")
         q.add_argument("--cpu", metavar="MHZ", default=None,
                        help="also pin every CPU policy (min = max) to its level nearest MHZ")
+        add_above_power_mode(q)
         return add_board_options(q)
 
     pin_options(p)

@@ -114,6 +114,20 @@ def add_board_options(p: argparse.ArgumentParser, state: bool = True) -> argpars
     return p
 
 
+def add_above_power_mode(p: argparse.ArgumentParser) -> None:
+    """``--above-power-mode``: the power mode (nvpmodel) is the user's ceiling; this lifts it."""
+    p.add_argument("--above-power-mode", action="store_true",
+                   help="let the clock go above the power mode's GPU cap (max_freq before the first "
+                        "pin, nvpmodel's cap); without it a higher level is lowered to the cap, with a notice")
+
+
+def policy_help() -> str:
+    """The static policies and their one line each, from govcore's table of them."""
+    from .. import _core
+
+    return "; ".join(f"{name}: {text}" for name, text in _core.POLICY_HELP.items())
+
+
 def add_objective_options(p: argparse.ArgumentParser) -> None:
     """``--objective`` and ``--max-slowdown`` (pydvfs/governor/objective.py): what a policy
     minimises, under what slowdown bound; ``objective_from_args`` checks them."""

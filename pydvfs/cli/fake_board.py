@@ -30,6 +30,10 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InvalidValueError(f"{root} exists and is not an empty folder: give a new one")
+    if args.from_capture:
+        if args.board or args.layout:
+            raise InvalidValueError("give --from alone: the capture names its board's layout")
+        return _from_capture(args, root)
     if args.board and args.layout:
         raise InvalidValueError("give --board or --layout, not both (--layout jp5|jp6 is --board agx-orin)")
     orin = args.board in (None, "agx-orin") and args.layout != "jp4"
@@ -103,6 +107,23 @@ def animation_end(rc: int, stdout: str, real_s: float) -> str:
             f"{why} ({summary.get('steps')} steps); the rails are back at idle")
 
 
+def _from_capture(args: argparse.Namespace, root: Path) -> int:
+    """``--from OUT``: the layout of a board capture (``pydvfs capture-board``), rebuilt."""
+    from ..device.capture import read_capture, rebuild
+
+    if args.animate:
+        raise InvalidValueError("--animate runs on the simulated layouts, not with --from")
+    cap = read_capture(args.from_capture)
+    rebuild(cap, root)
+    meta = cap.get("meta") or {}
+    data = {"sysfs_root": str(root.resolve()), "from": str(args.from_capture), "model": meta.get("model"),
+            "board": meta.get("board"), "source": meta.get("source"), "entries": len(cap["entries"])}
+    emit(args, data, lambda: (f"the board of {args.from_capture} ({data['model'] or 'unknown model'}; "
+                              f"{data['source']}) in {root}: {data['entries']} files and links\n"
+                              f"try:\n  pydvfs status --sysfs-root {root}"))
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "fake-board", parents=[common], help="make a simulated Jetson board (a sysfs tree) to try commands on",
@@ -128,6 +149,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "jp4: AGX Xavier (ina3221x)")
     p.add_argument("--levels", choices=LEVEL_TABLES, default="11",
                    help="GPU table: 11 levels 306..1300.5 MHz (default) or 13 levels 114.75..1300.5 MHz")
+    p.add_argument("--from", dest="from_capture", metavar="OUT",
+                   help="rebuild the layout of a board capture (a file from `pydvfs capture-board OUT`)")
     g = p.add_argument_group("animation")
     g.add_argument("--animate", metavar="MODEL", help="simulate fine-tuning MODEL (e.g. bert-base, pythia-160m)")
     g.add_argument("--task", default="SST-2", help="GLUE task of the animation (default SST-2)")

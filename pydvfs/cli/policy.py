@@ -6,7 +6,9 @@ import sys
 from pathlib import Path
 
 from .. import _core
+from ..boards import boards
 from .common import (
+    add_above_power_mode,
     add_board_options,
     add_energy_option,
     add_objective_options,
@@ -15,6 +17,7 @@ from .common import (
     examples,
     name_list,
     objective_from_args,
+    policy_help,
     workload_from_args,
 )
 from .hold import add_command_argument
@@ -47,7 +50,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                                exclude_tasks=name_list(args.exclude_tasks))
     if not args.json:
         print(f"training on {len(curves)} workloads from {args.data} (leave-one-out CV) ...", flush=True)
-    metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data)
+    metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data, board_id=args.board)
     metrics["energy_column"] = energy_column(args, df)  # what the labels minimise
     sel = metrics["selected"]
 
@@ -97,10 +100,18 @@ def cmd_apply(args: argparse.Namespace) -> int:
     workload = workload_from_args(args)
     goal = objective_from_args(args)
     run = decide if args.dry_run else apply
+    extra = {} if args.dry_run else {"above_power_mode": args.above_power_mode}
 
     def change():
         d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
-                state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct)
+                state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct, **extra)
+        if d.mapped_from_mhz is not None:
+            print(f"pydvfs apply: {d.mapping_notice(open_device(args.sysfs_root).model)}", file=sys.stderr,
+                  flush=True)
+        if d.clamped_from_mhz is not None:
+            from ..governor.loop import clamp_notice
+
+            print(f"pydvfs apply: {clamp_notice(d.to_dict())}", file=sys.stderr, flush=True)
         return d, {**d.to_dict(), "dry_run": args.dry_run}
 
     if cmd:
@@ -136,6 +147,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_energy_option(p, "label each workload's best clock by (the built-in policy was trained on cpu-gpu, "
                          "the paper's measure)")
     p.add_argument("--energy-column", default=None, metavar="COL", help="minimise this column instead")
+    p.add_argument("--board", default=None, choices=list(boards()), metavar="ID",
+                   help="the board the data was measured on (an id of pydvfs/data/boards.json), "
+                        "recorded with the data's clock table: on a board with another table "
+                        "apply maps the tree's clock onto it (docs/policy.md)")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", parents=[common], help="score the policies against MAXN",
@@ -164,9 +179,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                            "pydvfs apply --workload model=pythia,layers=12,hidden=768,seq_len=64 --policy ffg --dry-run"))
     add_command_argument(p, None)
     add_workload_argument(p, required=True, aliases=True)
-    p.add_argument("--policy", default="mlg", choices=_core.POLICY_NAMES)
+    p.add_argument("--policy", default="mlg", choices=_core.POLICY_NAMES, help=policy_help())
     p.add_argument("--model-dir", default=None, metavar="DIR", help="model folder from `pydvfs train`")
     add_objective_options(p)
     p.add_argument("--dry-run", action="store_true", help="decide only; write nothing")
+    add_above_power_mode(p)
     add_board_options(p)
     p.set_defaults(func=cmd_apply)

@@ -12,6 +12,7 @@ from ..command import command_after_dashes
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
 from .common import (
+    add_above_power_mode,
     add_board_options,
     add_energy_option,
     add_objective_options,
@@ -19,6 +20,7 @@ from .common import (
     clock_mhz,
     examples,
     objective_from_args,
+    policy_help,
 )
 
 
@@ -58,8 +60,9 @@ def text_report(r: dict) -> str:
     else:
         from ..policy.apply import describe_trade
 
-        lines.append(f"policy    {r['policy']}: {_fmt_mhz(r['chosen_mhz'])}")
-        if r["decision"].get("freq_mhz") is not None:
+        lines.append(f"policy    {r['policy']}: {_fmt_mhz(r['chosen_mhz'])}"
+                     + (f" (fell back: {r['fallback']})" if r.get("fallback") else ""))
+        if r["decision"].get("freq_mhz") is not None and not r.get("fallback"):
             lines.extend(describe_trade(r["decision"]))
     levels = r.get("search_levels_mhz") or []
     if r["policy"] == "online" and levels:
@@ -154,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   args.start, search if args.policy == "online" else None, window,
                                   args.sysfs_root, args.state_dir, objective=objective,
                                   search_kind=args.search or default_search(), total_steps=args.steps,
-                                  knobs=knobs)
+                                  knobs=knobs, above_power_mode=args.above_power_mode)
     except (KeyboardInterrupt, Terminated) as e:
         report = getattr(e, "partial_report", None)  # what was measured until then (partial: true)
         if report is not None:
@@ -187,7 +190,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "pydvfs run --progress-file /tmp/steps --workload model=bert,layers=12,hidden=768,seq_len=13.3 "
             "-- python train.py --progress-file /tmp/steps",
             "pydvfs run --policy maxn --progress-file /tmp/steps -- python train.py --progress-file /tmp/steps"))
-    p.add_argument("--policy", default="online", choices=POLICIES, help="default: online")
+    p.add_argument("--policy", default="online", choices=POLICIES,
+                   help="online (default): search while CMD runs; " + policy_help())
     add_workload_argument(p, required=False, help_extra=" (and task, name, ... as for sweep)")
     p.add_argument("--progress-file", metavar="F", help="where CMD writes its completed step count")
     p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
@@ -220,6 +224,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="search again after holding this long (default 600 s)")
     g.add_argument("--stall", dest="stall_s", type=float, metavar="S",
                    help="fall back to the start clock if no step is seen for this long (default 120 s)")
+    add_above_power_mode(p)
     add_board_options(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")
     p.set_defaults(func=cmd_run)

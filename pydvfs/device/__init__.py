@@ -78,14 +78,18 @@ class RestoreForcedWarning(UserWarning):
 @dataclass(frozen=True)
 class PinResult:
     """What a pin asked for and what the board was set to. Units: MHz. ``warning``: set when the
-    original state saved by this pin is itself a pin (min == max, as jetson_clocks leaves it). A
-    joint pin (``--emc``, ``--cpu``) also gives the level each clock domain got (``domains_mhz``:
-    "emc", "cpu0", ...)."""
+    original state saved by this pin is itself a pin (min == max, as jetson_clocks leaves it).
+    ``power_cap_mhz``: the power mode's GPU cap the pin obeyed (None: none known, or lifted by
+    above_power_mode); ``clamped_from_mhz``: the level asked for where the cap lowered it (else
+    None). A joint pin (``--emc``, ``--cpu``) also gives the level each clock domain got
+    (``domains_mhz``: "emc", "cpu0", ...)."""
 
     requested_mhz: float
     freq_mhz: float
     state_file: str
     warning: str | None = None
+    power_cap_mhz: float | None = None
+    clamped_from_mhz: float | None = None
     domains_mhz: dict = field(default_factory=dict)
     requested_cpu_mhz: float | None = None
 
@@ -94,15 +98,22 @@ class PinResult:
         return abs(self.requested_mhz - self.freq_mhz) > 1e-6
 
     def to_dict(self) -> dict:
-        out = {"requested_mhz": self.requested_mhz, "freq_mhz": self.freq_mhz,
-               "state_file": self.state_file, "warning": self.warning, "snapped": self.snapped}
+        """The record govcore's pin writes too (report.c gc_json_pin): "warning" only where set,
+        "domains" only for a joint pin."""
+        data = {"requested_mhz": self.requested_mhz, "freq_mhz": self.freq_mhz, "snapped": self.snapped,
+                "state_file": self.state_file, "power_cap_mhz": self.power_cap_mhz,
+                "clamped_from_mhz": self.clamped_from_mhz}
+        if self.warning is not None:
+            data["warning"] = self.warning
         if self.domains_mhz:
-            out["domains"] = dict(self.domains_mhz)
-        return out
+            data["domains"] = dict(self.domains_mhz)
+        return data
 
     def describe(self) -> str:
         text = f"pinned the GPU clock to {_fmt_mhz(self.freq_mhz)} MHz"
-        if self.snapped:
+        if self.clamped_from_mhz is not None:
+            text += f" (asked {_fmt_mhz(self.requested_mhz)} MHz: the power mode's GPU cap)"
+        elif self.snapped:
             text += f" (asked {_fmt_mhz(self.requested_mhz)} MHz: snapped to the nearest level)"
         if "emc" in self.domains_mhz:
             text += f", the EMC to {_fmt_mhz(self.domains_mhz['emc'])} MHz"
@@ -114,6 +125,13 @@ class PinResult:
             else:
                 text += f", every CPU policy ({', '.join(cpus)}) to {_fmt_mhz(self.requested_cpu_mhz)} MHz"
         return text
+
+    def notice(self) -> str | None:
+        """The one-line notice of a pin the power mode's cap lowered (govcore says the same)."""
+        if self.clamped_from_mhz is None:
+            return None
+        return (f"note: {_fmt_mhz(self.clamped_from_mhz)} MHz is above the power mode's GPU cap: pinned "
+                f"{_fmt_mhz(self.freq_mhz)} MHz (--above-power-mode lifts the cap)")
 
 
 def domain_record(d: dict) -> dict:
@@ -167,11 +185,15 @@ class Rail:
 
 
 class Device:
-    """A Jetson board found under a sysfs root. Use :func:`open_device`."""
+    """A Jetson board found under a sysfs root. Use :func:`open_device`.
 
-    def __init__(self, board: _core.Board, state_dir: str | None = None):
+    ``above_power_mode``: the power mode (nvpmodel) is the user's ceiling: every pin through
+    this device stays at or under the GPU cap in force (govcore/powermode.h) unless this is True."""
+
+    def __init__(self, board: _core.Board, state_dir: str | None = None, above_power_mode: bool = False):
         self._board = board
         self.state_dir = state_dir
+        self.above_power_mode = bool(above_power_mode)
 
     # -- what was discovered ---------------------------------------------------------------
     @property
@@ -270,6 +292,38 @@ class Device:
         lo, hi, gov = saved
         return ClockState(float("nan"), hz_to_mhz(lo), hz_to_mhz(hi), gov)
 
+    def power_mode(self) -> dict:
+        """The nvpmodel mode in force: ``id``, ``name``, ``gpu_max_mhz`` (None where not known)
+        and ``unknown`` (why, where the mode is not known)."""
+        return self._board.power_mode()
+
+    def gpu_cap(self) -> dict | None:
+        """The GPU cap a pin obeys: ``cap_mhz`` (the highest level at or under both),
+        ``devfreq_max_mhz`` (max_freq before the first pin), ``from_saved``,
+        ``nvpmodel_clk_cap_mhz``. None where it cannot be read (a damaged saved state)."""
+        from ..errors import PydvfsError
+
+        try:
+            return self._board.gpu_cap(self.state_dir)
+        except PydvfsError:
+            return None
+
+    def power_cap_mhz(self) -> float | None:
+        """The level a pin or a search may go up to: the cap in force, or None where it is
+        lifted (above_power_mode) or not known."""
+        if self.above_power_mode:
+            return None
+        cap = self.gpu_cap()
+        return None if cap is None else cap["cap_mhz"]
+
+    def allowed_frequencies_mhz(self) -> tuple[float, ...]:
+        """The table a search may use: the levels at or under :meth:`power_cap_mhz`."""
+        levels = self.available_frequencies_mhz
+        cap = self.power_cap_mhz()
+        if cap is None:
+            return levels
+        return tuple(f for f in levels if f <= cap) or levels[:1]
+
     @property
     def through_daemon(self) -> bool:
         """True if the board is governed through `govcore serve` (no root here): a pin then
@@ -297,11 +351,17 @@ class Device:
         ``status --json`` shows them under "domains"."""
         return [domain_record(d) for d in self._board.domains()]
 
-    def pin(self, mhz: float, emc_mhz: float | None = None, cpu_mhz: float | None = None) -> PinResult:
-        """Pin the GPU clock to the level nearest ``mhz``. The original state is saved first (if
-        that original is itself a pin, as jetson_clocks leaves it, ``PinResult.warning`` says
-        so). From here until :meth:`restore` (or the end of the process) this process owns the
-        board.
+    def pin(self, mhz: float | str, emc_mhz: float | None = None, cpu_mhz: float | None = None,
+            above_power_mode: bool | None = None, nearest: bool = True) -> PinResult:
+        """Pin the GPU clock to the level nearest ``mhz`` (a number, or text by govcore's
+        grammar), at or under the power mode's cap (lowered to it,
+        :attr:`PinResult.clamped_from_mhz` says so) unless ``above_power_mode`` (default: the
+        device's). The original state is saved first (if that original is itself a pin, as
+        jetson_clocks leaves it, ``PinResult.warning`` says so). From here until
+        :meth:`restore` (or the end of the process) this process owns the board.
+        ``nearest=False``: a clock more than one level outside the table is refused
+        (InvalidValueError), as ``pydvfs pin`` without ``--nearest``. One conversion (MHz to Hz,
+        here) and one snap (govcore's, directly or in the daemon, which says the level it set).
 
         ``emc_mhz`` pins the memory clock (one of its rates), ``cpu_mhz`` every cpufreq policy
         (each one's nearest level), together with the GPU as one: a clock not in a domain's
@@ -310,17 +370,22 @@ class Device:
         want_hz = mhz_to_hz(mhz)
         emc_hz = mhz_to_hz(emc_mhz) if emc_mhz is not None else 0
         cpu_hz = mhz_to_hz(cpu_mhz) if cpu_mhz is not None else 0
+        above = self.above_power_mode if above_power_mode is None else bool(above_power_mode)
         levels: dict = {}
         with ownership.changing(), ownership.governing(self._board) as owner:
             if emc_hz or cpu_hz:
-                level_hz, levels = self._board.pin_mode_hz(want_hz, emc_hz, cpu_hz, self.state_dir)
+                level_hz, levels = self._board.pin_mode_hz(want_hz, emc_hz, cpu_hz, self.state_dir,
+                                                           above_power_mode=above)
             else:
-                level_hz = self._board.pin_hz(want_hz, self.state_dir)
+                level_hz = self._board.pin_hz(want_hz, self.state_dir, nearest, above_power_mode=above)
             owner.pinned = True
             warning = getattr(self._board, "pin_warning", "") or None
-        return PinResult(float(mhz), hz_to_mhz(level_hz), self.state_file(), warning,
+        cap_hz, clamped_hz = self._board.last_pin_cap
+        return PinResult(hz_to_mhz(want_hz), hz_to_mhz(level_hz), self.state_file(), warning=warning,
+                         power_cap_mhz=hz_to_mhz(cap_hz) if cap_hz else None,
+                         clamped_from_mhz=hz_to_mhz(clamped_hz) if clamped_hz else None,
                          domains_mhz={k: hz_to_mhz(v) for k, v in levels.items()},
-                         requested_cpu_mhz=float(cpu_mhz) if cpu_mhz is not None else None)
+                         requested_cpu_mhz=hz_to_mhz(cpu_hz) if cpu_hz else None)
 
     def restore(self, force: bool = False) -> bool:
         """Put back the state saved before the first change. True if there was one.
@@ -393,6 +458,8 @@ class Device:
                 "max_mhz": saved.max_mhz,
             },
             "saved_state_known": known,
+            "power_mode": self.power_mode(),
+            "gpu_cap": self.gpu_cap(),
             "domains": self.domains(),
         }
 
@@ -400,20 +467,24 @@ class Device:
         return f"Device(model={self.model!r}, gpu={self.gpu_name!r}, sysfs_root={self.sysfs_root!r})"
 
 
-def open_device(sysfs_root: str | os.PathLike | None = None, state_dir: str | None = None) -> Device:
+def open_device(sysfs_root: str | os.PathLike | None = None, state_dir: str | None = None,
+                above_power_mode: bool = False) -> Device:
     """Discover the board. Raises DeviceNotFoundError where there is no Jetson GPU. Without
-    root, or with $PYDVFS_SOCKET set, the board may be the govcore daemon's (device/remote.py)."""
+    root, or with $PYDVFS_SOCKET set, the board may be the govcore daemon's (device/remote.py).
+    ``above_power_mode``: let pins go above the power mode's GPU cap (see :class:`Device`)."""
     from . import remote
 
-    return Device(remote.open_board(resolve_sysfs_root(sysfs_root)), state_dir)
+    return Device(remote.open_board(resolve_sysfs_root(sysfs_root)), state_dir, above_power_mode)
 
 
 def pin(mhz: float, sysfs_root: str | os.PathLike | None = None,
         state_dir: str | None = None, emc_mhz: float | None = None,
-        cpu_mhz: float | None = None) -> PinResult:
+        cpu_mhz: float | None = None, above_power_mode: bool = False) -> PinResult:
     """Pin the GPU clock of the board under ``sysfs_root``, and with ``emc_mhz``/``cpu_mhz``
-    the memory and CPU clocks with it (see :meth:`Device.pin`)."""
-    return open_device(sysfs_root, state_dir).pin(mhz, emc_mhz=emc_mhz, cpu_mhz=cpu_mhz)
+    the memory and CPU clocks with it (see :meth:`Device.pin`), at or under the power mode's
+    GPU cap unless ``above_power_mode``."""
+    return open_device(sysfs_root, state_dir).pin(mhz, emc_mhz=emc_mhz, cpu_mhz=cpu_mhz,
+                                                  above_power_mode=above_power_mode)
 
 
 def restore(sysfs_root: str | os.PathLike | None = None, state_dir: str | None = None) -> bool:

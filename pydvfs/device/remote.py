@@ -23,6 +23,7 @@ import time
 
 from .. import _core
 from ..errors import BoardIOError, BoardPermissionError, InvalidValueError
+from ..levels import nearest_level
 
 SOCKET_ENV = "PYDVFS_SOCKET"
 DEFAULT_SOCKET = "/run/pydvfs/govcore.sock"      # GC_SERVE_SOCKET (govcore/serve.h)
@@ -234,6 +235,12 @@ def connection(path: str) -> Connection:
         return _connections[path]
 
 
+def hz_text(hz: int) -> str:
+    """A clock in Hz as the protocol's MHz, exactly (gc_parse_mhz reads back the same Hz)."""
+    whole, frac = divmod(int(hz), 1000000)
+    return f"{whole}.{frac:06d}".rstrip("0").rstrip(".") if frac else str(whole)
+
+
 def _hz(mhz: float) -> int:
     return _core.mhz_to_hz(float(mhz))
 
@@ -281,10 +288,11 @@ class RemoteBoard:
         return None if pct is None else round(pct * 10)
 
     def snap_hz(self, want_hz: int) -> int:
-        """The nearest level (ties to the lower), as gc_snap_hz."""
+        """The nearest level (ties to the lower), as gc_snap_hz: for reading only (a search's
+        table); a pin is snapped once, by the daemon."""
         if want_hz <= 0:
             raise InvalidValueError("not a clock: 0 Hz")
-        return min(self.freqs_hz, key=lambda f: (abs(f - want_hz), f))
+        return nearest_level(self.freqs_hz, want_hz)
 
     def state_path(self, state_dir=None) -> str:
         saved = self._fresh()["saved_state"]
@@ -294,11 +302,35 @@ class RemoteBoard:
         saved = self._fresh()["saved_state"]
         return None if saved is None else (_hz(saved["min_mhz"]), _hz(saved["max_mhz"]), saved["governor"])
 
-    def pin_hz(self, want_hz: int, state_dir=None) -> int:
-        level_hz = self.snap_hz(want_hz)  # the daemon takes only clocks of the table
-        reply = self._conn.request(f"pin {plain_decimal(level_hz / 1e6)}")
+    def pin_hz(self, want_hz: int, state_dir=None, nearest: bool = True, above_power_mode: bool = False) -> int:
+        """As ``_core.Board.pin_hz``: the clock asked for goes to the daemon exactly (Hz as a
+        decimal of MHz, no rounding), the daemon snaps it (the one snap, in C), obeys the power
+        mode's cap (lifting it is for root alone) and says the level it set, in Hz."""
+        reply = self._pin(f"pin {hz_text(want_hz)}" + (" nearest=1" if nearest else ""), above_power_mode)
+        return int(reply["freq_hz"])
+
+    def _pin(self, request: str, above_power_mode: bool) -> dict:
+        """A pin request; its reply, with what the cap did and the warning kept for the caller."""
+        if above_power_mode:
+            raise InvalidValueError("--above-power-mode is not available through the govcore daemon: run as root")
+        reply = self._conn.request(request)
         self._state_file = reply["state_file"]
-        return _hz(reply["freq_mhz"])
+        cap, clamped = reply.get("power_cap_mhz"), reply.get("clamped_from_mhz")
+        self._last_pin_cap = (_hz(cap) if cap else 0, _hz(clamped) if clamped else 0)
+        self._pin_warning = reply.get("warning") or ""
+        return reply
+
+    _last_pin_cap = (0, 0)
+    last_pin_cap = property(lambda self: self._last_pin_cap)
+    _pin_warning = ""
+    pin_warning = property(lambda self: self._pin_warning)
+
+    def power_mode(self) -> dict:
+        return self._fresh().get("power_mode") or {
+            "id": None, "name": None, "gpu_max_mhz": None, "unknown": "the govcore daemon does not report it"}
+
+    def gpu_cap(self, state_dir=None) -> dict | None:
+        return self._fresh().get("gpu_cap")
 
     def domains(self, emc_table_hz=()) -> list:
         """The daemon's clock domains, in _core.Board.domains's shape (Hz)."""
@@ -316,17 +348,16 @@ class RemoteBoard:
                         "related_cpus": r.get("related_cpus", ""), "state": st})
         return out
 
-    def pin_mode_hz(self, gpu_hz: int, emc_hz: int, cpu_hz: int, state_dir=None, emc_table_hz=()):
-        """The joint pin in the daemon: it checks and snaps the EMC and CPU clocks (one snap, in
-        C); the GPU's level is snapped here, as pin_hz does."""
-        parts = [f"pin {plain_decimal(self.snap_hz(gpu_hz) / 1e6)}"]
+    def pin_mode_hz(self, gpu_hz: int, emc_hz: int, cpu_hz: int, state_dir=None, emc_table_hz=(),
+                    above_power_mode: bool = False):
+        """The joint pin in the daemon: every clock as asked, each snapped there (one snap, in C)."""
+        parts = [f"pin {hz_text(gpu_hz)} nearest=1"]
         if emc_hz:
-            parts.append(f"emc_mhz={plain_decimal(emc_hz / 1e6)}")
+            parts.append(f"emc_mhz={hz_text(emc_hz)}")
         if cpu_hz:
-            parts.append(f"cpu_mhz={plain_decimal(cpu_hz / 1e6)}")
-        reply = self._conn.request(" ".join(parts))
-        self._state_file = reply["state_file"]
-        return _hz(reply["freq_mhz"]), {k: _hz(v) for k, v in reply.get("domains", {}).items()}
+            parts.append(f"cpu_mhz={hz_text(cpu_hz)}")
+        reply = self._pin(" ".join(parts), above_power_mode)
+        return int(reply["freq_hz"]), {k: _hz(v) for k, v in reply.get("domains", {}).items()}
 
     def restore(self, state_dir=None) -> bool:
         return bool(self._conn.request("restore")["restored"])

@@ -189,11 +189,21 @@ class OnlineEngine:
         self._record_pin(t, None)
         self._say(f"{why}: searching stopped, the board stays at its own clock state")
 
-    def _move_to(self, t: float, nxt: float) -> None:
+    def start(self, t: float = 0.0) -> None:
+        """Put the board at the search's start clock, by the path every later move takes
+        (:meth:`_move_to`): a start the board refuses (a power-mode cap) is dropped from the
+        search and the next proposal tried, as a refused later level is. A board that cannot
+        be written at all (no permission) is an error here: nothing has run yet."""
+        target, self.pinned_mhz = self.search.target_mhz, MAXN  # before: the board's own state
+        self._move_to(t, target, first=True)
+        self.switches = [{"t_s": t, "freq_mhz": self.pinned_mhz}]
+
+    def _move_to(self, t: float, nxt: float, first: bool = False) -> None:
         """Pin the search's next clock. A level the board refuses (ClockVerifyError; govcore has
         put the original state back) is dropped from the search, the current clock is pinned
-        again, and the search's next proposal is tried. If the current clock does not take
-        again either, or the board cannot be written at all, fall back to the board's state."""
+        again (none: the board's own state, which govcore put back), and the search's next
+        proposal is tried. If the current clock does not take again either, or the board cannot
+        be written at all, fall back to the board's state (``first``: raise the latter)."""
         while nxt != self.pinned_mhz:
             if nxt is MAXN:  # the search measures (or keeps) the board's own governor
                 try:
@@ -214,12 +224,16 @@ class OnlineEngine:
                 except InvalidValueError as e2:  # the last level: cannot happen while one held
                     return self._unpinned(t, str(e2))
                 try:
-                    self.dev.pin(self.pinned_mhz)
+                    if self.pinned_mhz is not MAXN:
+                        self.dev.pin(self.pinned_mhz)
                 except PydvfsError as e2:
                     return self._unpinned(t, f"the board refused {refused:g} MHz, then {self.pinned_mhz:g} "
                                              f"MHz, which had held: {e2}")
                 self.settle_until_s = t + self.w.settle_s  # it was off for a moment
+                continue  # the next proposal: not pinned yet
             except PydvfsError as e:  # no permission, an I/O error: nothing to search on
+                if first:
+                    raise
                 return self._unpinned(t, f"cannot pin {nxt:g} MHz: {e}")
             self._record_pin(t, nxt)
             self.settle_until_s = t + self.w.settle_s

@@ -37,10 +37,12 @@ from .engine import OnlineEngine, WindowParams, checked_total_steps, window_ener
 from .loop import (
     POLICIES,
     default_search,
+    needs_workload,
     new_search,
     online_outcome,
     plan_online,
     search_params,
+    start_policy,
 )
 from .objective import Objective
 
@@ -74,11 +76,11 @@ class OnlineGovernor:
                  energy: str = DEFAULT_MEASURE,
                  window: WindowParams | dict | float | None = None, search_options: dict | None = None,
                  total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic,
-                 knobs="gpu", pin_mode: Callable | None = None, restore_mode: Callable | None = None,
-                 modes=None):
+                 above_power_mode: bool = False, knobs="gpu", pin_mode: Callable | None = None,
+                 restore_mode: Callable | None = None, modes=None):
         if policy not in POLICIES:
             raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
-        if policy != "online" and workload is None and policy != "maxn":
+        if workload is None and needs_workload(policy):
             raise InvalidValueError(f"policy {policy} needs a workload (a pydvfs.Workload, a dict, or a "
                                     "Hugging Face model with seq_len)")
         if policy != "online" and (start_mhz is not None or search is not None or search_options
@@ -99,7 +101,7 @@ class OnlineGovernor:
         self.window = WindowParams.of(window)
         self.start_mhz = start_mhz
         self.log, self.clock = log, clock
-        self.dev = open_device(sysfs_root, state_dir)
+        self.dev = open_device(sysfs_root, state_dir, above_power_mode)
         self.sampler = Sampler(rate_hz=rate_hz, sysfs_root=self.dev.sysfs_root)  # fails before any change
         self.board = board_of(self.dev.model)  # the board table's row: which rails make each energy
         if policy == "online":  # a search cannot minimise an energy the board's rails do not give
@@ -110,6 +112,7 @@ class OnlineGovernor:
         self._t0: float | None = None
         self._plan: dict = {}
         self._decision: dict | None = None
+        self._fallback: str | None = None  # a static policy's clock the board refused
         self._old_handlers: dict = {}
         self._lock = threading.RLock()
 
@@ -126,8 +129,6 @@ class OnlineGovernor:
                 return self
             if self.report is not None:
                 raise InvalidValueError("this governor was closed; make a new one")
-            from ..policy.apply import apply
-
             if self.policy == "online":
                 self._plan = plan_online(self.dev, self.workload, self.model_dir, self.start_mhz, self.log,
                                          "pydvfs", self.search_kind)
@@ -138,27 +139,19 @@ class OnlineGovernor:
             self._install_handlers()
             atexit.register(self.close)
             try:
+                engine = None
                 if self.policy == "online":
-                    if self.knobs != ("gpu",):
-                        self._mode_dev.pin(searcher.target_mhz)
-                    elif searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
-                        self.dev.pin(searcher.target_mhz)
-                elif self.policy == "maxn" and self.workload is None:
-                    self.dev.restore()
-                    self._decision = {"freq_mhz": None, "policy": "maxn"}
-                else:
-                    self._decision = apply(self.workload, self.policy, self.model_dir, self.dev.sysfs_root,
-                                           self.dev.state_dir, objective=self.objective.kind,
-                                           max_slowdown_pct=self.objective.max_slowdown_pct).to_dict()
+                    engine = OnlineEngine(self.dev if self.knobs == ("gpu",) else self._mode_dev, self.sampler,
+                                          searcher, self.window, "the training loop",
+                                          self.log, self.objective, say_prefix="pydvfs",
+                                          total_steps=self._total_steps)
+                self._decision, self._fallback = start_policy(self.dev, self.policy, self.workload, self.model_dir,
+                                                              self.objective, engine, self.log, "pydvfs")
                 self.sampler.start()
                 self._t0_ns = time.monotonic_ns()
                 self.sampler.begin_window("run")
                 self._t0 = self.clock()
-                if self.policy == "online":
-                    dev = self.dev if self.knobs == ("gpu",) else self._mode_dev
-                    self.engine = OnlineEngine(dev, self.sampler, searcher, self.window, "the training loop",
-                                               self.log, self.objective, say_prefix="pydvfs",
-                                               total_steps=self._total_steps)
+                self.engine = engine
             except BaseException:
                 self._teardown()
                 raise
@@ -204,7 +197,7 @@ class OnlineGovernor:
     def current_mhz(self) -> float | None:
         if self.engine is not None:
             return self.engine.pinned_mhz
-        return None if self._decision is None else self._decision["freq_mhz"]
+        return None if self._decision is None or self._fallback else self._decision["freq_mhz"]
 
     def close(self) -> dict | None:
         """Stop measuring, restore the board, return the report (the same fields as ``pydvfs
@@ -254,7 +247,8 @@ class OnlineGovernor:
                   "restored": self._restored, "measurement": m.to_dict(),
                   "monotonic_ns": [self._t0_ns, self._t1_ns]}  # brackets the measured span
         if engine_part is None:
-            report.update(decision=self._decision, chosen_mhz=self._decision["freq_mhz"],
+            report.update(decision=self._decision, fallback=self._fallback,
+                          chosen_mhz=None if self._fallback else self._decision["freq_mhz"],
                           objective=self.objective.to_dict(), trade=self._decision.get("trade"))
         else:
             report.update(self._plan, search_kind=self.search_kind, decision=None, **engine_part)

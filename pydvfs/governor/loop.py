@@ -30,7 +30,7 @@ from ..device import open_device
 from ..energy import board_of
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
-from ..errors import InvalidValueError, PydvfsError
+from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
 from ..progress import read_progress
 from ..sampler import Sampler
 from ..signals import Terminated
@@ -42,6 +42,12 @@ from .search import HillClimb, SearchParams
 STATIC_POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn, roofline
 SEARCHES = ("model", "hill")  # the online searches; the first is the default
 POLICIES = ("online",) + STATIC_POLICIES
+
+
+def needs_workload(policy: str) -> bool:
+    """A static policy decides from a workload, unless its entry in govcore's table pins
+    nothing (maxn: the board's own governor)."""
+    return policy != "online" and "pins_nothing" not in _core.POLICY_FLAGS[policy]
 
 
 def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None) -> tuple[float, str, bool]:
@@ -68,11 +74,12 @@ def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | 
 
 
 def board_cap_mhz(dev) -> float:
-    """The board's own max_freq (MHz): what it was before pydvfs changed it (the saved state,
-    if an earlier run left one), else what it is now. Under a power mode (nvpmodel) levels above
-    it cannot take."""
-    saved = dev.saved_state()
-    return (saved if saved is not None else dev.state()).max_mhz
+    """The power mode's GPU cap (MHz), by govcore's one rule (govcore/powermode.h): the highest
+    level at or under the max_freq found before the first pin (the saved state's, if an earlier
+    run left one, else the live one) and nvpmodel's cap; the top level where the device lifts
+    the cap (above_power_mode) or none is known."""
+    cap = dev.power_cap_mhz()
+    return cap if cap is not None else max(dev.available_frequencies_mhz)
 
 
 def capped_levels(levels_mhz, cap_mhz: float) -> tuple[float, ...]:
@@ -93,10 +100,10 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
     levels = capped_levels(dev.available_frequencies_mhz, cap)
     start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz)
     if start > levels[-1]:
-        start, source = levels[-1], f"{source}, capped at the board's max_freq {cap:g} MHz"
+        start, source = levels[-1], f"{source}, capped at the power mode's GPU cap {cap:g} MHz"
     if len(levels) < len(dev.available_frequencies_mhz) and log is not None:
-        print(f"{prefix}: the board's max_freq is {cap:g} MHz (a power-mode cap?): "
-              f"searching {levels[0]:g}..{levels[-1]:g} MHz", file=log, flush=True)
+        print(f"{prefix}: the power mode caps the GPU at {cap:g} MHz: searching {levels[0]:g}..{levels[-1]:g} "
+              "MHz (--above-power-mode lifts the cap)", file=log, flush=True)
     maxn_anchor = keeps_maxn and search_kind == "model"  # the hill climb compares levels only
     if maxn_anchor:
         source = f"mlg keeps this workload at MAXN; the levels are searched from {start:g} MHz ({source})"
@@ -104,6 +111,49 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
         source += " (mlg keeps this workload at MAXN)"
     return {"start_mhz": None if maxn_anchor else start, "start_source": source, "centre_mhz": start,
             "maxn_anchor": maxn_anchor, "board_max_mhz": cap, "search_levels_mhz": list(levels)}
+
+
+def start_policy(dev, policy: str, workload, model_dir, objective: Objective, engine: OnlineEngine | None = None,
+                 log=None, prefix: str = "pydvfs run") -> tuple[dict | None, str | None]:
+    """Put the board where ``policy`` starts, the one start of both front ends (``pydvfs run``
+    and :class:`~pydvfs.governor.inprocess.OnlineGovernor`). Returns (the decision, None for
+    online; the fallback, None where the clock took).
+
+    ``online``: the engine pins the search's start clock by the path of every later move, so a
+    start the board refuses is dropped from the search as a refused later level is. A static
+    policy is decided, then pinned by the same rule: a clock the board refuses (govcore has put
+    its own state back) leaves the board at its own state, said on ``log`` and returned as the
+    fallback; the command still runs. A board that cannot be written at all is an error. The pin
+    stays at or under the power mode's GPU cap unless the device was opened above it; a choice
+    mapped from another board's table or lowered to the cap is said on ``log``."""
+    if policy == "online":
+        engine.start(0.0)
+        return None, engine.fallback
+    if "pins_nothing" in _core.POLICY_FLAGS[policy] and workload is None:  # maxn: nothing to decide
+        dev.restore()
+        return {"freq_mhz": None, "policy": policy}, None
+    from ..policy.apply import decide, mapping_notice
+
+    decision = decide(workload, policy, model_dir, dev.sysfs_root, dev.state_dir, objective=objective.kind,
+                      max_slowdown_pct=objective.max_slowdown_pct).to_dict()
+    if decision["freq_mhz"] is None:  # maxn, or a tree that keeps the workload there
+        dev.restore()
+        return decision, None
+    if decision.get("mapped_from_mhz") is not None and log is not None:
+        print(f"{prefix}: {mapping_notice(decision['trained_on'] or {}, decision['mapped_from_mhz'], decision['policy_mhz'], dev.model)}",
+              file=log, flush=True)
+    try:
+        pinned = dev.pin(decision["freq_mhz"])
+    except ClockVerifyError as e:
+        why = f"the board refused {decision['freq_mhz']:g} MHz ({e})"
+        if log is not None:
+            print(f"{prefix}: {why}: the board stays at its own clock state", file=log, flush=True)
+        return decision, why
+    decision.update(freq_mhz=pinned.freq_mhz, power_cap_mhz=pinned.power_cap_mhz,
+                    clamped_from_mhz=pinned.clamped_from_mhz)
+    if pinned.clamped_from_mhz is not None and log is not None:
+        print(f"{prefix}: {clamp_notice(decision)}", file=log, flush=True)
+    return decision, None
 
 
 def search_vf(model_dir) -> tuple:
@@ -221,6 +271,12 @@ def online_outcome(report: dict, energy_j: float) -> dict:
     return out
 
 
+def clamp_notice(decision: dict) -> str:
+    """The one-line notice of a decision the power mode's cap lowered."""
+    return (f"note: {decision['clamped_from_mhz']:g} MHz is above the power mode's GPU cap: pinned "
+            f"{decision['freq_mhz']:g} MHz (--above-power-mode lifts the cap)")
+
+
 def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | None = None,
                  progress_file: str | Path | None = None, rate_hz: float | None = None,
                  model_dir=None, start_mhz: float | None = None,
@@ -229,11 +285,11 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                  clock: Callable[[], float] = time.monotonic,
                  *, objective: Objective | None = None, search_kind: str | None = None,
                  sleep: Callable[[float], None] = time.sleep, total_steps: int | None = None,
-                 knobs=("gpu",)) -> dict:
+                 knobs=("gpu",), above_power_mode: bool = False) -> dict:
     """Run ``cmd`` under ``policy``; returns the report (see docs/online.md). ``total_steps``:
-    the count the progress file will reach at the end, if known (the online search's horizon)."""
+    the count the progress file will reach at the end, if known (the online search's horizon).
+    The clock stays at or under the power mode's GPU cap unless ``above_power_mode``."""
     from ..device import remote
-    from ..policy.apply import apply
 
     cmd = list(cmd)
     if not cmd:
@@ -243,7 +299,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     online = policy == "online"
     if online and not progress_file:
         raise InvalidValueError("--policy online needs --progress-file F: the step count CMD writes")
-    if not online and workload is None and policy != "maxn":
+    if workload is None and needs_workload(policy):
         raise InvalidValueError(f"--policy {policy} needs --workload model=...,layers=...,hidden=...,seq_len=...")
     if not online and (start_mhz is not None or search is not None or total_steps is not None):
         raise InvalidValueError("the search options (--start, --margin, --steps, ...) are for --policy online")
@@ -253,7 +309,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     window = window or WindowParams()
     log = log or sys.stderr
     progress = Path(progress_file) if progress_file else None
-    dev = open_device(sysfs_root, state_dir)
+    dev = open_device(sysfs_root, state_dir, above_power_mode)
     reconnects = remote.reconnects()
 
     report: dict = {"command": cmd, "policy": policy, "progress_file": None if progress is None else str(progress)}
@@ -286,23 +342,16 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     try:
         try:
             if online:
-                if searcher.target_mhz is not None:  # None: MAXN, the board's own state, first
-                    search_dev.pin(searcher.target_mhz)
-                report["decision"] = None
-            elif policy == "maxn" and workload is None:
-                dev.restore()
-                report["decision"] = {"freq_mhz": None, "policy": "maxn"}
-            else:
-                report["decision"] = apply(workload, policy, model_dir, dev.sysfs_root, dev.state_dir,
-                                           objective=objective.kind,
-                                           max_slowdown_pct=objective.max_slowdown_pct).to_dict()
+                engine = OnlineEngine(search_dev, sampler, searcher, window, f"the progress file {progress}",
+                                      log, objective, total_steps=total_steps)
+            report["decision"], fallback = start_policy(dev, policy, workload, model_dir, objective, engine, log)
+            if not online:
+                report["fallback"] = fallback
             with sampler:
                 t0 = clock()
                 proc = start_command(cmd, {"PYDVFS_POLICY": policy})
                 try:
                     if online:
-                        engine = OnlineEngine(search_dev, sampler, searcher, window, f"the progress file {progress}",
-                                              log, objective, total_steps=total_steps)
                         _poll(engine, progress, proc, clock, t0, sleep)
                         report.update(engine.report())
                     else:
@@ -354,7 +403,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         report.update(online_outcome(report, energy))
         engine.say_outcome()
     else:
-        report.update(chosen_mhz=report["decision"]["freq_mhz"], objective=objective.to_dict(),
+        report.update(chosen_mhz=None if report["fallback"] else report["decision"]["freq_mhz"],
+                      objective=objective.to_dict(),
                       trade=report["decision"].get("trade"))
     if interrupted is not None:
         # the caller still unwinds as on any Ctrl-C/SIGTERM, with what was measured until then
@@ -375,4 +425,5 @@ def _poll(engine: OnlineEngine, progress: Path, proc, clock, t0: float, sleep) -
         engine.tick(clock() - t0, read_progress(progress))
 
 
-__all__ = ["POLICIES", "STATIC_POLICIES", "WindowParams", "board_cap_mhz", "capped_levels", "choose_start", "read_progress", "run_governed"]
+__all__ = ["POLICIES", "STATIC_POLICIES", "WindowParams", "board_cap_mhz", "capped_levels", "choose_start", "read_progress",
+           "run_governed", "start_policy"]

@@ -84,11 +84,25 @@ class Decision:
     policy_mhz: float | None = None
     objective: dict = field(default_factory=lambda: {"kind": "energy", "max_slowdown_pct": None})
     trade: dict | None = None
+    power_cap_mhz: float | None = None
+    clamped_from_mhz: float | None = None
+    mapped_from_mhz: float | None = None
+    trained_on: dict | None = None
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
                 "policy_mhz": self.policy_mhz, "objective": self.objective, "trade": self.trade,
-                "features": self.features, "workload": self.workload, "model": self.model}
+                "features": self.features, "workload": self.workload, "model": self.model,
+                "power_cap_mhz": self.power_cap_mhz, "clamped_from_mhz": self.clamped_from_mhz,
+                "mapped_from_mhz": self.mapped_from_mhz, "trained_on": self.trained_on}
+
+    def mapping_notice(self, board_model: str = "") -> str | None:
+        """The one-line notice of a choice mapped from the tree's training table onto this
+        board's (docs/policy.md, "On another board"); None where it was not mapped."""
+        if self.mapped_from_mhz is None or self.freq_mhz is None:
+            return None
+        return mapping_notice(self.trained_on or {}, self.mapped_from_mhz, self.policy_mhz or self.freq_mhz,
+                              board_model)
 
     def describe(self, note: str = "") -> str:
         """Text: the clock (with ``note`` after it), then the goal and the trade, if any."""
@@ -98,12 +112,35 @@ class Decision:
                           *describe_trade(self.to_dict())])
 
 
+def _board_name(board_id: str | None, model: str = "") -> str:
+    from ..boards import boards, identify
+
+    if board_id and board_id in boards():
+        return boards()[board_id].name
+    found = identify(model) if model else None
+    return found.name if found else (board_id or "another board")
+
+
+def mapping_notice(trained_on: dict, from_mhz: float, to_mhz: float, board_model: str = "") -> str:
+    levels = trained_on.get("levels_mhz") or []
+    table = f" ({levels[0]:g}..{levels[-1]:g} MHz)" if levels else ""
+    here = _board_name(None, board_model) if board_model else "this board"
+    return (f"note: the policy was trained on {_board_name(trained_on.get('board'))}'s clock table{table}; "
+            f"on {here} its {from_mhz:g} MHz maps to {to_mhz:g} MHz (the same fraction of the top level, "
+            "snapped to this board's table); `pydvfs run --policy online` measures this board's own best clock")
+
+
+def _trained_on(tree) -> dict:
+    return {"board": tree.board_id, "levels_mhz": list(tree.levels_mhz)}
+
+
 def _mhz(hz: int) -> float | None:
     return None if hz == 0 else hz_to_mhz(hz)
 
 
 def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: bool,
-            objective: str = "energy", max_slowdown_pct: float | None = None, **overrides) -> Decision:
+            objective: str = "energy", max_slowdown_pct: float | None = None,
+            above_power_mode: bool = False, **overrides) -> Decision:
     from ..governor.objective import Objective
 
     if policy is None:  # as if not given: the default policy
@@ -117,21 +154,27 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
     if not isinstance(board, _core.Board):  # the govcore daemon's board (device/remote.py)
         # the goal travels too; a curve (roofline policy, slowdown bound) comes from the
         # installed model folder's roofline.txt
+        if above_power_mode and pin:
+            raise InvalidValueError("--above-power-mode is not available through the govcore daemon: run as root")
         d = board.apply(policy, wl.as_core(), wl.model, model_dir, dry_run=not pin,
                         objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct)
         return Decision(freq_mhz=d["freq_mhz"], proposed_mhz=d["proposed_mhz"], policy=policy,
                         features=d["features"], workload=wl.to_dict(), model=d["model"],
                         policy_mhz=d.get("policy_mhz"), objective=d.get("objective") or goal.to_dict(),
-                        trade=d.get("trade"))
+                        trade=d.get("trade"),
+                        power_cap_mhz=d.get("power_cap_mhz"), clamped_from_mhz=d.get("clamped_from_mhz"),
+                        mapped_from_mhz=d.get("mapped_from_mhz"), trained_on=d.get("trained_on"))
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
-    bound = goal.max_slowdown_pct is not None and policy != "maxn" and model_dir is not None
-    roofline = load_roofline(model_dir) if policy == "roofline" or bound else None
+    flags = _core.POLICY_FLAGS[policy]  # the policy's entry in govcore's table
+    bound = goal.max_slowdown_pct is not None and "pins_nothing" not in flags and model_dir is not None
+    roofline = load_roofline(model_dir) if "needs_model_dir" in flags or bound else None
     tree = load_tree(model_dir)
     core_goal = {"roofline": roofline, "objective": goal.kind, "max_slowdown_pct": goal.max_slowdown_pct}
     if pin:
         with ownership.changing(), ownership.governing(board) as owner:
-            r = _core.apply(board, tree, policy, wl.as_core(), state_dir, **core_goal)
+            r = _core.apply(board, tree, policy, wl.as_core(), state_dir, **core_goal,
+                            above_power_mode=above_power_mode)
             owner.pinned = r["level_hz"] != 0  # maxn restored the board
     else:
         r = _core.decide(board, tree, policy, wl.as_core(), **core_goal)
@@ -149,6 +192,10 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         policy_mhz=_mhz(r["policy_level_hz"]),
         objective={"kind": goal.kind, "max_slowdown_pct": goal.max_slowdown_pct},  # no energy measure: nothing is measured
         trade=trade,
+        power_cap_mhz=_mhz(r["cap_hz"]),
+        clamped_from_mhz=_mhz(r["clamped_from_hz"]),
+        mapped_from_mhz=r["mapped_from_mhz"],
+        trained_on=_trained_on(tree),
     )
 
 
@@ -160,21 +207,23 @@ def decide(workload: Any, policy: str | None = DEFAULT_POLICY, model_dir=None, s
 
 
 def apply(workload: Any, policy: str | None = DEFAULT_POLICY, model_dir=None, sysfs_root=None, state_dir=None,
-          **overrides) -> Decision:
+          above_power_mode: bool = False, **overrides) -> Decision:
     """Choose the clock for ``workload`` and pin it (``maxn``: restore the board's default).
 
     ``workload``: a :class:`pydvfs.Workload`, a dict, or a Hugging Face config or model (then give
     ``seq_len=`` and optionally ``util_pct=``). ``objective=`` ("energy", "edp", "ed2p") and
     ``max_slowdown_pct=``: as ``pydvfs apply --objective --max-slowdown`` (docs/policy.md); a
-    bound needs a ``model_dir`` with roofline.txt, edp/ed2p the roofline policy. The original
-    clock state is saved first; call :func:`pydvfs.restore` (or use :func:`governed`) to put it
-    back."""
-    return _decide(workload, policy, model_dir, sysfs_root, state_dir, True, **overrides)
+    bound needs a ``model_dir`` with roofline.txt, edp/ed2p the roofline policy. The clock
+    stays at or under the power mode's GPU cap (``clamped_from_mhz`` says where it lowered the
+    choice) unless ``above_power_mode``. The original clock state is saved first; call
+    :func:`pydvfs.restore` (or use :func:`governed`) to put it back."""
+    return _decide(workload, policy, model_dir, sysfs_root, state_dir, True,
+                   above_power_mode=above_power_mode, **overrides)
 
 
 @contextlib.contextmanager
 def governed(workload: Any, policy: str | None = DEFAULT_POLICY, model_dir=None, sysfs_root=None, state_dir=None,
-             **overrides) -> Iterator[Decision]:
+             above_power_mode: bool = False, **overrides) -> Iterator[Decision]:
     """``with pydvfs.governed(w): train()`` - apply, and restore on exit whatever happens: an
     exception, Ctrl-C, or (in the main thread) SIGTERM/SIGHUP/SIGQUIT, which raise
     :class:`pydvfs.signals.Terminated` inside the block. Nested in another governing block of
@@ -184,7 +233,7 @@ def governed(workload: Any, policy: str | None = DEFAULT_POLICY, model_dir=None,
     nested = dev.governed_outside
     with terminate_as_exception(), dev.governing():
         try:
-            yield apply(workload, policy, model_dir, sysfs_root, state_dir, **overrides)
+            yield apply(workload, policy, model_dir, sysfs_root, state_dir, above_power_mode, **overrides)
         finally:
             if not nested:
                 dev.restore()

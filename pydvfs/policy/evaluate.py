@@ -11,8 +11,9 @@ from .. import _core
 from ..eta import track
 from .curves import Curve
 
-# govcore's policies (mlg, ffg, rules, maxn); roofline joins when the model folder has roofline.txt
-POLICIES = tuple(p for p in _core.POLICY_NAMES if p != "roofline")
+# govcore's policies (mlg, ffg, rules, maxn); those that need a model folder's roofline.txt
+# (roofline) join when the model folder has one
+POLICIES = tuple(p for p in _core.POLICY_NAMES if "needs_model_dir" not in _core.POLICY_FLAGS[p])
 
 
 def choices_for(curve: Curve, tree, roofline=None) -> dict[str, float | None]:

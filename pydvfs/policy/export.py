@@ -33,7 +33,8 @@ def _c_double(x: float) -> str:
 
 
 def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, source: str,
-              provenance: dict, tool: str = "tools/export_policy.py", classes_mhz=None) -> str:
+              provenance: dict, tool: str = "tools/export_policy.py", classes_mhz=None,
+              board_id: str = "", levels_mhz=()) -> str:
     """C source for a fitted DecisionTreeClassifier. ``classes_mhz``: the clock (MHz) of each
     of its classes, in ``clf.classes_`` order (default: the classes are clocks in MHz).
     ``provenance`` (:func:`pydvfs.policy.manifest.provenance`): data_file, data_sha256 and
@@ -54,22 +55,27 @@ def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, s
     if n != 1:
         raise ModelError("unexpected m2cgen output (no scoring function found)")
     return _model_c(body, feature_names, classes, default_util_pct, ffg_mhz, name,
-                    HEADER.format(tool=tool, source=source, m2c=m2cgen.__version__), provenance)
+                    HEADER.format(tool=tool, source=source, m2c=m2cgen.__version__), provenance,
+                    board_id, levels_mhz)
 
 
 def constant_to_c(mhz: float, feature_names, default_util_pct, name: str, source: str,
-                  provenance: dict, tool: str = "pydvfs train") -> str:
+                  provenance: dict, tool: str = "pydvfs train", board_id: str = "", levels_mhz=()) -> str:
     """C source for a policy that always proposes ``mhz``: what a model folder ships when the
     learned tree does not beat the best fixed clock (then ``mhz`` is that clock)."""
     body = ("static void gc_tree_score(double *input, double *output)\n{\n"
             "    (void)input;\n    output[0] = 1.0;\n}")
     header = HEADER.format(tool=tool, source=source, m2c="not used").replace(
         "(m2cgen not used)", "(a fixed clock: the learned tree did not beat it)")
-    return _model_c(body, feature_names, [float(mhz)], default_util_pct, mhz, name, header, provenance)
+    return _model_c(body, feature_names, [float(mhz)], default_util_pct, mhz, name, header, provenance,
+                    board_id, levels_mhz)
 
 
 def _model_c(body: str, feature_names, classes, default_util_pct, ffg_mhz: float, name: str,
-             header: str, provenance: dict) -> str:
+             header: str, provenance: dict, board_id: str = "", levels_mhz=()) -> str:
+    """``board_id`` and ``levels_mhz``: the board and GPU clock table the tree was trained on
+    (gc_tree_model.board_id / levels_mhz; docs/policy.md, "On another board")."""
+    levels = sorted(float(f) for f in levels_mhz)
     lines = [
         header,
         "#include <string.h>",
@@ -97,6 +103,9 @@ def _model_c(body: str, feature_names, classes, default_util_pct, ffg_mhz: float
         f"    {_c_string(provenance['data_file'])},",
         f"    {_c_string(provenance['data_sha256'])},",
         f"    {_c_string(provenance['trained_utc'])},",
+        f"    {_c_string(board_id)},",
+        f"    {len(levels)},",
+        "    {" + (", ".join(_c_double(f) for f in levels) or "0") + "},",
         "};",
         "",
     ]

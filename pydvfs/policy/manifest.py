@@ -15,6 +15,9 @@ for another CPU (a model trained on a laptop, applied on the board).
     data_file NAME                provenance: the training data ...
     data_sha256 HEX               ... its SHA-256 ("-" if it was not a file) ...
     trained_utc 2026-...Z         ... and when the tree was fitted
+    board agx-orin                the board the data came from (pydvfs.boards id; - unknown)
+    levels_mhz 306.0 408.0 ...    the data's GPU clock table: govcore maps the tree's clock onto
+                                  another board's table by it (docs/policy.md, "On another board")
 """
 from __future__ import annotations
 
@@ -88,8 +91,10 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def write_manifest(model_dir: str | os.PathLike, features: Sequence[str],
-                   classes_mhz: Sequence[float], prov: dict) -> dict:
-    """Record the folder's policy_tree.c and policy.so (call after both are written)."""
+                   classes_mhz: Sequence[float], prov: dict, board_id: str | None = None,
+                   levels_mhz: Sequence[float] = ()) -> dict:
+    """Record the folder's policy_tree.c and policy.so (call after both are written), and the
+    board and clock table the tree was trained on."""
     d = Path(model_dir)
     fields = {
         "format": _core.MODEL_FORMAT,
@@ -100,6 +105,8 @@ def write_manifest(model_dir: str | os.PathLike, features: Sequence[str],
         "data_file": prov["data_file"],
         "data_sha256": prov["data_sha256"],
         "trained_utc": prov["trained_utc"],
+        "board": board_id or "-",
+        "levels_mhz": [repr(float(f)) for f in sorted(levels_mhz)],
     }
     _write_atomic(d / MANIFEST_NAME, _format(fields))
     return fields

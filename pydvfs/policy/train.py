@@ -384,9 +384,11 @@ def ship_decision(curves: Sequence[Curve], tree: Score, rows: Sequence[Score]) -
 
 # ------------------------------------------------------------------ the model folder
 def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | None = None,
-          data_path: str | Path | None = None) -> dict:
+          data_path: str | Path | None = None, board_id: str | None = None) -> dict:
     """Select, fit on all workloads, and write the model folder. Returns the metrics.
-    ``data_path``: the training data file, hashed into the folder's manifest."""
+    ``data_path``: the training data file, hashed into the folder's manifest. ``board_id``: the
+    board the data came from (pydvfs.boards id; None: unknown), named in the manifest with the
+    data's clock table (docs/policy.md, "On another board")."""
     from .roofline import fit_board, write_roofline
 
     if len(curves) < 3:
@@ -425,16 +427,18 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
         rules = tree_rules
         shipped_classes = classes_mhz(clf)
         c_src = tree_to_c(clf, feats, util, ffg, name=f"trained: {source}", source=source,
-                          provenance=prov, tool="pydvfs train", classes_mhz=shipped_classes)
+                          provenance=prov, tool="pydvfs train", classes_mhz=shipped_classes,
+                          board_id=board_id or "", levels_mhz=meta["levels_mhz"])
     else:
         rules = f"|--- class: {ffg:g} MHz (the best fixed clock; {decision['reason']})\n"
         shipped_classes = [ffg]
         c_src = constant_to_c(ffg, feats, util, name=f"trained: {source} (ffg {ffg:g} MHz)", source=source,
-                              provenance=prov, tool="pydvfs train")
+                              provenance=prov, tool="pydvfs train", board_id=board_id or "",
+                              levels_mhz=meta["levels_mhz"])
     (out / "rules.txt").write_text(rules)
     (out / "policy_tree.c").write_text(c_src)
     compile_policy(out / "policy_tree.c", out / "policy.so", cc)
-    manifest.write_manifest(out, feats, shipped_classes, prov)
+    manifest.write_manifest(out, feats, shipped_classes, prov, board_id, meta["levels_mhz"])
     write_roofline(board, out / "roofline.txt", source=source)
     _plot_tree(clf, feats, out)
     metrics = {

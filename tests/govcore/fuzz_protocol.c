@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         require(!rq.tree[0] || gc_protocol_name_ok(rq.tree));
         require(isfinite(rq.workload.layers) && isfinite(rq.workload.hidden) &&
                 isfinite(rq.workload.seq_len) && isfinite(rq.workload.gpu_util_pct));
-        require(rq.policy >= 0 && rq.policy < GC_POLICY_COUNT);
+        require(rq.policy >= 0 && rq.policy < gc_n_policies);
         require(rq.dry_run == 0 || rq.dry_run == 1);
         require(rq.goal.objective >= 0 && rq.goal.objective < GC_OBJECTIVE_COUNT);
         require(rq.goal.max_slowdown_pct < 0 || (isfinite(rq.goal.max_slowdown_pct) &&

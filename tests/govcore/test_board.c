@@ -3,10 +3,12 @@
 #include "check.h"
 #include "fake_tree.h"
 #include "govcore.h"
+#include "powermode.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void test_discovers_jp5_hwmon(void)
@@ -359,6 +361,88 @@ static void test_default_state_dir(void)
     }
 }
 
+/* The power mode is the ceiling (powermode.h): the cap is the max_freq before the first pin
+ * (then the saved original's) and nvpmodel_clk_cap; above_power_mode lifts it; restore returns
+ * it. nvpmodel's status and conf: parsed, or unknown with why - garbled, a FIFO, too large. */
+static void test_power_mode_cap(void)
+{
+    const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+    const char *df = "sys/devices/17000000.ga10b/devfreq/17000000.ga10b";
+    char state_dir[600], rel[256], buf[128], name[64], *big;
+    gc_board b;
+    gc_power_mode pm;
+    gc_gpu_cap cap;
+    uint64_t level, hz;
+    int restored, id;
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    snprintf(rel, sizeof rel, "%s/max_freq", df);
+    fake_write(root, rel, "612000000\n");
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(gc_gpu_cap_read(&b, state_dir, &cap) == 0);
+    CHECK_EQ_U64(cap.cap_hz, 612000000);
+    CHECK(cap.from_saved == 0 && cap.clk_cap_hz == 0);
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(918), state_dir, &level) == 0);
+    CHECK_EQ_U64(level, 612000000);
+    CHECK_EQ_U64(b.clamped_from_hz, 918000000);
+    CHECK_EQ_U64(b.cap_hz, 612000000);
+    /* the saved original's max, not the pinned one */
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(510), state_dir, &level) == 0 && level == 510000000);
+    CHECK(b.clamped_from_hz == 0);
+    CHECK(gc_gpu_cap_read(&b, state_dir, &cap) == 0 && cap.from_saved == 1);
+    CHECK_EQ_U64(cap.cap_hz, 612000000);
+    b.above_power_mode = 1;
+    CHECK(gc_pin_hz(&b, gc_mhz_to_hz(1224), state_dir, &level) == 0 && level == 1224000000);
+    CHECK(b.clamped_from_hz == 0 && b.cap_hz == 0);
+    b.above_power_mode = 0;
+    CHECK(gc_restore(&b, state_dir, &restored) == 0 && restored == 1);
+    fake_read(root, rel, buf, sizeof buf);
+    CHECK(strcmp(buf, "612000000") == 0); /* restore returns the cap */
+    /* nvpmodel_clk_cap below max_freq wins */
+    fake_write(root, "sys/kernel/nvpmodel_clk_cap/gpu", "510000000\n");
+    CHECK(gc_gpu_cap_read(&b, state_dir, &cap) == 0);
+    CHECK_EQ_U64(cap.cap_hz, 510000000);
+    CHECK_EQ_U64(cap.clk_cap_hz, 510000000);
+    /* the mode: unknown, then known, then garbled */
+    gc_power_mode_read(&b, &pm);
+    CHECK(pm.id == -1 && strstr(pm.why, "not found") != NULL);
+    fake_write(root, "var/lib/nvpmodel/status", "pmode:0002 fmode:quiet\n");
+    fake_write(root, "etc/nvpmodel.conf", "< PARAM TYPE=CLOCK NAME=GPU >\nMAX_FREQ /sys/x\n"
+                                          "< POWER_MODEL ID=2 NAME=30W >\nGPU MIN_FREQ 0\n"
+                                          "GPU MAX_FREQ 612000000\n< PM_CONFIG DEFAULT=2 >\n");
+    gc_power_mode_read(&b, &pm);
+    CHECK(pm.id == 2 && strcmp(pm.name, "30W") == 0 && pm.why[0] == '\0');
+    CHECK_EQ_U64(pm.gpu_max_hz, 612000000);
+    fake_write(root, "etc/nvpmodel.conf", "< POWER_MODEL ID=2 NAME=30W\nGPU MAX_FREQ 1\n");
+    gc_power_mode_read(&b, &pm);
+    CHECK(pm.name[0] == '\0' && strstr(pm.why, "garbled") != NULL);
+    big = malloc(GC_NVPMODEL_CONF_MAX + 2);
+    CHECK(big != NULL);
+    memset(big, '#', GC_NVPMODEL_CONF_MAX + 1);
+    big[GC_NVPMODEL_CONF_MAX + 1] = '\0';
+    fake_write(root, "etc/nvpmodel.conf", big);
+    free(big);
+    gc_power_mode_read(&b, &pm);
+    CHECK(strstr(pm.why, "too large") != NULL);
+    snprintf(rel, sizeof rel, "%s/var/lib/nvpmodel/status", root);
+    CHECK(unlink(rel) == 0 && mkfifo(rel, 0600) == 0); /* must not block */
+    gc_power_mode_read(&b, &pm);
+    CHECK(pm.id == -1 && strstr(pm.why, "not a text file") != NULL);
+    /* the parsers on their own */
+    CHECK(gc_nvpmodel_parse_status("pmode:0000", &id) == 0 && id == 0);
+    CHECK(gc_nvpmodel_parse_status("pmode:", &id) < 0);
+    CHECK(gc_nvpmodel_parse_status("pmode:12x", &id) < 0);
+    CHECK(gc_nvpmodel_parse_status("", &id) < 0);
+    CHECK(gc_nvpmodel_parse_conf("< POWER_MODEL ID=0 NAME=MAXN >\nGPU MAX_FREQ -1\n", 0, name, sizeof name, &hz) == 0);
+    CHECK(strcmp(name, "MAXN") == 0 && hz == 0);
+    CHECK(gc_nvpmodel_parse_conf("< POWER_MODEL ID=0 NAME=MAXN >\n", 1, name, sizeof name, &hz) == -ENOENT);
+    CHECK(gc_nvpmodel_parse_conf("< POWER_MODEL ID=1 NAME=0123456789012345678901234567890123456789"
+                                 "0123456789012345678901234567890123456789 >\n", 1, name, sizeof name, &hz) < 0);
+    CHECK(gc_nvpmodel_parse_conf("< POWER_MODEL ID=1 NAME=A >\nGPU MAX_FREQ 99999999999999999999\n", 1,
+                                 name, sizeof name, &hz) < 0);
+    fake_tree_remove(root);
+}
+
 int main(void)
 {
     RUN(test_discovers_jp5_hwmon);
@@ -375,5 +459,6 @@ int main(void)
     RUN(test_pin_and_restore_through_files);
     RUN(test_state_per_root_and_damaged);
     RUN(test_default_state_dir);
+    RUN(test_power_mode_cap);
     return DONE("test_board");
 }

@@ -48,6 +48,34 @@ static void test_policy_names(void)
     CHECK(strcmp(gc_policy_name(GC_POLICY_RULES), "rules") == 0);
 }
 
+/* The table is the one list: every entry whole, names unique, the named indices its own, the
+ * list for messages made from it, a number outside it refused. */
+static void test_policy_table(void)
+{
+    char list[128];
+    int i, k, p = -1;
+
+    CHECK(gc_n_policies == 5);
+    for (i = 0; i < gc_n_policies; i++) {
+        const gc_policy_entry *e = gc_policy_of(i);
+
+        CHECK(e == &gc_policies[i] && e->name && e->name[0] && e->help && e->help[0] && e->propose);
+        CHECK(gc_policy_parse(e->name, &p) == 0 && p == i && strcmp(gc_policy_name(i), e->name) == 0);
+        for (k = 0; k < i; k++)
+            CHECK(strcmp(gc_policies[k].name, e->name) != 0);
+    }
+    CHECK(strcmp(gc_policies[GC_POLICY_FFG].name, "ffg") == 0);
+    CHECK(gc_policies[GC_POLICY_MAXN].flags == GC_POLICY_PINS_NOTHING);
+    CHECK(gc_policies[GC_POLICY_ROOFLINE].flags == (GC_POLICY_NEEDS_MODEL_DIR | GC_POLICY_TAKES_OBJECTIVE));
+    CHECK(gc_policies[GC_POLICY_MLG].flags == 0 && gc_policies[GC_POLICY_RULES].flags == 0);
+    CHECK(gc_policy_of(-1) == NULL && gc_policy_of(gc_n_policies) == NULL);
+    CHECK(strcmp(gc_policy_name(gc_n_policies), "?") == 0);
+    gc_policy_list(list, sizeof list);
+    CHECK(strcmp(list, "mlg, ffg, rules, maxn or roofline") == 0);
+    gc_policy_list(list, 8); /* cut, still a string */
+    CHECK(strcmp(list, "mlg, ff") == 0);
+}
+
 /* A one-class tree: it always proposes classes[0], which the tests set, to test the clamp. */
 static void fixed_score(double *input, double *output)
 {
@@ -60,7 +88,7 @@ static void test_decide_clamps_to_table(void)
 {
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     double classes[1];
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
     gc_workload w = {0, 60.0, 12, 768, 64};
     gc_board b;
     gc_decision d;
@@ -87,6 +115,8 @@ static void test_decide_clamps_to_table(void)
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, &w, &d) == 0);
     CHECK_EQ_U64(d.level_hz, 726750000);
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MAXN, &w, &d) == 0);
+    CHECK(gc_decide(&b, &m, NULL, gc_n_policies, &w, &d) == -EINVAL && strstr(b.err, "unknown policy"));
+    CHECK(gc_decide(&b, &m, NULL, -1, &w, &d) == -EINVAL);
     CHECK(d.level_hz == 0 && d.proposed_mhz == 0.0);
     w.layers = 0; /* bad workload */
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_RULES, &w, &d) == -EINVAL);
@@ -99,7 +129,7 @@ static void test_features_match_sklearn_float32(void)
     const char *const names[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len",
                                  "log10_c_tok", "intensity"};
     double cls[1] = {510.0}, x[8];
-    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0, "", "", ""};
+    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0, "", "", "", "", 0, {0}};
     gc_workload w = {1, -1.0, 12, 768, 0.1};
     char err[128];
 
@@ -110,7 +140,7 @@ static void test_features_match_sklearn_float32(void)
     CHECK(fabs(x[5] - log10(12.0 * 12 * 768 * 768 + 3.0 * 12 * 0.1 * 768)) < 1e-6);
     {
         const char *const bad[] = {"shoe_size"};
-        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0, "", "", ""};
+        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0, "", "", "", "", 0, {0}};
         CHECK(gc_features(&mb, &w, x, err, sizeof err) == -EINVAL);
         CHECK(strstr(err, "shoe_size") != NULL);
     }
@@ -231,7 +261,7 @@ static void test_roofline_policy_on_13_levels(void)
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     gc_workload w = {0, -1.0, 12, 768, 64};
     double classes[1] = {700.0};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
     char path[600], err[256];
     double e, best_e = 1e300, best_mhz = 0;
     gc_roofline r;
@@ -322,7 +352,7 @@ static void test_slowdown_bound_raises_a_policy_level(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {216.75}; /* the tree's choice: level 1 of 13 */
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}};
     gc_workload w = {0, -1.0, 12, 768, 64};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 0.0};
     double pcts[] = {0.0, 1.0, 5.0, 20.0, 50.0, 100.0, 1e9}, top_s, t;
@@ -372,7 +402,7 @@ static void test_goal_refusals_and_maxn(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {0.0}; /* the tree's MAXN class */
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}};
     gc_workload w = {0, -1.0, 12, 768, 64};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 3.0};
     gc_decision d;
@@ -427,7 +457,7 @@ static void test_roofline_objectives(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {700.0};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
     gc_workload ws[] = {{0, -1.0, 12, 768, 64}, {0, -1.0, 2, 128, 20}, {1, -1.0, 24, 1024, 128}};
     double pcts[] = {-1.0, 0.0, 2.0, 10.0, 40.0};
     int k, i, p, differs = 0, e_level, want, want_free;
@@ -461,7 +491,7 @@ static void test_apply_goal_pins_the_raised_level(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {114.75};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", ""};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
     gc_workload w = {0, -1.0, 12, 768, 64};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 10.0};
     char state_dir[600];
@@ -478,11 +508,52 @@ static void test_apply_goal_pins_the_raised_level(void)
     fake_tree_remove(root);
 }
 
+/* A tree names the table it was trained on; on a board with another top level its clock is
+ * mapped by the fraction of the top level and snapped; tops over 2x apart: declined. */
+static void test_foreign_table_mapped_or_declined(void)
+{
+    static const double classes[] = {714.0};
+    const char *nano = fake_tree_make(FAKE_JP6, "306000000 408000000 510000000 612000000 714000000 "
+                                                "816000000 918000000 1020000000");
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 714.0, "", "", "",
+                       "agx-orin", 11, {306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1224, 1300.5}};
+    gc_workload w = {0, 50.0, 12, 768, 64};
+    gc_decision d;
+    gc_board b;
+    double mhz;
+    int mapped, policy;
+
+    CHECK(gc_board_open(&b, nano) == 0);
+    for (policy = 0; policy < 3; policy++) { /* mlg, ffg, rules: clocks of the training table */
+        CHECK(gc_decide(&b, &m, NULL, policy, &w, &d) == 0);
+        CHECK(d.mapped_from_mhz > 0);
+        CHECK(fabs(d.proposed_mhz - d.mapped_from_mhz * 1020.0 / 1300.5) < 1e-9);
+        CHECK(d.level_hz >= 306000000 && d.level_hz <= 1020000000 && d.level_hz % 102000000 == 0);
+    }
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, &w, &d) == 0);
+    CHECK_EQ_U64(d.level_hz, 510000000); /* 714 x 1020/1300.5 = 560 -> 510 (the nearer) */
+    /* the same top level: as it is */
+    m.levels_mhz[10] = 1020.0;
+    mhz = 714.0;
+    CHECK(gc_map_to_board(&m, &b, &mhz, &mapped, b.err, sizeof b.err) == 0 && !mapped && mhz == 714.0);
+    /* an unknown table: as it is */
+    m.n_levels = 0;
+    CHECK(gc_map_to_board(&m, &b, &mhz, &mapped, b.err, sizeof b.err) == 0 && !mapped);
+    /* tops more than 2x apart: declined, pointing to the online search */
+    m.n_levels = 11;
+    m.levels_mhz[10] = 2100.0;
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == -EINVAL);
+    CHECK(strstr(b.err, "pydvfs run --policy online") != NULL);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MAXN, &w, &d) == 0 && d.level_hz == 0);
+    fake_tree_remove(nano);
+}
+
 int main(void)
 {
     RUN(test_rules);
     RUN(test_model_family);
     RUN(test_policy_names);
+    RUN(test_policy_table);
     RUN(test_decide_clamps_to_table);
     RUN(test_features_match_sklearn_float32);
     RUN(test_builtin_tree_is_usable);
@@ -495,5 +566,6 @@ int main(void)
     RUN(test_goal_refusals_and_maxn);
     RUN(test_roofline_objectives);
     RUN(test_apply_goal_pins_the_raised_level);
+    RUN(test_foreign_table_mapped_or_declined);
     return DONE("test_policy");
 }

@@ -36,6 +36,10 @@ static void test_accepted(void)
     CHECK(parse("pin 612 emc_mhz=2133 cpu_mhz=1036.8", &rq) == 0 && rq.kind == GC_REQ_PIN &&
           rq.hz == 612000000ULL && rq.emc_hz == 2133000000ULL && rq.cpu_hz == 1036800000ULL);
     CHECK(parse("pin 612 cpu_mhz=729.6", &rq) == 0 && rq.emc_hz == 0 && rq.cpu_hz == 729600000ULL);
+    CHECK(parse("pin 1300.5", &rq) == 0 && !rq.nearest);
+    CHECK(parse("pin 99999 nearest=1", &rq) == 0 && rq.nearest && rq.hz == 99999000000ULL);
+    CHECK(parse("pin 714 nearest=0", &rq) == -EINVAL && parse("pin 714 nearest", &rq) == -EINVAL);
+    CHECK(parse("pin nearest=1 714", &rq) == -EINVAL && parse("pin 714 nearest=1 x", &rq) == -EINVAL);
     CHECK(parse("begin epoch-1.a:b_c", &rq) == 0 && rq.kind == GC_REQ_BEGIN &&
           strcmp(rq.name, "epoch-1.a:b_c") == 0);
     CHECK(parse("end x", &rq) == 0 && rq.kind == GC_REQ_END);

@@ -168,7 +168,7 @@ CLIENT_API = """
 import pydvfs
 st = pydvfs.open_device().status()
 assert st["pinned"] is False, st
-r = pydvfs.pin(700)                      # snapped to the table by the client
+r = pydvfs.pin(700)                      # snapped to the table by the daemon (the one snap)
 assert r.freq_mhz == 714, r
 assert pydvfs.open_device().state().pinned
 d = pydvfs.apply(pydvfs.Workload(model="bert", layers=12, hidden=768, seq_len=64))
@@ -404,6 +404,90 @@ def test_pin_through_the_daemon_follows_the_rules_of_a_direct_pin(daemon, asan_g
     direct = subprocess.run([asan_govcore, "--sysfs-root", str(board.root), "--state-dir", str(state), "pin",
                              "99999"], capture_output=True, text=True, env={**os.environ, "PYDVFS_SOCKET": ""})
     assert direct.returncode == 2 and far in direct.stderr and "--nearest" in direct.stderr
+
+
+def test_the_daemon_s_pin_obeys_the_power_mode_cap_and_says_so(daemon, client_python, group_gid):
+    """The daemon's pin reply is govcore pin's record: power_cap_mhz and clamped_from_mhz
+    (report.c gc_json_pin); a pydvfs client through the daemon reports the same."""
+    cap = daemon.board.root / "sys/kernel/nvpmodel_clk_cap/gpu"
+    cap.parent.mkdir(parents=True, exist_ok=True)
+    cap.write_text("612000000\n")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(daemon.sock))
+        f = s.makefile("rw")
+
+        def ask(line):
+            f.write(line + "\n")
+            f.flush()
+            return json.loads(f.readline())
+
+        r = ask("pin 918")
+        assert (r["freq_mhz"], r["power_cap_mhz"], r["clamped_from_mhz"]) == (612, 612, 918), r
+        assert _state(daemon.board)[:2] == (612000000, 612000000)
+        r = ask("pin 510")
+        assert (r["freq_mhz"], r["power_cap_mhz"], r["clamped_from_mhz"]) == (510, 612, None), r
+        ask("restore")
+    p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", "pin", "918", "--json", "--", "true"], daemon.sock)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    r = json.loads(out)
+    assert (r["freq_mhz"], r["power_cap_mhz"], r["clamped_from_mhz"]) == (612, 612, 918), r
+    assert "918 MHz is above the power mode's GPU cap: pinned 612 MHz" in err, err
+    assert _state(daemon.board) == ORIGINAL
+
+
+def test_pydvfs_pin_direct_and_through_the_daemon_give_the_same_level_and_words(daemon, client_python,
+                                                                              group_gid, work):
+    """One conversion at each boundary and one snap, in C: the client sends the clock as asked
+    (no snap of its own), the daemon snaps it once and says the level it set in Hz. `pydvfs pin`
+    directly (root, its own fake board) and through the daemon (nobody) say the same."""
+    direct_board = build_fake_board(work / "direct", "jp5")
+    (work / "direct-state").mkdir(mode=0o700)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYDVFS_STATE_DIR": str(work / "direct-state")}
+    env.pop("PYDVFS_SOCKET", None)
+
+    def both(*args):
+        direct = subprocess.run([sys.executable, "-m", "pydvfs", *args, "--sysfs-root", str(direct_board.root)],
+                                capture_output=True, text=True, env=env, timeout=120)
+        p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", *args], daemon.sock)
+        out, err = p.communicate(timeout=120)
+        assert _state(daemon.board) == ORIGINAL  # the pin ended with the client's connection
+        return (direct.returncode, direct.stdout, direct.stderr), (p.returncode, out, err)
+
+    for args in (["pin", "700.5"], ["pin", "99999", "--nearest"]):
+        d, r = both(*args)
+        assert d[0] == r[0] == 0, (d, r)
+        assert d[1] == r[1], (d[1], r[1])  # the same words
+        subprocess.run([sys.executable, "-m", "pydvfs", "restore", "--sysfs-root", str(direct_board.root)],
+                       check=True, capture_output=True, env=env)
+    d, r = both("pin", "700.5", "--json")
+    dj, rj = json.loads(d[1]), json.loads(r[1])
+    assert dj == {**rj, "state_file": dj["state_file"]}
+    assert dj["requested_mhz"] == 700.5 and dj["freq_mhz"] == 714.0 and dj["snapped"] is True
+    subprocess.run([sys.executable, "-m", "pydvfs", "restore", "--sysfs-root", str(direct_board.root)],
+                   check=True, capture_output=True, env=env)
+    d, r = both("pin", "99999")  # refused far outside the table, in govcore's words, changing nothing
+    assert d[0] == r[0] == 2 and d[2] == r[2], (d, r)
+    assert "99999 MHz is outside the board's table (306..1300.5 MHz) by more than one level; pass " \
+           "--nearest" in d[2]
+    assert _state(direct_board) == ORIGINAL
+    # the daemon's reply: the level set, exact, in Hz; nearest=1 pins far outside the table
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(daemon.sock))
+        f = s.makefile("rw")
+        f.write("pin 99999 nearest=1\n")
+        f.flush()
+        reply = json.loads(f.readline())
+        f.close()  # (the file holds the socket open)
+        assert reply["freq_hz"] == 1300500000 and reply["freq_mhz"] == 1300.5 and reply["snapped"] is True
+    deadline = time.monotonic() + 30
+    while _state(daemon.board) != ORIGINAL:  # that connection's pin: restored once the daemon sees it close
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    gc = str(GOVCORE / "govcore")
+    p = _as_nobody(group_gid, [gc, "pin", "99999", "--nearest"], daemon.sock)  # refused before: no table here
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and json.loads(out)["freq_hz"] == 1300500000, err
 
 
 def test_requests_are_bounded_and_strict(daemon):

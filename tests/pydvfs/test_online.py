@@ -312,10 +312,10 @@ def test_a_power_mode_cap_keeps_the_search_at_or_below_it(cli, orin, tmp_path, s
     assert r["board_max_mhz"] == 612.0 and r["search_levels_mhz"] == [f for f in ORIN_LEVELS_MHZ if f <= 612]
     assert r["start_mhz"] == 612.0
     if start[0] == "--workload":
-        assert r["start_source"] == "mlg, capped at the board's max_freq 612 MHz"
+        assert r["start_source"] == "mlg, capped at the power mode's GPU cap 612 MHz"
     pinned = [s["freq_mhz"] for s in r["switches"]] + [w["freq_mhz"] for w in r["trajectory"]]
     assert max(pinned) == 612.0 and 510.0 in pinned  # it searched, downward only
-    assert "max_freq is 612 MHz" in res.stderr
+    assert "the power mode caps the GPU at 612 MHz" in res.stderr
     assert limits(orin) == (306000000, 612000000)
 
 

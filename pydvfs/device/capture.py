@@ -1,0 +1,383 @@
+"""One file with what pydvfs reads from a board (``pydvfs capture-board OUT``), and the tree
+rebuilt from it (``pydvfs fake-board DIR --from OUT``).
+
+As ``hwloc-gather-topology`` does for machine topology: a user with a board we have not seen
+sends one JSON file, and the same code that runs on the board runs on its layout anywhere.
+
+**What is kept** (:data:`KEPT`; nothing else is read, so nothing else can leak): the devfreq
+folders (the GPU's and the others: clock tables, limits, governors, the podgov tunables, the
+device's ``load`` and ``of_node/name``), the cpufreq policy folders, the power sensors (hwmon
+``name``, channel labels and enables, the sensor's interval and averaging, and a few readings of
+each input), the EMC debugfs files, nvpmodel's caps, status and table, the device-tree model and
+the L4T release line. Every value is checked for its kind (numbers, short names, the nvpmodel
+table's grammar; ``nvpmodel.conf`` comments are dropped) and anything else is left out and
+listed in ``skipped``, as are FIFOs, sockets and devices (opened non-blocking, never waited on)
+and files over the size cap. Symlinks are recorded as links, relative to the root. No serial
+number, host name, MAC address or user name is read: no file that holds one is on the list.
+
+The format (:data:`FORMAT`, :data:`VERSION`): ``{"format", "version", "meta": {...},
+"entries": {path: {"text": ...} | {"link": target}}, "readings": {path: [...]},
+"skipped": [{"path", "why"}]}``; paths relative to the root, ``/`` separated.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import posixpath
+import re
+import stat
+import time
+from pathlib import Path
+
+from ..errors import InvalidValueError
+
+FORMAT = "pydvfs-board-capture"
+VERSION = 1
+FILE_CAP_BYTES = 64 * 1024          # one sysfs value; nvpmodel.conf has its own cap
+CONF_CAP_BYTES = 256 * 1024
+TOTAL_CAP_BYTES = 8 * 1024 * 1024   # a capture larger than this is not one
+READINGS = 3                        # reads of each sensor input, READING_GAP_S apart
+READING_GAP_S = 0.05
+MAX_LINK_HOPS = 40
+
+NUMBER = re.compile(r"^[ \t]*-?\d+(?:[ \t]+-?\d+)*[ \t]*\n?$")      # "612000000", "306000000 408000000"
+TOKENS = re.compile(r"^[A-Za-z0-9_ .,:@+/()\-\[\]]{0,256}\n?$")   # names, labels, governor lists, cpu lists
+MODEL = re.compile(r"^[A-Za-z0-9_ .,:@+/()\-]{1,128}\x00?\n?$")     # the device-tree model (NUL-terminated)
+RELEASE = re.compile(r"^# R\d+ \(release\), REVISION: [\w.]+(?:, [A-Z_]+: [\w.:\-() ]+)*$")
+CONF_HEADER = re.compile(r"^< [A-Z_]+(?: [A-Z_]+=[\w.\-]+)* >$")
+# "GPU MAX_FREQ 612000000", "CPU_ONLINE CORE_0 1", "GPU_POWER_CONTROL_ENABLE GPU_PWR_CNTRL_EN on",
+# "MAX_FREQ /sys/devices/.../max_freq": a number, a board path or a plain word, nothing else
+CONF_LINE = re.compile(r"^[A-Z0-9_]+(?:[ \t]+[A-Za-z0-9_]+)?[ \t]+(?:-?\d+|/[\w./@:+\-]*|[A-Za-z_]+)$")
+
+# (folders, relative to the root: a glob of one level per '*'; files kept there, with their kind)
+DEVFREQ_FILES = {"available_frequencies": "number", "available_governors": "tokens", "governor": "tokens",
+                 "min_freq": "number", "max_freq": "number", "cur_freq": "number", "target_freq": "number",
+                 "polling_interval": "number", "name": "tokens"}
+HWMON_FILE = re.compile(r"^(?:name|update_interval|samples|shunt_resistor\d*|(?:in|curr|power)\d+_(?:input|label|enable))$")
+INA3221X_FILE = re.compile(r"^(?:name|rail_name_\d+|in_(?:power|voltage|current)\d+_input)$")
+CPUFREQ_FILES = {"scaling_min_freq": "number", "scaling_max_freq": "number", "scaling_cur_freq": "number",
+                 "cpuinfo_min_freq": "number", "cpuinfo_max_freq": "number",
+                 "scaling_available_frequencies": "number", "scaling_governor": "tokens",
+                 "scaling_available_governors": "tokens", "related_cpus": "tokens", "affected_cpus": "tokens"}
+EMC_FILES = {"sys/kernel/debug/bpmp/debug/clk/emc/rate": "number",
+             "sys/kernel/debug/bpmp/debug/clk/emc/min_rate": "number",
+             "sys/kernel/debug/bpmp/debug/clk/emc/max_rate": "number",
+             "sys/kernel/debug/bpmp/debug/clk/emc/mrq_rate_locked": "number",
+             "sys/kernel/debug/emc/available_rates": "number"}
+SINGLE_FILES = {"proc/device-tree/model": "model", "etc/nv_tegra_release": "release",
+                "var/lib/nvpmodel/status": "tokens", "etc/nvpmodel.conf": "conf", **EMC_FILES}
+
+KEPT = (
+    "sys/class/devfreq/* (links) and each devfreq folder: " + ", ".join(DEVFREQ_FILES)
+    + "; its nvhost_podgov/* numbers; its device's load and of_node/name",
+    "sys/class/hwmon/* (links) and each sensor folder: name, update_interval, samples, shunt_resistor*, "
+    "in/curr/powerN_input|label|enable, with a few readings of each input",
+    "sys/bus/i2c/drivers/ina3221/* and ina3221x/* (links); JetPack 4 iio:device*: name, rail_name_N, "
+    "in_power|voltage|currentN_input",
+    "sys/devices/system/cpu/cpufreq/policy*: " + ", ".join(CPUFREQ_FILES),
+    "sys/kernel/nvpmodel_clk_cap/* numbers",
+    "EMC debugfs: " + ", ".join(EMC_FILES),
+    "var/lib/nvpmodel/status; etc/nvpmodel.conf (its POWER_MODEL/PARAM blocks, comments dropped)",
+    "proc/device-tree/model; etc/nv_tegra_release (its release line only)",
+)
+
+
+class _Capture:
+    def __init__(self, root: str):
+        self.root = os.path.realpath(root)
+        self.entries: dict[str, dict] = {}
+        self.readings: dict[str, list] = {}
+        self.skipped: list[dict] = []
+        self.size = 0
+
+    # -- where things are ------------------------------------------------------------------
+    def _abs(self, rel: str) -> str:
+        return os.path.join(self.root, rel) if rel else self.root
+
+    def resolve(self, rel: str) -> str | None:
+        """The real path of ``rel`` (relative to the root), walking one component at a time and
+        recording every symlink met as a link; None where it does not exist or leaves the root."""
+        parts = [p for p in rel.split("/") if p]
+        cur: list[str] = []
+        hops = 0
+        while parts:
+            name = parts.pop(0)
+            if name == ".":
+                continue
+            if name == "..":
+                if not cur:
+                    return None
+                cur.pop()
+                continue
+            here = "/".join(cur + [name])
+            try:
+                st = os.lstat(self._abs(here))
+            except OSError:
+                return None
+            if not stat.S_ISLNK(st.st_mode):
+                cur.append(name)
+                continue
+            hops += 1
+            if hops > MAX_LINK_HOPS:
+                return None
+            try:
+                target = os.readlink(self._abs(here))
+            except OSError:
+                return None
+            if target.startswith("/"):  # absolute on the board: under the root here
+                rel_target = posixpath.relpath(posixpath.normpath(target), "/" + "/".join(cur))
+                parts = [p for p in target.split("/") if p] + parts
+                cur = []
+            else:
+                rel_target = target
+                parts = [p for p in target.split("/") if p] + parts
+            self.entries.setdefault(here, {"link": rel_target})
+        return "/".join(cur)
+
+    def listdir(self, rel: str) -> list[str]:
+        real = self.resolve(rel)
+        if real is None:
+            return []
+        try:
+            return sorted(os.listdir(self._abs(real)))
+        except OSError:
+            return []
+
+    # -- reading ---------------------------------------------------------------------------
+    def _skip(self, rel: str, why: str) -> None:
+        self.skipped.append({"path": rel, "why": why})
+
+    def read(self, rel: str, kind: str, cap: int = FILE_CAP_BYTES) -> str | None:
+        """Keep the file at rel (through its links) if it is a small regular file holding a
+        value of ``kind``; else list it in ``skipped``. Returns the text kept."""
+        real = self.resolve(rel)
+        if real is None or real in self.entries:
+            return None if real is None else self.entries[real].get("text")
+        try:
+            fd = os.open(self._abs(real), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY)
+        except OSError as e:
+            if e.errno not in (2, 20):  # not there: nothing to say
+                self._skip(real, f"cannot be read: {e.strerror}")
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                self._skip(real, "not a regular file (a FIFO, socket or device): not read")
+                return None
+            data = b""
+            while len(data) <= cap:
+                chunk = os.read(fd, cap + 1 - len(data))
+                if not chunk:
+                    break
+                data += chunk
+        except OSError as e:
+            self._skip(real, f"cannot be read: {e.strerror}")
+            return None
+        finally:
+            os.close(fd)
+        if len(data) > cap:
+            self._skip(real, f"larger than {cap} bytes: not kept")
+            return None
+        try:
+            text = data.decode("ascii")
+        except UnicodeDecodeError:
+            self._skip(real, "not text: not kept")
+            return None
+        kept = _checked(text, kind)
+        if kept is None:
+            self._skip(real, f"does not hold a {kind} value pydvfs reads: not kept")
+            return None
+        if self.size + len(kept) > TOTAL_CAP_BYTES:
+            self._skip(real, "the capture is full: not kept")
+            return None
+        self.size += len(kept)
+        self.entries[real] = {"text": kept}
+        return kept
+
+    # -- the layout --------------------------------------------------------------------------
+    def devfreq(self) -> None:
+        for name in self.listdir("sys/class/devfreq"):
+            df = self.resolve(f"sys/class/devfreq/{name}")
+            if df is None:
+                continue
+            for f, kind in DEVFREQ_FILES.items():
+                self.read(f"{df}/{f}", kind)
+            for f in self.listdir(f"{df}/nvhost_podgov"):
+                self.read(f"{df}/nvhost_podgov/{f}", "number")
+            for where in ("of_node/name", "device/of_node/name", "device/load"):
+                self.read(f"{df}/{where}", "tokens" if where.endswith("name") else "number")
+
+    def sensors(self) -> None:
+        dirs = []
+        for name in self.listdir("sys/class/hwmon"):
+            d = self.resolve(f"sys/class/hwmon/{name}")
+            if d is not None:
+                dirs.append(d)
+        for addr in self.listdir("sys/bus/i2c/drivers/ina3221"):
+            for name in self.listdir(f"sys/bus/i2c/drivers/ina3221/{addr}/hwmon"):
+                d = self.resolve(f"sys/bus/i2c/drivers/ina3221/{addr}/hwmon/{name}")
+                if d is not None and d not in dirs:
+                    dirs.append(d)
+        for d in dirs:
+            for f in self.listdir(d):
+                if HWMON_FILE.match(f):
+                    self.read(f"{d}/{f}", "tokens" if f.endswith(("label", "name")) or f == "name" else "number")
+        for addr in self.listdir("sys/bus/i2c/drivers/ina3221x"):
+            for dev in self.listdir(f"sys/bus/i2c/drivers/ina3221x/{addr}"):
+                if not dev.startswith("iio:device"):
+                    continue
+                d = self.resolve(f"sys/bus/i2c/drivers/ina3221x/{addr}/{dev}")
+                if d is None:
+                    continue
+                for f in self.listdir(d):
+                    if INA3221X_FILE.match(f):
+                        self.read(f"{d}/{f}", "tokens" if f.startswith(("rail_name", "name")) else "number")
+
+    def sample_inputs(self) -> None:
+        inputs = [p for p, e in self.entries.items() if "text" in e and p.endswith("_input")]
+        for p in inputs:
+            self.readings[p] = [self.entries[p]["text"].strip()]
+        for _ in range(READINGS - 1):
+            time.sleep(READING_GAP_S)
+            for p in inputs:
+                try:
+                    fd = os.open(self._abs(p), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+                    try:
+                        text = os.read(fd, 64).decode("ascii", "replace")
+                    finally:
+                        os.close(fd)
+                except OSError:
+                    continue
+                if NUMBER.match(text):
+                    self.readings[p].append(text.strip())
+
+    def cpufreq(self) -> None:
+        for name in self.listdir("sys/devices/system/cpu/cpufreq"):
+            if not re.match(r"^policy\d+$", name):
+                continue
+            for f, kind in CPUFREQ_FILES.items():
+                self.read(f"sys/devices/system/cpu/cpufreq/{name}/{f}", kind)
+
+    def singles(self) -> None:
+        for name in self.listdir("sys/kernel/nvpmodel_clk_cap"):
+            self.read(f"sys/kernel/nvpmodel_clk_cap/{name}", "number")
+        for rel, kind in SINGLE_FILES.items():
+            self.read(rel, kind, CONF_CAP_BYTES if kind == "conf" else FILE_CAP_BYTES)
+
+
+def _checked(text: str, kind: str) -> str | None:
+    """The text kept of a value of ``kind``, or None where it is not one."""
+    if kind == "number":
+        return text if NUMBER.match(text) else None
+    if kind == "tokens":
+        return text if TOKENS.match(text) else None
+    if kind == "model":
+        return text if MODEL.match(text) else None
+    if kind == "release":
+        first = text.split("\n", 1)[0].rstrip()
+        return first + "\n" if RELEASE.match(first) else None
+    if kind == "conf":
+        kept = [line.strip() for line in text.splitlines()
+                if CONF_HEADER.match(line.strip()) or CONF_LINE.match(line.strip())]
+        return "\n".join(kept) + "\n" if kept else None
+    raise ValueError(kind)
+
+
+def capture_board(sysfs_root: str | os.PathLike = "/", source: str = "pydvfs capture-board",
+                  board_id: str | None = None) -> dict:
+    """What pydvfs reads from the board under ``sysfs_root`` (see the module doc), as one record."""
+    from .. import __version__
+    from ..boards import identify
+
+    if not os.path.isdir(sysfs_root):
+        raise InvalidValueError(f"sysfs root {sysfs_root} is not a folder")
+    c = _Capture(str(sysfs_root))
+    c.devfreq()
+    c.sensors()
+    c.sample_inputs()
+    c.cpufreq()
+    c.singles()
+    model = (c.entries.get(c.resolve("proc/device-tree/model") or "", {}).get("text") or "").strip("\x00\n ")
+    if board_id is None:
+        found = identify(model) if model else None
+        board_id = found.id if found else None
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "meta": {"pydvfs_version": __version__,
+                 "captured_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "source": source, "model": model or None, "board": board_id,
+                 "kept": list(KEPT)},
+        "entries": dict(sorted(c.entries.items())),
+        "readings": c.readings,
+        "skipped": c.skipped,
+    }
+
+
+def write_capture(capture: dict, out: str | os.PathLike) -> Path:
+    """Write a capture to a new file (an existing one is refused: it is not ours to replace)."""
+    out = Path(out)
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise InvalidValueError(f"{out} exists: give a new file name") from None
+    except OSError as e:
+        raise InvalidValueError(f"cannot create {out}: {e.strerror}") from None
+    with os.fdopen(fd, "w") as f:
+        json.dump(capture, f, indent=1, sort_keys=False)
+        f.write("\n")
+    return out
+
+
+def _safe_rel(path: str) -> bool:
+    parts = path.split("/")
+    return (bool(path) and not path.startswith("/") and "\x00" not in path
+            and all(p not in ("", ".", "..") for p in parts))
+
+
+def read_capture(path: str | os.PathLike) -> dict:
+    """A capture file, checked: InvalidValueError (one line) for anything else."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            if os.fstat(f.fileno()).st_size > TOTAL_CAP_BYTES * 4:
+                raise InvalidValueError(f"{path} is too large to be a board capture")
+            cap = json.load(f)
+    except OSError as e:
+        raise InvalidValueError(f"cannot read {path}: {e.strerror}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidValueError(f"{path} is not a board capture (not JSON)") from None
+    if not isinstance(cap, dict) or cap.get("format") != FORMAT:
+        raise InvalidValueError(f"{path} is not a board capture (format is not {FORMAT!r})")
+    if cap.get("version") != VERSION:
+        raise InvalidValueError(f"{path}: capture version {cap.get('version')!r}; this pydvfs reads version {VERSION}")
+    entries = cap.get("entries")
+    if not isinstance(entries, dict):
+        raise InvalidValueError(f"{path}: no entries")
+    for p, e in entries.items():
+        ok = isinstance(p, str) and _safe_rel(p) and isinstance(e, dict) and len(e) == 1 and (
+            isinstance(e.get("text"), str) or isinstance(e.get("link"), str))
+        if ok and "link" in e:
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(p), e["link"]))
+            ok = not e["link"].startswith("/") and target != ".." and not target.startswith("../")
+        if not ok:
+            raise InvalidValueError(f"{path}: entry {str(p)[:80]!r} is not a file or link inside the tree")
+    return cap
+
+
+def rebuild(capture: dict, dest: str | os.PathLike) -> Path:
+    """Lay out the captured tree under ``dest`` (a new or empty folder): the files with their
+    captured text, the links as they were."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    entries = capture["entries"]
+    for p, e in sorted(entries.items()):
+        if "text" in e:
+            target = dest / p
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(e["text"])
+    for p, e in sorted(entries.items()):
+        if "link" in e:
+            link = dest / p
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(e["link"])
+    return dest

@@ -76,6 +76,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("source", str, "", True, "sim | board"),
     Column("board", str, "", False, "the board table's id (agx-orin, orin-nano-super, ...); empty in a dataset "
            "from before pydvfs recorded it"),
+    Column("emc_mhz", float, "MHz", False, "pinned EMC (memory) rate; empty: the board's own (the stock mode's), "
+           "as in every dataset from before modes were swept"),
+    Column("cpu_mhz", float, "MHz", False, "pinned CPU clock; empty: the board's own (the stock mode's)"),
     Column("idle_power_w", float, "W", False, "idle CPU+GPU power measured before the sweep"),
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)
@@ -83,7 +86,11 @@ _BY_NAME = {c.name: c for c in COLUMNS}
 ENERGY_COLUMNS = ("energy_module_j", "energy_cpu_gpu_j")
 # Columns a dataset written before module energy was recorded lacks: it loads with them empty.
 ADDED_COLUMNS = ("energy_module_j", "board")
-LEGACY_COLUMN_NAMES = tuple(c for c in COLUMN_NAMES if c not in ADDED_COLUMNS)
+# The mode a row ran at beyond the GPU clock (sweep --knobs gpu,emc,cpu); a dataset written before
+# them loads with them empty: the stock mode.
+MODE_COLUMNS = ("emc_mhz", "cpu_mhz")
+PRE_MODE_COLUMN_NAMES = tuple(c for c in COLUMN_NAMES if c not in MODE_COLUMNS)
+LEGACY_COLUMN_NAMES = tuple(c for c in PRE_MODE_COLUMN_NAMES if c not in ADDED_COLUMNS)
 
 
 def legacy_warning(path) -> str:
@@ -181,6 +188,9 @@ def _check_ours(path: Path) -> None:
         if head.startswith((",".join(LEGACY_COLUMN_NAMES) + "\n").encode()):
             raise InvalidValueError(f"{path} is a dataset from before pydvfs recorded module energy; new rows "
                                     f"would lack columns there: write them to a new file")
+        if head.startswith((",".join(PRE_MODE_COLUMN_NAMES) + "\n").encode()):
+            raise InvalidValueError(f"{path} is a dataset from before pydvfs recorded the EMC and CPU clocks "
+                                    f"(emc_mhz, cpu_mhz); new rows would lack them there: write them to a new file")
         raise InvalidValueError(f"{path} exists and is not a pydvfs dataset (its first line is not "
                                 f"the dataset header); will not append to it or change it")
 
@@ -211,10 +221,10 @@ def iter_rows(path: str | os.PathLike) -> Iterator[dict]:
         header = tuple(reader.fieldnames or ())
         if header == LEGACY_COLUMN_NAMES:
             warnings.warn(legacy_warning(path), stacklevel=2)
-        elif header != COLUMN_NAMES:
+        elif header not in (COLUMN_NAMES, PRE_MODE_COLUMN_NAMES):
             raise InvalidValueError(f"{path} is not a pydvfs dataset (header differs)")
         for line, raw in enumerate(reader, start=2):
-            out = dict.fromkeys(ADDED_COLUMNS)
+            out = dict.fromkeys(ADDED_COLUMNS + MODE_COLUMNS)
             for name, text in raw.items():
                 col = _BY_NAME[name]
                 try:
@@ -237,8 +247,10 @@ def read_dataframe(path: str | os.PathLike):
     df = pd.read_csv(path, dtype={"model_size": str, "task": str, "board": str})
     if tuple(df.columns) == LEGACY_COLUMN_NAMES:
         warnings.warn(legacy_warning(path), stacklevel=2)
-        df = df.assign(**{c: pd.Series(dtype=float if c.endswith("_j") else object, index=df.index)
-                          for c in ADDED_COLUMNS})[list(COLUMN_NAMES)]
+        df = df.assign(**{c: pd.Series(dtype=object if c == "board" else float, index=df.index)
+                          for c in ADDED_COLUMNS + MODE_COLUMNS})[list(COLUMN_NAMES)]
+    if tuple(df.columns) == PRE_MODE_COLUMN_NAMES:  # before modes were swept: the stock mode
+        df = df.assign(**{c: pd.Series(dtype=float, index=df.index) for c in MODE_COLUMNS})[list(COLUMN_NAMES)]
     missing = [c for c in COLUMN_NAMES if c not in df.columns]
     if missing:
         raise InvalidValueError(f"{path} lacks dataset column(s): {', '.join(missing)}")

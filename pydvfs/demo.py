@@ -321,6 +321,44 @@ def stage_online(ctx: DemoContext) -> dict:
             "trajectory": r["trajectory"], "plot": ctx.rel(plot) if plot else None}
 
 
+JOINT_WORKLOADS = ("bert-base/SST-2", "pythia-1b/SST-2", "bert-tiny/SST-2")
+
+
+def stage_joint(ctx: DemoContext) -> dict:
+    """The whole power mode (issue 23): the joint online search (GPU x EMC x CPU) beside the
+    GPU-only one, replayed window by window against the simulated AGX Orin's every mode (a 60-min
+    run, 10-s windows with noise), and the mode sweep's energy picture over GPU x EMC."""
+    from .sim.joint_replay import Grid, make, replay
+    from .sim.workloads import get_workload
+
+    rows = []
+    for name in JOINT_WORKLOADS:
+        model, task = name.split("/")
+        grid = Grid("agx-orin", get_workload(model, task))
+        row = {"workload": grid.name, "modes": len(grid.modes), "best_mode": list(grid.best),
+               "best_saving_pct": 100 * (1 - grid.j[grid.best] / grid.j[grid.stock]),
+               "gpu_only_best_saving_pct": 100 * (1 - grid.j[grid.gpu_best] / grid.j[grid.stock])}
+        for label in ("gpu-only", "joint"):
+            r = replay(grid, make(label, grid), label == "gpu-only", 60.0, 10.0, 2.0, ctx.seed)
+            row[label] = {"settled": r["settled"], "probes": r["probes"], "gap_pct": r["gap_pct"],
+                          "saving_pct": r["saving_pct"], "share_pct": r["share_pct"],
+                          "time_pct": 100 * (r["t_rel"] - 1)}
+        row["joint_adds_pct"] = row["joint"]["saving_pct"] - row["gpu-only"]["saving_pct"]
+        rows.append(row)
+        g, j = row["gpu-only"], row["joint"]
+        ctx.say(f"joint: {grid.name}: GPU-only settled {'/'.join(f'{x:g}' for x in g['settled'])} "
+                f"({g['saving_pct']:.1f} % saved over the run, {g['probes']} probes); joint settled "
+                f"{'/'.join(f'{x:g}' for x in j['settled'])} ({j['saving_pct']:.1f} %, {j['probes']} modes probed; "
+                f"{j['gap_pct']:.2f} % from the best of {row['modes']} modes)")
+    sweep_dir = ctx.path("modes")
+    shutil.rmtree(sweep_dir, ignore_errors=True)
+    sw = run_verb("sweep", "--sim", "--knobs", "gpu,emc,cpu", "--models", "bert-base", "--tasks", "SST-2",
+                  "--out", sweep_dir / "modes.csv", "--plot", sweep_dir / "plots")
+    heat = next((p for p in sw["plots"] if p.endswith("_modes.png")), None)
+    return {"board": "agx-orin", "minutes": 60.0, "workloads": rows,
+            "sweep_modes": sw["modes"], "heatmap": ctx.rel(Path(heat)) if heat else None}
+
+
 def _plot_online(r: dict, stem: Path) -> Path | None:
     try:
         import matplotlib
@@ -437,6 +475,7 @@ STAGES: list[tuple[str, Callable[[DemoContext], dict]]] = [
     ("evaluate", stage_evaluate),
     ("governed_run", stage_governed_run),
     ("online", stage_online),
+    ("joint", stage_joint),
     ("real_data", stage_real_data),
     ("roofline", stage_roofline),
     ("replication", stage_replication),

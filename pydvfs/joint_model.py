@@ -225,3 +225,37 @@ def mape(pred, true) -> float:
     """Mean absolute percentage error (%) of ``pred`` against ``true``."""
     pred, true = np.asarray(pred, float), np.asarray(true, float)
     return float(100.0 * np.mean(np.abs(pred / true - 1.0)))
+
+
+def sweep_modes(gpu_levels: Sequence[float], emc_rates: Sequence[float], cpu_clocks: Sequence[float],
+                extra: int = 16, seed: int = 0) -> list:
+    """A designed subset of the GPU x EMC x CPU product for a characterisation sweep (not all of
+    it): every GPU level at the top EMC rate and CPU clock (the GPU-only curve), the probes of
+    :func:`design_probes`, and a Latin hypercube of ``extra`` modes (each domain's sorted values
+    cut into ``extra`` strata, one value per stratum, the strata shuffled per domain), without
+    repeats, in that order. A domain given one value stays there."""
+    import random
+
+    G, E, C = (sorted({float(x) for x in xs}) for xs in (gpu_levels, emc_rates, cpu_clocks))
+    if not (G and E and C):
+        raise InvalidValueError("every domain needs at least one clock")
+    if not (isinstance(extra, int) and extra >= 0):
+        raise InvalidValueError("extra must be an integer >= 0")
+    out = [(g, E[-1], C[-1]) for g in G]
+    if len(E) > 1 or len(C) > 1:
+        out += design_probes(G, E, C)
+    rng = random.Random(seed)
+
+    def strata(xs):
+        idx = [min(len(xs) - 1, int((i + rng.random()) * len(xs) / extra)) for i in range(extra)]
+        rng.shuffle(idx)
+        return [xs[i] for i in idx]
+
+    if extra:
+        out += list(zip(strata(G), strata(E), strata(C)))
+    seen, uniq = set(), []
+    for m in out:
+        if m not in seen:
+            seen.add(m)
+            uniq.append(m)
+    return uniq

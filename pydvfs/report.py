@@ -166,6 +166,26 @@ def markdown(results: dict) -> str:
               f"{o['saving_vs_start_pct']:.1f} % less {_measure_label(o)} energy than staying at the start clock.", ""]
         if o.get("plot"):
             L += [f"![online search]({o['plot']})", ""]
+    if "joint" in results:
+        jt = results["joint"]
+        L += ["## The whole power mode: GPU-only vs the joint search", "",
+              f"The joint online search (`run --policy online --knobs gpu,emc,cpu`) beside the GPU-only one (EMC and "
+              f"CPU at the top), each replayed over a {jt['minutes']:g}-min run against every mode of the simulated "
+              f"{jt['board']} (window noise, exploration included; docs/power-modes.md). Saving: module energy "
+              "against the top mode; EMC/CPU terms of the simulator are priors, not calibrated.", ""]
+        L += _table(["workload", "GPU-only: settled, saving, probes", "joint: settled mode, saving, modes probed",
+                     "joint adds", "best of the grid"],
+                    [[w["workload"],
+                      f"{w['gpu-only']['settled'][0]:g} MHz, {w['gpu-only']['saving_pct']:.1f} %, "
+                      f"{w['gpu-only']['probes']}",
+                      f"{'/'.join(f'{x:g}' for x in w['joint']['settled'])}, {w['joint']['saving_pct']:.1f} %, "
+                      f"{w['joint']['probes']}",
+                      f"{w['joint_adds_pct']:+.1f} %",
+                      f"{'/'.join(f'{x:g}' for x in w['best_mode'])}: {w['best_saving_pct']:.1f} % of {w['modes']} modes"]
+                     for w in jt["workloads"]]) + [""]
+        if jt.get("heatmap"):
+            L += [f"A mode sweep (`sweep --sim --knobs gpu,emc,cpu`, {jt['sweep_modes']} modes): module energy over "
+                  "GPU x EMC at each cell's best CPU clock.", "", f"![modes]({jt['heatmap']})", ""]
     if "real_data" in results:
         r = results["real_data"]
         L += ["## The analysis on real measurements from other hardware", ""]
@@ -201,7 +221,7 @@ def markdown(results: dict) -> str:
 
 
 # The sections of results.json a report is made of (markdown() renders each one present).
-SECTIONS = ("board", "characterise", "train", "evaluate", "governed_run", "online", "real_data", "roofline",
+SECTIONS = ("board", "characterise", "train", "evaluate", "governed_run", "online", "joint", "real_data", "roofline",
             "replication")
 REPORT_FILES = ("report.md", "report.html", "replication.md")
 

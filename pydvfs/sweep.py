@@ -103,9 +103,13 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-def run_key(workload: str, setting: str, freq_mhz, repeat: int) -> tuple:
-    """What identifies one run of a dataset: a rerun (board or --sim) skips the keys present."""
-    return (workload, setting, None if freq_mhz in (None, "") else round(float(freq_mhz), 3), int(repeat))
+def run_key(workload: str, setting: str, freq_mhz, repeat: int, emc_mhz=None, cpu_mhz=None) -> tuple:
+    """What identifies one run of a dataset: a rerun (board or --sim) skips the keys present.
+    ``emc_mhz``/``cpu_mhz``: the mode's other clocks (None: the stock mode's)."""
+    def mhz(x):
+        return None if x in (None, "") else round(float(x), 3)
+
+    return (workload, setting, mhz(freq_mhz), int(repeat), mhz(emc_mhz), mhz(cpu_mhz))
 
 
 def _idle_power_w(sampler: Sampler, seconds: float) -> float | None:

@@ -118,3 +118,42 @@ def plot_optimal_map(results: list[WorkloadResult], out_dir: str) -> list[str]:
     paths = _save(fig, out_dir, "optimal_map")
     plt.close(fig)
     return paths
+
+
+def plot_mode_heatmap(rows, out_dir: str, energy_col: str = "energy_module_j") -> list[str]:
+    """Per workload, energy per run over GPU clock x EMC rate (dataset rows of a ``--knobs``
+    sweep: fixed runs with ``emc_mhz``): each cell the mean energy of its least-energy CPU clock
+    (written in the cell, in MHz), relative to the least cell; a cell the sweep did not run is
+    left blank (a designed sweep covers a subset of the product). Returns the files written."""
+    plt = _pyplot()
+    by_wl: dict = {}
+    for r in rows:
+        if r.get("setting") == "fixed" and r.get("emc_mhz") is not None and r.get(energy_col) is not None:
+            cell = by_wl.setdefault(r["workload"], {}).setdefault((r["freq_mhz"], r["emc_mhz"]), {})
+            cell.setdefault(r.get("cpu_mhz"), []).append(float(r[energy_col]))
+    written: list[str] = []
+    for wl, cells in by_wl.items():
+        gs = sorted({g for g, _ in cells})
+        es = sorted({e for _, e in cells})
+        best = {k: min(((sum(v) / len(v), c) for c, v in d.items()), key=lambda x: x[0]) for k, d in cells.items()}
+        low = min(v[0] for v in best.values())
+        z = np.full((len(es), len(gs)), np.nan)
+        fig, ax = plt.subplots(figsize=(1.0 + 0.62 * len(gs), 1.2 + 0.55 * len(es)))
+        for (g, e), (val, _c) in best.items():
+            z[es.index(e), gs.index(g)] = val / low
+        im = ax.imshow(np.log2(z), origin="lower", aspect="auto", cmap="viridis_r")
+        for (g, e), (val, c) in best.items():
+            ax.text(gs.index(g), es.index(e), f"{val / low:.2f}" + ("" if c is None else f"\n{c:g}"),
+                    ha="center", va="center", fontsize=6, color="w" if val / low > 1.5 else "k")
+        ax.set_xticks(range(len(gs)))
+        ax.set_xticklabels([f"{g:g}" for g in gs], rotation=45, fontsize=7)
+        ax.set_yticks(range(len(es)))
+        ax.set_yticklabels([f"{e:g}" for e in es], fontsize=7)
+        ax.set_xlabel("GPU clock (MHz)")
+        ax.set_ylabel("EMC rate (MHz)")
+        cb = fig.colorbar(im, ax=ax)
+        cb.set_label("log2 energy / least (best CPU clock)")
+        ax.set_title(f"{wl}: {energy_col} over GPU x EMC (cell: x least; CPU MHz)", fontsize=8)
+        written += _save(fig, out_dir, f"{slug(wl)}_modes")
+        plt.close(fig)
+    return written

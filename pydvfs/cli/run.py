@@ -138,6 +138,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     cmd = command_after_dashes(args.cmd)
     if not cmd:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
+    from ..governor.joint_search import parse_knobs
+
+    knobs = parse_knobs(args.knobs)
+    if knobs != ("gpu",) and (args.policy != "online" or args.search is not None or args.start is not None):
+        raise InvalidValueError("--knobs gpu,emc,cpu is the joint online search: for --policy online, without "
+                                "--search or --start (it starts at the top mode)")
     workload = workload_from_args(args)
     search = _search_params(args)
     objective = objective_from_args(args)
@@ -151,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   args.start, search if args.policy == "online" else None, window,
                                   args.sysfs_root, args.state_dir, objective=objective,
                                   search_kind=args.search or default_search(), total_steps=args.steps,
-                                  above_power_mode=args.above_power_mode)
+                                  knobs=knobs, above_power_mode=args.above_power_mode)
     except (KeyboardInterrupt, Terminated) as e:
         report = getattr(e, "partial_report", None)  # what was measured until then (partial: true)
         if report is not None:
@@ -196,6 +202,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--search", choices=SEARCHES,
                    help="model: fit the U-curve, probe where the best clock is uncertain (default, needs numpy "
                         "and scipy); hill: the hill climb on the table")
+    g.add_argument("--knobs", default="gpu", metavar="LIST",
+                   help="clock domains to search: gpu (default) or gpu,emc,cpu (the joint search over whole "
+                        "modes; docs/power-modes.md)")
     g.add_argument("--start", type=clock_mhz, metavar="MHZ", help="start here instead of the model's proposal")
     g.add_argument("--margin", dest="margin_pct", type=float, metavar="PCT",
                    help="hill: move only if J/step is lower by more than this (default 2); model: leave the "

@@ -63,8 +63,40 @@ def best_clocks(rows: list[dict]) -> dict:
     return out
 
 
+def _at_top(r: dict) -> bool:
+    from ..sim.profiles import profile
+
+    prof = profile("agx-orin")
+    return r["emc_mhz"] in (None, prof.emc_max_mhz) and r["cpu_mhz"] in (None, prof.cpu_max_mhz)
+
+
+def best_modes(rows: list[dict], measure: str) -> dict:
+    """Per workload: the swept mode of least mean energy (by ``measure``) and its saving
+    against the workload's MAXN runs."""
+    col = COLUMN[measure]
+    cells: dict = {}
+    maxn: dict = {}
+    for r in rows:
+        if r.get(col) is None:
+            continue
+        if r["setting"] == "fixed":
+            cells.setdefault(r["workload"], {}).setdefault((r["freq_mhz"], r["emc_mhz"], r["cpu_mhz"]), []).append(r[col])
+        elif r["setting"] == "maxn":
+            maxn.setdefault(r["workload"], []).append(r[col])
+    out = {}
+    for wl, d in cells.items():
+        mean = {m: sum(v) / len(v) for m, v in d.items()}
+        m = min(mean, key=mean.get)
+        ref = sum(maxn[wl]) / len(maxn[wl]) if maxn.get(wl) else None
+        out[wl] = {"mode": "/".join("" if x is None else f"{x:g}" for x in m), "gpu_mhz": m[0], "emc_mhz": m[1],
+                   "cpu_mhz": m[2], "energy_j": mean[m],
+                   "saving_vs_maxn_pct": None if not ref else 100.0 * (1.0 - mean[m] / ref)}
+    return out
+
+
 def sim_sweep(args: argparse.Namespace) -> int:
     from ..dataset import DatasetWriter, iter_rows
+    from ..governor.joint_search import parse_knobs
     from ..sim.sweep import plot_curves, sweep_rows
     from ..sweep import run_key
     from .common import emit, name_list
@@ -74,25 +106,36 @@ def sim_sweep(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise InvalidValueError(f"--repeats must be >= 1, got {args.repeats}")
     t0 = time.monotonic()
+    knobs = parse_knobs(args.knobs)
     rows = list(sweep_rows(models=name_list(args.models), tasks=name_list(args.tasks), repeats=args.repeats,
                            seed=args.seed, power_modes=args.power_modes,
                            batch_size=args.batch_size, epochs=args.epochs,
-                           host_bound=args.host_bound))
+                           host_bound=args.host_bound, knobs=knobs))
+    modes_swept = knobs != ("gpu",)
     written = skipped = 0
     if args.out:
         # like the board sweep: a rerun appends only the runs the dataset does not hold yet
         with DatasetWriter(args.out) as wr:
-            done = {run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]) for r in iter_rows(args.out)}
+            done = {run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"], r["emc_mhz"], r["cpu_mhz"])
+                    for r in iter_rows(args.out)}
             for r in rows:
-                if run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]) in done:
+                if run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"], r["emc_mhz"], r["cpu_mhz"]) in done:
                     skipped += 1
                 else:
                     wr.write(r)
                     written += 1
-    plots = plot_curves(rows, args.plot) if args.plot else []
-    best = best_clocks(rows)
+    # the U-curves: the GPU clock at the stock EMC and CPU (a --knobs sweep pins them at the top)
+    stock = [r for r in rows if not modes_swept or r["setting"] != "fixed" or _at_top(r)]
+    plots = plot_curves(stock, args.plot) if args.plot else []
+    if args.plot and modes_swept:
+        from ..analysis.plots import plot_mode_heatmap
+        plots += plot_mode_heatmap(rows, args.plot, COLUMN[args.energy])
+    best = best_clocks(stock)
     measure = args.energy
     summary = {
+        "knobs": list(knobs), "modes": len({(r["freq_mhz"], r["emc_mhz"], r["cpu_mhz"]) for r in rows
+                                            if r["setting"] == "fixed"}),
+        "best_mode": best_modes(rows, args.energy) if modes_swept else None,
         "rows": len(rows), "written": written, "skipped": skipped, "out": args.out, "plots": [str(p) for p in plots],
         "seconds": round(time.monotonic() - t0, 2), "energy_measure": measure,
         "best_mhz": {wl: b[measure]["freq_mhz"] for wl, b in best.items()},
@@ -100,7 +143,9 @@ def sim_sweep(args: argparse.Namespace) -> int:
     }
 
     def text():
-        lines = [f"simulated sweep: {summary['rows']} runs in {summary['seconds']} s"]
+        lines = [f"simulated sweep: {summary['rows']} runs in {summary['seconds']} s"
+                 + (f" ({summary['modes']} modes of GPU x {' x '.join(k.upper() for k in knobs[1:])})"
+                    if modes_swept else "")]
         if args.out:
             lines.append(f"dataset: {args.out} ({written} rows written, {skipped} already there)")
         if plots:
@@ -112,6 +157,9 @@ def sim_sweep(args: argparse.Namespace) -> int:
             a, o = b[measure], b[other]
             lines.append(f"  {wl:24s} best {a['freq_mhz']:.0f} MHz ({_pct(a['saving_vs_maxn_pct'])}); "
                          f"{LABEL[other]}: {o['freq_mhz']:.0f} MHz ({_pct(o['saving_vs_maxn_pct'])})")
+        if modes_swept:
+            lines.append(f"best mode per workload by {LABEL[args.energy]} energy (GPU/EMC/CPU MHz; empty: stock)")
+            lines += [f"  {wl:24s} {b['mode']} ({_pct(b['saving_vs_maxn_pct'])})" for wl, b in summary["best_mode"].items()]
         return "\n".join(lines)
 
     emit(args, summary, text)

@@ -12,6 +12,11 @@ from .common import add_board_options, add_workload_argument, examples, int_rang
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     cmd = command_after_dashes(args.cmd)
+    from ..governor.joint_search import parse_knobs
+
+    if parse_knobs(args.knobs) != ("gpu",) and not args.sim:
+        raise InvalidValueError("sweep --knobs with emc/cpu runs on the simulator only (--sim) for now: pinning "
+                                "the EMC and CPU clocks of a board is not in this version")
     if args.sim:
         if cmd or args.workload:
             raise InvalidValueError("--sim simulates the catalogue's workloads: give no --workload and no command")
@@ -88,10 +93,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "pydvfs sweep --out data.csv --workload name=bert-base/sst2,model=bert,layers=12,hidden=768,"
             "seq_len=13.3,task=sst2 --repeats 3 -- python -m pydvfs.workloads.finetune --model bert-base "
             "--task sst2 --max-steps 200",
-            "pydvfs sweep --sim --out sweep.csv --tasks SST-2,QNLI --plot plots"))
+            "pydvfs sweep --sim --out sweep.csv --tasks SST-2,QNLI --plot plots",
+            "pydvfs sweep --sim --knobs gpu,emc,cpu --models bert-base --tasks SST-2 --out modes.csv --plot plots"))
     p.add_argument("--sim", action="store_true", help="use the simulated AGX Orin (virtual time)")
     p.add_argument("--out", metavar="CSV", help="dataset to append to (created if missing)")
     p.add_argument("--plot", metavar="DIR", help="(--sim) write the U-curve plots here")
+    p.add_argument("--knobs", default="gpu", metavar="LIST",
+                   help="clock domains to sweep: gpu (default) or gpu,emc,cpu (--sim: every GPU level at the top "
+                        "EMC/CPU plus a designed subset of the modes; rows carry emc_mhz/cpu_mhz; --plot adds "
+                        "an energy heat map over GPU x EMC)")
     p.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=1,
                    help=f"runs per setting, 1..{MAX_REPEATS} (default 1)")
     p.add_argument("--seed", type=seed, default=0, help="seed of the run order / the simulator")

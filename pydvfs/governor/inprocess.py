@@ -76,7 +76,8 @@ class OnlineGovernor:
                  energy: str = DEFAULT_MEASURE,
                  window: WindowParams | dict | float | None = None, search_options: dict | None = None,
                  total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic,
-                 above_power_mode: bool = False):
+                 above_power_mode: bool = False, knobs="gpu", pin_mode: Callable | None = None,
+                 restore_mode: Callable | None = None, modes=None):
         if policy not in POLICIES:
             raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
         if workload is None and needs_workload(policy):
@@ -85,6 +86,12 @@ class OnlineGovernor:
         if policy != "online" and (start_mhz is not None or search is not None or search_options
                                    or total_steps is not None):
             raise InvalidValueError("start_mhz, search, search_options and total_steps are for policy 'online'")
+        from .joint_search import parse_knobs
+
+        self.knobs = parse_knobs(knobs) if isinstance(knobs, str) else parse_knobs(",".join(knobs))
+        if self.knobs != ("gpu",) and policy != "online":
+            raise InvalidValueError("knobs beyond gpu are for policy 'online'")
+        self._pin_mode, self._restore_mode, self._modes = pin_mode, restore_mode, modes
         self._total_steps = checked_total_steps(total_steps)
         self.policy, self.workload, self.model_dir = policy, workload, model_dir
         self.objective = Objective(objective, max_slowdown_pct, energy)  # a static policy's: checked by apply at start
@@ -126,13 +133,15 @@ class OnlineGovernor:
                                          "pydvfs", self.search_kind)
                 searcher = new_search(self.search_kind, self._plan["search_levels_mhz"],
                                       self._plan["centre_mhz"], self.search_params, self.objective,
-                                      self._plan["maxn_anchor"], self.model_dir)
+                                      self._plan["maxn_anchor"], self.model_dir) if self.knobs == ("gpu",) \
+                    else self._joint_search()
             self._install_handlers()
             atexit.register(self.close)
             try:
                 engine = None
                 if self.policy == "online":
-                    engine = OnlineEngine(self.dev, self.sampler, searcher, self.window, "the training loop",
+                    engine = OnlineEngine(self.dev if self.knobs == ("gpu",) else self._mode_dev, self.sampler,
+                                          searcher, self.window, "the training loop",
                                           self.log, self.objective, say_prefix="pydvfs",
                                           total_steps=self._total_steps)
                 self._decision, self._fallback = start_policy(self.dev, self.policy, self.workload, self.model_dir,
@@ -209,9 +218,20 @@ class OnlineGovernor:
                 self.engine.say_outcome()
             return report
 
+    def _joint_search(self):
+        """The joint search over the modes (docs/power-modes.md), from the top mode."""
+        from .joint_search import joint_setup
+
+        search, self._mode_dev, plan = joint_setup(self.dev, self._plan["search_levels_mhz"], self.objective,
+                                                   self._pin_mode, self._restore_mode, self._modes, self.board)
+        self._plan.update(plan)
+        return search
+
     def _teardown(self) -> None:
         try:
             self.sampler.stop()
+            if self._restore_mode is not None:  # the domains beside the GPU's, first
+                self._restore_mode()
         finally:
             self._restored = self.dev.restore()
             self._remove_handlers()

@@ -284,7 +284,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                  clock: Callable[[], float] = time.monotonic,
                  *, objective: Objective | None = None, search_kind: str | None = None,
                  sleep: Callable[[float], None] = time.sleep, total_steps: int | None = None,
-                 above_power_mode: bool = False) -> dict:
+                 knobs=("gpu",), above_power_mode: bool = False) -> dict:
     """Run ``cmd`` under ``policy``; returns the report (see docs/online.md). ``total_steps``:
     the count the progress file will reach at the end, if known (the online search's horizon).
     The clock stays at or under the power mode's GPU cap unless ``above_power_mode``."""
@@ -315,8 +315,15 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     if online:
         plan = plan_online(dev, workload, model_dir, start_mhz, log, search_kind=search_kind)
         report.update(plan, search_kind=search_kind)
-        searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,
-                              plan["maxn_anchor"], model_dir)
+        if tuple(knobs) == ("gpu",):
+            searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,
+                                  plan["maxn_anchor"], model_dir)
+            search_dev = dev
+        else:  # the whole mode (docs/power-modes.md): through the board's joint pin
+            from .joint_search import joint_setup
+
+            searcher, search_dev, joint_plan = joint_setup(dev, plan["search_levels_mhz"], objective)
+            report.update(joint_plan, search_kind="joint")
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)  # fails before any change
     if online:  # a search cannot minimise an energy the board's rails do not give
         require_energy(dev.board, objective.energy, dev.model, sampler.rails)
@@ -333,7 +340,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     try:
         try:
             if online:
-                engine = OnlineEngine(dev, sampler, searcher, window, f"the progress file {progress}",
+                engine = OnlineEngine(search_dev, sampler, searcher, window, f"the progress file {progress}",
                                       log, objective, total_steps=total_steps)
             report["decision"], fallback = start_policy(dev, policy, workload, model_dir, objective, engine, log)
             if not online:

@@ -24,6 +24,9 @@ from ..errors import DeviceNotFoundError
 RAIL_BUS_MV = {"VDD_GPU_SOC": 5000.0, "VDD_CPU_CV": 5000.0, "VIN_SYS_5V0": 5000.0,
                "VDDQ_VDD2_1V8AO": 1800.0}
 DEFAULT_BUS_MV = 5000.0
+# The EMC's and the CPU's clock files under a board's root (as JetPack 5/6 lays them out)
+EMC_RATE = "sys/kernel/debug/bpmp/debug/clk/emc/rate"
+CPUFREQ = "sys/devices/system/cpu/cpufreq"
 
 
 def bus_mv(label: str) -> float:
@@ -103,6 +106,17 @@ class BoardFiles:
         devfreq_dir = Path(board.devfreq_dir)
         load_path = Path(board.load_path) if board.load_path else None
         return cls(Path(root), devfreq_dir, load_path, rails, tuple(sorted(board.freqs_hz)))
+
+    def read_mode_mhz(self) -> tuple:
+        """(EMC rate, CPU clock) in MHz the tree holds beside the GPU's, None where it has no such
+        file: the EMC's BPMP debugfs ``rate`` and the lowest ``scaling_max_freq`` of the cpufreq
+        policies (a pinned policy runs at it; a busy one under schedutil too), the files a pin of
+        those domains writes (docs/power-modes.md)."""
+        emc = self.root / EMC_RATE
+        emc_mhz = read_int(emc) / 1e6 if emc.is_file() else None
+        maxes = [read_int(d / "scaling_max_freq") / 1000.0 for d in sorted((self.root / CPUFREQ).glob("policy*"))
+                 if (d / "scaling_max_freq").is_file()]
+        return emc_mhz, (min(maxes) if maxes else None)
 
     def read_limits_hz(self) -> tuple[int, int]:
         return read_int(self.devfreq_dir / "min_freq"), read_int(self.devfreq_dir / "max_freq")

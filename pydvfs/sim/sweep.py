@@ -11,6 +11,7 @@ from typing import Iterable, Iterator
 from .. import boards
 from ..dataset import DatasetWriter
 from ..device.fake import ORIN_MODEL
+from .model import DEFAULT_BOARD as ORIN_BOARD
 from .model import ORIN_LEVELS_MHZ, RAILS, default_params, idle_board_power_w, operating_point, simulate_run
 from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_MODELS, get_workload
 
@@ -18,10 +19,14 @@ from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_MODELS, get_wor
 def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHARACTERISATION_TASKS,
                repeats: int = 1, seed: int = 0, freqs_mhz: Iterable[float] = ORIN_LEVELS_MHZ,
                power_modes: Iterable[str] = (), batch_size: int = 16, epochs: float = 1.0,
-               host_bound: bool = False, p=None) -> Iterator[dict]:
+               host_bound: bool = False, p=None, knobs=("gpu",), mode_extra: int = 16) -> Iterator[dict]:
     """``host_bound``: also every model-task pair as a host-bound run (``HOST_BOUND``: small
-    batches, exposed host time), named ``model/task+hostbound``."""
+    batches, exposed host time), named ``model/task+hostbound``. ``knobs`` with ``emc`` and/or
+    ``cpu``: the fixed runs cover a designed subset of the modes (:func:`sweep_modes`: every GPU
+    level of ``freqs_mhz`` at the top EMC rate and CPU clock, an L9 design and a Latin hypercube
+    of ``mode_extra`` modes), each row carrying its ``emc_mhz``/``cpu_mhz``."""
     p = p or default_params()
+    modes = sweep_modes(freqs_mhz, knobs, mode_extra, seed)
     # the board the simulator stands for, named by the model string its fake board carries: its
     # rails' roles (the board table) make the module and CPU+GPU energies
     board = boards.identify(ORIN_MODEL)
@@ -34,11 +39,14 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
     for w in workloads:
         maxn_op = operating_point(w, "maxn", None, p)
         util_pct = 100.0 * maxn_op.load
-        settings = [("fixed", f) for f in freqs_mhz] + [("maxn", None)] + [(pm, None) for pm in power_modes]
-        for setting, f in settings:
-            op = maxn_op if setting == "maxn" else operating_point(w, setting, f, p)
+        settings = [("fixed", m) for m in modes] + [("maxn", None)] + [(pm, None) for pm in power_modes]
+        for setting, mode in settings:
+            f, emc, cpu = mode if mode else (None, None, None)
+            op = maxn_op if setting == "maxn" else operating_point(w, setting, f, p, emc_mhz=emc, cpu_mhz=cpu)
             for r in range(repeats):
                 res = simulate_run(w, setting, f, repeat=r, seed=seed, p=p, op=op)
+                if emc is not None or cpu is not None:  # a mode's own noise draw (the GPU clock's is keyed on it alone)
+                    res = _mode_noise(res, op, p, seed, w.name, emc, cpu, r)
                 e = res.role_energy_j  # by the board table's rail roles
                 a = w.arch
                 row = {
@@ -53,9 +61,42 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
                     "avg_power_w": e["cpu_gpu"] / res.duration_s,
                     "avg_gpu_load_pct": res.avg_gpu_load_pct,
                     "samples": 0, "sampler_errors": 0, "exit_status": 0, "source": "sim", "board": board.id,
+                    "emc_mhz": emc, "cpu_mhz": cpu,
                     "idle_power_w": idle_cpu_gpu_w,
                 }
                 yield row
+
+
+def sweep_modes(freqs_mhz, knobs=("gpu",), extra: int = 16, seed: int = 0) -> list:
+    """The (gpu, emc, cpu) modes of a sweep: GPU-only, (f, None, None) per clock (the stock EMC
+    and CPU); with ``emc``/``cpu`` among ``knobs`` the designed subset of
+    :func:`pydvfs.joint_model.sweep_modes` over the AGX Orin's EMC rates and the profile's CPU
+    clocks (a knob left out: None, the stock mode's)."""
+    from ..joint_model import sweep_modes as design
+    from .profiles import profile
+
+    knobs = tuple(knobs)
+    if knobs == ("gpu",):
+        return [(float(f), None, None) for f in freqs_mhz]
+    prof = profile(ORIN_BOARD)
+    emcs = prof.emc_rates_mhz if "emc" in knobs else (prof.emc_max_mhz,)
+    cpus = prof.sweep_cpu_mhz if "cpu" in knobs else (prof.cpu_max_mhz,)
+    return [(g, e if "emc" in knobs else None, c if "cpu" in knobs else None)
+            for g, e, c in design(freqs_mhz, emcs, cpus, extra, seed)]
+
+
+def _mode_noise(res, op, p, seed: int, name: str, emc, cpu, repeat: int):
+    """``res`` (run without noise at a mode) with the mode's own run-to-run noise and spikes."""
+    from dataclasses import replace
+
+    from .model import run_noise
+
+    key = f"fixed:emc{emc}:cpu{cpu}"
+    tf, pf = run_noise(p, op.cpu_exposed_share, seed, name, key, op.freq_mhz, repeat)
+    k = tf / res.time_factor
+    return replace(res, duration_s=res.duration_s * k,
+                   energy_j={r: e * k * pf / res.power_factor for r, e in res.energy_j.items()},
+                   avg_gpu_load_pct=res.avg_gpu_load_pct * res.time_factor / tf, time_factor=tf, power_factor=pf)
 
 
 def write_sweep(out: str | Path, **kw) -> int:

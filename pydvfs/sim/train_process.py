@@ -68,20 +68,30 @@ def run(args: argparse.Namespace) -> dict:
     progress = Path(args.progress_file) if args.progress_file else None
     cache = {}
 
-    def point(lo_hz: int, hi_hz: int):
+    def point(lo_hz: int, hi_hz: int, emc_mhz=None, cpu_mhz=None):
+        """The operating point of the GPU limits; under a pinned GPU clock also of the EMC rate
+        and CPU clock the tree holds (None: the power mode's own)."""
         hi_hz = min(hi_hz, int(mode.gpu_max_mhz * 1e6 + 0.5e6))  # nvpmodel caps max_freq
         lo_hz = min(lo_hz, hi_hz)
-        key = (lo_hz, hi_hz)
+        key = (lo_hz, hi_hz, emc_mhz, cpu_mhz)
         if key not in cache:
             lo, hi = lo_hz / 1e6, hi_hz / 1e6
             setting, f = _setting_for(lo, hi, power_mode, top_mode, prof.levels_mhz)
-            if setting == "fixed":
+            mode_key = ""
+            if (emc_mhz, cpu_mhz) in ((mode.emc_mhz, mode.cpu_mhz), (mode.emc_mhz, None), (None, mode.cpu_mhz)):
+                emc_mhz = cpu_mhz = None  # the power mode's own clocks: its own operating point
+            if setting == "fixed" and (emc_mhz, cpu_mhz) != (None, None):
+                emc_mhz = min(emc_mhz or mode.emc_mhz, mode.emc_mhz)  # the power mode's caps hold
+                cpu_mhz = min(cpu_mhz or mode.cpu_mhz, mode.cpu_mhz)
+                op = operating_point(w, "fixed", f, p, board=args.board, emc_mhz=emc_mhz, cpu_mhz=cpu_mhz)
+                mode_key = f":emc{emc_mhz:g}:cpu{cpu_mhz:g}"
+            elif setting == "fixed":
                 op = operating_point(w, "fixed", f, p, board=args.board)
             elif setting == "podgov":
                 op = operating_point(w, "podgov", None, p, min_mhz=lo, max_mhz=hi, board=args.board)
             else:
                 op = operating_point(w, setting, None, p, board=args.board)
-            tf, pf = run_noise(p, op.cpu_exposed_share, args.seed, w.name, op.setting,
+            tf, pf = run_noise(p, op.cpu_exposed_share, args.seed, w.name, op.setting + mode_key,
                                op.freq_mhz, args.repeat)
             cache[key] = (op, tf, pf)
         return cache[key]
@@ -117,10 +127,10 @@ def run(args: argparse.Namespace) -> dict:
         written.append((time.monotonic_ns(), values))
 
     t_prev = time.monotonic()
-    op, tf, pf = point(*board.read_limits_hz())
+    op, tf, pf = point(*board.read_limits_hz(), *board.read_mode_mhz())
     try:
         while steps < target_steps:
-            op, tf, pf = point(*board.read_limits_hz())
+            op, tf, pf = point(*board.read_limits_hz(), *board.read_mode_mhz())
             power = board.quantised_power_w({r: op.power_w[r] * pf for r in rails})
             put_power(power)
             put("load", 1000.0 * op.load / tf, board.write_load)

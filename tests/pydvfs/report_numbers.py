@@ -137,7 +137,7 @@ def check_quick_demo(out: Path, summary: dict, stderr: str) -> None:
     numbers are this run's, an online stage within 1 % of the simulator's optimum, pictures."""
     assert "[demo] --- evaluate ---" in stderr  # progress on stderr
     assert summary["stages"] == ["board", "characterise", "train", "evaluate", "governed_run", "online",
-                                 "real_data", "roofline", "replication"]
+                                 "joint", "real_data", "roofline", "replication"]
     # the summary and the replication ledger show only numbers of this run's results.json
     assert check_numbers_from_results(out) > 100
     results = json.loads((out / "results.json").read_text())

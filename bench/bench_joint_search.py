@@ -1,0 +1,183 @@
+"""The joint online search (GPU x EMC x CPU) replayed against the simulator's full mode grid,
+beside the GPU-only model search (EMC and CPU left at the stock mode's), window by window (no
+board, no real time).
+
+Per board (AGX Orin, Orin Nano Super) and workload: the steady-state module J/step and s/step of
+every mode of the grid (every GPU level x EMC rate x the profile's CPU clocks:
+:func:`pydvfs.sim.joint.full_sweep`). The stock mode is the top one (MAXN: every clock at its
+top, pinned); the oracle runs the grid's best mode from the first step.
+
+Window noise as bench/bench_online_search.py (the same draws for both searches): a window's
+step time is off by a Gaussian 0.5 %, its power by 1 %, and with probability 5 % a spike
+stretches its time by 5-15 % at the same power. A window is ``--window`` s of training, a mode
+change costs ``--settle`` s unmeasured at the new mode; a run is ``--minutes`` of training at
+the oracle's speed (its step count is fixed).
+
+Reported per workload and search (over ``--seeds`` seeds): the settled mode's true J/step over
+the grid's best (within 1 %?), distinct modes probed, and the whole-run saving against the
+stock mode as a share of the oracle's (exploration included). Ratios within one run only.
+
+    PYTHONPATH=. python bench/bench_joint_search.py            # ~30 s: 6 workloads per board
+    PYTHONPATH=. python bench/bench_joint_search.py --all --seeds 5   # every study workload
+
+Writes bench/results/joint_search.json (or --out), prints a Markdown table, and with
+``--doc docs/power-modes.md`` writes the per-workload table between its markers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from pydvfs.sim.joint_replay import Grid, make, replay  # noqa: E402
+
+BOARDS = ("agx-orin", "orin-nano-super")
+DEFAULT_WORKLOADS = ("bert-tiny/SST-2", "bert-base/SST-2", "bert-large/QNLI", "pythia-160m/MRPC",
+                     "pythia-1b/SST-2", "bert-base/SST-2+host")
+__all__ = ["Grid", "make", "replay", "run", "summary", "doc_table", "main"]
+MARK = ("<!-- BEGIN generated:joint-search -->", "<!-- END generated:joint-search -->")
+
+
+def run(boards, workloads, minutes_list, seeds, window_s=10.0, settle_s=2.0, progress=True) -> dict:
+    from pydvfs.sim.workloads import get_workload
+
+    rows = []
+    for b in boards:
+        for wname in workloads:
+            host = None
+            if wname.endswith("+host"):
+                from pydvfs.sim.workloads import HOST_BOUND
+                wname, host = wname[:-5], HOST_BOUND
+            model, task = wname.split("/")
+            w = get_workload(model, task, host=host) if host else get_workload(model, task)
+            grid = Grid(b, w)
+            for minutes in minutes_list:
+                row = {"board": b, "workload": grid.name, "minutes": minutes, "modes": len(grid.modes),
+                       "best_mode": list(grid.best), "gpu_only_best": list(grid.gpu_best),
+                       "best_j_rel": grid.j[grid.best] / grid.j[grid.stock],
+                       "best_t_rel": grid.s[grid.best] / grid.s[grid.stock],
+                       "gpu_best_j_rel": grid.j[grid.gpu_best] / grid.j[grid.stock],
+                       "gpu_best_t_rel": grid.s[grid.gpu_best] / grid.s[grid.stock],
+                       "nvpmodel": {k: {"j_rel": v["module_j"] / grid.j[grid.stock],
+                                        "t_rel": v["t_s"] / grid.s[grid.stock]} for k, v in grid.nvpmodel.items()},
+                       "calibrated": grid.calibrated, "searches": {}}
+                for name in ("joint", "gpu-only"):
+                    runs = [replay(grid, make(name, grid), name == "gpu-only", minutes, window_s, settle_s, seed)
+                            for seed in range(seeds)]
+                    shares = [r["share_pct"] for r in runs if r["share_pct"] is not None]
+                    row["searches"][name] = {
+                        "within_1pct": sum(r["gap_pct"] <= 1.0 for r in runs), "runs": len(runs),
+                        "gap_pct_worst": max(r["gap_pct"] for r in runs),
+                        "gap_pct_mean": statistics.mean(r["gap_pct"] for r in runs),
+                        "probes_mean": statistics.mean(r["probes"] for r in runs),
+                        "probes_max": max(r["probes"] for r in runs),
+                        "share_pct_mean": statistics.mean(shares) if shares else None,
+                        "share_pct_min": min(shares) if shares else None,
+                        "j_rel_mean": statistics.mean(r["j_rel"] for r in runs),
+                        "t_rel_mean": statistics.mean(r["t_rel"] for r in runs),
+                        "settled": sorted({tuple(r["settled"]) for r in runs}),
+                    }
+                rows.append(row)
+                if progress:
+                    print(f"{b:16s} {grid.name:24s} {minutes:g} min best {grid.best}: " + " | ".join(
+                        f"{n} {v['within_1pct']}/{v['runs']} within 1 % (worst {v['gap_pct_worst']:.1f} %), "
+                        f"probes {v['probes_mean']:.1f} (max {v['probes_max']}), "
+                        f"share {v['share_pct_mean']:.0f} % (min {v['share_pct_min']:.0f} %)"
+                        for n, v in row["searches"].items()), flush=True)
+    return {"window_s": window_s, "settle_s": settle_s, "seeds": seeds, "minutes": list(minutes_list),
+            "noise": {"time_cv": 0.005, "power_cv": 0.01, "spike_prob": 0.05, "spike_time": [0.05, 0.15]},
+            "rows": rows}
+
+
+def summary(res: dict) -> str:
+    """Per board and run length: within-1 % counts, probes and share of the oracle's saving."""
+    out = ["| board | run | search | settled within 1 % of the best mode | probes (mean / max) "
+           "| share of the oracle's saving (mean / min) |", "|---|---|---|---|---|---|"]
+    groups: dict = {}
+    for r in res["rows"]:
+        groups.setdefault((r["board"], r["minutes"]), []).append(r)
+    for (b, minutes), rows in groups.items():
+        for name in ("joint", "gpu-only"):
+            v = [r["searches"][name] for r in rows]
+            shares = [x["share_pct_mean"] for x in v if x["share_pct_mean"] is not None]
+            mins = [x["share_pct_min"] for x in v if x["share_pct_min"] is not None]
+            out.append(f"| {b} | {minutes:g} min | {name} | {sum(x['within_1pct'] for x in v)}/{sum(x['runs'] for x in v)} "
+                       f"| {statistics.mean(x['probes_mean'] for x in v):.1f} / {max(x['probes_max'] for x in v)} "
+                       f"| {statistics.mean(shares):.0f} % / {min(mins):.0f} % |")
+    return "\n".join(out)
+
+
+def doc_table(res: dict) -> str:
+    """docs/power-modes.md's table: per workload (the longest run), module energy / time per step
+    against the stock top mode of nvpmodel's modes, GPU-only, the joint search and the full sweep."""
+    longest = max(res["minutes"])
+    out = []
+    for b in dict.fromkeys(r["board"] for r in res["rows"]):
+        rows = [r for r in res["rows"] if r["board"] == b and r["minutes"] == longest]
+        modes = list(rows[0]["nvpmodel"])
+        out += [f"### {b} ({'GPU clock calibrated, EMC/CPU priors' if rows[0]['calibrated'] else 'scaled estimate'})",
+                "", f"Cells: module energy % / time % per step against the top mode pinned; the searches' settled "
+                f"mode (mean of {res['seeds']} seeds of a {longest:g}-min replay) with the modes they probed; "
+                f"nvpmodel's modes under podgov.", "",
+                "| workload | " + " | ".join(modes) + " | GPU-only search | joint search | full sweep (offline) |",
+                "|---|" + "---|" * (len(modes) + 3)]
+
+        def cell(j, t):
+            return f"{100 * (j - 1):+.1f} / {100 * (t - 1):+.1f}"
+
+        for r in rows:
+            g, jn = r["searches"]["gpu-only"], r["searches"]["joint"]
+            out.append(f"| {r['workload']} | " + " | ".join(cell(v["j_rel"], v["t_rel"]) for v in r["nvpmodel"].values())
+                       + f" | {cell(g['j_rel_mean'], g['t_rel_mean'])}, {g['probes_mean']:.1f} probes"
+                       + f" | {cell(jn['j_rel_mean'], jn['t_rel_mean'])}, {jn['probes_mean']:.1f} probes"
+                       + f" | {cell(r['best_j_rel'], r['best_t_rel'])}, {r['modes']} modes |")
+        out.append("")
+    out += ["Over every run length replayed:", "", summary(res)]
+    return "\n".join(out)
+
+
+def write_doc(path: Path, text: str) -> None:
+    doc = path.read_text()
+    if MARK[0] not in doc or MARK[1] not in doc:
+        raise SystemExit(f"bench_joint_search: {path} has no {MARK[0]} ... {MARK[1]} markers")
+    head, rest = doc.split(MARK[0], 1)
+    _, tail = rest.split(MARK[1], 1)
+    path.write_text(head + MARK[0] + "\n" + text + "\n" + MARK[1] + tail)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--minutes", type=float, nargs="+", default=[10.0, 60.0])
+    ap.add_argument("--window", type=float, default=10.0)
+    ap.add_argument("--settle", type=float, default=2.0)
+    ap.add_argument("--boards", nargs="+", default=list(BOARDS))
+    ap.add_argument("--workloads", nargs="+", default=list(DEFAULT_WORKLOADS),
+                    help="model/task (append +host for the host-bound variant)")
+    ap.add_argument("--all", action="store_true", help="every study workload (36, slow)")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "joint_search.json"))
+    ap.add_argument("--doc", help="write the table into this Markdown file between its markers")
+    args = ap.parse_args(argv)
+    workloads = args.workloads
+    if args.all:
+        from pydvfs.sim.study import study_workloads
+        workloads = [w.name for w in study_workloads()]
+    res = run(args.boards, workloads, args.minutes, args.seeds, args.window, args.settle)
+    res["summary_markdown"] = summary(res)
+    print(res["summary_markdown"])
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    if args.doc:
+        write_doc(Path(args.doc), doc_table(res))
+        print(f"wrote {args.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

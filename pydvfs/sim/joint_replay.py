@@ -1,0 +1,93 @@
+"""The online searches replayed window by window against the simulator's whole mode grid
+(no board, no real time): the joint search (GPU x EMC x CPU) and the GPU-only model search (EMC
+and CPU left at the stock mode's), on the same window noise. Used by
+bench/bench_joint_search.py, the demo's "joint" stage and the tests.
+
+Window noise: a window's step time is off by a Gaussian 0.5 %, its power by 1 %, and with
+probability 5 % a spike stretches its time by 5-15 % at the same power; each mode change costs
+``settle_s`` unmeasured at the new mode; a run is ``minutes`` of training at the oracle's speed.
+"""
+from __future__ import annotations
+
+import random
+
+from ..governor.joint_search import JointParams, JointSearch
+from ..governor.model_search import CurveParams, CurveSearch
+
+
+class Grid:
+    """A workload's modes on one board: true module J/step and s/step per (gpu, emc, cpu)."""
+
+    def __init__(self, board: str, workload):
+        from .joint import full_sweep
+        from .model import default_params, operating_point, power_modes
+        from .profiles import profile
+
+        p = default_params()
+        self.board, self.name = board, workload.name
+        pts = full_sweep(workload, board, p)
+        self.j = {(m.gpu_mhz, m.emc_mhz, m.cpu_mhz): m.module_j for m in pts}
+        self.s = {(m.gpu_mhz, m.emc_mhz, m.cpu_mhz): m.t_step_s for m in pts}
+        self.modes = sorted(self.j)
+        prof = profile(board)
+        self.stock = max(self.modes)  # every clock at its top
+        self.levels = sorted({m[0] for m in self.modes})
+        self.best = min(self.modes, key=self.j.get)
+        self.gpu_best = min((m for m in self.modes if m[1:] == self.stock[1:]), key=self.j.get)
+        self.nvpmodel = {}
+        for k in power_modes(board):  # the stock modes under podgov (docs/power-modes.md)
+            op = operating_point(workload, k, None, p, board=board)
+            self.nvpmodel[k] = {"module_j": op.role_power_w["module"] * op.t_step_s, "t_s": op.t_step_s}
+        self.calibrated = prof.calibrated
+
+
+def replay(grid: Grid, search, gpu_only: bool, minutes: float, window_s: float, settle_s: float, seed: int) -> dict:
+    n_steps = minutes * 60.0 / grid.s[grid.best]
+    rng = random.Random(seed)
+    steps = energy = t = 0.0
+    top_rest = grid.stock[1:]
+
+    def mode_of(target):
+        return (target,) + top_rest if gpu_only else tuple(target)
+
+    target = search.target_mhz if gpu_only else search.target_mode
+    while steps < n_steps:
+        m = mode_of(target)
+        j_f, s_f = grid.j[m], grid.s[m]
+        n = min(window_s / s_f, n_steps - steps)
+        steps += n
+        energy += n * j_f
+        t += window_s
+        tf = 1 + 0.005 * rng.gauss(0, 1)
+        pf = 1 + 0.01 * rng.gauss(0, 1)
+        if rng.random() < 0.05:
+            tf *= 1 + rng.uniform(0.05, 0.15)
+        search.remaining_windows = int((n_steps - steps) * s_f / window_s)
+        nxt = search.observe(target, j_f * tf * pf, t, s_f * tf)
+        if nxt != target and steps < n_steps:
+            target = nxt
+            m = mode_of(target)
+            n = min(settle_s / grid.s[m], n_steps - steps)
+            steps += n
+            energy += n * grid.j[m]
+            t += settle_s
+    settled = mode_of(search.best_mhz if gpu_only else search.best_mode)
+    base = grid.j[grid.stock]
+    oracle = 1 - grid.j[grid.best] / base
+    saving = 1 - energy / (n_steps * base)
+    probes = len({p.freq_mhz for p in search.probes}) if gpu_only else search.probed_modes
+    return {"settled": list(settled), "gap_pct": 100 * (grid.j[settled] / grid.j[grid.best] - 1),
+            "probes": probes, "saving_pct": 100 * saving, "oracle_saving_pct": 100 * oracle,
+            "share_pct": 100 * saving / oracle if oracle > 0 else None,
+            "t_rel": grid.s[settled] / grid.s[grid.stock], "j_rel": grid.j[settled] / base}
+
+
+def make(name: str, grid: Grid):
+    if name == "joint":
+        return JointSearch(grid.modes, grid.stock, JointParams(reprobe_s=float("inf")))
+    return CurveSearch(grid.levels, grid.stock[0], CurveParams(reprobe_s=float("inf")))
+
+
+
+
+__all__ = ["Grid", "make", "replay"]

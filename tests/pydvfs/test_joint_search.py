@@ -1,0 +1,139 @@
+"""The joint online search (GPU x EMC x CPU) on the simulator's mode grids: it settles within
+1 % of the mode of least energy with at most 12 probed modes, noiseless and with window noise,
+never proposes a mode above the power mode's caps, and the replay bench writes its table."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from pydvfs.errors import InvalidValueError
+from pydvfs.governor.joint_search import JointParams, JointSearch, parse_knobs, within_caps
+from pydvfs.governor.objective import Objective
+from pydvfs.sim.workloads import get_workload
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_joint_search", REPO / "bench" / "bench_joint_search.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+BENCH = _bench()
+GRIDS = {}
+
+
+def grid(board, name):
+    if (board, name) not in GRIDS:
+        model, task = name.split("/")
+        GRIDS[board, name] = BENCH.Grid(board, get_workload(model, task))
+    return GRIDS[board, name]
+
+
+def noiseless(g, search, windows=80):
+    target = search.target_mode
+    proposed = [target]
+    for i in range(windows):
+        target = search.observe(target, g.j[target], 10.0 * (i + 1), g.s[target])
+        proposed.append(target)
+    return proposed
+
+
+CASES = [("agx-orin", "bert-base/SST-2"), ("agx-orin", "pythia-1b/SST-2"), ("agx-orin", "bert-tiny/SST-2"),
+         ("orin-nano-super", "bert-base/SST-2"), ("orin-nano-super", "bert-large/QNLI")]
+
+
+@pytest.mark.parametrize("board,name", CASES)
+def test_noiseless_settles_within_1pct_in_12_probes(board, name):
+    g = grid(board, name)
+    s = JointSearch(g.modes, g.stock)
+    noiseless(g, s)
+    assert s.converged
+    assert s.probed_modes <= 12
+    assert g.j[s.best_mode] <= 1.01 * g.j[g.best], (s.best_mode, g.best)
+
+
+@pytest.mark.parametrize("board,name", [("agx-orin", "bert-base/SST-2"), ("agx-orin", "bert-large/QNLI"),
+                                        ("orin-nano-super", "bert-base/SST-2")])
+def test_noisy_replay_within_1pct_keeps_the_oracles_saving(board, name):
+    g = grid(board, name)
+    for seed in range(2):
+        r = BENCH.replay(g, BENCH.make("joint", g), False, 60.0, 10.0, 2.0, seed)
+        assert r["gap_pct"] <= 1.0, r
+        assert r["probes"] <= 12, r
+        assert r["share_pct"] >= 90.0, r
+        gpu = BENCH.replay(g, BENCH.make("gpu-only", g), True, 60.0, 10.0, 2.0, seed)
+        assert r["saving_pct"] > gpu["saving_pct"]  # the EMC/CPU clocks add to the GPU clock here
+
+
+def test_never_probes_above_the_caps():
+    g = grid("agx-orin", "bert-base/SST-2")
+    caps = (612.0, 2133.0, 1497.6)  # a 30W-like cap: GPU, EMC and CPU all below the top
+    s = JointSearch(g.modes, g.stock, caps=caps)
+    assert s.start_mode == (612.0, 2133.0, 1497.6)  # the stock top snaps to the caps
+    proposed = noiseless(g, s)
+    assert s.converged and s.probed_modes <= 12
+    assert all(m[0] <= 612.0 and m[1] <= 2133.0 and m[2] <= 1497.6 for m in proposed)
+    allowed = within_caps(g.modes, caps)
+    assert g.j[s.best_mode] <= 1.01 * min(g.j[m] for m in allowed)
+    with pytest.raises(InvalidValueError, match="caps"):
+        JointSearch(g.modes, g.stock, caps=(100.0, None, None))
+
+
+def test_slowdown_bound_and_drop():
+    g = grid("agx-orin", "bert-base/SST-2")
+    s = JointSearch(g.modes, g.stock, objective=Objective("energy", 10.0))
+    noiseless(g, s)
+    fastest = min(g.s.values())
+    assert g.s[s.best_mode] <= 1.10 * fastest * 1.01
+    s2 = JointSearch(g.modes, g.stock)
+    first = s2.target_mode
+    nxt = s2.drop(first, 0.0)
+    assert nxt != first and first not in s2.modes
+    noiseless(g, s2)
+    assert s2.converged and s2.best_mode != first
+
+
+def test_params_and_inputs_are_checked():
+    with pytest.raises(InvalidValueError):
+        JointParams(max_modes=3)
+    with pytest.raises(InvalidValueError):
+        JointParams(gpu_low=0.7, gpu_mid=0.6)
+    g = grid("agx-orin", "bert-base/SST-2")
+    s = JointSearch(g.modes, g.stock)
+    with pytest.raises(InvalidValueError):
+        s.observe(g.stock, math.nan, 1.0, 0.1)
+    assert s.state()["kind"] == "joint"
+    json.dumps(s.state())
+
+
+@pytest.mark.parametrize("text,want", [("gpu", ("gpu",)), ("gpu,emc,cpu", ("gpu", "emc", "cpu")),
+                                       ("cpu, GPU,emc", ("gpu", "emc", "cpu"))])
+def test_parse_knobs(text, want):
+    assert parse_knobs(text) == want
+
+
+@pytest.mark.parametrize("text", ["gpu,mem", "", "emc,cpu", "gpu,gpu", "gpu,emc"])
+def test_parse_knobs_refuses(text):
+    with pytest.raises(InvalidValueError):
+        parse_knobs(text)
+
+
+def test_bench_writes_results_and_doc_table(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"intro\n{BENCH.MARK[0]}\nold\n{BENCH.MARK[1]}\nafter\n")
+    out = tmp_path / "r.json"
+    assert BENCH.main(["--seeds", "1", "--minutes", "10", "--boards", "orin-nano-super",
+                       "--workloads", "bert-base/SST-2", "--out", str(out), "--doc", str(doc)]) == 0
+    res = json.loads(out.read_text())
+    row = res["rows"][0]
+    assert set(row["searches"]) == {"joint", "gpu-only"} and row["modes"] == 128
+    text = doc.read_text()
+    assert "old" not in text and "joint search" in text and text.endswith("after\n")
+    assert "bert-base/SST-2" in text and "25w" in text

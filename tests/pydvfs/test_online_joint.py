@@ -1,0 +1,146 @@
+"""`OnlineGovernor(knobs="gpu,emc,cpu", pin_mode=...)` on the animated simulated Orin: the joint
+search pins whole modes through one callable, the simulated board answers the EMC and CPU
+clocks its tree holds, every domain is put back at the end; `run --knobs` parsing."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import pydvfs
+from pydvfs.device.fake import build_fake_board
+from pydvfs.errors import InvalidValueError
+from pydvfs.governor.engine import WindowParams
+from pydvfs.sim.board import CPUFREQ, EMC_RATE
+from pydvfs.sim.joint import mode_point
+from pydvfs.sim.workloads import get_workload
+
+SCALE = 400.0
+FULL = (306000000, 1300500000)
+
+
+def add_domains(root: Path) -> dict:
+    """The EMC's rate file and two cpufreq policies, at the board's tops (the paths JetPack lays
+    out and a pin of those domains writes); returns path -> original text."""
+    files = {root / EMC_RATE: "3199000000\n", root / CPUFREQ / "policy0" / "scaling_max_freq": "2201600\n",
+             root / CPUFREQ / "policy4" / "scaling_max_freq": "2201600\n"}
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return files
+
+
+def test_joint_online_governor_pins_modes_and_restores_every_domain(tmp_path):
+    orin = build_fake_board(tmp_path / "board", "jp6")
+    originals = add_domains(orin.root)
+    progress = tmp_path / "steps"
+    proc = subprocess.Popen([sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(orin.root),
+                             "--model", "bert-base", "--task", "SST-2", "--steps", "60000", "--time-scale", str(SCALE),
+                             "--tick-ms", "1", "--progress-file", str(progress), "--seed", "0"])
+    pinned = []
+
+    def pin_mode(gpu_mhz, emc_mhz, cpu_mhz):
+        gov.dev.pin(gpu_mhz)
+        (orin.root / EMC_RATE).write_text(f"{round(emc_mhz * 1e6)}\n")
+        for pol in ("policy0", "policy4"):
+            (orin.root / CPUFREQ / pol / "scaling_max_freq").write_text(f"{round(cpu_mhz * 1000)}\n")
+        pinned.append((gpu_mhz, emc_mhz, cpu_mhz))
+
+    def restore_mode():
+        for path, text in originals.items():
+            path.write_text(text)
+
+    log = io.StringIO()
+    gov = pydvfs.OnlineGovernor(sysfs_root=orin.root, knobs="gpu,emc,cpu", pin_mode=pin_mode,
+                                restore_mode=restore_mode, log=log,
+                                window=WindowParams(min_window_s=0.4, min_steps=100, settle_s=0.05))
+    try:
+        seen = 0
+        deadline = time.monotonic() + 240
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            try:
+                n = int(float(progress.read_text().strip() or 0))
+            except (FileNotFoundError, ValueError):
+                continue
+            if n > seen:
+                gov.step(n - seen)
+                seen = n
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        r = gov.close()
+    assert r["restored"] and (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
+    assert all(path.read_text() == text for path, text in originals.items())  # every domain put back
+    assert r["search"]["kind"] == "joint" and r["knobs"] == ["gpu", "emc", "cpu"]
+    assert 10 <= r["search"]["probed_modes"] <= 12
+    assert pinned[0] == (1300.5, 3199.0, 2201.6)  # from the top mode
+    assert {m[1] for m in pinned} >= {2133.0, 3199.0} and len({m[2] for m in pinned}) >= 3
+    # the board answered the EMC and CPU clocks: a window's s/step follows the mode the sim computes
+    w = get_workload("bert-base", "SST-2")
+    for win in r["trajectory"]:
+        g, e, c = win["freq_mhz"]
+        t = mode_point(w, g, e, c).t_step_s / SCALE
+        assert win["s_per_step"] == pytest.approx(t, rel=0.35)
+    # it settled on a mode that saves against the top one (truth: the simulator's, noiseless)
+    chosen = tuple(r["chosen_mhz"])
+    assert mode_point(w, *chosen).module_j < mode_point(w, 1300.5, 3199.0, 2201.6).module_j
+    assert " probe " in log.getvalue() and "/3199/" in log.getvalue()
+
+
+def test_knobs_on_a_board_without_clock_domains_are_refused_before_any_change(tmp_path):
+    orin = build_fake_board(tmp_path / "board", "jp6")
+    gov = pydvfs.OnlineGovernor(sysfs_root=orin.root, knobs="gpu,emc,cpu", log=None)
+    with pytest.raises(InvalidValueError, match="no writable EMC clock"):
+        gov.start()
+    with pytest.raises(InvalidValueError, match="unknown knob"):
+        pydvfs.OnlineGovernor(sysfs_root=orin.root, knobs="gpu,dram", pin_mode=print)
+    assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
+
+
+def test_run_knobs_on_the_animated_board_pins_modes_and_restores_every_domain(cli, tmp_path):
+    """`pydvfs run --policy online --knobs gpu,emc,cpu` for real: govcore's joint pin of the GPU,
+    the EMC and every CPU policy (the fake board's clock domains), the animated board answering
+    them, every domain put back."""
+    orin = build_fake_board(tmp_path / "board", "jp6", clock_domains=True)
+    before = {p: p.read_text().strip() for p in (orin.root / "sys").rglob("*") if p.is_file()
+              and ("clk/emc" in str(p) or "cpufreq" in str(p))}
+    progress = tmp_path / "steps"
+    res = cli("run", "--sysfs-root", str(orin.root), "--state-dir", str(tmp_path / "state"), "--json",
+              "--knobs", "gpu,emc,cpu", "--progress-file", str(progress), "--window", "0.4", "--min-steps", "100",
+              "--settle", "0.05", "--rate", "1000", "--",
+              sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(orin.root), "--model",
+              "bert-base", "--task", "SST-2", "--steps", "60000", "--time-scale", str(SCALE), "--tick-ms", "1",
+              "--progress-file", str(progress), "--seed", "0", timeout=300)
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert r["search_kind"] == "joint" and r["knobs"] == ["gpu", "emc", "cpu"] and r["restored"]
+    assert 10 <= r["search"]["probed_modes"] <= 12
+    modes = {tuple(w["freq_mhz"]) for w in r["trajectory"]}
+    assert {m[1] for m in modes} >= {2133.0, 3199.0} and len({m[2] for m in modes}) >= 3
+    w = get_workload("bert-base", "SST-2")
+    for win in r["trajectory"]:  # the board answered each mode govcore pinned
+        assert win["s_per_step"] == pytest.approx(mode_point(w, *win["freq_mhz"]).t_step_s / SCALE, rel=0.35)
+    assert mode_point(w, *r["chosen_mhz"]).module_j < mode_point(w, 1300.5, 3199.0, 2201.6).module_j
+    assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
+    after = {p: p.read_text().strip() for p in before}
+    assert after == before  # the EMC lock and rate, every policy's governor and limits: put back
+
+
+@pytest.mark.parametrize("args,message", [(["--knobs", "gpu,bus"], "unknown knob 'bus'"),
+                                          (["--knobs", "cpu"], "GPU clock must be among"),
+                                          (["--knobs", "gpu,emc"], "all three"),
+                                          (["--knobs", "gpu,emc,cpu", "--start", "714"], "without --search or --start")])
+def test_run_knobs_one_line_exit_2(tmp_path, capsys, args, message):
+    from pydvfs import cli
+
+    orin = build_fake_board(tmp_path / "board", "jp6", clock_domains=True)
+    rc = cli.main(["run", "--sysfs-root", str(orin.root), "--progress-file", str(tmp_path / "p"), *args, "--", "true"])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL

@@ -85,7 +85,7 @@ class Progress:
     """One line on stderr per run, with an ETA from the mean duration so far."""
 
     total: int
-    stream: object = sys.stderr
+    stream: object = None  # None: sys.stderr as it is when a line is written
     done: int = 0
     seconds: list = field(default_factory=list)
 
@@ -95,7 +95,7 @@ class Progress:
         eta = (self.total - self.done) * (sum(self.seconds) / len(self.seconds))
         flag = "" if status == 0 else f"  FAILED (exit {status})"
         print(f"[{self.done:>4}/{self.total}] {label:<22s} {seconds:7.1f} s  ETA {_hms(eta)}{flag}",
-              file=self.stream, flush=True)
+              file=self.stream or sys.stderr, flush=True)
 
 
 def _hms(seconds: float) -> str:

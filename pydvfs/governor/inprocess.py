@@ -223,7 +223,7 @@ class OnlineGovernor:
         from .joint_search import joint_setup
 
         search, self._mode_dev, plan = joint_setup(self.dev, self._plan["search_levels_mhz"], self.objective,
-                                                   self._pin_mode, self._restore_mode, self._modes, self.board)
+                                                   self._pin_mode, self._restore_mode, self._modes, self.dev.board)
         self._plan.update(plan)
         return search
 

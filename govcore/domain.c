@@ -43,110 +43,13 @@ static void file_of(const gc_domain *d, const char *name, char *out, size_t len)
     snprintf(out, len, "%s/%s", d->dir, name);
 }
 
-/* Open a board file O_NONBLOCK (a fifo planted in the tree never hangs us) and only if it is a
- * regular file: sysfs and debugfs attributes are. */
-static int open_regular(const char *root, const char *path, int flags)
-{
-    struct stat sb;
-    int fd = gc_sysfs_open(root, path, flags | O_NONBLOCK | O_NOCTTY);
-
-    if (fd < 0)
-        return fd;
-    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return -GC_EBOARD;
-    }
-    return fd;
-}
-
-static int read_text(const char *root, const char *path, char *buf, size_t len)
-{
-    size_t used = 0;
-    ssize_t n;
-    int fd = open_regular(root, path, O_RDONLY);
-
-    if (fd < 0)
-        return fd;
-    while (used + 1 < len) {
-        n = read(fd, buf + used, len - 1 - used);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            n = -errno;
-            close(fd);
-            return (int)n;
-        }
-        if (n == 0)
-            break;
-        used += (size_t)n;
-    }
-    close(fd);
-    buf[used] = '\0';
-    while (used > 0 && strchr(" \t\r\n", buf[used - 1]))
-        buf[--used] = '\0';
-    return 0;
-}
-
-static int write_text(const char *root, const char *path, const char *text)
-{
-    size_t len = strlen(text);
-    ssize_t n;
-    int err = 0, fd = open_regular(root, path, O_WRONLY | O_TRUNC);
-
-    if (fd < 0)
-        return fd;
-    do {
-        n = write(fd, text, len);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0)
-        err = -errno;
-    else if ((size_t)n != len)
-        err = -EIO;
-    if (close(fd) < 0 && err == 0)
-        err = -errno;
-    return err;
-}
-
-/* A decimal value, nothing else on the line. */
-static int parse_u64(const char *text, uint64_t *out)
-{
-    uint64_t v = 0;
-    const char *p = text;
-
-    if (!*p)
-        return -EINVAL;
-    for (; *p; p++) {
-        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
-            return -EINVAL;
-        v = v * 10 + (uint64_t)(*p - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-static int read_u64(const char *root, const char *path, uint64_t *out)
-{
-    char buf[64];
-    int rc = read_text(root, path, buf, sizeof buf);
-
-    return rc < 0 ? rc : parse_u64(buf, out);
-}
-
-static int write_u64(const char *root, const char *path, uint64_t v)
-{
-    char buf[32];
-
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-    return write_text(root, path, buf);
-}
-
 static int dom_read_u64(gc_domains *ds, const gc_domain *d, const char *name, uint64_t *out)
 {
     char path[GC_PATH_MAX];
     int rc;
 
     file_of(d, name, path, sizeof path);
-    rc = read_u64(ds->sysfs_root, path, out);
+    rc = gc_sysfs_read_u64(ds->sysfs_root, path, out);
     if (rc < 0)
         set_err(ds, "%s: cannot read %s: %s", d->name, path,
                 rc == -GC_EBOARD ? "not a regular file" : gc_sysfs_strerror(rc));
@@ -159,7 +62,7 @@ static int dom_write_u64(gc_domains *ds, const gc_domain *d, const char *name, u
     int rc;
 
     file_of(d, name, path, sizeof path);
-    rc = write_u64(ds->sysfs_root, path, v);
+    rc = gc_sysfs_write_u64(ds->sysfs_root, path, v);
     if (rc < 0)
         set_err(ds, "%s: cannot write %llu to %s: %s%s", d->name, (unsigned long long)v, path,
                 rc == -GC_EBOARD ? "not a regular file" : gc_sysfs_strerror(rc),
@@ -200,7 +103,7 @@ static int parse_table(char *text, uint64_t scale, uint64_t *out, int *n)
     for (tok = strtok_r(text, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
         uint64_t v;
 
-        if (parse_u64(tok, &v) < 0 || v == 0 || v > GC_MAX_LEVEL_HZ / scale)
+        if (gc_parse_u64(tok, &v) < 0 || v == 0 || v > GC_MAX_LEVEL_HZ / scale)
             return -GC_EBOARD;
         if (m == GC_MAX_FREQS)
             return -GC_EBOARD;
@@ -216,7 +119,7 @@ static int parse_table(char *text, uint64_t scale, uint64_t *out, int *n)
 /* 1 if the file exists as a regular file and opens for writing (nothing is written). */
 static int writable(const char *root, const char *path)
 {
-    int fd = open_regular(root, path, O_WRONLY);
+    int fd = gc_sysfs_open(root, path, O_WRONLY);
 
     if (fd < 0)
         return 0;
@@ -260,7 +163,7 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
     }
     d->writable = 1;
     board_path(ds, GC_EMC_RATES, path, sizeof path);
-    rc = read_text(ds->sysfs_root, path, text, sizeof text);
+    rc = gc_sysfs_read(ds->sysfs_root, path, text, sizeof text);
     if (rc == 0) {
         if (parse_table(text, 1, d->levels_hz, &d->n_levels) < 0) {
             unavailable(d, "%s holds no list of rates in Hz", path);
@@ -277,10 +180,10 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
         return;
     }
     file_of(d, "max_rate", path, sizeof path);
-    if (read_u64(ds->sysfs_root, path, &max_hz) == 0 && max_hz)
+    if (gc_sysfs_read_u64(ds->sysfs_root, path, &max_hz) == 0 && max_hz)
         cap_hz = max_hz;
     board_path(ds, GC_EMC_CAP, path, sizeof path);
-    if (read_u64(ds->sysfs_root, path, &max_hz) == 0 && max_hz && (!cap_hz || max_hz < cap_hz))
+    if (gc_sysfs_read_u64(ds->sysfs_root, path, &max_hz) == 0 && max_hz && (!cap_hz || max_hz < cap_hz))
         cap_hz = max_hz;
     d->cap_hz = cap_hz;
     d->available = 1;
@@ -298,7 +201,7 @@ static void open_cpu(gc_domains *ds, gc_domain *d, int policy)
     board_path(ds, GC_CPUFREQ_DIR, path, sizeof path);
     snprintf(d->dir, sizeof d->dir, "%s/policy%d", path, policy);
     file_of(d, "related_cpus", path, sizeof path);
-    if (read_text(ds->sysfs_root, path, text, sizeof text) == 0)
+    if (gc_sysfs_read(ds->sysfs_root, path, text, sizeof text) == 0)
         gc_printable(text, d->related_cpus, sizeof d->related_cpus);
     for (k = 0; k < sizeof files / sizeof *files; k++) {
         file_of(d, files[k], path, sizeof path);
@@ -310,7 +213,7 @@ static void open_cpu(gc_domains *ds, gc_domain *d, int policy)
     }
     d->writable = 1;
     file_of(d, "scaling_available_frequencies", path, sizeof path);
-    if (read_text(ds->sysfs_root, path, text, sizeof text) < 0 ||
+    if (gc_sysfs_read(ds->sysfs_root, path, text, sizeof text) < 0 ||
         parse_table(text, KHZ, d->levels_hz, &d->n_levels) < 0) {
         unavailable(d, "%s is missing or holds no list of kHz", path);
         return;
@@ -398,7 +301,7 @@ static int governor_text(gc_domains *ds, const gc_domain *d, char *out, size_t l
     int rc;
 
     file_of(d, "scaling_governor", path, sizeof path);
-    rc = read_text(ds->sysfs_root, path, out, len);
+    rc = gc_sysfs_read(ds->sysfs_root, path, out, len);
     if (rc < 0)
         set_err(ds, "%s: cannot read %s: %s", d->name, path, gc_sysfs_strerror(rc));
     return rc;
@@ -638,8 +541,8 @@ int gc_domain_restore(gc_domains *ds, int i, const gc_domain_state *st)
     } else {
         if (st->governor[0]) {
             file_of(d, "scaling_governor", path, sizeof path);
-            if (read_text(ds->sysfs_root, path, gov, sizeof gov) < 0 || strcmp(gov, st->governor)) {
-                rc = write_text(ds->sysfs_root, path, st->governor);
+            if (gc_sysfs_read(ds->sysfs_root, path, gov, sizeof gov) < 0 || strcmp(gov, st->governor)) {
+                rc = gc_sysfs_write(ds->sysfs_root, path, st->governor);
                 if (rc < 0) {
                     first_rc = rc;
                     snprintf(first, sizeof first, "%s: cannot write governor %s to %s: %s",
@@ -813,7 +716,7 @@ int gc_domains_parse(gc_domains *ds, const char *key, const char *value, gc_doma
         snprintf(st[i].governor, sizeof st[i].governor, "%s", value);
         return 1;
     }
-    if (parse_u64(value, &v) < 0)
+    if (gc_parse_u64(value, &v) < 0)
         goto bad;
     if (bit == K_LOCKED) {
         if (v > 1)
@@ -852,7 +755,7 @@ static int governor_offered(gc_domains *ds, const gc_domain *d, const char *gov)
     char path[GC_PATH_MAX], list[1024], *tok, *save = NULL;
 
     file_of(d, "scaling_available_governors", path, sizeof path);
-    if (read_text(ds->sysfs_root, path, list, sizeof list) < 0)
+    if (gc_sysfs_read(ds->sysfs_root, path, list, sizeof list) < 0)
         return 1; /* no list: a plain name (checked when parsed) */
     for (tok = strtok_r(list, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save))
         if (!strcmp(tok, gov))

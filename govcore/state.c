@@ -240,23 +240,6 @@ void gc_state_close(gc_state_file *sf)
     sf->dfd = -1;
 }
 
-/* A value of the state file: decimal digits only, no sign, no overflow. */
-static int parse_state_hz(const char *text, uint64_t *out)
-{
-    uint64_t v = 0;
-    const char *p = text;
-
-    if (!*p)
-        return -EINVAL;
-    for (; *p; p++) {
-        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
-            return -EINVAL;
-        v = v * 10 + (uint64_t)(*p - '0');
-    }
-    *out = v;
-    return 0;
-}
-
 static int plain_identifier(const char *name)
 {
     const char *p;
@@ -346,17 +329,17 @@ static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state
         }
         *eq = '\0';
         if (strcmp(line, "format") == 0 && !(have & 8)) {
-            bad |= parse_state_hz(eq + 1, &format) < 0;
+            bad |= gc_parse_u64(eq + 1, &format) < 0;
             have |= 8;
         } else if (strcmp(line, "governor") == 0 && !(have & 1)) {
             int n = snprintf(st->governor, sizeof st->governor, "%s", eq + 1);
             bad |= n < 0 || (size_t)n >= sizeof st->governor;
             have |= 1;
         } else if (strcmp(line, "min_hz") == 0 && !(have & 2)) {
-            bad |= parse_state_hz(eq + 1, &st->min_hz) < 0;
+            bad |= gc_parse_u64(eq + 1, &st->min_hz) < 0;
             have |= 2;
         } else if (strcmp(line, "max_hz") == 0 && !(have & 4)) {
-            bad |= parse_state_hz(eq + 1, &st->max_hz) < 0;
+            bad |= gc_parse_u64(eq + 1, &st->max_hz) < 0;
             have |= 4;
         } else if (format >= 2 && format <= GC_STATE_FORMAT && domain_key(line)) {
             /* a clock domain's original: checked against the board by domain.c */

@@ -27,6 +27,10 @@ int gc_sysfs_read(const char *root, const char *path, char *buf, size_t buf_len)
 /* Write text to an existing file, as `echo text > path` does (one write(2)). */
 int gc_sysfs_write(const char *root, const char *path, const char *text);
 
+/* A decimal number and nothing else (no sign, blank or overflow): the state file's and the
+ * tables' values. 0 or -EINVAL. */
+int gc_parse_u64(const char *text, uint64_t *out);
+
 /* Read an unsigned decimal integer. -EINVAL if the file does not hold one. */
 int gc_sysfs_read_u64(const char *root, const char *path, uint64_t *out);
 

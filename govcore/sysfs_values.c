@@ -7,6 +7,22 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+int gc_parse_u64(const char *text, uint64_t *out)
+{
+    uint64_t v = 0;
+    const char *p = text;
+
+    if (!*p)
+        return -EINVAL;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+            return -EINVAL;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    *out = v;
+    return 0;
+}
+
 int gc_sysfs_read_u64(const char *root, const char *path, uint64_t *out)
 {
     char buf[64], *end;

@@ -243,7 +243,9 @@ def all_rows(results: dict) -> dict:
                       AGREE if hb["meets_1020_branch"] else DIFFER,
                       "" if hb["meets_1020_branch"] else
                       "in the simulator a host-bound GPU's speed barely changes the run time while a high pinned "
-                      "clock still costs leakage and clock power through every host gap: its best clock is low"))
+                      "clock still costs leakage and clock power through every host gap: its best clock is low; "
+                      "CUDA's spinning wait modelled too (docs/power-modes.md): the optimum moves by at most one "
+                      "level, no branch to 1020 MHz"))
     lat = rep["latency"]
     for src, label in (("simulated", "simulated Orin curves"), ("real", "real A100/A40 curves (Perseus)")):
         x = lat.get(src)

@@ -359,8 +359,10 @@ static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state
                 (unsigned long long)format, GC_STATE_FORMAT);
         return -GC_ESTATE;
     }
-    /* the governor may be empty ("unknown"), but a plain identifier or nothing */
-    if (bad || (have & 7) != 7 || format == 0 || !plain_identifier(st->governor)) {
+    /* the governor may be empty ("unknown"), but a plain identifier or nothing; min and max
+     * clocks (whether this board still offers them, in that order, is restore's to say) */
+    if (bad || (have & 7) != 7 || format == 0 || !plain_identifier(st->governor) || st->min_hz == 0 ||
+        st->max_hz == 0 || st->min_hz > GC_MAX_LEVEL_HZ || st->max_hz > GC_MAX_LEVEL_HZ) {
         set_err(b, "state file %s is damaged; " STATE_WHAT_TO_DO, path);
         return -GC_ESTATE;
     }

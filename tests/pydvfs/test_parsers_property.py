@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from pydvfs import _core
@@ -74,6 +74,7 @@ _state_text = st.one_of(
 
 @profile(400)
 @given(text=_state_text)
+@example(text="# govcore saved GPU clock state\nmin_hz=306000000\nmax_hz=0\ngovernor=nvhost_podgov\n")  # once accepted
 def test_state_file_parser(shared, text):
     board, state = shared
     TRIED["state file"] += 1
@@ -91,9 +92,10 @@ def test_state_file_parser(shared, text):
         return
     assert saved is not None
     lo, hi, gov = saved
-    # accepted: exactly our keys, each value a level of the table, a known governor
-    assert lo in ORIN_11_LEVELS_HZ and hi in ORIN_11_LEVELS_HZ and lo <= hi
-    assert gov == "" or gov in GOVERNORS
+    # accepted: exactly our keys, two clocks and a plain governor name; whether the board still
+    # offers them (and in that order) is restore's to say: it writes what fits and names the rest
+    assert 0 < lo <= 10**11 and 0 < hi <= 10**11
+    assert re.fullmatch(r"[A-Za-z0-9_.-]*", gov), gov
     lines = text.split("\n")
     assert f"min_hz={lo}" in lines and f"max_hz={hi}" in lines and f"governor={gov}" in lines
 

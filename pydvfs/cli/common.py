@@ -129,7 +129,7 @@ def policy_help() -> str:
 
 
 def add_objective_options(p: argparse.ArgumentParser) -> None:
-    """``--objective`` and ``--max-slowdown`` (pydvfs/governor/objective.py): what a policy
+    """``--objective`` and ``--max-slowdown`` (pydvfs/objective.py): what a policy
     minimises, under what slowdown bound; ``objective_from_args`` checks them."""
     from .. import _core
 
@@ -155,7 +155,7 @@ def add_energy_option(p: argparse.ArgumentParser, what: str = "minimise") -> Non
 def objective_from_args(args: argparse.Namespace):
     """The validated Objective of --objective/--max-slowdown (and --energy where the verb has it)."""
     from ..energy import DEFAULT_MEASURE
-    from ..governor.objective import Objective
+    from ..objective import Objective
 
     return Objective(args.objective, args.max_slowdown_pct, getattr(args, "energy", DEFAULT_MEASURE))
 

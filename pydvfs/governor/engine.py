@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 
 from ..energy import of as energy_of
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
+from ..objective import Objective
 from .model_search import MAXN, level_name
-from .objective import Objective
 
 
 @dataclass(frozen=True)

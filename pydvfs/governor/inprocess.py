@@ -31,6 +31,7 @@ from ..energy import DEFAULT_MEASURE
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import InvalidValueError
+from ..objective import Objective
 from ..sampler import Sampler
 from ..signals import SIGNALS
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
@@ -44,7 +45,6 @@ from .loop import (
     search_params,
     start_policy,
 )
-from .objective import Objective
 
 if TYPE_CHECKING:  # annotations only: the base install has no typing_extensions
     from typing_extensions import Self

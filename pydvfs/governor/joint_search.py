@@ -32,7 +32,7 @@ Caps: ``caps`` = (gpu, emc, cpu) maxima of the power mode (None: no cap): a mode
 is removed from the grid before anything is proposed, so it is never probed. A mode the board
 refuses is dropped with :meth:`JointSearch.drop`.
 
-Objectives as the GPU-only searches (:class:`~pydvfs.governor.objective.Objective`): J/step x
+Objectives as the GPU-only searches (:class:`~pydvfs.objective.Objective`): J/step x
 (s/step)^k, with an optional slowdown bound against the fastest measured mode.
 """
 from __future__ import annotations
@@ -42,8 +42,8 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from ..errors import InvalidValueError
+from ..objective import Objective
 from .model_search import expected_improvement
-from .objective import Objective
 from .search import Probe
 
 KNOBS = ("gpu", "emc", "cpu")

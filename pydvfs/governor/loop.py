@@ -30,12 +30,12 @@ from ..device import open_device
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
+from ..objective import Objective
 from ..progress import read_progress
 from ..sampler import Sampler
 from ..signals import Terminated
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
 from .model_search import CurveParams, CurveSearch
-from .objective import Objective
 from .search import HillClimb, SearchParams
 
 STATIC_POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn, roofline

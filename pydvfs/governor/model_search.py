@@ -33,7 +33,7 @@ Hold, drift and re-probe as the hill climb: after ``reprobe_s``, or when the hel
 over its last ``max_samples`` windows rises more than ``drift_pct`` (a new phase: longer
 sequences, evaluation), a new round starts *locally* (the held level and its neighbours).
 
-Objectives (:class:`~pydvfs.governor.objective.Objective`): the cost is J/step x (s/step)^k; a
+Objectives (:class:`~pydvfs.objective.Objective`): the cost is J/step x (s/step)^k; a
 slowdown bound removes the levels whose (measured, else predicted) step time exceeds the
 fastest level's by more than the bound.
 """
@@ -44,7 +44,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from ..errors import InvalidValueError
-from .objective import Objective
+from ..objective import Objective
 from .search import Probe, SearchBase, latest_estimate
 
 

@@ -50,7 +50,7 @@ def _board(sysfs_root) -> "_core.Board":
 def describe_trade(d: dict) -> list[str]:
     """The goal, the bound's move and the predicted trade of a decision record (``to_dict``),
     as text lines (none for a plain minimum-energy decision without a model's curve)."""
-    from ..governor.objective import Objective
+    from ..objective import Objective
 
     lines = []
     goal = Objective(**d.get("objective") or {})
@@ -71,7 +71,7 @@ class Decision:
     """What a policy chose. ``freq_mhz`` is the board level set (None: MAXN, the board's own
     governor); ``proposed_mhz`` what the policy asked for before the clamp to the table;
     ``policy_mhz`` the policy's level before the slowdown bound of ``objective`` (see
-    :class:`pydvfs.governor.objective.Objective`); ``trade`` the predicted J/step and s/step at
+    :class:`pydvfs.objective.Objective`); ``trade`` the predicted J/step and s/step at
     the level against the top level, in % (``vs_mhz``; from the model folder's roofline.txt;
     None without one); ``warning``: set when the pin saved an original that is itself a pin
     (min == max, as jetson_clocks leaves it), as :attr:`pydvfs.PinResult.warning`."""
@@ -144,7 +144,7 @@ def _mhz(hz: int) -> float | None:
 def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: bool,
             objective: str = "energy", max_slowdown_pct: float | None = None,
             above_power_mode: bool = False, **overrides) -> Decision:
-    from ..governor.objective import Objective
+    from ..objective import Objective
 
     if policy is None:  # as if not given: the default policy
         policy = DEFAULT_POLICY

@@ -27,8 +27,8 @@ from pydvfs.energy import (
 from pydvfs.energy import of as energy_of
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.engine import OnlineEngine, WindowParams, window_energy_j
-from pydvfs.governor.objective import Objective
 from pydvfs.governor.search import HillClimb, SearchParams
+from pydvfs.objective import Objective
 from pydvfs.sim.sweep import sweep_rows
 
 ORIN = board("agx-orin")

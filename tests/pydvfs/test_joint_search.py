@@ -12,7 +12,7 @@ import pytest
 
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.joint_search import JointParams, JointSearch, parse_knobs, within_caps
-from pydvfs.governor.objective import Objective
+from pydvfs.objective import Objective
 from pydvfs.sim.workloads import get_workload
 
 REPO = Path(__file__).resolve().parents[2]

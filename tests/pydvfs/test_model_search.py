@@ -9,7 +9,7 @@ import pytest
 
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.model_search import CurveParams, CurveSearch, expected_improvement
-from pydvfs.governor.objective import Objective
+from pydvfs.objective import Objective
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise
 from pydvfs.sim.workloads import get_workload
 

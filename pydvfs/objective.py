@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import _core
-from ..energy import DEFAULT_MEASURE, LABEL, check_measure
-from ..errors import InvalidValueError
+from . import _core
+from .energy import DEFAULT_MEASURE, LABEL, check_measure
+from .errors import InvalidValueError
 
 OBJECTIVES = _core.OBJECTIVE_NAMES  # govcore's list: energy, edp, ed2p
 _TIME_POWER = {kind: k for k, kind in enumerate(OBJECTIVES)}  # govcore's order is the power of t

@@ -56,6 +56,7 @@ sys.path.insert(0, str(REPO))
 from pydvfs.governor.model_search import CurveParams, CurveSearch  # noqa: E402
 from pydvfs.governor.search import HillClimb, SearchParams  # noqa: E402
 from pydvfs.package_data import package_file  # noqa: E402
+from pydvfs.sim.joint_replay import window_noise  # noqa: E402
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise  # noqa: E402
 from pydvfs.sim.workloads import PAPER_MODELS, get_workload  # noqa: E402
 
@@ -203,10 +204,7 @@ def replay(curve: Curve, search, minutes: float, window_s: float, settle_s: floa
         steps += n
         energy += n * j_f
         t += window_s
-        tf = 1 + 0.005 * rng.gauss(0, 1)
-        pf = 1 + 0.01 * rng.gauss(0, 1)
-        if rng.random() < 0.05:
-            tf *= 1 + rng.uniform(0.05, 0.15)
+        tf, pf = window_noise(rng)
         s_meas = s_f * tf
         j_meas = j_f * tf * pf
         if told:

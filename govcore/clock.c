@@ -132,7 +132,8 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
 {
     char gov_path[GC_PATH_MAX], gov_now[GC_NAME_MAX], shown[GC_NAME_MAX];
     char retry[GC_ERR_MAX] = "", gone[GC_ERR_MAX] = "", first_err[GC_ERR_MAX] = "";
-    char dom_lines[GC_DOMAINS_RECORD_MAX];
+    char dom_lines[GC_DOMAINS_RECORD_MAX], kept[GC_DOMAINS_RECORD_MAX] = "";
+    char dom_left[GC_ERR_MAX] = "";
     gc_state_file sf;
     gc_clock_state saved, now;
     gc_domains ds;
@@ -209,8 +210,11 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
     }
     /* every clock domain saved with the GPU (EMC, CPU policies), best effort */
     if (dom_lines[0]) {
-        if ((rc = gc_domains_load_record(&ds, b->sysfs_root, dom_lines, dst)) < 0) {
-            add_left(gone, sizeof gone, "clock domains (%s)", ds.err);
+        /* domain by domain: one that no longer matches the board is not written, stays in the
+         * record and is named; every other is put back */
+        if ((rc = gc_domains_load_each(&ds, b->sysfs_root, dom_lines, dst, kept, sizeof kept,
+                                       dom_left, sizeof dom_left)) < 0) {
+            add_left(gone, sizeof gone, "clock domains (%s)", rc == -ENOSPC ? "too many" : ds.err);
         } else if ((rc = gc_domains_restore(&ds, dst)) < 0) {
             if (!first_rc) {
                 first_rc = rc;
@@ -229,6 +233,24 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
                 gc_hz_to_mhz(saved.max_hz), first_err);
         gc_state_close(&sf);
         return rc;
+    }
+    if (dom_left[0]) {
+        /* domains the board cannot take back now: their originals stay saved, the rest is
+         * put back; the record keeps the GPU's original too, which is still the original */
+        rc = gc_state_rewrite(b, &sf, &saved, kept);
+        gc_state_close(&sf);
+        if (rc < 0) {
+            char err[GC_ERR_MAX];
+
+            memcpy(err, b->err, sizeof err);
+            set_err(b, "restore partial: left as they are: %s; and %s", dom_left, err);
+            return rc;
+        }
+        set_err(b, "restore partial: put back the GPU%s and every other clock domain saved but "
+                   "these, left as they are: %s%s%s; their originals stay in the saved state: "
+                   "run restore again once the board offers them, or `restore --force` drops it",
+                gone[0] ? " (as far as the board allows)" : "", dom_left, gone[0] ? "; " : "", gone);
+        return -GC_ESTATE;
     }
     /* everything that can be put back is: the state has done its work */
     rc = gc_state_remove(b, &sf);

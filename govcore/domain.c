@@ -763,36 +763,134 @@ static int governor_offered(gc_domains *ds, const gc_domain *d, const char *gov)
     return 0;
 }
 
+/* Domain i's saved values against the board: 0, or -GC_ESTATE with why (short: "saved governor
+ * schedutil is not one it offers"). */
+static int check_saved(gc_domains *ds, int i, const gc_domain_state *st, char *why, size_t len)
+{
+    const gc_domain *d = &ds->d[i];
+    unsigned want = d->kind == GC_DOMAIN_EMC ? (K_RATE | K_LOCKED) : (K_GOVERNOR | K_MIN | K_MAX);
+
+    if (st->keys != want) {
+        snprintf(why, len, "its saved state is incomplete");
+        return -GC_ESTATE;
+    }
+    /* the EMC's rate under its own scaling need not be a listed one: within the table */
+    if (d->kind == GC_DOMAIN_EMC ? (!st->rate_hz || st->rate_hz > (d->n_levels ? d->levels_hz[d->n_levels - 1] : GC_MAX_LEVEL_HZ))
+                                 : (!level_of(d, st->min_hz) || !level_of(d, st->max_hz) ||
+                                    st->max_hz < st->min_hz)) {
+        snprintf(why, len, "its saved clocks are not its levels now");
+        return -GC_ESTATE;
+    }
+    if (d->kind == GC_DOMAIN_CPU && st->governor[0] && !governor_offered(ds, d, st->governor)) {
+        snprintf(why, len, "saved governor %s is not one it offers now", st->governor);
+        return -GC_ESTATE;
+    }
+    return 0;
+}
+
 int gc_domains_parse_done(gc_domains *ds, gc_domain_state *st)
 {
+    char why[GC_ERR_MAX / 2];
     int i;
 
     for (i = 0; i < ds->n; i++) {
-        const gc_domain *d = &ds->d[i];
-        unsigned want = d->kind == GC_DOMAIN_EMC ? (K_RATE | K_LOCKED) : (K_GOVERNOR | K_MIN | K_MAX);
-
-        if (!st[i].saved)
+        if (!st[i].saved || check_saved(ds, i, &st[i], why, sizeof why) == 0)
             continue;
-        if (st[i].keys != want) {
-            set_err(ds, "the saved state of %s is incomplete; check the clocks by hand and delete "
-                        "it", d->name);
+        set_err(ds, "the saved state of %s: %s; check the clocks by hand and delete it",
+                ds->d[i].name, why);
+        return -GC_ESTATE;
+    }
+    return 0;
+}
+
+/* Append "; text" (or text first) to a list. */
+static void list_add(char *list, size_t len, const char *fmt, ...)
+{
+    size_t n = strnlen(list, len);
+    va_list ap;
+
+    if (n && n + 2 < len) {
+        memcpy(list + n, "; ", 3);
+        n += 2;
+    }
+    if (n + 1 >= len)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(list + n, len - n, fmt, ap);
+    va_end(ap);
+}
+
+int gc_domains_load_each(gc_domains *ds, const char *sysfs_root, const char *lines,
+                         gc_domain_state *st, char *kept, size_t kept_len, char *left, size_t left_len)
+{
+    char text[GC_DOMAINS_RECORD_MAX], *line, *save = NULL, why[GC_ERR_MAX / 2];
+    char foreign[GC_DOMAINS_RECORD_MAX] = ""; /* " name name ": named by the record, not the board's */
+    int bad[GC_MAX_DOMAINS] = {0}, rc, i;
+    size_t used = 0;
+
+    memset(st, 0, sizeof *st * GC_MAX_DOMAINS);
+    kept[0] = left[0] = '\0';
+    if ((rc = gc_domains_open(ds, sysfs_root, NULL, 0)) < 0)
+        return rc;
+    if (snprintf(text, sizeof text, "%s", lines) >= (int)sizeof text) {
+        set_err(ds, "the saved state's clock domains are too long; check the clocks by hand and "
+                    "delete it");
+        return -GC_ESTATE;
+    }
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *eq = strchr(line, '='), *dot = strchr(line, '.'), name[GC_NAME_MAX + 2];
+
+        if (!eq || !dot || dot > eq || (size_t)(dot - line) >= GC_NAME_MAX || !gc_domains_is_key(line)) {
+            set_err(ds, "the saved state's clock domains are damaged; check the clocks by hand "
+                        "and delete it");
             return -GC_ESTATE;
         }
-        /* the EMC's rate under its own scaling need not be a listed one: within the table */
-        if (d->kind == GC_DOMAIN_EMC ? (!st[i].rate_hz || st[i].rate_hz > (d->n_levels ? d->levels_hz[d->n_levels - 1] : GC_MAX_LEVEL_HZ))
-                                     : (!level_of(d, st[i].min_hz) || !level_of(d, st[i].max_hz) ||
-                                        st[i].max_hz < st[i].min_hz)) {
-            set_err(ds, "the saved state of %s holds clocks that are not this board's levels; "
-                        "check the clocks by hand and delete it", d->name);
-            return -GC_ESTATE;
+        *eq = '\0';
+        snprintf(name, sizeof name, "%.*s", (int)(dot - line), line);
+        i = gc_domain_find(ds, name);
+        /* the line is kept (for a later restore) where its domain cannot be put back now */
+        if (i < 0 || !ds->d[i].writable) {
+            char mark[GC_NAME_MAX + 3];
+
+            snprintf(mark, sizeof mark, " %s ", name);
+            if (!strstr(foreign, mark) && strlen(foreign) + strlen(mark) < sizeof foreign) {
+                strcat(foreign, mark);
+                list_add(left, left_len, "%s (%s)", name, i < 0 ? "the board has no such clock "
+                         "domain now" : ds->d[i].why);
+            }
+        } else if (gc_domains_parse(ds, line, eq + 1, st) < 0) {
+            if (!bad[i])
+                list_add(left, left_len, "%s (its saved line %s is damaged or repeated)", name, line);
+            bad[i] = 1;
         }
-        if (d->kind == GC_DOMAIN_CPU && st[i].governor[0] &&
-            !governor_offered(ds, d, st[i].governor)) {
-            set_err(ds, "the saved state of %s names governor %s, which it does not offer; check "
-                        "the clocks by hand and delete it", d->name, st[i].governor);
-            return -GC_ESTATE;
+        if (i < 0 || !ds->d[i].writable || bad[i]) {
+            rc = snprintf(kept + used, kept_len - used, "%s=%s\n", line, eq + 1);
+            if (rc < 0 || (size_t)rc >= kept_len - used)
+                return -ENOSPC;
+            used += (size_t)rc;
         }
     }
+    for (i = 0; i < ds->n; i++) {
+        if (!st[i].saved || bad[i])
+            continue;
+        if (check_saved(ds, i, &st[i], why, sizeof why) < 0) {
+            char one[GC_DOMAINS_RECORD_MAX] = "";
+            gc_domain_state only[GC_MAX_DOMAINS];
+
+            list_add(left, left_len, "%s (%s)", ds->d[i].name, why);
+            /* its lines as saved, kept for a later restore */
+            memset(only, 0, sizeof only);
+            only[i] = st[i];
+            if (gc_domains_format(ds, only, one, sizeof one) < 0 ||
+                snprintf(kept + used, kept_len - used, "%s", one) >= (int)(kept_len - used))
+                return -ENOSPC;
+            used += strlen(one);
+            st[i].saved = 0;
+        }
+    }
+    for (i = 0; i < ds->n; i++)
+        if (bad[i])
+            st[i].saved = 0;
     return 0;
 }
 
@@ -828,4 +926,37 @@ int gc_domains_load_record(gc_domains *ds, const char *sysfs_root, const char *l
             return rc;
     }
     return gc_domains_parse_done(ds, st);
+}
+
+int gc_domains_record_names(const char *lines, char *out, size_t len)
+{
+    char seen[GC_DOMAINS_RECORD_MAX] = ",";
+    const char *p = lines;
+    size_t used = 0;
+    int n = 0;
+
+    if (!len)
+        return -ENOSPC;
+    out[0] = '\0';
+    while (p && *p) {
+        const char *dot = strchr(p, '.'), *nl = strchr(p, '\n');
+        char mark[GC_NAME_MAX + 3];
+        int k;
+
+        if (dot && (!nl || dot < nl) && dot > p && (size_t)(dot - p) < GC_NAME_MAX) {
+            snprintf(mark, sizeof mark, ",%.*s,", (int)(dot - p), p);
+            if (!strstr(seen, mark)) { /* a name once, in the record's order */
+                if (strlen(seen) + strlen(mark) >= sizeof seen)
+                    return -ENOSPC;
+                strcat(seen, mark + 1);
+                k = snprintf(out + used, len - used, "%s%.*s", used ? " " : "", (int)(dot - p), p);
+                if (k < 0 || (size_t)k >= len - used)
+                    return -ENOSPC;
+                used += (size_t)k;
+                n++;
+            }
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return n;
 }

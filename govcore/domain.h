@@ -138,9 +138,22 @@ int gc_domains_parse_done(gc_domains *ds, gc_domain_state *st);
 int gc_domains_load_record(gc_domains *ds, const char *sysfs_root, const char *lines,
                            gc_domain_state *st);
 
+/* gc_domains_load_record, domain by domain: every domain of the record that this board can
+ * take back is in st (saved = 1); one it cannot (no longer on the board or not writable, a
+ * governor or level it no longer offers, damaged lines) is left out, named in left
+ * ("cpu4 (the board has no such clock domain now); ...", "" if none) and its lines are copied
+ * to kept (as the record holds them), to stay saved. -GC_ESTATE only for lines that are no
+ * clock domain's; -ENOSPC if kept is too small. */
+int gc_domains_load_each(gc_domains *ds, const char *sysfs_root, const char *lines,
+                         gc_domain_state *st, char *kept, size_t kept_len, char *left, size_t left_len);
+
 /* The domain lines of this board's saved record (the saved-state module, clock.c): "" where the
  * record has none; -ENOENT where nothing is saved. */
 int gc_state_load_domains(gc_board *b, const char *state_dir, char *lines, size_t len);
+
+/* The names of the domains a record's lines hold, once each in the record's order, separated by
+ * spaces ("emc cpu0 cpu4"; "" for none) into out. How many; -ENOSPC if out is too small. */
+int gc_domains_record_names(const char *lines, char *out, size_t len);
 
 /* 1 if key names a clock domain's value of a record ("emc.*", "cpuN.*"). */
 int gc_domains_is_key(const char *key);

@@ -481,7 +481,7 @@ static int cmd_pin(const struct options *o)
 
 /* After a restore: the board's governor/min/max as they are now, for the report. cur_freq is
  * not needed; where even these cannot be read, the restore still succeeded: say so. */
-static void report_restored(const struct options *o, gc_board *b, int restored)
+static void report_restored(const struct options *o, gc_board *b, int restored, const char *domains)
 {
     char text[GC_NAME_MAX * 4];
     gc_clock_state st;
@@ -494,7 +494,7 @@ static void report_restored(const struct options *o, gc_board *b, int restored)
         if (gc_range_read(b, &st) < 0) {
             if (o->json)
                 printf("{\"restored\": %s, \"governor\": null, \"min_mhz\": null, "
-                       "\"max_mhz\": null}\n", restored ? "true" : "false");
+                       "\"max_mhz\": null, \"domains\": []}\n", restored ? "true" : "false");
             else
                 printf("%s (the clock cannot be read back now)\n", restored ?
                        "restored the saved clock state" : "nothing to restore");
@@ -502,12 +502,22 @@ static void report_restored(const struct options *o, gc_board *b, int restored)
         }
     }
     if (o->json) {
-        gc_json_restore(stdout, restored, &st);
+        gc_json_restore(stdout, restored, &st, restored ? domains : "");
         putchar('\n');
     } else if (restored) {
-        printf("restored governor %s, min %g MHz, max %g MHz\n",
+        char names[GC_ERR_MAX], *p;
+
+        /* the other clock domains put back with the GPU: named, "emc, cpu0, cpu4" */
+        snprintf(names, sizeof names, "%s", domains);
+        for (p = names; (p = strchr(p, ' ')) != NULL; p++) {
+            memmove(p + 1, p, strlen(p) + 1);
+            *p = ',';
+            p++;
+        }
+        printf("restored governor %s, min %g MHz, max %g MHz%s%s\n",
                st.governor[0] ? shown(st.governor, text, sizeof text) : "(unknown)",
-               gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
+               gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz),
+               names[0] ? "; and " : "", names);
     } else {
         printf("nothing to restore (no saved state for this board)\n");
     }
@@ -518,6 +528,7 @@ static int cmd_restore(const struct options *o)
     gc_board b;
     gc_lock lk;
     int rc, restored = 0, dropped = 0, force = o->argc == 1 && strcmp(o->argv[0], "--force") == 0;
+    char lines[GC_DOMAINS_RECORD_MAX], names[GC_ERR_MAX / 2];
 
     if (o->argc != 0 && !force)
         return fail("restore takes no arguments but --force");
@@ -536,6 +547,10 @@ static int cmd_restore(const struct options *o)
         fprintf(stderr, "govcore: warning: %s; restoring anyway (--force)\n", b.err);
     else if (rc < 0)
         return fail_board(&b, rc);
+    /* the domains the record holds, to name them once they are back */
+    if (gc_state_load_domains(&b, o->state_dir, lines, sizeof lines) < 0 ||
+        gc_domains_record_names(lines, names, sizeof names) < 0)
+        names[0] = '\0';
     rc = gc_restore(&b, o->state_dir, &restored);
     if (rc < 0 && force) {
         /* --force: whatever could not be put back, the state does not stay behind */
@@ -547,7 +562,7 @@ static int cmd_restore(const struct options *o)
     gc_lock_release(&lk);
     if (rc < 0)
         return fail_board(&b, rc);
-    report_restored(o, &b, restored);
+    report_restored(o, &b, restored, names);
     return 0;
 }
 

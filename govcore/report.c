@@ -305,12 +305,24 @@ void gc_text_power_mode(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *cap)
     fprintf(f, ")");
 }
 
-void gc_json_restore(FILE *f, int restored, const gc_clock_state *now)
+void gc_json_restore(FILE *f, int restored, const gc_clock_state *now, const char *domains)
 {
+    const char *p = domains ? domains : "";
+    int first = 1;
+
     fprintf(f, "{\"restored\": %s, \"governor\": ", restored ? "true" : "false");
     gc_json_str(f, now->governor);
-    fprintf(f, ", \"min_mhz\": %.6g, \"max_mhz\": %.6g}", gc_hz_to_mhz(now->min_hz),
+    fprintf(f, ", \"min_mhz\": %.6g, \"max_mhz\": %.6g, \"domains\": [", gc_hz_to_mhz(now->min_hz),
             gc_hz_to_mhz(now->max_hz));
+    while (*p) { /* "emc cpu0 cpu4": plain names */
+        size_t n = strcspn(p, " ");
+
+        fprintf(f, "%s\"%.*s\"", first ? "" : ", ", (int)n, p);
+        first = 0;
+        p += n;
+        p += *p == ' ';
+    }
+    fprintf(f, "]}");
 }
 
 void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,

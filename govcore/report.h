@@ -65,7 +65,7 @@ void gc_json_pin(FILE *f, const gc_board *b, double requested_mhz, uint64_t leve
 void gc_json_power_fields(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *cap, const char *sep);
 /* One line of text for status: the mode's name and id, and the GPU cap (no newline). */
 void gc_text_power_mode(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *cap);
-void gc_json_restore(FILE *f, int restored, const gc_clock_state *now);
+void gc_json_restore(FILE *f, int restored, const gc_clock_state *now, const char *domains);
 /* An apply decision: the clock, the policy's own level, the goal and its predicted trade, the
  * policy, the model and the features the tree saw; "warning" where warning is set (the pin's
  * b->warn: the original it saved is itself a pin). */

@@ -198,6 +198,23 @@ static int take_ownership(struct server *sv, int ci)
                  "restores or disconnects", (long)sv->clients[sv->owner].pid);
         return -EBUSY;
     }
+    /* a saved state no client of ours holds: a pin made outside the daemon (root's `govcore
+     * pin`, `pydvfs pin` as root) left standing on purpose; a member may neither undo it
+     * (restore) nor pin over it (its disconnect would restore it): root's to restore */
+    if (sv->clients[ci].uid != 0) {
+        gc_clock_state st;
+
+        rc = gc_state_load(&sv->board, sv->cfg->state_dir, &st);
+        if (rc == -GC_ESTATE) /* damaged: its message says how root clears it */
+            return rc;
+        if (rc == 0) {
+            snprintf(sv->board.err, sizeof sv->board.err,
+                     "the GPU was pinned outside the daemon (a saved state of the board that no "
+                     "client of this daemon holds: root's `govcore pin` or `pydvfs pin`); only "
+                     "root may undo it (`sudo govcore restore`); nothing was changed");
+            return -EPERM;
+        }
+    }
     if ((rc = gc_lock_acquire(&sv->board, 0, &sv->lock)) < 0)
         return rc;
     sv->owner = ci;
@@ -261,6 +278,7 @@ static void handle_pin(struct server *sv, int ci, const gc_request *rq)
 static void handle_restore(struct server *sv, int ci)
 {
     struct client *c = &sv->clients[ci];
+    static char lines[GC_DOMAINS_RECORD_MAX], names[GC_ERR_MAX / 2];
     gc_clock_state now;
     char *buf = NULL;
     size_t len = 0;
@@ -269,6 +287,9 @@ static void handle_restore(struct server *sv, int ci)
 
     if ((rc = take_ownership(sv, ci)) < 0)
         return reply_error(c, rc, "%s", sv->board.err);
+    if (gc_state_load_domains(&sv->board, sv->cfg->state_dir, lines, sizeof lines) < 0 ||
+        gc_domains_record_names(lines, names, sizeof names) < 0)
+        names[0] = '\0';
     rc = restore_board(sv, &restored);
     if (rc < 0) { /* keep the lock while a state is kept: the board is still changed, and ours */
         if (restored)
@@ -282,7 +303,7 @@ static void handle_restore(struct server *sv, int ci)
         return reply_error(c, rc, "%s", sv->board.err);
     if (!(f = reply_begin(&buf, &len)))
         return reply_error(c, -ENOMEM, "out of memory");
-    gc_json_restore(f, restored, &now);
+    gc_json_restore(f, restored, &now, restored ? names : "");
     reply_end(c, f, &buf, &len);
 }
 

@@ -487,15 +487,21 @@ static void clean_stray_tmp(int dfd)
 }
 
 static int write_record(gc_board *b, const gc_state_file *sf, const gc_clock_state *st,
-                        const char *domains);
+                        const char *domains, int replace);
 
 int gc_state_write(gc_board *b, const gc_state_file *sf, const gc_clock_state *st)
 {
-    return write_record(b, sf, st, NULL);
+    return write_record(b, sf, st, NULL, 0);
+}
+
+int gc_state_rewrite(gc_board *b, const gc_state_file *sf, const gc_clock_state *st,
+                     const char *domains)
+{
+    return write_record(b, sf, st, domains, 1);
 }
 
 static int write_record(gc_board *b, const gc_state_file *sf, const gc_clock_state *st,
-                        const char *domains)
+                        const char *domains, int replace)
 {
     char tmp[96], text[STATE_MAX_BYTES];
     size_t len, done = 0;
@@ -546,9 +552,12 @@ static int write_record(gc_board *b, const gc_state_file *sf, const gc_clock_sta
     if (close(fd) < 0 && rc == 0)
         rc = -errno;
     /* linkat never replaces: a state another process saved in the meantime stays the original */
-    if (rc == 0 && linkat(sf->dfd, tmp, sf->dfd, sf->name, 0) < 0)
+    if (rc == 0 && replace && renameat(sf->dfd, tmp, sf->dfd, sf->name) < 0)
         rc = -errno;
-    unlinkat(sf->dfd, tmp, 0);
+    else if (rc == 0 && !replace && linkat(sf->dfd, tmp, sf->dfd, sf->name, 0) < 0)
+        rc = -errno;
+    if (rc < 0 || !replace)
+        unlinkat(sf->dfd, tmp, 0);
     if (rc < 0 && rc != -EEXIST)
         set_err(b, "cannot write state file %s: %s", sf->path, strerror(-rc));
     if (rc == 0)
@@ -591,7 +600,7 @@ int gc_state_save_record(gc_board *b, const char *state_dir, const char *domains
     /* what we save must be restorable: check it now, while the board is still untouched */
     if ((rc = gc_state_check(b, &st, "the board's current clock state")) < 0)
         goto close_dir;
-    rc = write_record(b, &sf, &st, domains);
+    rc = write_record(b, &sf, &st, domains, 0);
     if (rc == -EEXIST) { /* saved by someone else meanwhile: it must be a real state */
         rc = gc_state_read(b, &sf, &old);
     } else if (rc == 0) {

@@ -56,6 +56,11 @@ int gc_state_read_record(gc_board *b, const gc_state_file *sf, gc_clock_state *s
  * Atomic: an O_EXCL|O_NOFOLLOW temp file, mode 0600, put in place with linkat(). */
 int gc_state_write(gc_board *b, const gc_state_file *sf, const gc_clock_state *st);
 
+/* Replace the saved record by st and domains (the lines still to be put back): atomic, a temp
+ * file renamed over it. Used by a restore that could put back only part of a record. */
+int gc_state_rewrite(gc_board *b, const gc_state_file *sf, const gc_clock_state *st,
+                     const char *domains);
+
 /* gc_state_save with the other clock domains' originals (domains: their lines, "" for none),
  * which the caller read from the board first (clock.c). */
 int gc_state_save_record(gc_board *b, const char *state_dir, const char *domains, int *saved_now);

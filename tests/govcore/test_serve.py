@@ -884,3 +884,30 @@ def test_a_damaged_state_says_what_to_do_and_root_clears_it(daemon, asan_govcore
     assert not state.exists()
     first, second = daemon.request("pin 612", "restore")
     assert first["freq_mhz"] == 612 and second["restored"] is True
+
+
+def test_a_member_may_not_undo_a_pin_root_left_standing(daemon, client_python, group_gid):
+    """Issue 27 item 5: `sudo govcore pin 408 --cpu ...` (here: a GPU pin, the daemon's state
+    folder) then a member's `restore` through the daemon returned {"restored": true}. A saved
+    state no client of the daemon holds is root's: a member may neither restore it nor pin over
+    it (its disconnect would undo root's pin); root's own client may."""
+    state_dir = str(daemon.work / "state")
+    direct = subprocess.run([str(GOVCORE / "govcore"), "--sysfs-root", str(daemon.board.root), "--state-dir",
+                             state_dir, "pin", "408"], capture_output=True, text=True,
+                            env={**os.environ, "PYDVFS_SOCKET": ""})
+    assert direct.returncode == 0, direct.stderr
+    gc = str(GOVCORE / "govcore")
+    for verb in (["restore"], ["pin", "714"]):
+        p = _as_nobody(group_gid, [gc, *verb], daemon.sock)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 2 and "pinned outside the daemon" in err and "sudo govcore restore" in err, (out, err)
+        assert _state(daemon.board)[:2] == (408000000, 408000000)
+    code = "import pydvfs\ntry:\n    pydvfs.restore()\nexcept pydvfs.PydvfsError as e:\n    print(e)\n    raise SystemExit(3)"
+    p = _as_nobody(group_gid, [client_python, "-c", code], daemon.sock)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3 and "only root may undo it" in out, (out, err)
+    assert _state(daemon.board)[:2] == (408000000, 408000000)
+    # root, through the daemon, may
+    (reply,) = daemon.request("restore")
+    assert reply["restored"] is True, reply
+    assert _state(daemon.board) == ORIGINAL

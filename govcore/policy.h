@@ -108,6 +108,12 @@ const char *gc_objective_name(int objective);
 /* Parse a roofline.txt strictly: every key once, no unknown key, finite numbers >= 0, an
  * ascending V/f table. -EINVAL / -ENOENT with a message in err (file:line). */
 int gc_roofline_load(const char *path, gc_roofline *out, char *err, size_t len);
+
+/* Open the file name of a model folder, with the checks policy.so gets (policy_load.c): never
+ * through a symlink, a regular file only (opened non-blocking first, so a fifo cannot hang
+ * us), and as root the folder, every folder above it and the file owned by root or the real
+ * uid and writable by no one else. 0 with *fd (blocking, ready to read); -errno with err. */
+int gc_model_file_open(const char *model_dir, const char *name, int *fd, char *err, size_t len);
 /* Predicted energy per token (J) of a workload at a clock (MHz). */
 double gc_roofline_energy_j(const gc_roofline *r, const gc_workload *w, double mhz);
 /* Predicted time per token (s, in the model's gauge: ratios are what it knows) at a clock (MHz):

@@ -21,16 +21,16 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef GC_NO_DLOPEN
 #include <dlfcn.h>
 #include <elf.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #if defined(__x86_64__)
 #define GC_ELF_MACHINE EM_X86_64
@@ -61,25 +61,6 @@ const char *gc_elf_machine_name(int e_machine)
     default: return "an unknown CPU";
     }
 }
-
-#ifdef GC_NO_DLOPEN
-
-int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t len)
-{
-    (void)out;
-    *handle = NULL;
-    snprintf(err, len, "--model-dir %s: this govcore is a static build that loads no code; its "
-             "tree is compiled in (govcore --version). Rebuild it with your tree: make -C govcore "
-             "release POLICY=%s/policy_tree.c", model_dir, model_dir);
-    return -ENOTSUP;
-}
-
-void gc_tree_close(void *handle)
-{
-    (void)handle;
-}
-
-#else
 
 /* Owned by root or the real uid, writable by neither group nor others. */
 static int trusted(const struct stat *st)
@@ -170,7 +151,8 @@ static int open_model_file(int dirfd, const char *model_dir, const char *name, i
     struct stat st;
     int fd, rc;
 
-    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* O_NONBLOCK: a fifo planted under the name must not hang us before fstat refuses it */
+    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         rc = -errno;
         if (rc == -ELOOP) {
@@ -184,7 +166,8 @@ static int open_model_file(int dirfd, const char *model_dir, const char *name, i
         return rc;
     }
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, len, "%s/%s is not a regular file", model_dir, name);
+        snprintf(err, len, "refusing %s/%s: it is not a regular file (a model folder holds its own "
+                 "files)", model_dir, name);
         close(fd);
         return -EINVAL;
     }
@@ -199,6 +182,38 @@ static int open_model_file(int dirfd, const char *model_dir, const char *name, i
     *out_fd = fd;
     return 0;
 }
+
+int gc_model_file_open(const char *model_dir, const char *name, int *out_fd, char *err, size_t len)
+{
+    int as_root = geteuid() == 0, dirfd, rc, fl;
+
+    if ((rc = open_model_dir(model_dir, as_root, &dirfd, err, len)) < 0)
+        return rc;
+    rc = open_model_file(dirfd, model_dir, name, as_root, out_fd, err, len);
+    close(dirfd);
+    if (rc == 0 && (fl = fcntl(*out_fd, F_GETFL)) >= 0)
+        (void)fcntl(*out_fd, F_SETFL, fl & ~O_NONBLOCK);
+    return rc;
+}
+
+#ifdef GC_NO_DLOPEN
+
+int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t len)
+{
+    (void)out;
+    *handle = NULL;
+    snprintf(err, len, "--model-dir %s: this govcore is a static build that loads no code; its "
+             "tree is compiled in (govcore --version). Rebuild it with your tree: make -C govcore "
+             "release POLICY=%s/policy_tree.c", model_dir, model_dir);
+    return -ENOTSUP;
+}
+
+void gc_tree_close(void *handle)
+{
+    (void)handle;
+}
+
+#else
 
 /* A private copy of fd's file in an anonymous memory file. The dynamic loader treats two objects
  * with the same device and inode as one, and inode numbers are reused once a file is deleted (a

@@ -317,6 +317,7 @@ cdef extern from "policy.h" nogil:
     int gc_propose_tree(const gc_tree_model *m, const gc_workload *w, double *mhz, char *err, size_t n)
     double gc_propose_rules(const gc_workload *w)
     int gc_roofline_load(const char *path, gc_roofline *out, char *err, size_t n)
+    int gc_model_file_open(const char *model_dir, const char *name, int *fd, char *err, size_t n)
     double gc_roofline_energy_j(const gc_roofline *r, const gc_workload *w, double mhz)
     double gc_roofline_time_s(const gc_roofline *r, const gc_workload *w, double mhz)
     int gc_propose_roofline(const gc_roofline *r, const gc_workload *w, const uint64_t *levels_hz, int n,

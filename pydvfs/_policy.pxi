@@ -144,6 +144,24 @@ cdef class Tree:
         return mhz
 
 
+def read_model_file(model_dir, str name, int limit=1 << 20):
+    """The bytes of a model folder's file, opened with the checks policy.so gets
+    (gc_model_file_open: no symlink, no fifo, regular files only; as root, nobody else's folder
+    or file); at most limit bytes (more: InvalidValueError)."""
+    cdef char err[512]
+    cdef bytes d = os.fsencode(model_dir)
+    cdef bytes n = os.fsencode(name)
+    cdef int fd = -1
+    err[0] = 0
+    check(gc_model_file_open(d, n, &fd, err, sizeof(err)), err)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise errors.InvalidValueError(f"{os.fsdecode(model_dir)}/{name} is over {limit} bytes: not a model "
+                                       "folder's file")
+    return data
+
+
 cdef class Roofline:
     """The roofline policy's board constants, read (strictly, in C) from a roofline.txt."""
     cdef gc_roofline r

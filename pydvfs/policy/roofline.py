@@ -282,8 +282,16 @@ def write_roofline(board: RooflineBoard, path: str | Path, source: str = "") -> 
 
 
 def read_roofline(path: str | Path) -> RooflineBoard:
-    """Read a ``roofline.txt`` back (the Python twin of ``gc_roofline_load``, as strict)."""
-    text = Path(path).read_text()
+    """Read a ``roofline.txt`` back (the Python twin of ``gc_roofline_load``, as strict), opened
+    as govcore opens a model folder's files (``_core.read_model_file``: no link, no fifo; as
+    root, no folder or file another user could write)."""
+    from .. import _core
+
+    path = Path(path)
+    try:
+        text = _core.read_model_file(str(path.parent), path.name).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidValueError(f"{path}: not UTF-8 text") from None
     seen: dict[str, str] = {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):

@@ -240,3 +240,52 @@ def test_laptop_policy_on_the_board_names_both_cpus(model, board, marker):
     finally:
         shutil.rmtree(readable)
     assert_refused([res], marker, "built for x86_64, but this program runs on aarch64", "policy_tree.c")
+
+
+# Issue 27 item 3: every file of a model folder gets policy.so's checks, roofline.txt included
+# (the roofline policy and the slowdown bound read it), and no model file can hang a front end.
+ROOFLINE_APPLY = [["--policy", "roofline"], ["--max-slowdown", "10"]]
+
+
+@pytest.mark.parametrize("extra", ROOFLINE_APPLY, ids=["roofline", "max-slowdown"])
+def test_roofline_txt_of_a_user_s_folder_linking_to_a_root_only_file(cli, govcore_bin, model, board, extra,
+                                                                      tmp_path):
+    """Before: as root, a folder nobody owns whose roofline.txt links to a 0600 root file printed
+    that file's first line in the error."""
+    secret = tmp_path / "secret"
+    secret.write_text("TOPSECRET-LINE=hunter2\n")
+    secret.chmod(0o600)
+    theirs = tmp_path / "theirs"
+    shutil.copytree(model, theirs)
+    (theirs / "roofline.txt").unlink()
+    (theirs / "roofline.txt").symlink_to(secret)
+    for p in [theirs, *theirs.iterdir()]:
+        os.lchown(p, NOBODY, NOBODY)
+    argv = [*APPLY, *extra, "--sysfs-root", str(board.root), "--model-dir", str(theirs)]
+    results = [cli(*argv), subprocess.run([govcore_bin, *argv], capture_output=True, text=True, timeout=60)]
+    for res in results:
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert "TOPSECRET" not in res.stdout + res.stderr and "hunter2" not in res.stdout + res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
+    # in a folder root trusts, the link itself is refused (a model folder holds its own files)
+    (model / "roofline.txt").unlink()
+    (model / "roofline.txt").symlink_to(secret)
+    argv = [*APPLY, *extra, "--sysfs-root", str(board.root), "--model-dir", str(model)]
+    for res in (cli(*argv), subprocess.run([govcore_bin, *argv], capture_output=True, text=True, timeout=60)):
+        assert res.returncode == 2 and "symbolic link" in res.stderr, res.stderr
+        assert "hunter2" not in res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("name, extra", [("roofline.txt", ["--policy", "roofline"]),
+                                         ("roofline.txt", ["--max-slowdown", "10"]),
+                                         ("policy.so", []), ("manifest.txt", [])])
+def test_a_fifo_in_a_model_folder_is_refused_not_waited_on(cli, govcore_bin, model, board, marker, name, extra):
+    """Before: a FIFO named roofline.txt or policy.so hung both front ends for ever."""
+    (model / name).unlink()
+    os.mkfifo(model / name, 0o644)
+    argv = [*APPLY, *extra, "--sysfs-root", str(board.root), "--model-dir", str(model)]
+    for res in (cli(*argv, timeout=60), subprocess.run([govcore_bin, *argv], capture_output=True, text=True,
+                                                       timeout=60)):
+        assert res.returncode == 2 and "not a regular file" in res.stderr, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert not marker.exists()

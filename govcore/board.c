@@ -66,6 +66,26 @@ int gc_parse_mhz(const char *text, size_t len, uint64_t *hz)
     return 0;
 }
 
+void gc_mhz_hint(const char *text, size_t len, char *out, size_t out_len)
+{
+    uint64_t v = 0;
+    size_t i;
+
+    if (out_len)
+        out[0] = '\0';
+    /* whole digits only, above the grammar's 1e6 MHz: a value read from a sysfs file */
+    for (i = 0; i < len && i < 19 && text[i] >= '0' && text[i] <= '9'; i++)
+        v = v * 10 + (uint64_t)(text[i] - '0');
+    if (i != len || len == 0 || v <= 1000000u)
+        return;
+    if (v >= 10000000u && v <= GC_MAX_LEVEL_HZ) /* devfreq's and the EMC's files hold Hz */
+        snprintf(out, out_len, "; %llu looks like Hz: that is %g MHz, so give %g",
+                 (unsigned long long)v, gc_hz_to_mhz(v), gc_hz_to_mhz(v));
+    else if (v < 10000000u) /* cpufreq's files hold kHz */
+        snprintf(out, out_len, "; %llu looks like kHz: that is %g MHz, so give %g",
+                 (unsigned long long)v, (double)v / 1e3, (double)v / 1e3);
+}
+
 static void set_err(gc_board *b, const char *fmt, ...)
 {
     va_list ap;
@@ -614,7 +634,7 @@ int gc_board_open(gc_board *b, const char *sysfs_root)
     struct stat st;
     char path[GC_PATH_MAX];
     size_t len;
-    int rc;
+    int rc, fd = -1;
 
     memset(b, 0, sizeof *b);
     if (!sysfs_root || !*sysfs_root)
@@ -632,10 +652,24 @@ int gc_board_open(gc_board *b, const char *sysfs_root)
                 b->sysfs_root);
         return -ENODEV;
     }
-    if (!gc_sysfs_exists(b->sysfs_root, b->sysfs_root)) {
-        set_err(b, "sysfs root %s does not exist", b->sysfs_root);
+    if (!gc_sysfs_exists(b->sysfs_root, b->sysfs_root) ||
+        (fd = open(b->sysfs_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        int e = errno;
+
+        /* a root the user may not read is not a missing one: say which it is */
+        if (stat(b->sysfs_root, &st) < 0 && errno == ENOENT) {
+            set_err(b, "sysfs root %s does not exist", b->sysfs_root);
+            return -ENODEV;
+        }
+        if (e == EACCES || e == EPERM || access(b->sysfs_root, R_OK | X_OK) < 0) {
+            set_err(b, "sysfs root %s: permission denied (you may not read it, or a folder above "
+                       "it: run as a user who may)", b->sysfs_root);
+            return -EACCES;
+        }
+        set_err(b, "sysfs root %s cannot be opened: %s", b->sysfs_root, strerror(e));
         return -ENODEV;
     }
+    close(fd);
     rc = find_gpu(b);
     if (rc < 0)
         return rc;

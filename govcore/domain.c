@@ -389,11 +389,19 @@ static int check_one(gc_domains *ds, int i, uint64_t want_hz, const gc_domain_st
     }
     mhz_list(d, levels, sizeof levels);
     level = nearest(d, want_hz);
-    if ((d->kind == GC_DOMAIN_EMC && diff(level, want_hz) > SLACK_HZ) ||
-        (d->kind == GC_DOMAIN_CPU && (want_hz + SLACK_HZ < d->levels_hz[0] ||
-                                      want_hz > d->levels_hz[d->n_levels - 1] + SLACK_HZ))) {
-        set_err(ds, "%s: %g MHz is not in its table (%s MHz); nothing was changed", d->name,
+    if (d->kind == GC_DOMAIN_EMC && diff(level, want_hz) > SLACK_HZ) {
+        set_err(ds, "%s: %g MHz is not in its table (%s MHz): the EMC takes one of its rates "
+                    "exactly (within 0.5 MHz); nothing was changed", d->name,
                 gc_hz_to_mhz(want_hz), levels);
+        return -EINVAL;
+    }
+    if (d->kind == GC_DOMAIN_CPU && (want_hz + SLACK_HZ < d->levels_hz[0] ||
+                                     want_hz > d->levels_hz[d->n_levels - 1] + SLACK_HZ)) {
+        set_err(ds, "%s: %g MHz is not in its table (%s MHz): a CPU clock from its lowest to its "
+                    "highest level (%g..%g MHz) is snapped to each policy's nearest level, one "
+                    "outside that range is refused; nothing was changed", d->name,
+                gc_hz_to_mhz(want_hz), levels, gc_hz_to_mhz(d->levels_hz[0]),
+                gc_hz_to_mhz(d->levels_hz[d->n_levels - 1]));
         return -EINVAL;
     }
     if (d->kind == GC_DOMAIN_CPU) {

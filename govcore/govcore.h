@@ -107,6 +107,10 @@ double gc_hz_to_mhz(uint64_t hz);
 #define GC_MHZ_GRAMMAR "a positive number of MHz in plain decimal: ASCII digits, an optional " \
                        "fraction of at most 6 digits, e.g. 714 or 1300.5"
 int gc_parse_mhz(const char *text, size_t len, uint64_t *hz);
+/* For a clock gc_parse_mhz refused: "; 714000000 looks like Hz: that is 714 MHz, so give 714"
+ * where the text is a whole number read from a board file (Hz from devfreq or the EMC, kHz from
+ * cpufreq), else "". Appended to "not a clock" by both front ends. */
+void gc_mhz_hint(const char *text, size_t len, char *out, size_t out_len);
 
 /* Discover the GPU devfreq node, GPU load file, power rails, the board (from the device-tree
  * model and the table) and JetPack under root, and give each rail role its rails. -ENODEV (with

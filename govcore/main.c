@@ -386,6 +386,7 @@ static void note_clamped(const gc_board *b, const char *verb)
 
 static int cmd_pin(const struct options *o)
 {
+    char hint[160];
     gc_board b;
     gc_lock lk;
     gc_domains ds;
@@ -415,12 +416,18 @@ static int cmd_pin(const struct options *o)
     if (!text || extra)
         return fail("pin takes one clock in MHz, e.g. `govcore pin 714` [--nearest] "
                     "[--above-power-mode] [--emc MHZ] [--cpu MHZ]");
-    if (gc_parse_mhz(text, strlen(text), &want_hz) < 0)
-        return fail("not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", text);
-    if (emc_text && gc_parse_mhz(emc_text, strlen(emc_text), &emc_hz) < 0)
-        return fail("--emc: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", emc_text);
-    if (cpu_text && gc_parse_mhz(cpu_text, strlen(cpu_text), &cpu_hz) < 0)
-        return fail("--cpu: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")", cpu_text);
+    if (gc_parse_mhz(text, strlen(text), &want_hz) < 0) {
+        gc_mhz_hint(text, strlen(text), hint, sizeof hint);
+        return fail("not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")%s", text, hint);
+    }
+    if (emc_text && gc_parse_mhz(emc_text, strlen(emc_text), &emc_hz) < 0) {
+        gc_mhz_hint(emc_text, strlen(emc_text), hint, sizeof hint);
+        return fail("--emc: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")%s", emc_text, hint);
+    }
+    if (cpu_text && gc_parse_mhz(cpu_text, strlen(cpu_text), &cpu_hz) < 0) {
+        gc_mhz_hint(cpu_text, strlen(cpu_text), hint, sizeof hint);
+        return fail("--cpu: not a clock: '%s' (expected " GC_MHZ_GRAMMAR ")%s", cpu_text, hint);
+    }
     joint = emc_hz || cpu_hz;
     mhz = gc_hz_to_mhz(want_hz);
     if (above && daemon_socket(NULL))

@@ -60,6 +60,7 @@ cdef extern from "govcore.h" nogil:
     double gc_hz_to_mhz(uint64_t hz)
     const char *GC_MHZ_GRAMMAR             # the clock grammar in words
     int gc_parse_mhz(const char *text, size_t len, uint64_t *hz)   # the one clock grammar
+    void gc_mhz_hint(const char *text, size_t len, char *out, size_t out_len)
     int gc_board_open(gc_board *b, const char *sysfs_root)
     int gc_clock_read(gc_board *b, gc_clock_state *st)
     int gc_range_read(gc_board *b, gc_clock_state *st)

@@ -87,8 +87,11 @@ def parse_mhz(text):
         raw = text.encode("utf-8", "surrogateescape")
     else:
         raise errors.InvalidValueError(f"not a clock: {text!r} (expected text: {MHZ_GRAMMAR})")
+    cdef char hint[160]
     if gc_parse_mhz(raw, len(raw), &hz) < 0:
-        raise errors.InvalidValueError(f"not a clock: {text!r} (expected {MHZ_GRAMMAR})")
+        gc_mhz_hint(raw, len(raw), hint, sizeof(hint))
+        raise errors.InvalidValueError(f"not a clock: {text!r} (expected {MHZ_GRAMMAR})"
+                                       f"{hint.decode('ascii')}")
     return hz
 
 

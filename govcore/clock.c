@@ -108,6 +108,64 @@ int gc_set_range_hz(gc_board *b, uint64_t min_hz, uint64_t max_hz)
     return 0;
 }
 
+/* A power mode changed during a pin. nvpmodel lowers the devfreq max_freq; where the kernel has
+ * no nvpmodel_clk_cap that is the only trace, and the saved original's max (the ceiling a pin
+ * obeys, powermode.c) would hide it: a later pin went above the new mode and restore put the
+ * old ceiling back. The record's pinned_hz is the max_freq the last pin left; a live max_freq
+ * below it (and below the saved max) is the new mode's ceiling, and the saved original follows
+ * it: later pins are capped by it, and restore puts it back. Said in b->warn. */
+static int follow_power_mode(gc_board *b, const char *state_dir)
+{
+    char dom[GC_DOMAINS_RECORD_MAX];
+    gc_state_file sf;
+    gc_clock_state saved, live;
+    uint64_t old_max, was_pinned;
+    int rc;
+
+    if ((rc = gc_state_open(b, state_dir, 0, &sf)) < 0)
+        return rc == -ENOENT || rc == -EDESTADDRREQ ? 0 : rc;
+    rc = gc_state_read_record(b, &sf, &saved, dom, sizeof dom);
+    if (rc < 0 || !saved.pinned_hz || read_range(b, &live) < 0 || live.max_hz >= saved.pinned_hz ||
+        live.max_hz >= saved.max_hz || !gc_level_known(b, live.max_hz)) {
+        gc_state_close(&sf);
+        b->err[0] = '\0';
+        return rc == -ENOENT ? 0 : rc < 0 ? rc : 0;
+    }
+    old_max = saved.max_hz;
+    was_pinned = saved.pinned_hz;
+    saved.max_hz = live.max_hz;
+    if (saved.min_hz > saved.max_hz)
+        saved.min_hz = saved.max_hz;
+    saved.pinned_hz = live.max_hz;
+    rc = gc_state_rewrite(b, &sf, &saved, dom);
+    gc_state_close(&sf);
+    if (rc == 0)
+        snprintf(b->warn, sizeof b->warn, "the power mode lowered the GPU's max_freq to %g MHz "
+                 "during the pin (pinned at %g MHz): the saved original's ceiling follows it "
+                 "(%g -> %g MHz), so pins stay under it and restore puts it back",
+                 gc_hz_to_mhz(live.max_hz), gc_hz_to_mhz(was_pinned), gc_hz_to_mhz(old_max),
+                 gc_hz_to_mhz(live.max_hz));
+    return rc;
+}
+
+/* After a pin: the level it left, in the record (follow_power_mode reads it). */
+static int record_pin(gc_board *b, const char *state_dir, uint64_t level_hz)
+{
+    char dom[GC_DOMAINS_RECORD_MAX];
+    gc_state_file sf;
+    gc_clock_state saved;
+    int rc;
+
+    if ((rc = gc_state_open(b, state_dir, 0, &sf)) < 0)
+        return rc;
+    if ((rc = gc_state_read_record(b, &sf, &saved, dom, sizeof dom)) == 0 && saved.pinned_hz != level_hz) {
+        saved.pinned_hz = level_hz;
+        rc = gc_state_rewrite(b, &sf, &saved, dom);
+    }
+    gc_state_close(&sf);
+    return rc;
+}
+
 /* Append ", what" (or "what" first) to a list of what is left. */
 static void add_left(char *list, size_t len, const char *fmt, ...)
 {
@@ -142,6 +200,7 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
     int min_ok = 0, max_ok = 0, min_use, max_use;
 
     *restored = 0;
+    follow_power_mode(b, state_dir); /* a power mode changed during the pin: restore obeys it */
     if ((rc = gc_state_open(b, state_dir, 0, &sf)) < 0)
         return rc == -ENOENT ? 0 : rc;
     if ((rc = gc_state_read_record(b, &sf, &saved, dom_lines, sizeof dom_lines)) < 0) {
@@ -308,13 +367,14 @@ int gc_pin_hz(gc_board *b, uint64_t want_hz, const char *state_dir, uint64_t *le
     int rc, saved_now, restored;
 
     b->warn[0] = '\0';
-    if ((rc = snap_within_mode(b, want_hz, state_dir, level_hz)) < 0)
+    if ((rc = follow_power_mode(b, state_dir)) < 0 ||
+        (rc = snap_within_mode(b, want_hz, state_dir, level_hz)) < 0)
         return rc;
     rc = gc_state_save(b, state_dir, &saved_now);
     if (rc < 0)
         return rc;
     rc = gc_set_range_hz(b, *level_hz, *level_hz);
-    if (rc == 0)
+    if (rc == 0 && (rc = record_pin(b, state_dir, *level_hz)) == 0)
         return 0;
     /* Never leave the board half-written: put the original back, keep the first error. */
     memcpy(err, b->err, sizeof err);
@@ -339,6 +399,8 @@ int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, u
         level_hz[i] = 0;
     memset(orig, 0, sizeof orig);
     b->cap_hz = b->clamped_from_hz = 0;
+    if ((rc = follow_power_mode(b, state_dir)) < 0)
+        return rc;
     if (gpu_hz && (rc = snap_within_mode(b, gpu_hz, state_dir, gpu_level_hz)) < 0)
         return rc;
     /* a record saved already holds the originals: the CPU ceiling the power mode set is there */
@@ -384,7 +446,8 @@ int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, u
         snprintf(b->err, sizeof b->err, "%s", ds->err);
         goto undo;
     }
-    if (*gpu_level_hz && (rc = gc_set_range_hz(b, *gpu_level_hz, *gpu_level_hz)) < 0)
+    if (*gpu_level_hz && ((rc = gc_set_range_hz(b, *gpu_level_hz, *gpu_level_hz)) < 0 ||
+                          (rc = record_pin(b, state_dir, *gpu_level_hz)) < 0))
         goto undo;
     return 0;
 undo:

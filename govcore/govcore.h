@@ -90,6 +90,9 @@ typedef struct gc_clock_state {
     uint64_t min_hz;                /* min_freq (user floor) */
     uint64_t max_hz;                /* max_freq (user ceiling) */
     char governor[GC_NAME_MAX];     /* devfreq governor, e.g. nvhost_podgov */
+    uint64_t pinned_hz;             /* in a saved record: the GPU level the last pin set (its
+                                     * max_freq then); 0 unknown. A live max_freq that differs
+                                     * is a power-mode change during the pin (clock.c) */
 } gc_clock_state;
 
 /* The one MHz <-> Hz conversion point. gc_mhz_to_hz returns 0 for a value that is not a

@@ -341,6 +341,9 @@ static int parse_state(gc_board *b, char *text, const char *path, gc_clock_state
         } else if (strcmp(line, "max_hz") == 0 && !(have & 4)) {
             bad |= gc_parse_u64(eq + 1, &st->max_hz) < 0;
             have |= 4;
+        } else if (strcmp(line, "pinned_hz") == 0 && !(have & 16) && format >= 2) {
+            bad |= gc_parse_u64(eq + 1, &st->pinned_hz) < 0 || st->pinned_hz > GC_MAX_LEVEL_HZ;
+            have |= 16;
         } else if (format >= 2 && format <= GC_STATE_FORMAT && domain_key(line)) {
             /* a clock domain's original: checked against the board by domain.c */
             int n = snprintf(dom + dom_used, sizeof dom - dom_used, "%s=%s\n", line, eq + 1);
@@ -519,6 +522,13 @@ static int write_record(gc_board *b, const gc_state_file *sf, const gc_clock_sta
         return -EINVAL;
     }
     len = (size_t)n;
+    if (st->pinned_hz) { /* the level the last pin set: a power-mode change shows against it */
+        n = snprintf(text + len, sizeof text - len, "pinned_hz=%llu\n",
+                     (unsigned long long)st->pinned_hz);
+        if (n < 0 || (size_t)n >= sizeof text - len)
+            return -EINVAL;
+        len += (size_t)n;
+    }
     if (domains && *domains) { /* the other clock domains' originals (domain.c's lines) */
         n = snprintf(text + len, sizeof text - len, "%s", domains);
         if (n < 0 || (size_t)n >= sizeof text - len) {
@@ -597,6 +607,7 @@ int gc_state_save_record(gc_board *b, const char *state_dir, const char *domains
         goto close_dir; /* 0: the original state is already saved; else refused */
     if ((rc = gc_clock_read(b, &st)) < 0)
         goto close_dir;
+    st.pinned_hz = 0;
     /* what we save must be restorable: check it now, while the board is still untouched */
     if ((rc = gc_state_check(b, &st, "the board's current clock state")) < 0)
         goto close_dir;

@@ -8,6 +8,8 @@
  *     governor=...      min_hz=...         max_hz=...
  *     emc.rate_hz=... emc.locked=... cpuN.governor=... cpuN.min_hz=... cpuN.max_hz=...
  *                       (format 2: the other clock domains' originals, domain.c's lines)
+ *     pinned_hz=...     (optional: the GPU level the last pin set, clock.c's; a live max_freq
+ *                       below it is a power mode lowered during the pin)
  * A file without a format line is format 1 (written before the line existed); a newer format
  * is refused as damaged here, naming the format, so a newer govcore's state is never misread.
  *

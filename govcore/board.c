@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_ENTRIES 128
+#define MAX_ENTRIES 1024 /* entries of one sysfs folder read (more: the rest ignored) */
 
 const char *gc_rail_kind_name(int kind)
 {
@@ -335,6 +335,32 @@ static int find_gpu(gc_board *b)
     return -ENODEV;
 }
 
+/* Which channels a scan takes. Normally all (pass 0). Where a tree holds more channels than
+ * GC_MAX_RAILS (devices planted to crowd the real sensors out), the scan runs again in two
+ * passes: first the channels whose label the board table names for a role (pass 1), then the
+ * rest while room is left (pass 2), so that the rails the energies come from are kept. */
+struct rail_filter {
+    const gc_board_profile *profile; /* the board identified from its model; NULL unknown */
+    int pass;                        /* 0 every channel, 1 the table's rails, 2 the others */
+    int overflow;                    /* set when a channel found no room */
+};
+
+static int table_rail(const gc_board_profile *p, const char *label)
+{
+    int r, i;
+
+    for (r = 0; p && r < GC_N_ROLES; r++)
+        for (i = 0; p->roles[r][i]; i++)
+            if (strcmp(p->roles[r][i], label) == 0)
+                return 1;
+    return 0;
+}
+
+static int take_channel(const struct rail_filter *f, const char *label)
+{
+    return f->pass == 0 || (f->pass == 1) == table_rail(f->profile, label);
+}
+
 /* Add a rail. A label seen before (two channels labelled alike) is kept, named "LABEL#2"
  * (#3, ...), with a warning: dropping it would lose a channel, and a role naming that label is
  * then not known (resolve_roles). */
@@ -345,10 +371,8 @@ static int add_rail(gc_board *b, const char *raw_label, int kind, const char *v_
     gc_rail *r;
     int i, copy = 1, clash;
 
-    if (b->n_rails == GC_MAX_RAILS) {
-        add_warning(b, "more than %d power channels: the rest are not read", GC_MAX_RAILS);
-        return -E2BIG;
-    }
+    if (b->n_rails == GC_MAX_RAILS)
+        return -E2BIG; /* said once, by find_rails */
     gc_printable(raw_label, label, sizeof label - 4); /* room for "#NN" */
     snprintf(named, sizeof named, "%s", label);
     do {
@@ -379,7 +403,7 @@ static int skip_label(const char *label)
 /* One hwmon folder. An ina3221: channels with a label, a bus voltage (mV) and a current (mA).
  * Any hwmon with power channels (powerN_input, uW; the INA238 on Thor): each channel, named by
  * its powerN_label, else by the device's name (with "_powerN" past the first channel). */
-static void scan_hwmon_dir(gc_board *b, const char *dir)
+static void scan_hwmon_dir(gc_board *b, const char *dir, struct rail_filter *f)
 {
     char path[GC_PATH_MAX], v_path[GC_PATH_MAX], i_path[GC_PATH_MAX], label[GC_NAME_MAX];
     char dev_name[GC_NAME_MAX];
@@ -396,9 +420,11 @@ static void scan_hwmon_dir(gc_board *b, const char *dir)
             continue;
         snprintf(v_path, sizeof v_path, "%s/in%d_input", dir, ch);
         snprintf(i_path, sizeof i_path, "%s/curr%d_input", dir, ch);
-        if (!gc_sysfs_exists(b->sysfs_root, v_path) || !gc_sysfs_exists(b->sysfs_root, i_path))
+        if (!gc_sysfs_exists(b->sysfs_root, v_path) || !gc_sysfs_exists(b->sysfs_root, i_path) ||
+            !take_channel(f, label))
             continue;
-        add_rail(b, label, GC_RAIL_HWMON, v_path, i_path, NULL);
+        if (add_rail(b, label, GC_RAIL_HWMON, v_path, i_path, NULL) == -E2BIG)
+            f->overflow = 1;
     }
     for (ch = 1; !is_ina3221 && ch <= 8; ch++) {
         char p_path[GC_PATH_MAX];
@@ -413,16 +439,17 @@ static void scan_hwmon_dir(gc_board *b, const char *dir)
             else
                 snprintf(label, sizeof label, "%.40s_power%d", dev_name, ch);
         }
-        if (skip_label(label))
+        if (skip_label(label) || !take_channel(f, label))
             continue;
-        add_rail(b, label, GC_RAIL_POWER, NULL, NULL, p_path);
+        if (add_rail(b, label, GC_RAIL_POWER, NULL, NULL, p_path) == -E2BIG)
+            f->overflow = 1;
     }
     if (is_ina3221 && join(path, sizeof path, dir, "update_interval") == 0 &&
         gc_sysfs_read_u64(b->sysfs_root, path, &interval_ms) == 0 && b->sensor_interval_ms == 0)
         b->sensor_interval_ms = (int)interval_ms;
 }
 
-static void scan_hwmon_class(gc_board *b, const char *class_dir)
+static void scan_hwmon_class(gc_board *b, const char *class_dir, struct rail_filter *f)
 {
     char dir[GC_PATH_MAX];
     char *names[MAX_ENTRIES];
@@ -430,13 +457,13 @@ static void scan_hwmon_class(gc_board *b, const char *class_dir)
 
     for (i = 0; i < n; i++)
         if (join(dir, sizeof dir, class_dir, names[i]) == 0)
-            scan_hwmon_dir(b, dir);
+            scan_hwmon_dir(b, dir, f);
     if (n > 0)
         free_names(names, n);
 }
 
 /* JetPack 4: /sys/bus/i2c/drivers/ina3221x/<addr>/iio:device<N>/rail_name_<ch>. */
-static void scan_ina3221x(gc_board *b)
+static void scan_ina3221x(gc_board *b, struct rail_filter *f)
 {
     char drv[GC_PATH_MAX], dev[GC_PATH_MAX], iio[GC_PATH_MAX], path[GC_PATH_MAX];
     char p_path[GC_PATH_MAX], v_path[GC_PATH_MAX], i_path[GC_PATH_MAX], label[GC_NAME_MAX];
@@ -460,10 +487,12 @@ static void scan_ina3221x(gc_board *b)
                 snprintf(p_path, sizeof p_path, "%s/in_power%d_input", iio, ch);
                 snprintf(v_path, sizeof v_path, "%s/in_voltage%d_input", iio, ch);
                 snprintf(i_path, sizeof i_path, "%s/in_current%d_input", iio, ch);
-                if (!gc_sysfs_exists(b->sysfs_root, p_path))
+                if (!gc_sysfs_exists(b->sysfs_root, p_path) || !take_channel(f, label))
                     continue;
-                add_rail(b, label, GC_RAIL_INA3221X, gc_sysfs_exists(b->sysfs_root, v_path) ? v_path : NULL,
-                         gc_sysfs_exists(b->sysfs_root, i_path) ? i_path : NULL, p_path);
+                if (add_rail(b, label, GC_RAIL_INA3221X,
+                             gc_sysfs_exists(b->sysfs_root, v_path) ? v_path : NULL,
+                             gc_sysfs_exists(b->sysfs_root, i_path) ? i_path : NULL, p_path) == -E2BIG)
+                    f->overflow = 1;
             }
         }
         if (ns > 0)
@@ -473,28 +502,57 @@ static void scan_ina3221x(gc_board *b)
         free_names(addrs, na);
 }
 
-static void find_rails(gc_board *b)
+/* The I2C drivers of the power monitors whose devices hold a hwmon folder (Orin's INA3221,
+ * Thor's INA238): where /sys/class/hwmon has none, their devices are looked at directly. */
+static const char *const hwmon_drivers[] = {"/sys/bus/i2c/drivers/ina3221",
+                                            "/sys/bus/i2c/drivers/ina238"};
+
+/* Scan one source: 1 /sys/class/hwmon, 2 the drivers' devices, 3 JetPack 4's ina3221x. */
+static void scan_source(gc_board *b, struct rail_filter *f, int source)
 {
-    char dir[GC_PATH_MAX];
+    char dir[GC_PATH_MAX], sub[GC_PATH_MAX];
     char *addrs[MAX_ENTRIES];
+    size_t d;
     int n, i;
 
-    if (under_root(b, dir, sizeof dir, "/sys/class/hwmon") == 0)
-        scan_hwmon_class(b, dir);
-    if (b->n_rails == 0 && under_root(b, dir, sizeof dir, "/sys/bus/i2c/drivers/ina3221") == 0) {
-        /* Trees without /sys/class/hwmon: look under the driver's devices directly. */
-        char sub[GC_PATH_MAX];
-
+    if (source == 1 && under_root(b, dir, sizeof dir, "/sys/class/hwmon") == 0)
+        scan_hwmon_class(b, dir, f);
+    for (d = 0; source == 2 && d < sizeof hwmon_drivers / sizeof *hwmon_drivers; d++) {
+        if (under_root(b, dir, sizeof dir, "%s", hwmon_drivers[d]) < 0)
+            continue;
         n = list_dir(b->sysfs_root, dir, addrs, MAX_ENTRIES);
         for (i = 0; i < n; i++) {
             snprintf(sub, sizeof sub, "%s/%s/hwmon", dir, addrs[i]);
-            scan_hwmon_class(b, sub);
+            scan_hwmon_class(b, sub, f);
         }
         if (n > 0)
             free_names(addrs, n);
     }
-    if (b->n_rails == 0)
-        scan_ina3221x(b);
+    if (source == 3)
+        scan_ina3221x(b, f);
+}
+
+static void find_rails(gc_board *b, const gc_board_profile *profile)
+{
+    struct rail_filter f = {profile, 0, 0};
+    int source;
+
+    /* the first source that has channels: /sys/class/hwmon; trees without it, the power
+     * monitor drivers' devices (every driver's: INA3221 and INA238); JetPack 4's ina3221x */
+    for (source = 1; source <= 3 && b->n_rails == 0; source++)
+        scan_source(b, &f, source);
+    source--;
+    if (f.overflow && profile) {
+        /* crowded: the table's rails first, then the others while there is room */
+        b->n_rails = 0;
+        f.pass = 1;
+        scan_source(b, &f, source);
+        f.pass = 2;
+        scan_source(b, &f, source);
+    }
+    if (f.overflow)
+        add_warning(b, "more than %d power channels: the rest are not read%s", GC_MAX_RAILS,
+                    profile ? " (the board table's rails were taken first)" : "");
 }
 
 static void read_model(gc_board *b)
@@ -678,10 +736,10 @@ int gc_board_open(gc_board *b, const char *sysfs_root)
         rc = parse_freq_table(b, path);
     if (rc < 0)
         return rc;
-    find_rails(b);
     read_model(b);
     read_release(b);
     p = identify(b);
+    find_rails(b, p); /* the board's table names the rails to keep when there are too many */
     if (p) {
         snprintf(b->board_id, sizeof b->board_id, "%s", p->id);
     } else {

@@ -204,9 +204,24 @@ class Connection:
                                    f"{e.strerror or e}") from None
             reply = self._parse(raw)
             self._track(line, reply)
+        if "error" in reply and line in RETRIED and str(reply["error"]).startswith(TRANSIENT):
+            # a read the board failed once (`cannot read .../cur_freq: Invalid argument`): once
+            # more before the caller is told; a refusal of the request itself is not retried
+            with self._lock:
+                try:
+                    reply = self._parse(self._exchange(data))
+                except OSError:
+                    pass
         if "error" in reply:
             _core.raise_for(-int(reply.get("errno") or 5), reply["error"])
         return reply
+
+
+# Requests that only read the board, asked once more after an error reply that is the board's
+# read failing (TRANSIENT) rather than the request's refusal. Pins are retried by their caller
+# (governor/engine.py), which knows whether a pin may be repeated.
+RETRIED = ("status", "version")
+TRANSIENT = ("cannot read ",)
 
 
 def _warn(message: str) -> None:

@@ -205,14 +205,14 @@ class OnlineEngine:
         while nxt != self.pinned_mhz:
             if nxt is MAXN:  # the search measures (or keeps) the board's own governor
                 try:
-                    self.dev.restore()
+                    self._once_more(self.dev.restore, "restoring the board's governor")
                 except PydvfsError as e:
                     return self._unpinned(t, f"cannot hand the clock back to the board's governor: {e}")
                 self._record_pin(t, MAXN)
                 self.settle_until_s = t + self.w.settle_s
                 return None
             try:
-                self.dev.pin(nxt)
+                self._once_more(lambda n=nxt: self.dev.pin(n), f"pinning {level_name(nxt)}")
             except ClockVerifyError as e:
                 self.dropped.append({"t_s": t, "freq_mhz": nxt, "error": str(e)})
                 self._say(f"the board refused {nxt:g} MHz ({e}): dropped from the search")
@@ -236,6 +236,19 @@ class OnlineEngine:
             self._record_pin(t, nxt)
             self.settle_until_s = t + self.w.settle_s
         return None
+
+    def _once_more(self, call, what: str):
+        """A board call, tried once more where it failed for a reason other than the board's
+        refusal of the clock (ClockVerifyError: that level is dropped instead): one transient
+        read or write error (``cannot read .../cur_freq: Invalid argument``, through the daemon
+        or directly) must not end a whole search. A second failure is the caller's."""
+        try:
+            return call()
+        except ClockVerifyError:
+            raise
+        except PydvfsError as e:
+            self._say(f"{what} failed ({e}): trying once more")
+            return call()
 
     def _fall_back(self, t: float, why: str) -> None:
         """Stop searching and go back to where the search started: its start clock, or MAXN

@@ -47,30 +47,30 @@ def test_one_transient_pin_error_does_not_end_the_search(orin, tmp_path, monkeyp
     assert limits(orin) == FULL
 
 
-def test_a_joint_mode_pin_is_retried_once(tmp_path):
-    """The joint search's board calls go through ModeDevice.pin (pin_mode): the same retry."""
-    from pydvfs.governor.engine import SearchEngine
+def test_a_joint_mode_pin_is_retried_once_but_a_refused_mode_is_not():
+    """The joint search's board calls go through ModeDevice.pin (pin_mode): the same retry; a
+    mode the board refuses (ClockVerifyError) is dropped by the engine, not asked again."""
+    from pydvfs.errors import ClockVerifyError
+    from pydvfs.governor.engine import OnlineEngine
     from pydvfs.governor.joint_search import ModeDevice
 
-    assert hasattr(SearchEngine, "_once_more")
-    pinned, fails = [], [1]
+    calls, fail = [], [BoardIOError(TRANSIENT)]
 
     def pin_mode(g, e, c):
-        if fails:
-            fails.pop()
-            raise BoardIOError(TRANSIENT)
-        pinned.append((g, e, c))
+        calls.append((g, e, c))
+        if fail:
+            raise fail.pop()
 
-    dev = ModeDevice(object(), pin_mode)
-    said = []
-    eng = SearchEngine.__new__(SearchEngine)
+    dev, said = ModeDevice(object(), pin_mode), []
+    eng = OnlineEngine.__new__(OnlineEngine)
     eng._say = said.append
-    eng._once_more(lambda: dev.pin((612.0, 2133.0, 1036.8)), "pinning 612/2133/1036.8")
-    assert pinned == [(612.0, 2133.0, 1036.8)] and "trying once more" in said[0]
-    # a refusal of the request itself is not retried
-    with pytest.raises(InvalidValueError):
-        eng._once_more(lambda: (_ for _ in ()).throw(InvalidValueError("x")), "x") if False else \
-            eng._once_more(lambda: dev.pin((1.0,)), "bad")
+    eng._once_more(lambda: dev.pin((612.0, 2133.0, 1036.8)), "pinning 612/2133/1036.8 MHz")
+    assert calls == [(612.0, 2133.0, 1036.8)] * 2 and "trying once more" in said[0]
+    calls.clear()
+    fail.append(ClockVerifyError("clock did not take"))
+    with pytest.raises(ClockVerifyError):
+        eng._once_more(lambda: dev.pin((714.0, 2133.0, 1036.8)), "pinning 714/2133/1036.8 MHz")
+    assert len(calls) == 1
 
 
 def _daemon(sock_path, replies: list[dict]):

@@ -128,8 +128,9 @@ static int follow_power_mode(gc_board *b, const char *state_dir)
     if (rc < 0 || !saved.pinned_hz || read_range(b, &live) < 0 || live.max_hz >= saved.pinned_hz ||
         live.max_hz >= saved.max_hz || !gc_level_known(b, live.max_hz)) {
         gc_state_close(&sf);
-        b->err[0] = '\0';
-        return rc == -ENOENT ? 0 : rc < 0 ? rc : 0;
+        if (rc == 0 || rc == -ENOENT)
+            b->err[0] = '\0'; /* (a range that could not be read: the pin says so itself) */
+        return rc == -ENOENT ? 0 : rc;
     }
     old_max = saved.max_hz;
     was_pinned = saved.pinned_hz;

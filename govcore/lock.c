@@ -266,3 +266,92 @@ void gc_lock_release(gc_lock *lk)
     close(lk->fd);
     lk->fd = -1;
 }
+
+/* --- where this GPU's saved original lives (one per GPU, whatever state folder saved it) ---
+ * A pointer file beside the lock, gpu-<dev>-<ino>.original, holds the path of the state file
+ * that holds the GPU's original: a second saver in another state folder (or through a second
+ * path to the board: a bind mount, another --sysfs-root) finds it there and is refused, instead
+ * of saving the live pin as its "original". */
+
+static int original_place(gc_board *b, int create, int *dfd, char *name, size_t name_len)
+{
+    char dir[GC_PATH_MAX], err[GC_ERR_MAX];
+    int rc;
+
+    memcpy(err, b->err, sizeof err); /* a lookup never replaces the caller's message */
+    if ((rc = lock_place(b, dir, sizeof dir, name, name_len)) == 0) {
+        char *dot = strrchr(name, '.');
+
+        if (dot)
+            snprintf(dot, name_len - (size_t)(dot - name), ".original");
+        rc = gc_private_dir_open(b, dir, create, "lock folder", dfd);
+    }
+    memcpy(b->err, err, sizeof err);
+    return rc;
+}
+
+int gc_original_find(gc_board *b, char *path, size_t len)
+{
+    char name[64];
+    struct stat st;
+    ssize_t n;
+    int dfd, fd;
+
+    if (original_place(b, 0, &dfd, name, sizeof name) < 0)
+        return 0;
+    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    close(dfd);
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || len < 2) {
+        close(fd);
+        return 0;
+    }
+    n = read(fd, path, len - 1);
+    close(fd);
+    if (n <= 1 || path[0] != '/')
+        return 0;
+    path[n] = '\0';
+    if (path[n - 1] == '\n')
+        path[n - 1] = '\0';
+    return strchr(path, '\n') ? 0 : 1;
+}
+
+int gc_original_mark(gc_board *b, const char *state_path)
+{
+    char name[64], tmp[96];
+    size_t len = strlen(state_path);
+    int dfd, fd, rc = 0;
+
+    if ((rc = original_place(b, 1, &dfd, name, sizeof name)) < 0)
+        return rc;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", name, (long)getpid());
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = -errno;
+    } else {
+        if (write(fd, state_path, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
+            rc = -EIO;
+        if (close(fd) < 0 && rc == 0)
+            rc = -errno;
+        if (rc == 0 && renameat(dfd, tmp, dfd, name) < 0)
+            rc = -errno;
+        if (rc < 0)
+            unlinkat(dfd, tmp, 0);
+    }
+    close(dfd);
+    return rc;
+}
+
+void gc_original_unmark(gc_board *b, const char *state_path)
+{
+    char name[64], now[GC_PATH_MAX];
+    int dfd;
+
+    if (gc_original_find(b, now, sizeof now) != 1 || strcmp(now, state_path) != 0)
+        return;
+    if (original_place(b, 0, &dfd, name, sizeof name) < 0)
+        return;
+    unlinkat(dfd, name, 0);
+    close(dfd);
+}

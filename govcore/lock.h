@@ -62,4 +62,11 @@ void gc_lock_release(gc_lock *lk);
  * for `govcore serve`'s one-instance lock. */
 int gc_flock_try(const char *path, int *fd_out);
 
+/* Where this GPU's saved original lives, whatever state folder saved it: the path of its state
+ * file, kept beside the lock (gpu-<dev>-<ino>.original, private, never followed). find: 1 with
+ * path, 0 none; mark: record state_path (atomic); unmark: forget it if it is state_path. */
+int gc_original_find(gc_board *b, char *path, size_t len);
+int gc_original_mark(gc_board *b, const char *state_path);
+void gc_original_unmark(gc_board *b, const char *state_path);
+
 #endif

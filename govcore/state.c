@@ -14,6 +14,7 @@
  * A refusal returns -GC_ESTATE with the reason in b->err.
  */
 #include "state.h"
+#include "lock.h"
 #include "sysfs.h"
 
 #include <dirent.h>
@@ -30,6 +31,7 @@
 
 #define STATE_MAGIC "# govcore saved GPU clock state"
 #define STATE_NAME_FMT "gpu-%016llx.state"
+#define STATE_NODE_FMT "gpu-%llx-%llx.state" /* the devfreq node's device and inode */
 #define STATE_TMP_MARK ".tmp."
 #define STATE_MAX_BYTES 4096
 
@@ -106,8 +108,18 @@ static void state_name(const gc_board *b, char *out, size_t len)
 {
     char real[PATH_MAX];
     const char *root = realpath(b->sysfs_root, real) ? real : b->sysfs_root;
+    struct stat st;
+    int fd = gc_sysfs_open(b->sysfs_root, b->devfreq_dir, O_PATH | O_DIRECTORY);
 
-    snprintf(out, len, STATE_NAME_FMT, (unsigned long long)fnv1a64(root));
+    /* the GPU's devfreq node itself (as the lock): every path to the GPU (a bind mount, a second
+     * --sysfs-root) meets one record; the root's name where the node cannot be reached */
+    if (fd >= 0 && fstat(fd, &st) == 0)
+        snprintf(out, len, STATE_NODE_FMT, (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino);
+    else
+        snprintf(out, len, STATE_NAME_FMT, (unsigned long long)fnv1a64(root));
+    if (fd >= 0)
+        close(fd);
 }
 
 int gc_state_path(gc_board *b, const char *state_dir, char *out, size_t len)
@@ -590,6 +602,7 @@ int gc_state_remove(gc_board *b, const gc_state_file *sf)
         set_err(b, "cannot remove state file %s: %s", sf->path, strerror(-rc));
         return rc;
     }
+    gc_original_unmark(b, sf->path);
     return 0;
 }
 
@@ -605,6 +618,29 @@ int gc_state_save_record(gc_board *b, const char *state_dir, const char *domains
     rc = gc_state_read(b, &sf, &old);
     if (rc != -ENOENT)
         goto close_dir; /* 0: the original state is already saved; else refused */
+    {
+        /* One GPU, one original: a record another state folder (or another path to this GPU)
+         * saved still stands, and its pin with it: saving the board now would take that pin for
+         * the original */
+        char where[GC_PATH_MAX], shown[GC_PATH_MAX];
+        struct stat sb;
+
+        if (gc_original_find(b, where, sizeof where) == 1 && strcmp(where, sf.path) != 0 &&
+            lstat(where, &sb) == 0) {
+            char *slash = strrchr(where, '/');
+
+            gc_printable(where, shown, sizeof shown);
+            if (slash)
+                *slash = '\0';
+            set_err(b, "the GPU's original clock state is already saved in %s, by another state "
+                       "folder or another path to this board (its pin still stands: saving the "
+                       "board now would keep that pin as the original); restore there first: "
+                       "`govcore --state-dir %s restore` or `PYDVFS_STATE_DIR=%s pydvfs restore`",
+                    shown, where, where);
+            rc = -EBUSY;
+            goto close_dir;
+        }
+    }
     if ((rc = gc_clock_read(b, &st)) < 0)
         goto close_dir;
     st.pinned_hz = 0;
@@ -616,6 +652,7 @@ int gc_state_save_record(gc_board *b, const char *state_dir, const char *domains
         rc = gc_state_read(b, &sf, &old);
     } else if (rc == 0) {
         *saved_now = 1;
+        gc_original_mark(b, sf.path); /* best effort: where the next saver looks */
         if (st.min_hz == st.max_hz) /* pinned by another tool (jetson_clocks): say so now */
             snprintf(b->warn, sizeof b->warn, "the clock state saved as the original is itself a "
                      "pin (min = max = %g MHz, governor %s), as `jetson_clocks` or another tool "

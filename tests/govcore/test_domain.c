@@ -313,6 +313,45 @@ static void test_record_lines(void)
     fake_tree_remove(root);
 }
 
+/* Issue 27 item 4: a record read domain by domain; one that no longer matches the board is left
+ * out, named, and its lines kept (as saved) for a later restore; the others are loaded. */
+static void test_record_loaded_domain_by_domain(void)
+{
+    const char *root = domain_tree(1);
+    gc_domains ds;
+    gc_domain_state st[GC_MAX_DOMAINS];
+    char kept[GC_DOMAINS_RECORD_MAX], left[GC_ERR_MAX], names[128];
+    const char *rec = "emc.rate_hz=2133000000\nemc.locked=0\n"
+                      "cpu0.governor=ondemand\ncpu0.min_hz=115200000\ncpu0.max_hz=1728000000\n"
+                      "cpu4.governor=schedutil\ncpu4.min_hz=115200000\ncpu4.max_hz=1728000000\n"
+                      "cpu9.governor=schedutil\ncpu9.min_hz=1\ncpu9.max_hz=1\n";
+
+    CHECK(gc_domains_load_each(&ds, root, rec, st, kept, sizeof kept, left, sizeof left) == 0);
+    CHECK(st[0].saved && !st[1].saved && st[2].saved); /* emc, cpu4 loaded; cpu0 left */
+    CHECK(strstr(left, "cpu0 (saved governor ondemand is not one it offers now)") != NULL);
+    CHECK(strstr(left, "cpu9 (the board has no such clock domain now)") != NULL);
+    CHECK(strstr(left, "cpu4") == NULL && strstr(left, "emc") == NULL);
+    CHECK(strstr(kept, "cpu0.governor=ondemand\ncpu0.min_hz=115200000\ncpu0.max_hz=1728000000\n") != NULL);
+    CHECK(strstr(kept, "cpu9.governor=schedutil\ncpu9.min_hz=1\ncpu9.max_hz=1\n") != NULL);
+    CHECK(strstr(kept, "cpu4") == NULL && strstr(kept, "emc") == NULL);
+    /* a damaged line of one domain leaves that domain, not the record */
+    CHECK(gc_domains_load_each(&ds, root, "cpu0.min_hz=x\ncpu4.governor=schedutil\ncpu4.min_hz=115200000\n"
+                               "cpu4.max_hz=1728000000\n", st, kept, sizeof kept, left, sizeof left) == 0);
+    CHECK(st[2].saved && !st[1].saved && strstr(left, "cpu0 (its saved line") != NULL);
+    /* lines that are no domain's: the record is damaged */
+    CHECK(gc_domains_load_each(&ds, root, "governor=x\n", st, kept, sizeof kept, left, sizeof left) ==
+          -GC_ESTATE);
+    {
+        char tiny[8];
+        CHECK(gc_domains_load_each(&ds, root, rec, st, tiny, sizeof tiny, left, sizeof left) == -ENOSPC);
+    }
+    /* the names a restore reports */
+    CHECK(gc_domains_record_names(rec, names, sizeof names) == 4 && !strcmp(names, "emc cpu0 cpu4 cpu9"));
+    CHECK(gc_domains_record_names("", names, sizeof names) == 0 && names[0] == '\0');
+    CHECK(gc_domains_record_names(rec, names, 6) == -ENOSPC);
+    fake_tree_remove(root);
+}
+
 static void test_fifo_never_blocks(void)
 {
     const char *root = domain_tree(1);
@@ -418,6 +457,7 @@ int main(void)
     RUN(test_locked_emc_gets_its_rate_back);
     RUN(test_failed_pin_puts_back_what_it_pinned);
     RUN(test_record_lines);
+    RUN(test_record_loaded_domain_by_domain);
     RUN(test_fifo_never_blocks);
     RUN(test_joint_pin_and_restore);
     RUN(test_joint_pin_refuses_a_domain_it_could_not_save);

@@ -192,6 +192,7 @@ class DaemonEnergy:
         status = self._conn.request("status")
         self.board_id = status.get("board") or None
         self._n = 0
+        self._open = False
         self._reconnects = self._conn.reconnects
         self._begin()
 
@@ -201,16 +202,27 @@ class DaemonEnergy:
     def _begin(self) -> None:
         self._n += 1
         self._conn.request(f"begin {self._name()}")
+        self._open = True
 
     def read(self):
+        """(interval Measurement or None, restarted). A window lost (the daemon restarted and
+        did not take it back, an error) is begun afresh: the interval until then is a gap."""
         from types import MappingProxyType
 
         from .sampler import Measurement
 
-        w = self._conn.request(f"end {self._name()}")
-        self._begin()
+        if not self._open:
+            self._begin()
+            return None, True
+        try:
+            w = self._conn.request(f"end {self._name()}")
+        except PydvfsError:
+            self._open = False  # begun afresh at the next read, under a new name
+            raise
+        self._open = False
         restarted = self._conn.reconnects != self._reconnects
         self._reconnects = self._conn.reconnects
+        self._begin()
         m = Measurement(
             duration_s=w["duration_s"], energy_j=MappingProxyType(dict(w["energy_j"])),
             avg_power_w=MappingProxyType(dict(w["avg_power_w"])), cpu_gpu_energy_j=w.get("cpu_gpu_energy_j"),
@@ -220,10 +232,11 @@ class DaemonEnergy:
         return m, restarted
 
     def close(self) -> None:
-        try:
-            self._conn.request(f"end {self._name()}")
-        except PydvfsError:
-            pass
+        if self._open:
+            try:
+                self._conn.request(f"end {self._name()}")
+            except PydvfsError:
+                pass
 
 
 def _rails_readable(sysfs_root: str) -> bool:
@@ -305,8 +318,9 @@ class BoardCollector:
             return
         self._up = 1
         self.totals.restarts += bool(restarted)
-        self.totals.add(m)
-        self._last = m
+        if m is not None:
+            self.totals.add(m)
+            self._last = m
 
     def collect(self):
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily

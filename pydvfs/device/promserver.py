@@ -130,3 +130,66 @@ def scalar(res: list) -> float:
     if len(res) != 1:
         raise AssertionError(f"expected one series, got {len(res)}: {res}")
     return float(res[0]["value"][1])
+
+
+# An nvpmodel table with the one mode MAXN (no GPU cap), so that the power mode's metrics show.
+MAXN_CONF = """< PARAM TYPE=CLOCK NAME=GPU >
+MAX_FREQ /sys/devices/17000000.ga10b/devfreq/17000000.ga10b/max_freq
+
+< POWER_MODEL ID=0 NAME=MAXN >
+GPU MIN_FREQ 0
+GPU MAX_FREQ -1
+
+< PM_CONFIG DEFAULT=0 >
+"""
+
+
+def governed_board(root: Path, layout: str):
+    """A fake AGX Orin (``layout`` jp5 or jp6) with its EMC and CPU clocks and nvpmodel in MAXN:
+    every clock metric has something to show. jp5's cur_freq follows a pin (a static board);
+    jp6's is written by the simulated fine-tuning when one animates it."""
+    from .fake import build_fake_board
+
+    fb = build_fake_board(root, layout, clock_domains=True, follow_clamp=(layout == "jp5"))
+    (fb.root / "var/lib/nvpmodel").mkdir(parents=True, exist_ok=True)
+    (fb.root / "var/lib/nvpmodel/status").write_text("pmode:0000 fmode:quiet\n")
+    (fb.root / "etc").mkdir(exist_ok=True)
+    (fb.root / "etc/nvpmodel.conf").write_text(MAXN_CONF)
+    return fb
+
+
+class Exporter:
+    """``python -m pydvfs exporter`` on a free port of 127.0.0.1 (returns once it serves)."""
+
+    def __init__(self, name: str, root: Path, log: Path, *extra: str, env: dict | None = None):
+        import os
+        import sys
+
+        self.name, self.port = name, free_port()
+        self.addr = f"127.0.0.1:{self.port}"
+        self.log = Path(log)
+        repo = str(Path(__file__).resolve().parents[2])
+        env = env or {**os.environ, "PYTHONPATH": repo}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pydvfs", "exporter", "--listen", self.addr, "--sysfs-root", str(root),
+             "--board-name", name, "--json", *extra], stdout=subprocess.PIPE, stderr=open(self.log, "wb"),
+            env=env, text=True)
+        out = ""
+        deadline = time.monotonic() + 30
+        while not out.rstrip().endswith("}"):
+            line = self.proc.stdout.readline()
+            if not line or time.monotonic() > deadline:
+                raise RuntimeError(f"exporter {name} did not start: {self.log.read_text()}")
+            out += line
+        self.info = json.loads(out)
+
+    def page(self) -> str:
+        with urllib.request.urlopen(f"http://{self.addr}/metrics", timeout=10) as r:
+            return r.read().decode()
+
+    def stop(self) -> int:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=30)

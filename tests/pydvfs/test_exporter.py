@@ -20,13 +20,19 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from pydvfs.device.fake import build_fake_board
-from pydvfs.device.promserver import INSTALL_HINT, PromServer, free_port, prometheus_binary, promtool_binary, scalar
+from pydvfs.device.promserver import (
+    INSTALL_HINT,
+    Exporter,
+    PromServer,
+    governed_board,
+    prometheus_binary,
+    promtool_binary,
+    scalar,
+)
 
 pytest.importorskip("prometheus_client", reason="the metrics extra: pip install 'pydvfs[metrics]'")
 pytestmark = pytest.mark.skipif(prometheus_binary() is None or promtool_binary() is None, reason=INSTALL_HINT)
@@ -38,58 +44,10 @@ SCRAPE_S = 1.0
 # dashboard targets that answer only where the run gives them: J/token (a workload with tokens)
 # and the MAXN line (a governor at the board's own clock)
 OPTIONAL_TARGETS = ("joules_per_token", "governor_at_maxn")
-MAXN_CONF = """< PARAM TYPE=CLOCK NAME=GPU >
-MAX_FREQ /sys/devices/17000000.ga10b/devfreq/17000000.ga10b/max_freq
-
-< POWER_MODEL ID=0 NAME=MAXN >
-GPU MIN_FREQ 0
-GPU MAX_FREQ -1
-
-< PM_CONFIG DEFAULT=0 >
-"""
 
 
 def _env(**extra) -> dict:
     return {**os.environ, "PYTHONPATH": str(REPO), **extra}
-
-
-def _board(root: Path, layout: str):
-    fb = build_fake_board(root, layout, clock_domains=True, follow_clamp=(layout == "jp5"))
-    (fb.root / "var/lib/nvpmodel").mkdir(parents=True, exist_ok=True)
-    (fb.root / "var/lib/nvpmodel/status").write_text("pmode:0000 fmode:quiet\n")
-    (fb.root / "etc").mkdir(exist_ok=True)
-    (fb.root / "etc/nvpmodel.conf").write_text(MAXN_CONF)
-    return fb
-
-
-class Exporter:
-    def __init__(self, name: str, root: Path, log: Path, *extra: str, env=None):
-        self.name, self.port = name, free_port()
-        self.addr = f"127.0.0.1:{self.port}"
-        self.log = log
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pydvfs", "exporter", "--listen", self.addr, "--sysfs-root", str(root),
-             "--board-name", name, "--json", *extra], stdout=subprocess.PIPE, stderr=open(log, "wb"),
-            env=env or _env(), text=True)
-        out = ""
-        deadline = time.monotonic() + 30
-        while not out.rstrip().endswith("}"):
-            line = self.proc.stdout.readline()
-            assert line, f"exporter {name} did not start: {log.read_text()}"
-            out += line
-            assert time.monotonic() < deadline
-        self.info = json.loads(out)
-
-    def page(self) -> str:
-        with urllib.request.urlopen(f"http://{self.addr}/metrics", timeout=10) as r:
-            return r.read().decode()
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=30)
-
-
 class Daemon:
     def __init__(self, govcore: str, root: Path, work: Path, env: dict):
         self.env = env
@@ -124,9 +82,9 @@ def rig(tmp_path_factory):
     locks = tmp / "locks"  # one lock folder for the rig's processes and the tests' pins
     locks.mkdir(mode=0o700)
     env = _env(PYDVFS_LOCK_DIR=str(locks))
-    wave = _board(tmp / "wave", "jp5")
+    wave = governed_board(tmp / "wave", "jp5")
     wave.set_update_interval(4)  # the daemon samples at the sensor's rate: 250 Hz
-    gov = _board(tmp / "gov", "jp6")
+    gov = governed_board(tmp / "gov", "jp6")
     waves = {name: Waveform(voltage_mv=5000.0, base_ma=300.0 + 150.0 * i, sine_ma=100.0, sine_hz=3.0 + i,
                             step_ma=200.0, step_period_s=0.25 + 0.1 * i)
              for i, name in enumerate(sorted(wave.rails))}

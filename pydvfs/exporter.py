@@ -364,7 +364,10 @@ class BoardCollector:
                 put("sampler_rate_hertz", m.samples / m.duration_s)
                 if m.gpu_util_pct is not None:
                     put("gpu_load_ratio", m.gpu_util_pct / 100.0)
-            self._clocks(put, fam)
+            try:
+                self._clocks(put, fam)
+            except PydvfsError:
+                pass  # the board (or the daemon) did not answer: this scrape has no clocks
             self._governor(put, fam)
             yield from fams.values()
 

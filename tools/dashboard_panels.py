@@ -36,7 +36,7 @@ def legend(fmt: str, metric: dict) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=90.0, help="how long the governed run is scraped")
+    ap.add_argument("--seconds", type=float, default=120.0, help="how long the governed run is scraped")
     ap.add_argument("--out", default=str(REPO / "docs" / "grafana" / "dashboard-panels.png"))
     args = ap.parse_args()
     import matplotlib
@@ -59,10 +59,10 @@ def main() -> int:
         exporter = Exporter("orin-sim", gov.root, tmp / "exporter.log", "--rate", "250",
                             "--governor-status", str(status), env=env)
         prom = PromServer(tmp / "prom", [exporter.addr], scrape_s=1.0)
-        time.sleep(5)  # the board's own clock first, as a dashboard would show the run begin
+        time.sleep(5)  # the idle board first, as a dashboard would show a run begin
         run = subprocess.Popen(
-            [sys.executable, "-m", "pydvfs", "run", "--sysfs-root", str(gov.root), "--start", "1300.5", "--search",
-             "hill", "--progress-file", str(progress), "--window", "2", "--min-steps", "20", "--settle", "0.2",
+            [sys.executable, "-m", "pydvfs", "run", "--sysfs-root", str(gov.root), "--start", "1224", "--search",
+             "hill", "--progress-file", str(progress), "--window", "1", "--min-steps", "20", "--settle", "0.2",
              "--rate", "500", "--", *train],
             env={**env, "PYDVFS_GOVERNOR_STATUS": str(status)}, stdout=subprocess.DEVNULL,
             stderr=open(tmp / "run.log", "wb"))
@@ -108,7 +108,7 @@ def main() -> int:
     for ax in list(axes.flat)[len(answers):]:
         ax.axis("off")
     fig.suptitle("pydvfs dashboard, board orin-sim: simulated BERT-base fine-tuning under pydvfs run "
-                 "--policy online (the board's own clock for the first 5 s)", fontsize=11)
+                 "--policy online --start 1224 (the idle board for the first 5 s)", fontsize=11)
     fig.tight_layout()
     out = Path(args.out)
     fig.savefig(out, dpi=80)

@@ -325,3 +325,52 @@ def test_the_status_file_round_trip_and_stale_records(tmp_path):
 def test_bad_listen_address_is_one_line(cli):
     res = cli("exporter", "--listen", "127.0.0.1:99999")
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "port" in res.stderr
+
+
+def _tree_digest(root: Path) -> dict:
+    import hashlib
+
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def test_once_as_an_unprivileged_user_reads_and_never_writes(test_tmp):
+    """`pydvfs exporter --once` run as nobody (setpriv) on a board whose files it may read: the
+    rails read directly, a page promtool accepts, and not one file of the board changed."""
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the exporter as nobody")
+    folder = Path(tempfile.mkdtemp(dir=test_tmp, prefix="exporter-nobody-"))
+    try:
+        folder.chmod(0o755)
+        fb = governed_board(folder / "board", "jp5")
+        before = _tree_digest(fb.root)
+        out = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
+                              "-m", "pydvfs", "exporter", "--once", "--sysfs-root", str(fb.root), "--board-name", "b"],
+                             capture_output=True, text=True, cwd="/", timeout=120,
+                             env={"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO)})
+        assert out.returncode == 0, out.stderr
+        assert 'source="local"' in out.stdout
+        module = re.search(r'^pydvfs_energy_joules_total\{board="b",role="module"\} (\S+)$', out.stdout, re.M)
+        assert module and float(module.group(1)) > 0
+        check = subprocess.run([promtool_binary(), "check", "metrics"], input=out.stdout, capture_output=True,
+                               text=True)
+        assert check.returncode == 0 and not (check.stdout + check.stderr).strip(), check.stdout + check.stderr
+        assert _tree_digest(fb.root) == before
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_static_policy_publishes_its_pin_while_the_command_runs(cli, tmp_path):
+    from pydvfs.device.fake import build_fake_board
+
+    fb = build_fake_board(tmp_path / "b", "jp5", follow_clamp=True)
+    status, seen = tmp_path / "g.json", tmp_path / "seen.json"
+    res = cli("run", "--sysfs-root", str(fb.root), "--policy", "ffg", "--", "sh", "-c",
+              f'cp "$PYDVFS_GOVERNOR_STATUS" {seen}', env={"PYDVFS_GOVERNOR_STATUS": str(status)})
+    assert res.returncode == 0, res.stderr
+    rec = json.loads(seen.read_text())
+    assert rec["policy"] == "ffg" and rec["phase"] == "static" and round(rec["freq_mhz"] * 1e6) in fb.levels_hz
+    assert os.path.realpath(rec["sysfs_root"]) == os.path.realpath(fb.root) and rec["pid"] != os.getpid()

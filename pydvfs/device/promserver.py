@@ -159,9 +159,11 @@ def governed_board(root: Path, layout: str):
 
 
 class Exporter:
-    """``python -m pydvfs exporter`` on a free port of 127.0.0.1 (returns once it serves)."""
+    """``python -m pydvfs exporter`` on a free port of 127.0.0.1 (returns once it serves, unless
+    ``wait`` is False: then :meth:`wait_ready`)."""
 
-    def __init__(self, name: str, root: Path, log: Path, *extra: str, env: dict | None = None):
+    def __init__(self, name: str, root: Path, log: Path, *extra: str, env: dict | None = None,
+                 wait: bool = True):
         import os
         import sys
 
@@ -174,14 +176,21 @@ class Exporter:
             [sys.executable, "-m", "pydvfs", "exporter", "--listen", self.addr, "--sysfs-root", str(root),
              "--board-name", name, "--json", *extra], stdout=subprocess.PIPE, stderr=open(self.log, "wb"),
             env=env, text=True)
+        self.info = None
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, timeout_s: float = 60.0) -> "Exporter":
+        """Block until it serves (its --json line says where)."""
         out = ""
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + timeout_s
         while not out.rstrip().endswith("}"):
             line = self.proc.stdout.readline()
             if not line or time.monotonic() > deadline:
-                raise RuntimeError(f"exporter {name} did not start: {self.log.read_text()}")
+                raise RuntimeError(f"exporter {self.name} did not start: {self.log.read_text()}")
             out += line
         self.info = json.loads(out)
+        return self
 
     def page(self) -> str:
         with urllib.request.urlopen(f"http://{self.addr}/metrics", timeout=10) as r:

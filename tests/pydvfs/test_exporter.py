@@ -92,14 +92,15 @@ def rig(tmp_path_factory):
     started = []
     r = {"tmp": tmp, "wave": wave, "gov": gov, "anim": anim, "waves": waves, "rig_locks": str(locks)}
     try:
-        r["x_wave"] = Exporter("wave", wave.root, tmp / "x_wave.log", "--rate", EXPORTER_RATE_HZ, env=env)
+        r["x_wave"] = Exporter("wave", wave.root, tmp / "x_wave.log", "--rate", EXPORTER_RATE_HZ, env=env,
+                               wait=False)
         started.append(r["x_wave"])
         if os.geteuid() == 0:
             subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "govcore"], check=True, capture_output=True)
             (tmp / "d").mkdir()
             r["daemon"] = Daemon(str(REPO / "govcore" / "govcore"), wave.root, tmp / "d", env)
             r["x_daemon"] = Exporter("daemon", wave.root, tmp / "x_daemon.log", "--socket", str(r["daemon"].socket),
-                                   env=env)
+                                   env=env, wait=False)
             started.append(r["x_daemon"])
         # the governed board: the simulated fine-tuning under `pydvfs run --policy online`
         status = tmp / "governor.json"
@@ -113,8 +114,10 @@ def rig(tmp_path_factory):
              "--rate", "500", "--json", "--", *train],
             env={**env, "PYDVFS_GOVERNOR_STATUS": str(status)}, stdout=subprocess.PIPE, stderr=open(tmp / "run.log", "wb"))
         r["x_gov"] = Exporter("gov", gov.root, tmp / "x_gov.log", "--rate", EXPORTER_RATE_HZ,
-                              "--governor-status", str(status), env=env)
+                              "--governor-status", str(status), env=env, wait=False)
         started.append(r["x_gov"])
+        for x in started:  # started together, waited for together
+            x.wait_ready()
         r["prom"] = PromServer(tmp / "prom", [x.addr for x in started], scrape_s=SCRAPE_S)
         r["prom"].wait_for("up", pred=lambda res: len(res) == len(started) and
                            all(float(x["value"][1]) == 1 for x in res))
@@ -203,10 +206,10 @@ def _energy_check(rig, board: str, span_s: float) -> tuple[float, float, int]:
 
 
 def test_module_energy_counter_matches_the_rails(rig):
-    _wait_data(rig, 40)
+    _wait_data(rig, 28)
     prom = rig["prom"]
-    got, ref, n = _energy_check(rig, "wave", 35)
-    assert n >= 25
+    got, ref, n = _energy_check(rig, "wave", 25)
+    assert n >= 15
     print(f"\nmodule energy over {n} scrapes: counter {got:.3f} J, waveforms {ref:.3f} J, "
           f"{100 * (got / ref - 1):+.3f} %")
     assert got == pytest.approx(ref, rel=0.01)
@@ -346,6 +349,8 @@ def test_once_as_an_unprivileged_user_reads_and_never_writes(test_tmp):
     try:
         folder.chmod(0o755)
         fb = governed_board(folder / "board", "jp5")
+        for name in fb.rails:
+            fb.set_rail(name, 5000, 400)
         before = _tree_digest(fb.root)
         out = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
                               "-m", "pydvfs", "exporter", "--once", "--sysfs-root", str(fb.root), "--board-name", "b"],
@@ -368,7 +373,8 @@ def test_a_static_policy_publishes_its_pin_while_the_command_runs(cli, tmp_path)
 
     fb = build_fake_board(tmp_path / "b", "jp5", follow_clamp=True)
     status, seen = tmp_path / "g.json", tmp_path / "seen.json"
-    res = cli("run", "--sysfs-root", str(fb.root), "--policy", "ffg", "--", "sh", "-c",
+    res = cli("run", "--sysfs-root", str(fb.root), "--policy", "ffg", "--workload",
+              "model=bert,layers=12,hidden=768,seq_len=64", "--", "sh", "-c",
               f'cp "$PYDVFS_GOVERNOR_STATUS" {seen}', env={"PYDVFS_GOVERNOR_STATUS": str(status)})
     assert res.returncode == 0, res.stderr
     rec = json.loads(seen.read_text())

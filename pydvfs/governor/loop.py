@@ -151,6 +151,7 @@ def _publish_static(dev, policy: str, objective: Objective, decision: dict | Non
 
 
 def _start_static(dev, policy, workload, model_dir, objective, log, prefix):
+    """A static policy's start (see :func:`start_policy`): (the decision, the fallback)."""
     if "pins_nothing" in _core.POLICY_FLAGS[policy] and workload is None:  # maxn: nothing to decide
         dev.restore()
         return {"freq_mhz": None, "policy": policy}, None

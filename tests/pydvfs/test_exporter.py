@@ -380,3 +380,52 @@ def test_a_static_policy_publishes_its_pin_while_the_command_runs(cli, tmp_path)
     rec = json.loads(seen.read_text())
     assert rec["policy"] == "ffg" and rec["phase"] == "static" and round(rec["freq_mhz"] * 1e6) in fb.levels_hz
     assert os.path.realpath(rec["sysfs_root"]) == os.path.realpath(fb.root) and rec["pid"] != os.getpid()
+
+
+def _scrape_values(registry) -> dict:
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out = {}
+    for fam in text_string_to_metric_families(generate_latest(registry).decode()):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "board")))] = s.value
+    return out
+
+
+def test_failed_rail_reads_are_counted_and_the_energy_never_goes_back(tmp_path):
+    """A rail file that vanishes for a moment (a driver rebind): the sampler counts the failed
+    reads, bridges the gap, and every counter only grows."""
+    from prometheus_client import CollectorRegistry
+
+    from pydvfs.device.fake import build_fake_board
+    from pydvfs.exporter import BoardCollector
+
+    fb = build_fake_board(tmp_path / "b", "jp5")
+    for name in fb.rails:
+        fb.set_rail(name, 5000, 400)  # 2 W each
+    col = BoardCollector(fb.root, 200.0, "b")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(col)
+    try:
+        first, t_first = _scrape_values(registry), time.monotonic()
+        time.sleep(0.5)
+        rail = sorted(fb.rails)[0]
+        current = fb.rails[rail].current_path
+        held = current.read_bytes()
+        current.unlink()  # gone: the sampler sees it within 64 rounds and reads by path again
+        time.sleep(0.8)
+        middle = _scrape_values(registry)
+        current.write_bytes(held)
+        time.sleep(1.5)
+        last, t_last = _scrape_values(registry), time.monotonic()
+    finally:
+        col.close()
+    for key in first:
+        if key[0].endswith("_total"):
+            assert first[key] <= middle[key] <= last[key], key
+    errors = ("pydvfs_sampler_read_errors_total", ())
+    assert last[errors] > 0
+    module = ("pydvfs_energy_joules_total", (("role", "module"),))
+    # the gap bridged at the rail's power: the energy of the whole span, to the scrapes' times
+    assert last[module] - first[module] == pytest.approx(2.0 * len(fb.rails) * (t_last - t_first), rel=0.03)

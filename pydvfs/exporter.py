@@ -293,7 +293,12 @@ class BoardCollector:
                  board_name: str | None = None, socket_path: str | None = None,
                  governor_path: str | None = None, state_dir: str | None = None):
         self.sysfs_root = resolve_sysfs_root(sysfs_root)
-        self.dev = open_device(self.sysfs_root, state_dir)
+        if socket_path:  # the daemon named: its board for the clocks too
+            from .device import Device
+
+            self.dev = Device(remote.RemoteBoard(socket_path), state_dir)
+        else:
+            self.dev = open_device(self.sysfs_root, state_dir)
         self.energy = open_energy(self.sysfs_root, rate_hz, socket_path)
         self.board = board_name or socket.gethostname()
         self.board_type = self.energy.board_id or self.dev.board_id or "unknown"
@@ -416,7 +421,7 @@ class BoardCollector:
         recs = governor_status.read_folder(self.governor_path) if self.governor_path else []
         # the record of this board (its sysfs root); a record without one is taken as this board's
         mine = [r for r in recs if not r.get("sysfs_root")
-                or os.path.realpath(str(r["sysfs_root"])) == os.path.realpath(self.sysfs_root)]
+                or os.path.realpath(str(r["sysfs_root"])) == os.path.realpath(self.dev.sysfs_root)]
         put("governor_up", int(bool(mine)))
         if not mine:
             return

@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-out
 
-.PHONY: all install ext binary release cross-tools fuzz-tools test test-c test-py lint demo replication-doc bench clean
+.PHONY: all install ext binary release cross-tools fuzz-tools metrics-tools test test-c test-py lint demo replication-doc bench clean
 all: ext binary
 
 # torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build (the extras
@@ -69,6 +69,21 @@ fuzz-tools:
 		echo "fuzz tools: clang not installed and no root apt; the fuzz run will be skipped"; \
 	fi
 
+# A real Prometheus server (and promtool) scrapes `pydvfs exporter` in make test (Debian's
+# package: the binaries only, never its service); installed like the cross tools, else those
+# tests are skipped, saying why.
+metrics-tools:
+	@if command -v prometheus >/dev/null && command -v promtool >/dev/null; then \
+		echo "metrics tools: present"; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus) \
+			>/dev/null 2>&1 || echo "metrics tools: could not be installed; the exporter's Prometheus tests will be skipped"; \
+		if command -v systemctl >/dev/null && systemctl is-active -q prometheus 2>/dev/null; then \
+			systemctl disable --now prometheus >/dev/null 2>&1 || true; fi; \
+	else \
+		echo "metrics tools: prometheus not installed and no root apt; the exporter's Prometheus tests will be skipped"; \
+	fi
+
 test-c:
 	$(MAKE) -s -C govcore test
 
@@ -79,7 +94,7 @@ test-py: ext
 lint: $(STAMP)
 	$(PY) -m ruff check pydvfs tools bench tests
 
-test: ext cross-tools fuzz-tools lint test-c test-py
+test: ext cross-tools fuzz-tools metrics-tools lint test-c test-py
 
 # The demo writes only under $(DEMO_OUT) (its ledger: $(DEMO_OUT)/replication.md).
 demo: ext binary
@@ -95,6 +110,7 @@ bench: ext
 	$(PY) bench/bench_sampler.py --repeats 3
 	$(PY) bench/bench_policy.py --repeats 5
 	$(PY) bench/bench_online.py
+	$(PY) bench/bench_exporter.py
 
 clean:
 	$(MAKE) -s -C govcore clean

@@ -5,7 +5,11 @@ moving waveform written by the animator at 4 kHz, for each rate (100 Hz, 1 kHz, 
 
 - c          the govcore sampler thread (pread on kept-open files, C integration);
 - py_reopen  a Python thread doing what zeus / jtop do: open, read, close each file per sample;
-- py_pread   a Python thread with kept-open files and os.pread (the fair Python baseline).
+- py_pread   a Python thread with kept-open files and os.pread (the fair Python baseline);
+- wakeup     the floor any periodic sampler pays: a C thread that wakes at the same rate and
+             reads nothing, paced exactly as the govcore sampler thread (bench/wakeup_loop.c:
+             timer slack 1 ns, absolute CLOCK_MONOTONIC deadlines, clock_nanosleep), so that the
+             sampler's cost reads as a ratio to the wake-up's (not run flat out: it would spin).
 
 Per run: CPU time per sample (the sampler thread's own CPU clock: CLOCK_THREAD_CPUTIME_ID in
 C, time.thread_time_ns in Python), CPU % of one core, achieved rate, interval jitter p50/p99
@@ -25,7 +29,9 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -151,10 +157,31 @@ def run_py(board, rate_hz, duration_s, reopen):
     return th.result
 
 
-def one_run(kind, board, rate_hz, duration_s):
+def build_wakeup_loop(out_dir: Path) -> Path:
+    """Compile bench/wakeup_loop.c (the baseline stays out of _core)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise SystemExit("bench_sampler: needs a C compiler for bench/wakeup_loop.c")
+    exe = out_dir / "wakeup_loop"
+    subprocess.run([cc, "-std=c99", "-O2", "-o", str(exe), str(Path(__file__).resolve().parent / "wakeup_loop.c"),
+                    "-lpthread"], check=True)
+    return exe
+
+
+def run_wakeup(exe, rate_hz, duration_s):
+    out = subprocess.run([str(exe), f"{rate_hz:g}", f"{duration_s:g}"], capture_output=True, text=True, check=True)
+    wakeups, cpu_ns, overruns = (int(x) for x in out.stdout.split())
+    return {"samples": wakeups, "cpu_us_per_sample": cpu_ns / wakeups / 1e3,
+            "cpu_pct_of_core": cpu_ns / 1e9 / duration_s * 100, "achieved_rate_hz": wakeups / duration_s,
+            "overruns": overruns}
+
+
+def one_run(kind, board, rate_hz, duration_s, wakeup_exe=None):
     anim = animate(board, WAVES, rate_hz=4000, duration_s=duration_s + 2.0, load_permille=500)
     try:
         time.sleep(0.05)
+        if kind == "wakeup":  # same conditions (the animator running), nothing read
+            return run_wakeup(wakeup_exe, rate_hz, duration_s)
         if kind == "c":
             r = run_c(board, rate_hz, duration_s)
         else:
@@ -190,26 +217,32 @@ def main():
     ap.add_argument("--duration", type=float, default=2.0, help="seconds per run")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "sampler.json"))
     args = ap.parse_args()
-    kinds = ("c", "py_reopen", "py_pread")
+    kinds = ("c", "py_reopen", "py_pread", "wakeup")
     runs = {k: {r: [] for r in RATES} for k in kinds}
     with tempfile.TemporaryDirectory(prefix="bench-sampler-") as tmp:
+        wakeup_exe = build_wakeup_loop(Path(tmp))
         board = build_fake_board(Path(tmp) / "board")
         for name in board.rails:
             board.set_rail(name, 5000, 500)
         for rep in range(args.repeats):
             for rate_name, rate_hz in RATES.items():
                 for kind in kinds:
-                    res = one_run(kind, board, rate_hz, args.duration)
+                    if kind == "wakeup" and rate_hz <= 0:
+                        continue  # an empty loop flat out only spins: no baseline there
+                    res = one_run(kind, board, rate_hz, args.duration, wakeup_exe)
                     runs[kind][rate_name].append(res)
+                    tail = "" if kind == "wakeup" else (
+                        f"  jitter p99 {res['jitter_p99_us']:8.1f} us  err {res['energy_err_vs_held_pct']:.3f} % "
+                        f"(analytic {res['energy_err_vs_analytic_pct']:.3f} %)")
                     print(f"[{rep + 1}/{args.repeats}] {rate_name:>5} {kind:<9} "
                           f"{res['cpu_us_per_sample']:7.2f} us/sample  {res['cpu_pct_of_core']:6.2f} % core  "
-                          f"{res['achieved_rate_hz']:9.1f} Hz  jitter p99 {res['jitter_p99_us']:8.1f} us  "
-                          f"err {res['energy_err_vs_held_pct']:.3f} % (analytic {res['energy_err_vs_analytic_pct']:.3f} %)",
-                          flush=True)
+                          f"{res['achieved_rate_hz']:9.1f} Hz{tail}", flush=True)
     summary = {}
     for rate_name in RATES:
         row = {}
         for kind in kinds:
+            if not runs[kind][rate_name]:
+                continue
             keys = runs[kind][rate_name][0].keys()
             row[kind] = {k: statistics.median(r[k] for r in runs[kind][rate_name])
                          for k in keys if runs[kind][rate_name][0][k] is not None}
@@ -218,6 +251,13 @@ def main():
             ratios = [p["cpu_us_per_sample"] / c["cpu_us_per_sample"]
                       for c, p in zip(runs["c"][rate_name], runs[base][rate_name])]
             row[f"cpu_per_sample_ratio_{base}_over_c"] = statistics.median(ratios)
+        if runs["wakeup"][rate_name]:
+            # the sampler against the floor: the wake-up alone, same rate, same repeat
+            pairs = list(zip(runs["c"][rate_name], runs["wakeup"][rate_name]))
+            row["cpu_per_sample_ratio_c_over_wakeup"] = statistics.median(
+                c["cpu_us_per_sample"] / w["cpu_us_per_sample"] for c, w in pairs)
+            row["reading_us_per_sample_above_wakeup"] = statistics.median(
+                c["cpu_us_per_sample"] - w["cpu_us_per_sample"] for c, w in pairs)
         summary[rate_name] = row
     load1, load5, _ = os.getloadavg()
     out = {
@@ -227,6 +267,7 @@ def main():
                     "python": platform.python_version(), "loadavg_1m_5m": [load1, load5],
                     "note": "shared 2-core VM with other jobs running; fake board on ext4"},
         "params": {"repeats": args.repeats, "duration_s": args.duration, "files_per_sample": 9,
+                   "baseline": "wakeup: bench/wakeup_loop.c, the sampler thread's pacing with nothing read",
                    "writer_rate_hz": 4000, "rates": RATES},
         "median": summary,
         "runs": runs,

@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "pydvfs.cli.report",      # report
     "pydvfs.cli.fake_board",  # fake-board
     "pydvfs.cli.capture",     # capture-board
+    "pydvfs.cli.exporter",    # exporter
 ]
 
 

@@ -18,6 +18,7 @@ EXTRA_OF_MODULE = {
     **dict.fromkeys(("numpy", "scipy", "sklearn", "m2cgen", "pandas", "statsmodels", "tqdm"), "train"),
     **dict.fromkeys(("torch", "transformers", "tokenizers"), "finetune"),
     "matplotlib": "plot",
+    "prometheus_client": "metrics",
 }
 
 

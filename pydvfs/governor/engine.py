@@ -13,6 +13,7 @@ import math
 import numbers
 from dataclasses import asdict, dataclass
 
+from .. import governor_status
 from ..energy import of as energy_of
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
 from ..objective import Objective
@@ -129,6 +130,9 @@ class OnlineEngine:
         self.win: tuple[float, int] | None = None  # (start t_s, steps at start) of the open window
         self._probes_said = 0
         self._maxn_said = 0
+        # where the run publishes its state for ``pydvfs exporter`` (pydvfs/governor_status.py)
+        self.status_file = governor_status.status_path()
+        self.policy_name = "online"
 
     def _say(self, text: str) -> None:
         if self.log is not None:
@@ -186,6 +190,7 @@ class OnlineEngine:
         self.fallback = why
         self._record_pin(t, None)
         self._say(f"{why}: searching stopped, the board stays at its own clock state")
+        self.publish()
 
     def start(self, t: float = 0.0) -> None:
         """Put the board at the search's start clock, by the path every later move takes
@@ -195,6 +200,7 @@ class OnlineEngine:
         target, self.pinned_mhz = self.search.target_mhz, MAXN  # before: the board's own state
         self._move_to(t, target, first=True)
         self.switches = [{"t_s": t, "freq_mhz": self.pinned_mhz}]
+        self.publish()
 
     def _move_to(self, t: float, nxt: float, first: bool = False) -> None:
         """Pin the search's next clock. A level the board refuses (ClockVerifyError; govcore has
@@ -263,6 +269,7 @@ class OnlineEngine:
             self._record_pin(t, start)
         self.fallback = why
         self._say(f"{why}: searching stopped, staying at the start, {level_name(start)}")
+        self.publish()
         return None
 
     def tick(self, t: float, steps: int | None) -> None:
@@ -312,6 +319,44 @@ class OnlineEngine:
         self._say_probes(t, nxt, phase)
         if nxt != self.pinned_mhz:
             self._move_to(t, nxt)
+        self.publish()
+
+    def saved_estimate(self) -> tuple[float | None, str]:
+        """(J, reference): what the measured windows saved against the reference's J/step (MAXN
+        where the search measured it, else its start clock), the estimate the run reports."""
+        ref, name = None, "start_clock"
+        if hasattr(self.search, "maxn_probes") and self.search.estimate(MAXN) is not None:
+            ref, name = self.search.estimate(MAXN), "maxn"
+        elif getattr(self.search, "probes", None):
+            ref = self._start_j_per_step()
+        if ref is None or not self.trajectory:
+            return None, name
+        return sum(ref * w["steps"] - w["energy_j"] for w in self.trajectory), name
+
+    def publish(self) -> None:
+        """Write the run's state to the status file (``$PYDVFS_GOVERNOR_STATUS``), if asked: the
+        exporter's view of this governor. A file that cannot be written is said once, then left."""
+        if not self.status_file:
+            return
+        mhz = self.pinned_mhz
+        domains = {}
+        if isinstance(mhz, (tuple, list)):  # a joint mode: (gpu, emc, cpu)
+            domains = {k: v for k, v in zip(("emc", "cpu"), mhz[1:]) if v is not None}
+            mhz = mhz[0]
+        last = self.trajectory[-1] if self.trajectory else {}
+        saved, reference = self.saved_estimate()
+        phase = "fallback" if self.fallback is not None else getattr(self.search, "phase", "search")
+        try:
+            governor_status.write_status(self.status_file, {
+                "sysfs_root": getattr(self.dev, "sysfs_root", None), "board": getattr(self.dev, "board_id", None),
+                "policy": self.policy_name, "objective": self.objective.kind, "phase": phase,
+                "freq_mhz": mhz, "domains_mhz": domains, "steps": self.last_steps,
+                "j_per_step": last.get("j_per_step"), "s_per_step": last.get("s_per_step"),
+                "j_per_token": None, "saved_estimate_j": saved, "saved_reference": reference,
+                "fallback": self.fallback})
+        except OSError as e:
+            self._say(f"cannot write the status file {self.status_file}: {e.strerror or e}; not publishing")
+            self.status_file = None
 
     def remaining_windows(self, s_per_step: float) -> int | None:
         """Windows left in the run: the steps left (``total_steps`` less the count now) at the
@@ -377,6 +422,8 @@ class OnlineEngine:
     def report(self) -> dict:
         """The engine's part of the report (close it once, at the end)."""
         self._close_window()
+        if self.status_file:
+            governor_status.remove_status(self.status_file)
         state = self.search.state()
         state["start_estimate_j_per_step"] = self._start_j_per_step()
         measured = bool(self.search.probes)

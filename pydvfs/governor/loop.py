@@ -128,6 +128,30 @@ def start_policy(dev, policy: str, workload, model_dir, objective: Objective, en
     if policy == "online":
         engine.start(0.0)
         return None, engine.fallback
+    decision, fallback = _start_static(dev, policy, workload, model_dir, objective, log, prefix)
+    _publish_static(dev, policy, objective, decision, fallback)
+    return decision, fallback
+
+
+def _publish_static(dev, policy: str, objective: Objective, decision: dict | None, fallback: str | None) -> None:
+    """A static policy's state for ``pydvfs exporter``, where $PYDVFS_GOVERNOR_STATUS asks for it
+    (pydvfs/governor_status.py; the record goes stale when this process ends)."""
+    from .. import governor_status
+
+    path = governor_status.status_path()
+    if not path:
+        return
+    try:
+        governor_status.write_status(path, {
+            "sysfs_root": dev.sysfs_root, "board": dev.board_id, "policy": policy, "objective": objective.kind,
+            "phase": "fallback" if fallback else "static",
+            "freq_mhz": None if fallback or not decision else decision.get("freq_mhz"), "fallback": fallback})
+    except OSError as e:
+        print(f"pydvfs: warning: cannot write the status file {path}: {e.strerror or e}", file=sys.stderr, flush=True)
+
+
+def _start_static(dev, policy, workload, model_dir, objective, log, prefix):
+    """A static policy's start (see :func:`start_policy`): (the decision, the fallback)."""
     if "pins_nothing" in _core.POLICY_FLAGS[policy] and workload is None:  # maxn: nothing to decide
         dev.restore()
         return {"freq_mhz": None, "policy": policy}, None

@@ -151,7 +151,8 @@ class OnlineGovernor:
                                           self.log, self.objective, say_prefix="pydvfs",
                                           total_steps=self._total_steps)
                 self._decision, self._fallback = start_policy(self.dev, self.policy, self.workload, self.model_dir,
-                                                              self.objective, engine, self.log, "pydvfs")
+                                                              self.objective, engine, self.log, "pydvfs",
+                                                              data_dir=self.data_dir, use_runs=self.use_runs)
                 self.sampler.start()
                 self._t0_ns = time.monotonic_ns()
                 self.sampler.begin_window("run")

@@ -65,7 +65,7 @@ def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | 
         return dev.snap_mhz(learned.freq_mhz), learned.note(), False
     keeps_maxn = False
     if workload is not None:
-        d = decide(workload, "mlg", model_dir, dev.sysfs_root, dev.state_dir)
+        d = decide(workload, "mlg", model_dir, dev.sysfs_root, dev.state_dir, use_runs=False)  # the tree's
         if d.freq_mhz is not None:
             return d.freq_mhz, "mlg", False
         keeps_maxn = True
@@ -133,7 +133,8 @@ def board_start(dev, workload, levels, objective: Objective | None, data_dir, lo
 
 
 def start_policy(dev, policy: str, workload, model_dir, objective: Objective, engine: OnlineEngine | None = None,
-                 log=None, prefix: str = "pydvfs run") -> tuple[dict | None, str | None]:
+                 log=None, prefix: str = "pydvfs run", data_dir=None, use_runs: bool = True
+                 ) -> tuple[dict | None, str | None]:
     """Put the board where ``policy`` starts, the one start of both front ends (``pydvfs run``
     and :class:`~pydvfs.governor.inprocess.OnlineGovernor`). Returns (the decision, None for
     online; the fallback, None where the clock took).
@@ -154,7 +155,8 @@ def start_policy(dev, policy: str, workload, model_dir, objective: Objective, en
     from ..policy.apply import decide, mapping_notice
 
     decision = decide(workload, policy, model_dir, dev.sysfs_root, dev.state_dir, objective=objective.kind,
-                      max_slowdown_pct=objective.max_slowdown_pct).to_dict()
+                      max_slowdown_pct=objective.max_slowdown_pct, energy=objective.energy,
+                      data_dir=data_dir, use_runs=use_runs).to_dict()  # the board's runs first (store.md)
     if decision["freq_mhz"] is None:  # maxn, or a tree that keeps the workload there
         dev.restore()
         return decision, None
@@ -366,7 +368,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             if online:
                 engine = OnlineEngine(search_dev, sampler, searcher, window, f"the progress file {progress}",
                                       log, objective, total_steps=total_steps)
-            report["decision"], fallback = start_policy(dev, policy, workload, model_dir, objective, engine, log)
+            report["decision"], fallback = start_policy(dev, policy, workload, model_dir, objective, engine, log,
+                                                        data_dir=data_dir, use_runs=use_runs)
             if not online:
                 report["fallback"] = fallback
             with sampler:

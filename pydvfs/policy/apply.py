@@ -139,17 +139,19 @@ def learned_note(learned: dict) -> str:
     return Learned(**{**learned, "neighbours": tuple(learned["neighbours"])}).note()
 
 
-def _learned_decision(wl: Workload, goal, policy: str, sysfs_root, state_dir, pin: bool, above_power_mode: bool,
-                      data_dir, tree) -> Decision | None:
+def _learned_decision(board, wl: Workload, goal, policy: str, sysfs_root, state_dir, pin: bool,
+                      above_power_mode: bool, data_dir) -> Decision | None:
     """The default policy on a board that learned from its own runs (docs/store.md): the clock
     its runs voted for this workload, pinned as any pin (the power mode's cap obeyed); None
     where the store has no workload near this one (the tree decides)."""
     from ..runs.learned import board_learned
 
-    dev = open_device(sysfs_root, state_dir, above_power_mode)
-    learned = board_learned(dev.board_id, wl, dev.available_frequencies_mhz, goal, data_dir, prefix="pydvfs apply")
+    levels = [hz_to_mhz(f) for f in board.freqs_hz]
+    learned = board_learned(board.board_id or None, wl, levels, goal, data_dir, prefix="pydvfs apply")
     if learned is None:
         return None
+    tree = load_tree(None)
+    dev = open_device(sysfs_root, state_dir, above_power_mode)
     freq, cap, clamped, warning = learned.freq_mhz, None, None, None
     if pin:
         r = dev.pin(learned.freq_mhz)
@@ -206,8 +208,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
     wl = Workload.from_any(workload, **overrides)
     board = _board(sysfs_root)
     if use_runs and policy == DEFAULT_POLICY and model_dir is None:  # what this board measured first
-        tree = load_tree(None)
-        learned = _learned_decision(wl, goal, policy, sysfs_root, state_dir, pin, above_power_mode, data_dir, tree)
+        learned = _learned_decision(board, wl, goal, policy, sysfs_root, state_dir, pin, above_power_mode, data_dir)
         if learned is not None:
             return learned
     if not isinstance(board, _core.Board):  # the govcore daemon's board (device/remote.py)

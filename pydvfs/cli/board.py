@@ -76,7 +76,7 @@ def power_mode_text(mode: dict | None, cap: dict | None) -> str:
     return text + ")"
 
 
-def _status_text(st: dict) -> str:
+def _status_text(st: dict, learned: dict | None = None) -> str:
     rails = ", ".join(r["name"] for r in st["rails"]) or "none found (no power sensor)"
     release = (f" (JetPack {st['jetpack']}, L4T {st['l4t']})" if st.get("jetpack")
                else f" (L4T {st['l4t']})" if st.get("l4t") else "")
@@ -113,7 +113,6 @@ def _status_text(st: dict) -> str:
                      "pass --state-dir DIR (or set PYDVFS_STATE_DIR) to look there")
     else:
         lines.append("saved     nothing (the board is as it was)")
-    learned = st.get("learned_runs")
     if learned is not None:
         lines.append(learned_text(learned))
     return "\n".join(lines)
@@ -136,9 +135,11 @@ def _status_once(args: argparse.Namespace, dev) -> None:
     st["live"] = live_power(dev.sysfs_root) if dev.rails else None
     from ..runs.learned import runs_count
 
-    st["learned_runs"] = runs_count(dev.board_id, getattr(args, "data_dir", None))
-    if st["learned_runs"]["warning"]:
-        print(f"pydvfs status: warning: {st['learned_runs']['warning']}", file=sys.stderr, flush=True)
+    learned = runs_count(dev.board_id, getattr(args, "data_dir", None))
+    if learned["warning"]:
+        print(f"pydvfs status: warning: {learned['warning']}", file=sys.stderr, flush=True)
+    if learned["runs"]:  # only where set: govcore status (which reads no store) has the same JSON otherwise
+        st["learned_runs"] = learned
     if st["warning"]:
         print(f"pydvfs status: warning: {st['warning']}", file=sys.stderr, flush=True)
     warning = zero_rails_warning(st["live"]["power_w"]) if st["live"] else None
@@ -147,7 +148,7 @@ def _status_once(args: argparse.Namespace, dev) -> None:
     if getattr(args, "json", False) and args.watch is not None:
         emit(args, st, "")  # one JSON document per refresh
     else:
-        emit(args, st, lambda: _status_text(st))
+        emit(args, st, lambda: _status_text(st, learned))
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -57,7 +57,7 @@ def cmd_train_from_runs(args: argparse.Namespace) -> int:
     if board_id is None:
         from ..device import open_device
 
-        board_id = open_device(args.sysfs_root).board_id
+        board_id = open_device(None).board_id  # train touches no board: PYDVFS_SYSFS_ROOT or / names it
         if board_id is None:
             raise InvalidValueError("the board is not in the board table: name it with --board ID")
     store = RunStore(args.data_dir)
@@ -200,7 +200,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "compiled to C for `apply --model-dir`.",
                        epilog=examples("pydvfs sweep --sim --out sweep.csv",
                                        "pydvfs train --data sweep.csv --out model --exclude-tasks MRPC",
-                                       "pydvfs train --from-runs --sysfs-root /tmp/nano"))
+                                       "pydvfs train --from-runs --board orin-nano-super"))
     p.add_argument("--data", metavar="FILE", help="characterisation dataset (CSV, docs/dataset.md)")
     p.add_argument("--out", metavar="DIR", help="model folder to write")
     p.add_argument("--from-runs", action="store_true",
@@ -215,9 +215,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="the board the data was measured on (an id of pydvfs/data/boards.json), "
                         "recorded with the data's clock table: on a board with another table "
                         "apply maps the tree's clock onto it (docs/policy.md); with --from-runs: the "
-                        "board whose runs to refit (default: the board under --sysfs-root)")
-    p.add_argument("--sysfs-root", metavar="DIR", default=None,
-                   help="with --from-runs: the board (env PYDVFS_SYSFS_ROOT; default /)")
+                        "board whose runs to refit (default: this board, found under PYDVFS_SYSFS_ROOT or /)")
     add_store_options(p)
     p.set_defaults(func=cmd_train)
 

@@ -171,7 +171,9 @@ def test_the_board_learns_from_four_runs_and_apply_and_a_fifth_run_use_it(nano, 
     res = cli("status", "--sysfs-root", str(nano.fb.root), "--data-dir", str(nano.data))
     assert res.returncode == 0, res.stderr
     assert "learned   from 5 runs on this board (5 module; 5 workload shapes)" in res.stdout
-    res = cli("train", "--from-runs", "--sysfs-root", str(nano.fb.root), "--data-dir", str(nano.data), "--json")
+    st = json.loads(cli("status", "--sysfs-root", str(nano.fb.root), "--data-dir", str(nano.data), "--json").stdout)
+    assert st["learned_runs"]["runs"] == 5 and st["learned_runs"]["data_dir"] == str(nano.data)
+    res = cli("train", "--from-runs", "--board", BOARD, "--data-dir", str(nano.data), "--json")
     assert res.returncode == 0, res.stderr
     table = json.loads(res.stdout)
     assert table["board"] == BOARD and table["runs"] == 5 and len(table["shapes"]) == 5

@@ -192,6 +192,27 @@ def ten_minutes(board: str, root, truths: list[Truth], seeds: int, tmp: Path) ->
             "learned_start_share": sum(r["learned_start"] is not None for r in rows) / len(rows)}
 
 
+CURVE_AT = (0, 2, 4, 8, 16, 32)  # runs recorded, for the learning-curve table
+
+
+def curve_table(out: dict) -> str:
+    """The learning curves as one Markdown table: per board and count of runs, over the orders,
+    the mean share of the workloads not run yet whose apply clock is within 2 %, the mean and
+    worst regret, and the share that got a board-learned clock."""
+    lines = ["| board | runs recorded | apply within 2 % (not-yet-run workloads) | mean regret | worst regret "
+             "| board-learned |", "|---|---|---|---|---|---|"]
+    for board, v in out["boards"].items():
+        for n in CURVE_AT:
+            rows = [c["rows"][n] for c in v["learning_curves"] if n < len(c["rows"])]
+            if not rows:
+                continue
+            lines.append(f"| {board} | {n} | {100 * statistics.mean(r['within_2pct_share'] for r in rows):.0f} % "
+                         f"| {statistics.mean(r['mean_regret_pct'] for r in rows):.2f} % "
+                         f"| {max(r['worst_regret_pct'] for r in rows):.1f} % "
+                         f"| {100 * statistics.mean(r['learned_share'] for r in rows):.0f} % |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--boards", nargs="+", default=["orin-nano-super", "orin-nx", "thor", "agx-orin"])
@@ -223,7 +244,9 @@ def main() -> int:
             table.append(line)
             print(line, f"[{time.monotonic() - t0:.0f} s]", flush=True)
     out["summary_markdown"] = "\n".join(table)
+    out["curve_markdown"] = curve_table(out)
     print(out["summary_markdown"])
+    print(out["curve_markdown"])
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1, default=str) + "\n")
     print(f"wrote {args.out}")

@@ -106,13 +106,20 @@ def nano(tmp_path, monkeypatch):
     return SimpleNamespace(fb=fb, samplers=made, data=tmp_path / "runs")
 
 
-def online_run(nano, model: str, task: str, seed: int, **options) -> dict:
-    """One OnlineGovernor run of STEPS steps on the simulated board (1 % power noise per step)."""
+def online_run(nano, model: str, task: str, seed: int, callback: bool = False, **options) -> dict:
+    """One OnlineGovernor run of STEPS steps on the simulated board (1 % power noise per step);
+    ``callback``: the governor the framework callbacks make (integrations/common.py)."""
     t = truth(model, task)
     top = max(t)
     rng = random.Random(seed)
-    gov = pydvfs.OnlineGovernor(workload=workload(model, task), sysfs_root=nano.fb.root, total_steps=STEPS,
-                                data_dir=nano.data, log=None, clock=lambda: nano.samplers[-1].now_s, **options)
+    options = dict(sysfs_root=nano.fb.root, total_steps=STEPS, data_dir=nano.data, log=None,
+                   clock=lambda: nano.samplers[-1].now_s, **options)
+    if callback:
+        from pydvfs.integrations.common import make_governor
+
+        gov = make_governor("online", workload(model, task), options)
+    else:
+        gov = pydvfs.OnlineGovernor(workload=workload(model, task), **options)
     gov.start()
     s = nano.samplers[-1]
     for _ in range(STEPS):
@@ -179,10 +186,15 @@ def test_the_board_learns_from_four_runs_and_apply_and_a_fifth_run_use_it(nano, 
     assert table["board"] == BOARD and table["runs"] == 5 and len(table["shapes"]) == 5
 
 
-def test_no_record_writes_nothing(nano):
+def test_no_record_writes_nothing_and_a_callback_run_is_recorded(nano):
     r = online_run(nano, "bert-base", "SST-2", seed=0, record=False)
     assert r["probed"] and "recorded_to" not in r
     assert not nano.data.exists()
+    r = online_run(nano, "bert-base", "SST-2", seed=0, callback=True, record=False)  # passed through
+    assert not nano.data.exists()
+    r = online_run(nano, "bert-base", "SST-2", seed=0, callback=True)
+    rec = json.loads((nano.data / f"runs-{BOARD}.jsonl").read_text())
+    assert rec["front_end"] == "callback" and rec["settled_mhz"] == r["chosen_mhz"]
 
 
 def record(board=BOARD, layers=12, f_best=714.0, measure="module") -> dict:

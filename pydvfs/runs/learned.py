@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from ..levels import nearest_level
 from ..objective import Objective
 from ..policy.workload import Workload
+from .store import workload_of
 
 K = 3  # shapes that vote
 MAX_DISTANCE = 2.0  # farther shapes are not "of similar shape" (2.0: a factor of 4 in one dimension)
@@ -79,7 +80,7 @@ def shapes(records: list[dict], measure: str) -> tuple[list[Shape], int]:
     for r in records:
         if r.get("measure") != measure or r.get("workload") is None:
             continue
-        w = Workload.from_any(r["workload"])
+        w = workload_of(r["workload"])
         s = by.setdefault(shape_key(w), Shape(w))
         s.runs += 1
         n += 1
@@ -128,11 +129,12 @@ def learn(records: list[dict], workload, levels_mhz, objective: Objective | None
     objective = objective or Objective()
     wl = Workload.from_any(workload)
     all_shapes, runs = shapes(records, objective.energy)
-    near = []
+    near, known = [], 0
     for s in all_shapes:
         best = s.best(objective)
         if best is None:
             continue
+        known += 1
         d = distance(wl, s.workload)
         if d <= max_distance:
             near.append((d, s, best))
@@ -146,7 +148,7 @@ def learn(records: list[dict], workload, levels_mhz, objective: Objective | None
     top = max(votes.values())
     winner = next(best for _, _, best in near if votes[best] == top)  # a tie: the nearest's
     return Learned(freq_mhz=nearest_level(sorted(levels_mhz), winner), runs=runs,
-                   shapes=sum(1 for s in all_shapes if s.best(objective) is not None), measure=objective.energy,
+                   shapes=known, measure=objective.energy,
                    neighbours=tuple({"workload": s.workload.to_dict(), "distance": round(d, 3), "best_mhz": best,
                                      "runs": s.runs} for d, s, best in near))
 
@@ -216,7 +218,7 @@ def runs_count(board_id: str | None, data_dir=None) -> dict:
     out["runs"] = len(loaded.records)
     for r in loaded.records:
         out["by_measure"][r["measure"]] = out["by_measure"].get(r["measure"], 0) + 1
-    out["shapes"] = len({shape_key(Workload.from_any(r["workload"])) for r in loaded.records if r.get("workload")})
+    out["shapes"] = len({shape_key(workload_of(r["workload"])) for r in loaded.records if r.get("workload")})
     return out
 
 

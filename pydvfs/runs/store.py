@@ -150,15 +150,35 @@ def check_record(d) -> dict:
     wl = d.get("workload")
     if wl is not None:
         from ..errors import InvalidValueError
-        from ..policy.workload import Workload
 
         if not isinstance(wl, dict):
             raise ValueError("workload is not an object")
         try:
-            Workload.from_any(wl)
+            workload_of(wl)
         except InvalidValueError as e:
             raise ValueError(f"workload: {e}") from None
     return d
+
+
+_workloads: dict = {}  # a record's workload dict (as a key) -> its validated Workload
+
+
+def workload_of(wl: dict):
+    """The :class:`~pydvfs.policy.workload.Workload` of a record's workload dict, validated once
+    per distinct dict (a store repeats a few shapes hundreds of times)."""
+    from ..policy.workload import Workload
+
+    try:
+        key = tuple(sorted(wl.items()))
+        hash(key)
+    except TypeError:  # a value that is not hashable (a list): not a workload a run wrote
+        return Workload.from_any(wl)
+    w = _workloads.get(key)
+    if w is None:
+        w = Workload.from_any(wl)
+        if len(_workloads) < 4096:
+            _workloads[key] = w
+    return w
 
 
 class RunStore:

@@ -102,6 +102,9 @@ def text_report(r: dict) -> str:
         if est:
             lines.append("estimates " + ", ".join(f"{e['freq_mhz']:g}: {e['j_per_step']:.5g}" for e in est)
                          + " J/step")
+    if r.get("recorded_to"):
+        lines.append(f"recorded  for this board in {r['recorded_to']} (apply and the next run learn from it; "
+                     "--no-record opts out)")
     for warning in r.get("warnings") or []:
         lines.append(f"warning   {warning}")
     if r.get("restore_error"):

@@ -316,6 +316,9 @@ def test_run_policy_online_records_and_no_record_opts_out(cli, tmp_path):
         if not extra:
             assert r["probed"] and r["recorded_to"] == str(data / f"runs-{BOARD}.jsonl")
             assert json.loads((data / f"runs-{BOARD}.jsonl").read_text())["front_end"] == "pydvfs run"
+            from pydvfs.cli.run import text_report
+
+            assert f"recorded  for this board in {data / f'runs-{BOARD}.jsonl'}" in text_report(r)
         else:
             assert "recorded_to" not in r
     assert len((data / f"runs-{BOARD}.jsonl").read_text().splitlines()) == 1

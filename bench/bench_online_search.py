@@ -104,7 +104,7 @@ def sim_curves(models) -> list[Curve]:
             maxn_s = op.t_step_s * tf
             wl = {"model": w.arch.family, "layers": w.arch.layers, "hidden": w.arch.hidden,
                   "seq_len": w.task.avg_tokens}
-            d = decide(wl, "mlg", sysfs_root=root)
+            d = decide(wl, "mlg", sysfs_root=root, use_runs=False)  # the tree alone, whatever the user's store holds
             starts = {"top": ORIN_LEVELS_MHZ[-1]}
             # as pydvfs run's start: mlg's clock, or the tree's FFG clock where mlg keeps MAXN
             # (there the model search measures MAXN first and keeps it unless a level is proven better)

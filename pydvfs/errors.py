@@ -61,3 +61,8 @@ class ManifestMismatchError(PolicyLoadError):
 
 class ForeignPolicyError(PolicyLoadError):
     """policy.so is built for another CPU (e.g. trained on x86_64, applied on the aarch64 board)."""
+
+
+class StoreError(PydvfsError):
+    """The folder of the board's run records (``--data-dir``, ``PYDVFS_DATA_DIR``) is refused:
+    not owned by this user, writable by others, a symbolic link, or cannot be read or written."""

@@ -44,9 +44,11 @@ def test_tmp() -> Path:
 
 @pytest.fixture(autouse=True)
 def _hermetic_env(tmp_path_factory, monkeypatch):
-    """Point the default sysfs root at an empty folder and the state and lock folders at temp
-    ones, so no test can reach the host's /sys or /run by accident."""
+    """Point the default sysfs root at an empty folder and the state, lock and run-record
+    folders at temp ones, so no test can reach the host's /sys, /run or ~/.local/share by
+    accident (a fresh record folder per test: no test learns from another's runs)."""
     empty = tmp_path_factory.mktemp("empty-root")
+    monkeypatch.setenv("PYDVFS_DATA_DIR", str(tmp_path_factory.mktemp("runs")))
     monkeypatch.setenv("PYDVFS_SYSFS_ROOT", str(empty))
     monkeypatch.setenv("PYDVFS_STATE_DIR", str(tmp_path_factory.mktemp("state")))
     monkeypatch.setenv("PYDVFS_LOCK_DIR", str(tmp_path_factory.mktemp("locks")))

@@ -8,7 +8,7 @@ import warnings
 
 from ..device import describe_domain, open_device
 from ..errors import InvalidValueError, PydvfsError
-from .common import _Parser, add_above_power_mode, add_board_options, emit, examples, seconds
+from .common import _Parser, add_above_power_mode, add_board_options, add_store_options, emit, examples, seconds
 from .hold import add_command_argument
 
 LIVE_WINDOW_S = 0.25  # how long `status` samples the rails for its live watts
@@ -76,7 +76,7 @@ def power_mode_text(mode: dict | None, cap: dict | None) -> str:
     return text + ")"
 
 
-def _status_text(st: dict) -> str:
+def _status_text(st: dict, learned: dict | None = None) -> str:
     rails = ", ".join(r["name"] for r in st["rails"]) or "none found (no power sensor)"
     release = (f" (JetPack {st['jetpack']}, L4T {st['l4t']})" if st.get("jetpack")
                else f" (L4T {st['l4t']})" if st.get("l4t") else "")
@@ -113,12 +113,33 @@ def _status_text(st: dict) -> str:
                      "pass --state-dir DIR (or set PYDVFS_STATE_DIR) to look there")
     else:
         lines.append("saved     nothing (the board is as it was)")
+    if learned is not None:
+        lines.append(learned_text(learned))
     return "\n".join(lines)
+
+
+def learned_text(r: dict) -> str:
+    """status's line on the board's store of run records (docs/store.md)."""
+    if r["data_dir"] is None:
+        return "learned   nothing: the board is not in the board table (no runs are recorded for it)"
+    if not r["runs"] and r["warning"]:
+        return f"learned   not known: {r['warning']}"
+    per = ", ".join(f"{n} {m}" for m, n in sorted(r["by_measure"].items()))
+    return (f"learned   from {r['runs']} run{'s' * (r['runs'] != 1)} on this board"
+            + (f" ({per}; {r['shapes']} workload shape{'s' * (r['shapes'] != 1)})" if r["runs"] else "")
+            + f", recorded in {r['data_dir']}")
 
 
 def _status_once(args: argparse.Namespace, dev) -> None:
     st = dev.status()
     st["live"] = live_power(dev.sysfs_root) if dev.rails else None
+    from ..runs.learned import runs_count
+
+    learned = runs_count(dev.board_id, getattr(args, "data_dir", None))
+    if learned["warning"]:
+        print(f"pydvfs status: warning: {learned['warning']}", file=sys.stderr, flush=True)
+    if learned["runs"]:  # only where set: govcore status (which reads no store) has the same JSON otherwise
+        st["learned_runs"] = learned
     if st["warning"]:
         print(f"pydvfs status: warning: {st['warning']}", file=sys.stderr, flush=True)
     warning = zero_rails_warning(st["live"]["power_w"]) if st["live"] else None
@@ -127,7 +148,7 @@ def _status_once(args: argparse.Namespace, dev) -> None:
     if getattr(args, "json", False) and args.watch is not None:
         emit(args, st, "")  # one JSON document per refresh
     else:
-        emit(args, st, lambda: _status_text(st))
+        emit(args, st, lambda: _status_text(st, learned))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -236,6 +257,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="refresh every S seconds (default 1) until Ctrl-C")
     p.add_argument("--count", type=int, default=None, metavar="N", help="with --watch: stop after N refreshes")
     add_board_options(p)
+    add_store_options(p)
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("pin", parents=[common], help="pin the GPU clock to one level",

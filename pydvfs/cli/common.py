@@ -115,6 +115,22 @@ def add_board_options(p: argparse.ArgumentParser, state: bool = True) -> argpars
     return p
 
 
+def add_store_options(p: argparse.ArgumentParser, record: bool = False, use: bool = False) -> None:
+    """The board's store of run records (docs/store.md): ``--data-dir``; ``record``: also
+    ``--no-record``; ``use``: also ``--ignore-runs``."""
+    g = p.add_argument_group("the board's run records (docs/store.md)")
+    g.add_argument("--data-dir", metavar="DIR", default=None,
+                   help="where this board's online runs are recorded (env PYDVFS_DATA_DIR; default "
+                        "/var/lib/pydvfs as root, else $XDG_DATA_HOME/pydvfs or ~/.local/share/pydvfs)")
+    if record:
+        g.add_argument("--no-record", dest="record", action="store_false",
+                       help="do not record what this run measured in the board's store")
+    if use:
+        g.add_argument("--ignore-runs", dest="use_runs", action="store_false",
+                       help="decide from the built-in (or --model-dir) policy alone, not from what this "
+                            "board measured in earlier runs")
+
+
 def add_above_power_mode(p: argparse.ArgumentParser) -> None:
     """``--above-power-mode``: the power mode (nvpmodel) is the user's ceiling; this lifts it."""
     p.add_argument("--above-power-mode", action="store_true",

@@ -12,6 +12,7 @@ from .common import (
     add_board_options,
     add_energy_option,
     add_objective_options,
+    add_store_options,
     add_workload_argument,
     emit,
     examples,
@@ -41,10 +42,62 @@ def energy_column(args: argparse.Namespace, df) -> str:
     return col
 
 
+def cmd_train_from_runs(args: argparse.Namespace) -> int:
+    """``train --from-runs``: refit the board-learned policy from the board's store (docs/store.md)
+    and show it; damaged records are dropped from the store."""
+    from ..errors import InvalidValueError
+    from ..objective import Objective
+    from ..runs.learned import describe_shape, learned_table
+    from ..runs.store import RunStore
+
+    if args.data is not None or args.out is not None or args.tasks or args.exclude_tasks:
+        raise InvalidValueError("--from-runs refits from the board's own run records: it takes no --data, --out, "
+                                "--tasks or --exclude-tasks")
+    board_id = args.board
+    if board_id is None:
+        from ..device import open_device
+
+        board_id = open_device(None).board_id  # train touches no board: PYDVFS_SYSFS_ROOT or / names it
+        if board_id is None:
+            raise InvalidValueError("the board is not in the board table: name it with --board ID")
+    store = RunStore(args.data_dir)
+    loaded = store.compact(board_id)
+    if loaded.warning():
+        print(f"pydvfs train: {loaded.warning()} (dropped from the store)", file=sys.stderr, flush=True)
+    goal = Objective(energy=args.energy)
+    table = learned_table(loaded.records, goal)
+    runs = sum(s["runs"] for s in table)
+    data = {"board": board_id, "data_dir": store.path, "measure": args.energy, "records": len(loaded.records),
+            "runs": runs, "dropped": len(loaded.skipped), "shapes": table}
+
+    def text() -> str:
+        if not table:
+            return (f"no {args.energy} runs of a known workload recorded for {board_id} in {store.path}: "
+                    "`pydvfs run --policy online --workload ...` records one")
+        lines = [f"learned on this board ({board_id}) from {runs} run{'s' * (runs != 1)} of {len(table)} workload "
+                 f"shape{'s' * (len(table) != 1)}, {args.energy} energy ({store.path}):"]
+        for sh in table:
+            clocks = ", ".join("MAXN" if c["freq_mhz"] is None else f"{c['freq_mhz']:g}" for c in sh["clocks"])
+            best = "no best (one clock measured)" if sh["best_mhz"] is None else f"{sh['best_mhz']:g} MHz"
+            lines.append(f"  {describe_shape(sh['workload'])}: {best} ({sh['runs']} run{'s' * (sh['runs'] != 1)}; "
+                         f"measured {clocks})")
+        lines.append("apply (default policy) and run --policy online use it for workloads of a similar shape")
+        return "\n".join(lines)
+
+    emit(args, data, text)
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
+    from ..errors import InvalidValueError
     from ..policy.curves import curves_from_frame, read_dataset
     from ..policy.train import format_table, train
 
+    if args.from_runs:
+        return cmd_train_from_runs(args)
+    if args.data is None or args.out is None:
+        raise InvalidValueError("train needs --data FILE and --out DIR (or --from-runs: refit from this "
+                                "board's own runs)")
     df = read_dataset(args.data)
     curves = curves_from_frame(df, energy_column(args, df), tasks=name_list(args.tasks),
                                exclude_tasks=name_list(args.exclude_tasks))
@@ -101,10 +154,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
     goal = objective_from_args(args)
     run = decide if args.dry_run else apply
     extra = {} if args.dry_run else {"above_power_mode": args.above_power_mode}
+    extra.update(energy=goal.energy, data_dir=args.data_dir, use_runs=args.use_runs)
 
     def change():
         d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
                 state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct, **extra)
+        if d.learned_notice():
+            print(f"pydvfs apply: {d.learned_notice()}", file=sys.stderr, flush=True)
         if d.mapped_from_mhz is not None:
             print(f"pydvfs apply: {d.mapping_notice(open_device(args.sysfs_root).model)}", file=sys.stderr,
                   flush=True)
@@ -143,9 +199,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "a model folder: the tree, its rules, a picture, and the tree "
                                    "compiled to C for `apply --model-dir`.",
                        epilog=examples("pydvfs sweep --sim --out sweep.csv",
-                                       "pydvfs train --data sweep.csv --out model --exclude-tasks MRPC"))
-    p.add_argument("--data", required=True, metavar="FILE", help="characterisation dataset (CSV, docs/dataset.md)")
-    p.add_argument("--out", required=True, metavar="DIR", help="model folder to write")
+                                       "pydvfs train --data sweep.csv --out model --exclude-tasks MRPC",
+                                       "pydvfs train --from-runs --board orin-nano-super"))
+    p.add_argument("--data", metavar="FILE", help="characterisation dataset (CSV, docs/dataset.md)")
+    p.add_argument("--out", metavar="DIR", help="model folder to write")
+    p.add_argument("--from-runs", action="store_true",
+                   help="instead: refit the board-learned policy from this board's recorded online runs "
+                        "(--data-dir) and show it; damaged records are dropped (docs/store.md)")
     p.add_argument("--tasks", nargs="+", metavar="T", help="train only on these tasks (a,b or a b)")
     p.add_argument("--exclude-tasks", nargs="+", metavar="T", help="leave these tasks out, e.g. for evaluation")
     add_energy_option(p, "label each workload's best clock by (the built-in policy was trained on cpu-gpu, "
@@ -154,7 +214,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--board", default=None, choices=list(boards()), metavar="ID",
                    help="the board the data was measured on (an id of pydvfs/data/boards.json), "
                         "recorded with the data's clock table: on a board with another table "
-                        "apply maps the tree's clock onto it (docs/policy.md)")
+                        "apply maps the tree's clock onto it (docs/policy.md); with --from-runs: the "
+                        "board whose runs to refit (default: this board, found under PYDVFS_SYSFS_ROOT or /)")
+    add_store_options(p)
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", parents=[common], help="score the policies against MAXN",
@@ -187,6 +249,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--model-dir", default=None, metavar="DIR", help="model folder from `pydvfs train`")
     add_objective_options(p)
     p.add_argument("--dry-run", action="store_true", help="decide only; write nothing")
+    add_energy_option(p)
     add_above_power_mode(p)
     add_board_options(p)
+    add_store_options(p, use=True)
     p.set_defaults(func=cmd_apply)

@@ -16,6 +16,7 @@ from .common import (
     add_board_options,
     add_energy_option,
     add_objective_options,
+    add_store_options,
     add_workload_argument,
     clock_mhz,
     examples,
@@ -101,6 +102,9 @@ def text_report(r: dict) -> str:
         if est:
             lines.append("estimates " + ", ".join(f"{e['freq_mhz']:g}: {e['j_per_step']:.5g}" for e in est)
                          + " J/step")
+    if r.get("recorded_to"):
+        lines.append(f"recorded  for this board in {r['recorded_to']} (apply and the next run learn from it; "
+                     "--no-record opts out)")
     for warning in r.get("warnings") or []:
         lines.append(f"warning   {warning}")
     if r.get("restore_error"):
@@ -157,7 +161,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   args.start, search if args.policy == "online" else None, window,
                                   args.sysfs_root, args.state_dir, objective=objective,
                                   search_kind=args.search or default_search(), total_steps=args.steps,
-                                  knobs=knobs, above_power_mode=args.above_power_mode)
+                                  knobs=knobs, above_power_mode=args.above_power_mode,
+                                  data_dir=args.data_dir, record=args.record, use_runs=args.use_runs)
     except (KeyboardInterrupt, Terminated) as e:
         report = getattr(e, "partial_report", None)  # what was measured until then (partial: true)
         if report is not None:
@@ -226,5 +231,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="fall back to the start clock if no step is seen for this long (default 120 s)")
     add_above_power_mode(p)
     add_board_options(p)
+    add_store_options(p, record=True, use=True)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")
     p.set_defaults(func=cmd_run)

@@ -68,6 +68,9 @@ class OnlineGovernor:
     run; settable until the first window closes: the framework callbacks set it from the
     trainer). ``model_dir``: a folder from ``pydvfs train``; its ``roofline.txt`` gives the
     model search the board's V/f curve. ``log``: where status lines go (None: nowhere).
+    ``data_dir``: the board's store of run records (docs/store.md; None: ``PYDVFS_DATA_DIR`` or
+    the default); an online run starts from the clock this board learned for the workload
+    (``use_runs``) and is recorded there at :meth:`close` (``record=False``: not).
     """
 
     def __init__(self, policy: str = "online", workload: Any = None, *, sysfs_root=None, state_dir=None,
@@ -77,7 +80,8 @@ class OnlineGovernor:
                  window: WindowParams | dict | float | None = None, search_options: dict | None = None,
                  total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic,
                  above_power_mode: bool = False, knobs="gpu", pin_mode: Callable | None = None,
-                 restore_mode: Callable | None = None, modes=None):
+                 restore_mode: Callable | None = None, modes=None, data_dir=None, record: bool = True,
+                 use_runs: bool = True):
         if policy not in POLICIES:
             raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
         if workload is None and needs_workload(policy):
@@ -100,6 +104,8 @@ class OnlineGovernor:
             if policy == "online" else None
         self.window = WindowParams.of(window)
         self.start_mhz = start_mhz
+        self.data_dir, self.record, self.use_runs = data_dir, record, use_runs
+        self.front_end = "OnlineGovernor"  # the callbacks name themselves (the record says who ran)
         self.log, self.clock = log, clock
         self.dev = open_device(sysfs_root, state_dir, above_power_mode)
         self.sampler = Sampler(rate_hz=rate_hz, sysfs_root=self.dev.sysfs_root)  # fails before any change
@@ -130,7 +136,7 @@ class OnlineGovernor:
                 raise InvalidValueError("this governor was closed; make a new one")
             if self.policy == "online":
                 self._plan = plan_online(self.dev, self.workload, self.model_dir, self.start_mhz, self.log,
-                                         "pydvfs", self.search_kind)
+                                         "pydvfs", self.search_kind, self.objective, self.data_dir, self.use_runs)
                 searcher = new_search(self.search_kind, self._plan["search_levels_mhz"],
                                       self._plan["centre_mhz"], self.search_params, self.objective,
                                       self._plan["maxn_anchor"], self.model_dir) if self.knobs == ("gpu",) \
@@ -145,7 +151,8 @@ class OnlineGovernor:
                                           self.log, self.objective, say_prefix="pydvfs",
                                           total_steps=self._total_steps)
                 self._decision, self._fallback = start_policy(self.dev, self.policy, self.workload, self.model_dir,
-                                                              self.objective, engine, self.log, "pydvfs")
+                                                              self.objective, engine, self.log, "pydvfs",
+                                                              data_dir=self.data_dir, use_runs=self.use_runs)
                 self.sampler.start()
                 self._t0_ns = time.monotonic_ns()
                 self.sampler.begin_window("run")
@@ -216,6 +223,10 @@ class OnlineGovernor:
             self.report = report
             if self.engine is not None:
                 self.engine.say_outcome()
+                if self.record:  # what this board measured (docs/store.md)
+                    from ..runs.store import record_run
+
+                    record_run(report, self.dev, self.workload, self.front_end, self.data_dir, self.log, "pydvfs")
             return report
 
     def _joint_search(self):

@@ -49,19 +49,23 @@ def needs_workload(policy: str) -> bool:
     return policy != "online" and "pins_nothing" not in _core.POLICY_FLAGS[policy]
 
 
-def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None) -> tuple[float, str, bool]:
-    """Where the online search starts: ``start_mhz``, else the learned model's clock for the
-    workload, else the tree's fixed-frequency clock (FFG), else the middle of the table. The
-    third value: the model keeps this workload at MAXN (then the model search measures MAXN
-    first and keeps it unless a level is proven better; the clock returned is where its
-    initial design is centred)."""
+def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None,
+                 learned=None) -> tuple[float, str, bool]:
+    """Where the online search starts: ``start_mhz``, else the clock this board learned for the
+    workload from its own runs (``learned``: a :class:`pydvfs.runs.learned.Learned`), else the
+    learned model's clock for the workload, else the tree's fixed-frequency clock (FFG), else the
+    middle of the table. The third value: the model keeps this workload at MAXN (then the model
+    search measures MAXN first and keeps it unless a level is proven better; the clock returned
+    is where its initial design is centred)."""
     from ..policy.apply import decide, load_tree
 
     if start_mhz is not None:
         return dev.snap_mhz(start_mhz), "--start", False
+    if learned is not None:
+        return dev.snap_mhz(learned.freq_mhz), learned.note(), False
     keeps_maxn = False
     if workload is not None:
-        d = decide(workload, "mlg", model_dir, dev.sysfs_root, dev.state_dir)
+        d = decide(workload, "mlg", model_dir, dev.sysfs_root, dev.state_dir, use_runs=False)  # the tree's
         if d.freq_mhz is not None:
             return d.freq_mhz, "mlg", False
         keeps_maxn = True
@@ -89,7 +93,8 @@ def capped_levels(levels_mhz, cap_mhz: float) -> tuple[float, ...]:
 
 
 def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None,
-                log=None, prefix: str = "pydvfs run", search_kind: str = "model") -> dict:
+                log=None, prefix: str = "pydvfs run", search_kind: str = "model",
+                objective: Objective | None = None, data_dir=None, use_runs: bool = True) -> dict:
     """Where an online search starts and which levels it covers, read before anything is
     pinned (levels above the board's own max_freq cannot take): ``start_mhz`` (None: MAXN, the
     board's own governor, where the model keeps the workload there and the model search runs),
@@ -97,7 +102,10 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
     ``maxn_anchor``, ``board_max_mhz``, ``search_levels_mhz``."""
     cap = board_cap_mhz(dev)
     levels = capped_levels(dev.available_frequencies_mhz, cap)
-    start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz)
+    learned = None
+    if use_runs and start_mhz is None and workload is not None and model_dir is None:
+        learned = board_start(dev, workload, levels, objective, data_dir, log, prefix)
+    start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz, learned)
     if start > levels[-1]:
         start, source = levels[-1], f"{source}, capped at the power mode's GPU cap {cap:g} MHz"
     if len(levels) < len(dev.available_frequencies_mhz) and log is not None:
@@ -109,11 +117,24 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
     elif keeps_maxn:
         source += " (mlg keeps this workload at MAXN)"
     return {"start_mhz": None if maxn_anchor else start, "start_source": source, "centre_mhz": start,
-            "maxn_anchor": maxn_anchor, "board_max_mhz": cap, "search_levels_mhz": list(levels)}
+            "maxn_anchor": maxn_anchor, "board_max_mhz": cap, "search_levels_mhz": list(levels),
+            "learned": None if learned is None else learned.to_dict()}
+
+
+def board_start(dev, workload, levels, objective: Objective | None, data_dir, log, prefix: str):
+    """The clock this board learned for ``workload`` from its own runs (the store under
+    ``data_dir``; docs/store.md), said on ``log``; None where it has none near."""
+    from ..runs.learned import board_learned
+
+    learned = board_learned(dev.board_id, workload, levels, objective, data_dir, log, prefix)
+    if learned is not None and log is not None:
+        print(f"{prefix}: starting at {learned.freq_mhz:g} MHz, {learned.note()}", file=log, flush=True)
+    return learned
 
 
 def start_policy(dev, policy: str, workload, model_dir, objective: Objective, engine: OnlineEngine | None = None,
-                 log=None, prefix: str = "pydvfs run") -> tuple[dict | None, str | None]:
+                 log=None, prefix: str = "pydvfs run", data_dir=None, use_runs: bool = True
+                 ) -> tuple[dict | None, str | None]:
     """Put the board where ``policy`` starts, the one start of both front ends (``pydvfs run``
     and :class:`~pydvfs.governor.inprocess.OnlineGovernor`). Returns (the decision, None for
     online; the fallback, None where the clock took).
@@ -158,7 +179,8 @@ def _start_static(dev, policy, workload, model_dir, objective, log, prefix):
     from ..policy.apply import decide, mapping_notice
 
     decision = decide(workload, policy, model_dir, dev.sysfs_root, dev.state_dir, objective=objective.kind,
-                      max_slowdown_pct=objective.max_slowdown_pct).to_dict()
+                      max_slowdown_pct=objective.max_slowdown_pct, energy=objective.energy,
+                      data_dir=data_dir, use_runs=use_runs).to_dict()  # the board's runs first (store.md)
     if decision["freq_mhz"] is None:  # maxn, or a tree that keeps the workload there
         dev.restore()
         return decision, None
@@ -308,10 +330,13 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                  clock: Callable[[], float] = time.monotonic,
                  *, objective: Objective | None = None, search_kind: str | None = None,
                  sleep: Callable[[float], None] = time.sleep, total_steps: int | None = None,
-                 knobs=("gpu",), above_power_mode: bool = False) -> dict:
+                 knobs=("gpu",), above_power_mode: bool = False,
+                 data_dir=None, record: bool = True, use_runs: bool = True) -> dict:
     """Run ``cmd`` under ``policy``; returns the report (see docs/online.md). ``total_steps``:
     the count the progress file will reach at the end, if known (the online search's horizon).
-    The clock stays at or under the power mode's GPU cap unless ``above_power_mode``."""
+    The clock stays at or under the power mode's GPU cap unless ``above_power_mode``. An online
+    run starts from the clock this board learned for the workload (``use_runs``) and is recorded
+    in the board's store under ``data_dir`` (``record``; docs/store.md)."""
     from ..device import remote
 
     cmd = list(cmd)
@@ -337,7 +362,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
 
     report: dict = {"command": cmd, "policy": policy, "progress_file": None if progress is None else str(progress)}
     if online:
-        plan = plan_online(dev, workload, model_dir, start_mhz, log, search_kind=search_kind)
+        plan = plan_online(dev, workload, model_dir, start_mhz, log, search_kind=search_kind,
+                           objective=objective, data_dir=data_dir, use_runs=use_runs)
         report.update(plan, search_kind=search_kind)
         if tuple(knobs) == ("gpu",):
             searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,
@@ -366,7 +392,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             if online:
                 engine = OnlineEngine(search_dev, sampler, searcher, window, f"the progress file {progress}",
                                       log, objective, total_steps=total_steps)
-            report["decision"], fallback = start_policy(dev, policy, workload, model_dir, objective, engine, log)
+            report["decision"], fallback = start_policy(dev, policy, workload, model_dir, objective, engine, log,
+                                                        data_dir=data_dir, use_runs=use_runs)
             if not online:
                 report["fallback"] = fallback
             with sampler:
@@ -424,6 +451,10 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     if online:
         report.update(online_outcome(report, energy))
         engine.say_outcome()
+        if record:  # what this board measured, for apply and the next run's start (docs/store.md)
+            from ..runs.store import record_run
+
+            record_run(report, dev, workload, "pydvfs run", data_dir, log, "pydvfs run")
     else:
         report.update(chosen_mhz=None if report["fallback"] else report["decision"]["freq_mhz"],
                       objective=objective.to_dict(),

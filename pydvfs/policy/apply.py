@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 from .. import _core
 from ..device import hz_to_mhz, open_device, ownership, resolve_sysfs_root
+from ..energy import DEFAULT_MEASURE
 from ..errors import InvalidValueError
 from ..signals import terminate_as_exception
 from .manifest import load_model_dir
@@ -90,6 +91,7 @@ class Decision:
     mapped_from_mhz: float | None = None
     trained_on: dict | None = None
     warning: str | None = None
+    learned: dict | None = None  # the board's own runs that chose it (docs/store.md), None: the tree
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
@@ -97,7 +99,14 @@ class Decision:
                 "features": self.features, "workload": self.workload, "model": self.model,
                 "power_cap_mhz": self.power_cap_mhz, "clamped_from_mhz": self.clamped_from_mhz,
                 "mapped_from_mhz": self.mapped_from_mhz, "trained_on": self.trained_on,
-                **({"warning": self.warning} if self.warning else {})}  # as govcore's: only where set
+                **({"warning": self.warning} if self.warning else {}),  # as govcore's: only where set
+                **({"origin": learned_origin(self.learned), "learned": self.learned} if self.learned else {})}
+
+    def learned_notice(self) -> str | None:
+        """The one line saying the clock was learned on this board (None: the tree chose it)."""
+        if not self.learned:
+            return None
+        return f"{self.freq_mhz:g} MHz {learned_note(self.learned)}"
 
     def mapping_notice(self, board_model: str = "") -> str | None:
         """The one-line notice of a choice mapped from the tree's training table onto this
@@ -111,8 +120,51 @@ class Decision:
         """Text: the clock (with ``note`` after it), then the goal and the trade, if any."""
         if self.freq_mhz is None:
             return f"policy {self.policy}: MAXN (the board's own governor){note}"
+        if self.learned:
+            note = f" ({learned_note(self.learned)}){note}"
         return "\n".join([f"policy {self.policy}: GPU clock {self.freq_mhz:g} MHz{note}",
                           *describe_trade(self.to_dict())])
+
+
+def learned_origin(learned: dict) -> dict:
+    """The decision's origin where the board's own runs chose the clock."""
+    from ..runs.learned import ORIGIN
+
+    return {"kind": ORIGIN, "board": learned["board"], "measure": learned["measure"], "runs": learned["runs"]}
+
+
+def learned_note(learned: dict) -> str:
+    from ..runs.learned import Learned
+
+    return Learned(**{**learned, "neighbours": tuple(learned["neighbours"])}).note()
+
+
+def _learned_decision(board, wl: Workload, goal, policy: str, sysfs_root, state_dir, pin: bool,
+                      above_power_mode: bool, data_dir) -> Decision | None:
+    """The default policy on a board that learned from its own runs (docs/store.md): the clock
+    its runs voted for this workload, pinned as any pin (the power mode's cap obeyed); None
+    where the store has no workload near this one (the tree decides)."""
+    from ..runs.learned import board_learned
+
+    levels = [hz_to_mhz(f) for f in board.freqs_hz]
+    learned = board_learned(board.board_id or None, wl, levels, goal, data_dir, prefix="pydvfs apply")
+    if learned is None:
+        return None
+    tree = load_tree(None)
+    dev = open_device(sysfs_root, state_dir, above_power_mode)
+    freq, cap, clamped, warning = learned.freq_mhz, None, None, None
+    if pin:
+        r = dev.pin(learned.freq_mhz)
+        freq, cap, clamped, warning = r.freq_mhz, r.power_cap_mhz, r.clamped_from_mhz, r.warning
+    else:
+        cap = None if above_power_mode else dev.power_cap_mhz()
+        if cap is not None and freq > cap + 0.5:  # as the pin would: the highest level under the cap
+            below = [f for f in dev.available_frequencies_mhz if f <= cap + 0.5]
+            clamped, freq = freq, max(below) if below else min(dev.available_frequencies_mhz)
+    return Decision(freq_mhz=freq, proposed_mhz=learned.freq_mhz, policy=policy,
+                    features=dict(zip(tree.feature_names, tree.features(wl.as_core()))), workload=wl.to_dict(),
+                    model=learned.origin()["kind"], policy_mhz=learned.freq_mhz, objective=goal.to_dict(),
+                    power_cap_mhz=cap, clamped_from_mhz=clamped, warning=warning, learned=learned.to_dict())
 
 
 def _board_name(board_id: str | None, model: str = "") -> str:
@@ -143,7 +195,8 @@ def _mhz(hz: int) -> float | None:
 
 def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: bool,
             objective: str = "energy", max_slowdown_pct: float | None = None,
-            above_power_mode: bool = False, **overrides) -> Decision:
+            above_power_mode: bool = False, energy: str = DEFAULT_MEASURE, data_dir=None, use_runs: bool = True,
+            **overrides) -> Decision:
     from ..objective import Objective
 
     if policy is None:  # as if not given: the default policy
@@ -151,9 +204,13 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
     if not isinstance(policy, str) or policy not in _core.POLICY_NAMES:
         raise InvalidValueError(f"unknown policy {policy!r}: expected one of {', '.join(_core.POLICY_NAMES)} "
                                 f"(None: {DEFAULT_POLICY})")
-    goal = Objective(objective, max_slowdown_pct)
+    goal = Objective(objective, max_slowdown_pct, energy)
     wl = Workload.from_any(workload, **overrides)
     board = _board(sysfs_root)
+    if use_runs and policy == DEFAULT_POLICY and model_dir is None:  # what this board measured first
+        learned = _learned_decision(board, wl, goal, policy, sysfs_root, state_dir, pin, above_power_mode, data_dir)
+        if learned is not None:
+            return learned
     if not isinstance(board, _core.Board):  # the govcore daemon's board (device/remote.py)
         # the goal travels too; a curve (roofline policy, slowdown bound) comes from the
         # installed model folder's roofline.txt
@@ -220,7 +277,11 @@ def apply(workload: Any, policy: str | None = DEFAULT_POLICY, model_dir=None, sy
     ``workload``: a :class:`pydvfs.Workload`, a dict, or a Hugging Face config or model (then give
     ``seq_len=`` and optionally ``util_pct=``). ``objective=`` ("energy", "edp", "ed2p") and
     ``max_slowdown_pct=``: as ``pydvfs apply --objective --max-slowdown`` (docs/policy.md); a
-    bound needs a ``model_dir`` with roofline.txt, edp/ed2p the roofline policy. The clock
+    bound needs a ``model_dir`` with roofline.txt, edp/ed2p the roofline policy. The default
+    policy prefers what this board measured: where the board's store (``data_dir=``,
+    docs/store.md) holds online runs of workloads near this one, for the ``energy=`` measure
+    ("module" or "cpu-gpu"), their best clock is pinned and the decision says so
+    (``learned``, ``origin``); ``use_runs=False`` asks the tree only. The clock
     stays at or under the power mode's GPU cap (``clamped_from_mhz`` says where it lowered the
     choice) unless ``above_power_mode``. The original clock state is saved first; call
     :func:`pydvfs.restore` (or use :func:`governed`) to put it back."""

@@ -1,0 +1,226 @@
+"""The board-learned policy: the clock this board measured best for the workloads nearest the
+one asked about, refit from the store (:mod:`pydvfs.runs.store`) on every read.
+
+The fit (docs/store.md):
+
+1. Runs of one workload shape (model family, layers, hidden, sequence length) on this board and
+   for this energy measure are merged: per clock, the median of the runs' J/step and s/step.
+   A shape whose runs measured fewer than two clocks says nothing about its best clock and is
+   left out.
+2. Each shape's best clock is the argmin of the objective's cost over its measured clocks
+   (energy: J/step; EDP: J/step x s/step; ED2P: x s/step^2; with a slowdown bound, among the
+   clocks within the bound of the fastest measured).
+3. A workload asks the shapes within :data:`MAX_DISTANCE` of it (the distance: log2 ratios of
+   layers, hidden and sequence length, and 1 for another model family): the :data:`K` nearest
+   vote for their best clocks, each by 1 / (distance + 0.25)^2; the clock with the most weight
+   wins (a tie: the nearest shape's). No shape that near: no learned clock (the built-in
+   policy decides).
+
+The learned clock is snapped to this board's table (a store copied from a board with another
+JetPack table still speaks of clocks near this one's).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..levels import nearest_level
+from ..objective import Objective
+from ..policy.workload import Workload
+from .store import workload_of
+
+K = 3  # shapes that vote
+MAX_DISTANCE = 2.0  # farther shapes are not "of similar shape" (2.0: a factor of 4 in one dimension)
+ORIGIN = "board-learned"
+
+
+def distance(a: Workload, b: Workload) -> float:
+    """How far two workload shapes are: log2 ratios of layers, hidden size and sequence length,
+    and 1 for another model family (encoder/decoder)."""
+    d2 = sum(math.log2(x / y) ** 2 for x, y in ((a.layers, b.layers), (a.hidden, b.hidden), (a.seq_len, b.seq_len)))
+    return math.sqrt(d2 + (0.0 if a.is_decoder == b.is_decoder else 1.0))
+
+
+@dataclass
+class Shape:
+    """A workload shape's merged runs: per clock (None: MAXN) the median J/step, s/step."""
+
+    workload: Workload
+    runs: int = 0
+    points: dict = field(default_factory=dict)  # freq_mhz -> [(j, s), ...]
+
+    def curve(self) -> dict:
+        out = {}
+        for f, pts in self.points.items():
+            js, ss = sorted(p[0] for p in pts), sorted(p[1] for p in pts)
+            out[f] = (js[len(js) // 2], ss[len(ss) // 2])
+        return out
+
+    def best(self, objective: Objective) -> float | None:
+        """The clock of least cost among those measured (MAXN never: a clock is learned); None
+        where fewer than two clocks were measured or the bound leaves none."""
+        c = {f: v for f, v in self.curve().items() if f is not None}
+        if len(c) < 2:
+            return None
+        fastest = min(s for _, s in c.values())
+        ok = {f: v for f, v in c.items() if objective.admissible(v[1], fastest)}
+        if not ok:
+            return None
+        return min(ok, key=lambda f: (objective.cost(*ok[f]), f))
+
+
+def shape_key(w: Workload) -> tuple:
+    return (w.is_decoder, w.layers, w.hidden, round(w.seq_len, 1))
+
+
+def shapes(records: list[dict], measure: str) -> tuple[list[Shape], int]:
+    """The records of ``measure`` merged by workload shape; and how many runs they hold."""
+    by: dict = {}
+    n = 0
+    for r in records:
+        if r.get("measure") != measure or r.get("workload") is None:
+            continue
+        w = workload_of(r["workload"])
+        s = by.setdefault(shape_key(w), Shape(w))
+        s.runs += 1
+        n += 1
+        for p in r["probes"]:
+            s.points.setdefault(p["freq_mhz"], []).append((p["j_per_step"], p["s_per_step"]))
+    return list(by.values()), n
+
+
+@dataclass(frozen=True)
+class Learned:
+    """A clock learned on this board: ``freq_mhz`` (on this board's table), from ``runs`` runs
+    of the store (of ``shapes`` workload shapes), voted by ``neighbours`` (nearest first:
+    workload, distance, best_mhz, runs)."""
+
+    freq_mhz: float
+    runs: int
+    shapes: int
+    measure: str
+    neighbours: tuple = ()
+    board: str | None = None
+    data_dir: str | None = None
+
+    def note(self) -> str:
+        """What the one-line notices say after the clock."""
+        near = self.neighbours[0]
+        return (f"learned on this board from {self.runs} run{'s' * (self.runs != 1)} "
+                f"(nearest: {describe_shape(near['workload'])} at {near['best_mhz']:g} MHz)")
+
+    def origin(self) -> dict:
+        return {"kind": ORIGIN, "board": self.board, "measure": self.measure, "runs": self.runs,
+                "shapes": self.shapes, "data_dir": self.data_dir}
+
+    def to_dict(self) -> dict:
+        return {"freq_mhz": self.freq_mhz, "runs": self.runs, "shapes": self.shapes, "measure": self.measure,
+                "board": self.board, "data_dir": self.data_dir, "neighbours": list(self.neighbours)}
+
+
+def describe_shape(w: dict) -> str:
+    name = w.get("name") or w["model"]
+    return f"{name} {w['layers']}x{w['hidden']} seq {w['seq_len']:g}"
+
+
+def learn(records: list[dict], workload, levels_mhz, objective: Objective | None = None,
+          k: int = K, max_distance: float = MAX_DISTANCE) -> Learned | None:
+    """The clock the store's runs vote for ``workload`` (None: no shape near enough)."""
+    objective = objective or Objective()
+    wl = Workload.from_any(workload)
+    all_shapes, runs = shapes(records, objective.energy)
+    near, known = [], 0
+    for s in all_shapes:
+        best = s.best(objective)
+        if best is None:
+            continue
+        known += 1
+        d = distance(wl, s.workload)
+        if d <= max_distance:
+            near.append((d, s, best))
+    if not near:
+        return None
+    near.sort(key=lambda x: (x[0], x[2]))
+    near = near[:k]
+    votes: dict = {}
+    for d, s, best in near:
+        votes[best] = votes.get(best, 0.0) + 1.0 / (d + 0.25) ** 2
+    top = max(votes.values())
+    winner = next(best for _, _, best in near if votes[best] == top)  # a tie: the nearest's
+    return Learned(freq_mhz=nearest_level(sorted(levels_mhz), winner), runs=runs,
+                   shapes=known, measure=objective.energy,
+                   neighbours=tuple({"workload": s.workload.to_dict(), "distance": round(d, 3), "best_mhz": best,
+                                     "runs": s.runs} for d, s, best in near))
+
+
+def learned_table(records: list[dict], objective: Objective | None = None) -> list[dict]:
+    """Every shape the store knows, with its runs, measured clocks and best clock: what
+    ``pydvfs train --from-runs`` shows."""
+    objective = objective or Objective()
+    all_shapes, _ = shapes(records, objective.energy)
+    out = []
+    for s in sorted(all_shapes, key=lambda s: shape_key(s.workload)):
+        c = s.curve()
+        out.append({"workload": s.workload.to_dict(), "runs": s.runs, "best_mhz": s.best(objective),
+                    "clocks": [{"freq_mhz": f, "j_per_step": j, "s_per_step": t}
+                               for f, (j, t) in sorted(c.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]})
+    return out
+
+
+def board_learned(board_id: str | None, workload, levels_mhz, objective: Objective | None = None,
+                  data_dir=None, log=None, prefix: str = "pydvfs") -> Learned | None:
+    """The learned clock for ``workload`` on this board from the store under ``data_dir``;
+    None where the store has nothing near (or cannot be read: said in one line on ``log``; the
+    built-in policy decides then). A damaged record is skipped, said in one line."""
+    import sys
+    from dataclasses import replace
+
+    from ..errors import StoreError
+    from .store import RunStore
+
+    if board_id is None or workload is None:
+        return None
+    from ..errors import InvalidValueError
+
+    try:
+        workload = Workload.from_any(workload)
+    except InvalidValueError:
+        return None  # the built-in policy's path says what is wrong with it
+    log = log or sys.stderr
+    try:
+        store = RunStore(data_dir)
+        loaded = store.load(board_id)
+    except (StoreError, OSError) as e:
+        print(f"{prefix}: warning: the board's run records were not read: {e}", file=log, flush=True)
+        return None
+    if loaded.warning():
+        print(f"{prefix}: warning: {loaded.warning()}", file=log, flush=True)
+    found = learn(loaded.records, workload, levels_mhz, objective)
+    return None if found is None else replace(found, board=board_id, data_dir=store.path)
+
+
+def runs_count(board_id: str | None, data_dir=None) -> dict:
+    """How many runs the store holds for this board, per measure, and where (``status``)."""
+    from ..errors import StoreError
+    from .store import RunStore
+
+    out = {"data_dir": None, "runs": 0, "by_measure": {}, "shapes": 0, "warning": None}
+    if board_id is None:
+        return out
+    try:
+        store = RunStore(data_dir)
+        out["data_dir"] = store.path
+        loaded = store.load(board_id)
+    except (StoreError, OSError) as e:
+        out["warning"] = f"the board's run records were not read: {e}"
+        return out
+    out["warning"] = loaded.warning()
+    out["runs"] = len(loaded.records)
+    for r in loaded.records:
+        out["by_measure"][r["measure"]] = out["by_measure"].get(r["measure"], 0) + 1
+    out["shapes"] = len({shape_key(workload_of(r["workload"])) for r in loaded.records if r.get("workload")})
+    return out
+
+
+__all__ = ["K", "MAX_DISTANCE", "ORIGIN", "Learned", "board_learned", "distance", "learn", "learned_table",
+           "runs_count"]

@@ -33,7 +33,7 @@ from ..eta import track
 from . import manifest
 from .curves import Curve, noise_summary
 from .export import compile_policy, constant_to_c, tree_to_c
-from .features import PAPER_FEATURES, ROOFLINE_FEATURES, feature_vector
+from .features import PAPER_FEATURES, ROOFLINE_FEATURES, workload_features
 
 # Classes are clocks in integer kHz (114.75 MHz -> 114750), whatever the board's table: a
 # classifier needs discrete labels. The class that means "leave the board at MAXN" is 0
@@ -74,7 +74,7 @@ def default_util(curves: Sequence[Curve]) -> tuple[float, float]:
 def features_of(curve: Curve, names, util_default: tuple[float, float]) -> list[float]:
     w = curve.workload
     util = w.util_pct if w.util_pct is not None else util_default[int(w.is_decoder)]
-    return feature_vector(names, w.is_decoder, util, w.layers, w.hidden, w.seq_len)
+    return workload_features(names, w, util)
 
 
 # ------------------------------------------------------------------ the candidates

@@ -175,6 +175,8 @@ class OnlineGovernor:
                     raise InvalidValueError(f"tokens must be >= 0, got {tokens!r}")
                 self.tokens = (self.tokens or 0) + count
             if self.engine is not None:
+                if self.tokens:
+                    self.engine.tokens_per_step = self.tokens / self.steps
                 self.engine.tick(self.clock() - self._t0, self.steps)
                 if self._forecast_made is None and self.engine.search.converged:
                     self._forecast_made = self._forecast()
@@ -275,6 +277,7 @@ class OnlineGovernor:
                   "energy_j": dict(m.energy_j),
                   **energy_report_fields(m, self.objective.energy),
                   **per_work(energy, m.duration_s, self.steps, self.tokens),
+                  "workload": _workload_dict(self.workload),
                   "restored": self._restored, "measurement": m.to_dict(),
                   "monotonic_ns": [self._t0_ns, self._t1_ns]}  # brackets the measured span
         if engine_part is None:
@@ -323,6 +326,18 @@ class OnlineGovernor:
         elif old == signal.SIG_DFL:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
+
+
+def _workload_dict(workload) -> dict | None:
+    """The workload as the report keeps it (its fields, how it trains included), or None."""
+    if workload is None:
+        return None
+    from ..policy.workload import Workload
+
+    try:
+        return Workload.from_any(workload).to_dict()
+    except (InvalidValueError, TypeError):
+        return None
 
 
 __all__ = ["OnlineGovernor"]

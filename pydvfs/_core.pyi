@@ -13,6 +13,9 @@ POLICY_FLAGS: dict[str, frozenset[str]]
 # What a policy may minimise (gc_objective_name): ("energy", "edp", "ed2p"); the index is the
 # power of the step time in the cost E t^k.
 OBJECTIVE_NAMES: tuple[str, ...]
+PEFT_NAMES: tuple[str, ...]
+PRECISION_NAMES: tuple[str, ...]
+METHOD_KEYS: tuple[str, ...]
 
 def mhz_to_hz(mhz: float) -> int: ...
 def parse_mhz(text: str | bytes) -> int:

@@ -30,7 +30,8 @@ from .signals import terminate_as_exception
 MAX_REPEATS = 100  # runs per setting; a sweep of 12 settings x 100 repeats already takes days
 
 WORKLOAD_KEYS = ("name", "model", "task", "layers", "hidden", "seq_len", "util_pct", "heads", "params",
-                 "batch_size", "model_size")
+                 "batch_size", "model_size", "peft", "rank", "trainable_params", "weight_bits",
+                 "precision", "tokens_per_step")
 
 
 def parse_workload(spec: str) -> dict:

@@ -42,9 +42,6 @@ ALIASES = {"seq-len": "seq_len", "avg_seq_len": "seq_len", "util": "util_pct",
            "gpu_util_pct": "util_pct", "num_hidden_layers": "layers", "hidden_size": "hidden",
            "r": "rank", "lora_r": "rank", "bits": "weight_bits", "dtype": "precision",
            "per_device_train_batch_size": "batch_size"}
-# The training-method keys, in the order reports and `--workload` list them.
-METHOD_KEYS = ("peft", "rank", "trainable_params", "weight_bits", "precision", "batch_size",
-               "tokens_per_step")
 
 
 @dataclass(frozen=True)
@@ -142,7 +139,8 @@ class Workload:
         out = [f"model={self.model}", f"layers={self.layers}", f"hidden={self.hidden}", f"seq_len={self.seq_len:g}"]
         if self.util_pct is not None:
             out.append(f"util_pct={self.util_pct:g}")
-        for key in METHOD_KEYS:
+        from .. import _core
+        for key in _core.METHOD_KEYS:  # govcore's order (gc_method_keys)
             value = getattr(self, key)
             if value is not None and not (key == "peft" and value == "none") and not (key == "precision" and value == "fp32"):
                 out.append(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}")
@@ -176,21 +174,25 @@ class Workload:
 
         def opt(key, conv):
             v = d.get(key)
-            return None if v in (None, "") else conv(v, key)
+            if v in (None, ""):
+                return None
+            try:
+                return conv(v, key)
+            except InvalidValueError:
+                raise
+            except (TypeError, ValueError, OverflowError):
+                raise InvalidValueError(f"workload {key} must be a number, got {v!r}") from None
 
-        try:
-            return cls(model=str(d["model"]), layers=_whole(d["layers"], "layers"),
-                       hidden=_whole(d["hidden"], "hidden"), seq_len=float(d["seq_len"]),
-                       util_pct=None if d.get("util_pct") in (None, "") else float(d["util_pct"]),
-                       name=d.get("name"),
-                       peft=str(d.get("peft") or "none").lower(),
-                       rank=opt("rank", _whole), trainable_params=opt("trainable_params", _whole),
-                       weight_bits=opt("weight_bits", _whole),
-                       precision=str(d.get("precision") or "fp32").lower(),
-                       batch_size=opt("batch_size", _whole),
-                       tokens_per_step=opt("tokens_per_step", lambda v, k: float(v)))
-        except (TypeError, ValueError, OverflowError) as e:
-            raise InvalidValueError(f"bad workload value: {e}") from None
+        number = lambda v, k: float(v)  # noqa: E731
+        return cls(model=str(d["model"]), layers=opt("layers", _whole), hidden=opt("hidden", _whole),
+                   seq_len=opt("seq_len", number), util_pct=opt("util_pct", number),
+                   name=d.get("name"),
+                   peft=str(d.get("peft") or "none").lower(),
+                   rank=opt("rank", _whole), trainable_params=opt("trainable_params", _whole),
+                   weight_bits=opt("weight_bits", _whole),
+                   precision=str(d.get("precision") or "fp32").lower(),
+                   batch_size=opt("batch_size", _whole),
+                   tokens_per_step=opt("tokens_per_step", number))
 
     @classmethod
     def _from_hf_config(cls, config: Any, overrides: dict) -> "Workload":

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import InvalidValueError, PydvfsError
+from ..sim.workloads import ARCHITECTURES
 
 
 class ModelLoadError(PydvfsError):
@@ -35,7 +36,8 @@ class ModelSpec:
     pretrained: bool = False
     kv_heads: int | None = None  # grouped-query attention (None: = heads)
     head_dim: int | None = None  # None: hidden / heads
-    vocab: int | None = None  # the published vocabulary (None: the WordPiece tokenizer's)
+    vocab: int | None = None  # the published vocabulary (None: the tokenizer's)
+    tied: bool = False  # the LM head shares the input embedding's weights
 
     @property
     def is_causal_lm(self) -> bool:
@@ -71,24 +73,15 @@ DECODER_FAMILIES = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"), "llama": ("Lla
                     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"),
                     "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
                     "phi3": ("Phi3Config", "Phi3ForCausalLM")}
-# The published configs (config.json of each model card): layers, hidden, heads, ff, kv heads,
-# head size, vocabulary.
+# The decoders of today's supervised fine-tuning: the published configs of the simulator's
+# catalogue (pydvfs.sim.workloads, one place for them), built here as causal LMs.
 DECODERS: dict[str, ModelSpec] = {
-    s.name: s
-    for s in [
-        ModelSpec("qwen2.5-0.5b", "qwen2", 24, 896, 14, 4864, kv_heads=2, vocab=151936),
-        ModelSpec("qwen2.5-1.5b", "qwen2", 28, 1536, 12, 8960, kv_heads=2, vocab=151936),
-        ModelSpec("llama-3.2-1b", "llama", 16, 2048, 32, 8192, kv_heads=8, head_dim=64, vocab=128256),
-        ModelSpec("smollm2-135m", "llama", 30, 576, 9, 1536, kv_heads=3, vocab=49152),
-        ModelSpec("smollm2-360m", "llama", 32, 960, 15, 2560, kv_heads=5, vocab=49152),
-        ModelSpec("smollm2-1.7b", "llama", 24, 2048, 32, 8192, kv_heads=32, vocab=49152),
-        ModelSpec("gemma-2-2b", "gemma2", 26, 2304, 8, 9216, kv_heads=4, head_dim=256, vocab=256000),
-        ModelSpec("gemma-3-1b", "gemma3_text", 26, 1152, 4, 6912, kv_heads=1, head_dim=256, vocab=262144),
-        ModelSpec("phi-3.5-mini", "phi3", 32, 3072, 32, 8192, kv_heads=32, vocab=32064),
-        # not a published model: a Llama-shaped decoder small enough for a smoke test on a CPU
-        ModelSpec("llama-tiny", "llama", 2, 64, 4, 128, kv_heads=2),
-    ]
+    a.name: ModelSpec(a.name, a.family, a.layers, a.hidden, a.heads, a.ff, kv_heads=a.kv_heads, head_dim=a.head_dim,
+                      vocab=a.vocab, tied=a.tied_embeddings)
+    for a in ARCHITECTURES.values() if a.head == "lm"
 }
+# not a published model: a Llama-shaped decoder small enough for a smoke test on a CPU
+DECODERS["llama-tiny"] = ModelSpec("llama-tiny", "llama", 2, 64, 4, 128, kv_heads=2)
 MODELS.update(DECODERS)
 
 WORDPIECE_VOCAB = 30522
@@ -169,7 +162,7 @@ def build_causal_lm(spec: ModelSpec, tokenizer_vocab: int, pad_token_id: int, ma
     cfg = config_cls(vocab_size=max(spec.vocab or 0, tokenizer_vocab), hidden_size=spec.hidden, num_hidden_layers=spec.layers,
                      num_attention_heads=spec.heads, num_key_value_heads=spec.kv_heads or spec.heads,
                      intermediate_size=spec.ff, max_position_embeddings=max_positions, pad_token_id=pad_token_id,
-                     tie_word_embeddings=False, **extra)
+                     tie_word_embeddings=spec.tied, **extra)
     return model_cls(cfg)
 
 

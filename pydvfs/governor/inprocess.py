@@ -165,14 +165,14 @@ class OnlineGovernor:
         """``n`` more training steps are done (call it after each optimiser step); ``tokens``:
         the tokens those steps trained on (real ones: padding excluded where the data says which
         are padding), for J/token."""
+        count = None if tokens is None else int(tokens)
+        if count is not None and count < 0:
+            raise InvalidValueError(f"tokens must be >= 0, got {tokens!r}")
         with self._lock:
             if not self.started:
                 self.start()
             self.steps += int(n)
-            if tokens is not None:
-                count = int(tokens)
-                if count < 0:
-                    raise InvalidValueError(f"tokens must be >= 0, got {tokens!r}")
+            if count is not None:
                 self.tokens = (self.tokens or 0) + count
             if self.engine is not None:
                 if self.tokens:

@@ -5,7 +5,7 @@ the Trainer's own TensorBoard and MLflow reporters. Run by test_sft.py as a chil
 
     python sft_train.py SYSFS_ROOT OUT_JSON STEPS TENSORBOARD_DIR MLFLOW_URI
 
-It writes OUT_JSON with the callback's report, the Trainer's log history and the board's clock
+With WANDB_DIR set (and WANDB_MODE=offline), W&B reports too. It writes OUT_JSON with the callback's report, the Trainer's log history and the board's clock
 after every step next to the clock the governor says it set. The callback is given to the
 Trainer like any user callback: nothing orders it before the reporters by hand."""
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main() -> int:
     out = {"seen": []}
     args = SFTConfig(output_dir=os.path.join(os.path.dirname(path), "sft-out"), max_steps=steps,
                      per_device_train_batch_size=8, logging_steps=5, save_strategy="no", max_length=64,
-                     report_to=["tensorboard", "mlflow"], use_cpu=True, bf16=True, disable_tqdm=True,
+                     report_to=["tensorboard", "mlflow"] + (["wandb"] if os.environ.get("WANDB_DIR") else []), use_cpu=True, bf16=True, disable_tqdm=True,
                      dataloader_num_workers=0)
     trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, callbacks=[cb],
                          train_dataset=Dataset.from_dict({"text": sft.sft_texts("sst2", rows)}))

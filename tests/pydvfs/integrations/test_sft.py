@@ -2,8 +2,8 @@
 CPU) under GovernorCallback on a fake Orin: the board is governed and restored, the report holds
 the workload derived from the PeftModel and the Trainer's arguments (LoRA, its rank, bf16), J/token
 comes from the real tokens the Trainer counted, and the Trainer's own TensorBoard and MLflow
-reporters hold energy_j, J/token and the clock, read back from their files (the callback was not
-put before them by hand)."""
+reporters (and W&B's, offline, where it is installed) hold energy_j, J/token and the clock, read
+back from their files (the callback was not put before them by hand)."""
 from __future__ import annotations
 
 import json
@@ -51,12 +51,56 @@ def mlflow_metrics(uri: str) -> dict:
     return {key: [m.value for m in client.get_metric_history(run.info.run_id, key)] for key in run.data.metrics}
 
 
-def test_sft_lora_bf16_is_governed_and_reaches_tensorboard_and_mlflow(tmp_path):
+def wandb_history(folder: Path) -> dict:
+    """The logged history of the one offline W&B run under ``folder``: its ``run-*.wandb`` file is
+    a LevelDB-style log (a 7-byte header, 32 KiB blocks of records, each with a crc32, a length and
+    a kind: full, first, middle, last) of W&B's protobuf Records."""
+    import struct
+
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    (path,) = folder.rglob("offline-run-*/run-*.wandb")
+    buf, pos, block = path.read_bytes(), 7, 32768
+    records, pending = [], b""
+    while pos + 7 <= len(buf):
+        if block - pos % block < 7:  # a block's tail too short for a header is padding
+            pos += block - pos % block
+            continue
+        _crc, n, kind = struct.unpack("<IHB", buf[pos:pos + 7])
+        data, pos = buf[pos + 7:pos + 7 + n], pos + 7 + n
+        if kind in (1, 2):
+            pending = data
+        elif kind in (3, 4):
+            pending += data
+        if kind in (1, 4):
+            records.append(pending)
+        elif kind == 0:
+            break
+    history: dict = {}
+    for data in records:
+        rec = pb.Record()
+        rec.ParseFromString(data)
+        if rec.WhichOneof("record_type") == "history":
+            for item in rec.history.item:
+                key = "/".join(item.nested_key) if item.nested_key else item.key
+                history.setdefault(key, []).append(json.loads(item.value_json))
+    return history
+
+
+def test_sft_lora_bf16_is_governed_and_reaches_tensorboard_mlflow_and_wandb(tmp_path):
     board = build_fake_board(tmp_path / "board", "jp6")
     out, tb = tmp_path / "out.json", tmp_path / "tb"
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"  # MLflow 3 refuses the plain file store
     env = dict(os.environ, PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
                TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1", MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR="false")
+    try:
+        import wandb  # noqa: F401 - W&B in offline mode where it is installed (the finetune extra has it)
+
+        env.update(WANDB_MODE="offline", WANDB_DIR=str(tmp_path / "wandb"), WANDB_PROJECT="pydvfs-sft",
+                   WANDB_SILENT="true")
+        (tmp_path / "wandb").mkdir()
+    except ImportError:
+        pass
     anim = animate(board, WAVES, rate_hz=1000, duration_s=900)
     try:
         res = subprocess.run([sys.executable, str(SCRIPT), str(board.root), str(out), str(STEPS), str(tb), uri],
@@ -87,3 +131,7 @@ def test_sft_lora_bf16_is_governed_and_reaches_tensorboard_and_mlflow(tmp_path):
     for key in ("energy_j", "j_per_token", "gpu_clock_mhz", "power_w"):
         assert metrics.get(key), (key, sorted(metrics))
     assert metrics["energy_j"][-1] <= r["module_energy_j"]
+    if "WANDB_DIR" in env:
+        history = wandb_history(tmp_path / "wandb")
+        for key in ("energy_j", "j_per_token", "gpu_clock_mhz"):
+            assert history.get(f"train/{key}"), (key, sorted(history))

@@ -131,7 +131,8 @@ def build_tokenizer(vocab_size: int = 2048):
     deterministic (same sentences, same merges) and small, so that a decoder's embedding and LM
     head are of the vocabulary it is given (the decoders keep their published blocks)."""
     _offline()
-    from tokenizers import Tokenizer, decoders, models as tok_models, normalizers, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, trainers
+    from tokenizers import models as tok_models
     from transformers import PreTrainedTokenizerFast
 
     from . import glue

@@ -173,7 +173,6 @@ def _train(config, trainer_cls, model, tokenizer, progress, texts: list[str], ar
     """Train; (the Trainer's result, seconds, its state). The signal handlers in ``old_handlers``
     are put back whatever happens."""
     from datasets import Dataset
-
     from transformers import PrinterCallback
 
     trainer = trainer_cls(model=model, args=config, processing_class=tokenizer, callbacks=[progress],

@@ -160,7 +160,7 @@ class SimParams:
     autocast_act_share: float = 0.6  # element-wise/attention traffic under autocast relative to fp32
     lora_kernels_per_matrix: float = 8.0  # an adapter's kernels per step (A, B forward; 4 backward; scale, dropout)
     dequant_kernels_per_matrix: float = 2.0  # bitsandbytes dequantises each 4/8-bit weight forward and backward
-    quant_const_bytes_per_param: float = 0.0635  # NF4 block constants, double-quantised (0.127 bit/param)
+    quant_const_bytes_per_param: float = 0.0159  # NF4 block constants, double-quantised: 0.127 bit/param (QLoRA paper)
     int8_extra_kernels_per_matrix: float = 4.0  # LLM.int8(): outlier columns split and merged
     logits_bytes_per_logit: float = 16.0  # LM head: fp32 logits written, read by the loss, grad written, read
 

@@ -54,7 +54,7 @@ class GovernorCallback(TrainerCallback):
         if self.governor is not None and self.governor.started and self.report is None:
             return
         dataset = getattr(train_dataloader, "dataset", None)
-        workload = workload_from(model, dataset, self.workload, self.options)
+        workload = workload_from(model, dataset, self.workload, self.options, args=args)
         self.report = None
         # the run's length (max_steps less what a resumed run has done): the search's horizon
         self.governor = make_governor(self.policy, workload, self.options,

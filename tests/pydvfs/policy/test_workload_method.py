@@ -4,6 +4,7 @@ govcore: the same parse, the same decision, the same one-line refusals), the fea
 see (Python and C agree), and what a real PeftModel and TrainingArguments give."""
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 
@@ -116,7 +117,7 @@ def test_a_real_peft_model_and_trainer_arguments():
     assert (w.model, w.layers, w.hidden, w.peft, w.rank, w.trainable_params) == ("llama", 2, 64, "lora", 4, trainable)
     # full fine-tuning: nothing to say beyond the defaults; a bitsandbytes config makes it QLoRA
     assert method_of_model(transformers.LlamaForCausalLM(cfg)) == {}
-    quantised = transformers.LlamaForCausalLM(cfg)
+    quantised = transformers.LlamaForCausalLM(copy.deepcopy(cfg))  # the models share cfg otherwise
     quantised.config.quantization_config = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
     assert method_of_model(quantised) == {"weight_bits": 4, "peft": "qlora"}
     args = transformers.TrainingArguments(output_dir="/nonexistent-unused", bf16=False, fp16=False, report_to=[])

@@ -81,11 +81,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("cpu_mhz", float, "MHz", False, "pinned CPU clock; empty: the board's own (the stock mode's)"),
     Column("idle_power_w", float, "W", False, "idle CPU+GPU power measured before the sweep"),
     # how the workload trained (issue 28; pydvfs.Workload's keys); empty: full fine-tuning in fp32
-    Column("peft", str, "", False, "none | lora | qlora; empty: none (full fine-tuning)"),
+    Column("peft", str, "", False, "none, lora or qlora; empty: none (full fine-tuning)"),
     Column("rank", int, "", False, "LoRA rank (peft lora/qlora)"),
     Column("trainable_params", int, "", False, "parameters the optimizer updates"),
     Column("weight_bits", int, "", False, "bits of the (frozen) weights the GEMMs read: 32, 16, 8 or 4"),
-    Column("precision", str, "", False, "compute precision: fp32 | fp16 | bf16 (autocast); empty: fp32"),
+    Column("precision", str, "", False, "compute precision: fp32, fp16 or bf16 (autocast); empty: fp32"),
     Column("tokens_per_step", float, "tokens", False, "real tokens per optimizer step (padding excluded)"),
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TOKENS 12
+#define MAX_TOKENS 20 /* apply: 5 workload keys, 7 of how it trains, policy, tree, dry_run, objective, bound */
 
 static int refuse(char *err, size_t len, const char *fmt, ...)
 {

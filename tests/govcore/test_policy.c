@@ -34,6 +34,61 @@ static void test_model_family(void)
     CHECK(gc_model_family("Pythia", &dec) == 0 && dec == 1);
     CHECK(gc_model_family("deberta-v2", &dec) == 0 && dec == 0);
     CHECK(gc_model_family("toaster", &dec) == -EINVAL);
+    /* a model's own name: the family of its leading letters */
+    CHECK(gc_model_family("qwen2.5-0.5b", &dec) == 0 && dec == 1);
+    CHECK(gc_model_family("llama-3.2-1b", &dec) == 0 && dec == 1);
+    CHECK(gc_model_family("smollm2-135m", &dec) == 0 && dec == 1);
+    CHECK(gc_model_family("bert-base", &dec) == 0 && dec == 0);
+    CHECK(gc_model_family("toaster-2", &dec) == -EINVAL);
+    CHECK(gc_model_family("qwenx", &dec) == -EINVAL); /* letters all the way: no family prefix */
+    CHECK(gc_model_family("-1b", &dec) == -EINVAL);
+}
+
+static void test_method_keys(void)
+{
+    gc_workload w = {1, -1.0, 24, 896, 200, 0, 0, 0, 0, 0, 0, 0};
+    char err[160], text[256];
+
+    CHECK(gc_method_key("peft") == 0 && gc_method_key("tokens_per_step") == 6 && gc_method_key("seq_len") == -1);
+    /* defaults: full fine-tuning in fp32 */
+    CHECK(gc_method_check(&w, err, sizeof err) == 0);
+    CHECK(gc_trainable_share(&w) == 1.0 && gc_weight_bits(&w) == 32.0);
+    gc_method_format(&w, text, sizeof text);
+    CHECK(strcmp(text, "") == 0);
+    CHECK(gc_method_set(&w, 0, "LoRA", err, sizeof err) == 0 && w.peft == GC_PEFT_LORA);
+    CHECK(gc_method_set(&w, 1, "16", err, sizeof err) == 0 && w.rank == 16.0);
+    CHECK(gc_method_set(&w, 4, "bf16", err, sizeof err) == 0 && w.precision == GC_PRECISION_BF16);
+    CHECK(gc_method_set(&w, 6, "1600.25", err, sizeof err) == 0 && w.tokens_per_step == 1600.25);
+    CHECK(gc_method_check(&w, err, sizeof err) == 0);
+    CHECK(gc_weight_bits(&w) == 16.0);
+    CHECK(fabs(gc_trainable_share(&w) - 4.0 * 16 * 896 * 24 / (12.0 * 24 * 896 * 896)) < 1e-15);
+    gc_method_format(&w, text, sizeof text);
+    CHECK(strcmp(text, " peft=lora rank=16 precision=bf16 tokens_per_step=1600.25") == 0);
+    gc_method_format(&w, text, 10); /* cut: never half a key */
+    CHECK(strcmp(text, "") == 0);
+    /* refusals name the key */
+    CHECK(gc_method_set(&w, 0, "lorx", err, sizeof err) == -EINVAL && strstr(err, "peft"));
+    CHECK(gc_method_set(&w, 1, "0", err, sizeof err) == -EINVAL && strstr(err, "rank"));
+    CHECK(gc_method_set(&w, 1, "1.5", err, sizeof err) == -EINVAL && strstr(err, "rank"));
+    CHECK(gc_method_set(&w, 3, "6", err, sizeof err) == -EINVAL && strstr(err, "weight_bits"));
+    CHECK(gc_method_set(&w, 4, "fp8", err, sizeof err) == -EINVAL && strstr(err, "precision"));
+    CHECK(gc_method_set(&w, 5, "nan", err, sizeof err) == -EINVAL && strstr(err, "batch_size"));
+    CHECK(gc_method_set(&w, 6, "-1", err, sizeof err) == -EINVAL && strstr(err, "tokens_per_step"));
+    CHECK(gc_method_set(&w, 7, "1", err, sizeof err) == -EINVAL);
+    /* keys that disagree */
+    w.weight_bits = 4.0;
+    CHECK(gc_method_check(&w, err, sizeof err) == -EINVAL && strstr(err, "qlora"));
+    w.peft = GC_PEFT_QLORA;
+    CHECK(gc_method_check(&w, err, sizeof err) == 0 && gc_weight_bits(&w) == 4.0);
+    w.weight_bits = 16.0;
+    CHECK(gc_method_check(&w, err, sizeof err) == -EINVAL);
+    w.weight_bits = 0.0;
+    CHECK(gc_weight_bits(&w) == 4.0);
+    w.peft = GC_PEFT_NONE;
+    CHECK(gc_method_check(&w, err, sizeof err) == -EINVAL && strstr(err, "rank"));
+    w.rank = 0.0;
+    w.trainable_params = 1e12; /* more than the stack: the share is at most 1 */
+    CHECK(gc_method_check(&w, err, sizeof err) == 0 && gc_trainable_share(&w) == 1.0);
 }
 
 static void test_policy_names(void)
@@ -552,6 +607,7 @@ int main(void)
 {
     RUN(test_rules);
     RUN(test_model_family);
+    RUN(test_method_keys);
     RUN(test_policy_names);
     RUN(test_policy_table);
     RUN(test_decide_clamps_to_table);

@@ -9,7 +9,7 @@ run-to-run noise); energies are per training step.
 from __future__ import annotations
 
 from .joint import evaluate_joint_model, full_sweep
-from .model import default_params, operating_point, power_modes
+from .model import USABLE_MEMORY_SHARE, default_params, fits, memory_need_gb, operating_point, power_modes
 from .profiles import board_ids, profile
 from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_A_MODELS, PAPER_MODELS, get_workload
 
@@ -297,11 +297,13 @@ def finetune_study(boards=None, models=None, tasks=None, methods=None, p=None) -
                         "vs_full_fp32_pct": round(_pct(c[f][0], curves[methods[0]][best[methods[0]]][0]), 3),
                         # described as `d`, truly `me`: the clock of d's optimum on me's curve
                         "wrong_cost_pct": {d: round(_pct(c[best[d]][0], c[f][0]), 3) for d in methods},
+                        "memory_gb": round(memory_need_gb(get_workload(m, t, method=me)), 2),
+                        "fits": fits(get_workload(m, t, method=me), b),
                     })
         matrix = {me: {d: [r["wrong_cost_pct"][d] for r in rows if r["method"] == me] for d in methods}
                   for me in methods}
         out["boards"][b] = {
-            "calibrated": prof.calibrated, "top_mhz": top, "rows": rows,
+            "calibrated": prof.calibrated, "top_mhz": top, "rows": rows, "memory_gb": prof.memory_gb,
             "mean_cost_pct": {me: {d: sum(v) / len(v) for d, v in ds.items()} for me, ds in matrix.items()},
             "max_cost_pct": {me: {d: max(v) for d, v in ds.items()} for me, ds in matrix.items()},
             "moved": {me: sum(r["best_mhz"] != next(q["best_mhz"] for q in rows if q["model"] == r["model"]
@@ -318,13 +320,16 @@ def finetune_markdown(res: dict, table_task: str = "QNLI") -> str:
     lines = []
     for b, r in res["boards"].items():
         est = "calibrated" if r["calibrated"] else "scaled estimate"
-        lines += [f"### {b} ({est}; top clock {r['top_mhz']:g} MHz)", "",
-                  f"Least module energy on {table_task}: the pinned clock (MHz) and mJ per real token; "
-                  "below each method, its energy at its optimum against full fp32 at its own.", "",
+        lines += [f"### {b} ({est}; top clock {r['top_mhz']:g} MHz, {r['memory_gb']:g} GB)", "",
+                  f"Least module energy on {table_task}: the pinned clock (MHz) and mJ per real token "
+                  f"(x: the step does not fit in {USABLE_MEMORY_SHARE:.0%} of the {r['memory_gb']:g} GB at "
+                  "batch 16; priced anyway); below, each method's energy at its optimum against full "
+                  "fp32 at its own.", "",
                   "| decoder | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
         by = {(x["model"], x["method"]): x for x in r["rows"] if x["task"] == table_task}
         for m in models:
-            cells = [f"{by[m, me]['best_mhz']:g} / {1000 * by[m, me]['j_per_token']:.2f}" for me in methods]
+            cells = [f"{by[m, me]['best_mhz']:g} / {1000 * by[m, me]['j_per_token']:.2f}"
+                     + ("" if by[m, me]["fits"] else " x") for me in methods]
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
         rel = {me: [x["vs_full_fp32_pct"] for x in r["rows"] if x["method"] == me] for me in methods}
         lines.append("| *vs full-fp32, mean over all* | " + " | ".join(

@@ -124,3 +124,17 @@ def test_unknown_method_is_refused():
         get_method("lora-fp8")
     with pytest.raises(InvalidValueError, match="precision"):
         Method("lora", precision="fp8")
+
+
+def test_memory_need_orders_the_methods_and_boards():
+    from pydvfs.sim.model import fits, memory_need_gb
+
+    for model in ("qwen2.5-1.5b", "gemma-2-2b"):
+        need = {t: memory_need_gb(get_workload(model, "QNLI", method=t)) for t in METHODS}
+        assert need["full-fp32"] > need["lora-fp32"] > need["qlora-fp32"]
+        assert need["lora-fp32"] > need["lora-bf16"] > need["qlora-bf16"]
+    full = get_workload("qwen2.5-1.5b", "QNLI")  # ~1.5B x 16 B of weights, gradients and AdamW state
+    assert 1.54 * 16 < memory_need_gb(full) < 40
+    assert fits(full, "agx-orin") and not fits(full, "orin-nano-super") and not fits(full, "orin-nx")
+    assert fits(get_workload("qwen2.5-1.5b", "QNLI", method="qlora-bf16"), "orin-nano-super")
+    assert fits(get_workload("smollm2-135m", "QNLI"), "orin-nano-super")

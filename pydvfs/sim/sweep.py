@@ -75,12 +75,9 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
 
 def _method_columns(w) -> dict:
     """The dataset's columns of how ``w`` trains (empty for full fp32, as datasets before them)."""
-    m = w.method
-    if m.is_default:
+    if w.method.is_default:
         return {}
-    return {"peft": m.peft, "rank": m.rank if m.peft != "none" else None,
-            "trainable_params": w.trainable_params, "weight_bits": m.weight_bits, "precision": m.precision,
-            "tokens_per_step": round(w.batch_size * w.task.avg_tokens, 6)}
+    return {**w.workload().method_columns(), "trainable_params": w.trainable_params}
 
 
 def sweep_modes(freqs_mhz, knobs=("gpu",), extra: int = 16, seed: int = 0) -> list:

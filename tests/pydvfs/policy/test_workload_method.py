@@ -132,3 +132,19 @@ def test_a_real_peft_model_and_trainer_arguments():
     w = workload_from(model, None, None, {"seq_len": 32}, args=trainer_args, tokens_per_step=211)
     assert (w.peft, w.rank, w.precision, w.batch_size, w.tokens_per_step, w.weight_bits_effective) == \
         ("lora", 4, "bf16", 8, 211.0, 16)
+
+
+def test_a_real_sweep_records_how_the_workload_trains(cli, board, tmp_path):
+    import sys
+
+    from pydvfs import dataset as ds
+
+    out = tmp_path / "d.csv"
+    r = cli("sweep", "--sysfs-root", str(board.root), "--out", str(out), "--workload",
+            f"{QWEN},peft=qlora,rank=32,precision=bf16,batch_size=4,tokens_per_step=777", "--freqs", "510",
+            "--settle", "0", "--idle", "0.1", "--rate", "200", "--", sys.executable, "-c", "pass")
+    assert r.returncode == 0, r.stderr
+    rows = ds.read_rows(out)
+    assert {(x["peft"], x["rank"], x["precision"], x["batch_size"], x["tokens_per_step"], x["weight_bits"])
+            for x in rows} == {("qlora", 32, "bf16", 4, 777.0, None)}
+    assert board.read_hz("max_freq") == 1300500000

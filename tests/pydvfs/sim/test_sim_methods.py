@@ -11,8 +11,16 @@ from pydvfs.policy.curves import curves_from_frame
 from pydvfs.sim.model import default_params, operating_point, step_work
 from pydvfs.sim.profiles import board_ids, profile
 from pydvfs.sim.sweep import sweep_rows
-from pydvfs.sim.workloads import (ARCHITECTURES, METHODS, PEFT_KINDS, PRECISIONS, SFT_MODELS, Method,
-                                  get_method, get_workload)
+from pydvfs.sim.workloads import (
+    ARCHITECTURES,
+    METHODS,
+    PEFT_KINDS,
+    PRECISIONS,
+    SFT_MODELS,
+    Method,
+    get_method,
+    get_workload,
+)
 
 P = default_params()
 

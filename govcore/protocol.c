@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TOKENS 12
+#define MAX_TOKENS 20 /* apply: 5 workload keys, 7 of how it trains, policy, tree, dry_run, objective, bound */
 
 static int refuse(char *err, size_t len, const char *fmt, ...)
 {
@@ -120,8 +120,13 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
                 return refuse(err, len, "apply: %s: empty or too long", gc_method_keys[m]);
             if (m != 0 && m != 4 && parse_decimal(val.s, val.n, &num) < 0)
                 return refuse(err, len, "apply: %s: not a plain decimal number", gc_method_keys[m]);
-            if (gc_method_set(&req->workload, m, value, why, sizeof why) < 0)
+            if (gc_method_set(&req->workload, m, value, why, sizeof why) < 0) {
+                char *got = strstr(why, " (got '");
+
+                if (got) /* the reason never echoes the input */
+                    *got = '\0';
                 return refuse(err, len, "apply: %s", why);
+            }
             continue;
         }
         if (k == N_KEYS)

@@ -100,6 +100,31 @@ cdef gc_workload _workload(tuple w) except *:
     return cw
 
 
+def features(names, tuple workload, default_util_pct=(50.0, 50.0)):
+    """The features ``names`` of a workload (Workload.as_core()) as govcore computes them for a
+    tree (gc_features: float32-rounded, as scikit-learn compares them); ``default_util_pct``
+    (encoder, decoder) where the workload's utilisation is unknown. What a model folder's tree
+    would be fed, without one."""
+    cdef gc_tree_model m
+    cdef gc_workload w = _workload(workload)
+    cdef double out[GC_MAX_FEATURES]
+    cdef char err[256]
+    cdef const char *cnames[GC_MAX_FEATURES]
+    encoded = [str(n).encode() for n in names]
+    if len(encoded) > GC_MAX_FEATURES:
+        raise errors.InvalidValueError(f"at most {GC_MAX_FEATURES} features")
+    for i, n in enumerate(encoded):
+        cnames[i] = n
+    memset(&m, 0, sizeof(m))
+    m.n_features = len(encoded)
+    m.feature_names = cnames
+    m.default_util_pct[0] = float(default_util_pct[0])
+    m.default_util_pct[1] = float(default_util_pct[1])
+    if gc_features(&m, &w, out, err, sizeof(err)) < 0:
+        raise errors.InvalidValueError(err.decode())
+    return tuple(out[i] for i in range(len(encoded)))
+
+
 cdef int _policy(str name) except -1:
     cdef int p = 0
     if gc_policy_parse(name.encode(), &p) < 0:

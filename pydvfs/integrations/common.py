@@ -34,28 +34,36 @@ def average_tokens(dataset: Any, rows: int = 256) -> float | None:
         return None
 
 
-def workload_from(model: Any, dataset: Any, given: Any, options: dict, **method) -> Any:
+def workload_from(model: Any, dataset: Any, given: Any, options: dict, args: Any = None,
+                  precision: str | None = None, batch_size: int | None = None,
+                  tokens_per_step: float | None = None) -> Any:
     """``given`` if set; else the model's config with ``seq_len`` (from ``options`` or the
-    dataset), how it trains as the model says (a ``PeftModel``'s adapters, a quantisation
-    config: :func:`pydvfs.policy.workload.method_of_model`) and ``method`` (the trainer's
-    ``precision``, ``batch_size``; a None value is left out). None when it cannot be built (the
-    online search then starts at FFG)."""
+    dataset) and how it trains: a ``PeftModel``'s adapters and a quantisation config (read from
+    the model: :func:`pydvfs.policy.workload.method_of_model`), the compute ``precision`` (given,
+    or from a Hugging Face ``TrainingArguments`` ``args``: bf16/fp16), the ``batch_size`` (given,
+    or ``args.per_device_train_batch_size``) and ``tokens_per_step`` (the collator's real token
+    count of a step, padding excluded: the caller measures it). None when it cannot be built
+    (the online search then starts at FFG)."""
     if given is not None:
         return given
-    from ..policy.workload import Workload
+    from ..policy.workload import Workload, precision_of_args
 
     seq_len = options.get("seq_len") or average_tokens(dataset)
     if model is None or seq_len is None:
         return None
+    how: dict = {"seq_len": seq_len}
+    precision = precision or (precision_of_args(args) if args is not None else None)
+    if precision:
+        how["precision"] = precision
+    batch = batch_size or getattr(args, "per_device_train_batch_size", None)
+    if isinstance(batch, int) and not isinstance(batch, bool) and batch >= 1:
+        how["batch_size"] = batch
+    if tokens_per_step:
+        how["tokens_per_step"] = float(tokens_per_step)
     try:
-        return Workload.from_any(model, seq_len=seq_len, **{k: v for k, v in method.items() if v is not None})
+        return Workload.from_any(model, **how)
     except InvalidValueError:
         return None
-
-
-def precision_of(bf16: Any, fp16: Any) -> str:
-    """The compute precision a trainer's mixed-precision switches ask for."""
-    return "bf16" if bf16 else "fp16" if fp16 else "fp32"
 
 
 def batch_tokens(batch: Any) -> int | None:

@@ -41,7 +41,7 @@ from transformers.trainer_callback import CallbackHandler
 from typing_extensions import Self
 
 from ..energy import DEFAULT_MEASURE, check_measure
-from .common import log_values, make_governor, precision_of, steps_left, workload_from
+from .common import log_values, make_governor, steps_left, workload_from
 
 
 class GovernorCallback(TrainerCallback):
@@ -67,11 +67,9 @@ class GovernorCallback(TrainerCallback):
             args.include_num_input_tokens_seen = "non_padding"  # the real tokens of each step, for J/token
         self._tokens_seen = int(getattr(state, "num_input_tokens_seen", 0) or 0)
         dataset = getattr(train_dataloader, "dataset", None)
-        batch = getattr(args, "per_device_train_batch_size", None)
+        batch = getattr(args, "per_device_train_batch_size", None)  # a step's samples: x accumulation
         batch = batch * max(1, int(getattr(args, "gradient_accumulation_steps", 1) or 1)) if batch else None
-        workload = workload_from(model, dataset, self.workload, self.options,
-                                 precision=precision_of(getattr(args, "bf16", False), getattr(args, "fp16", False)),
-                                 batch_size=batch)
+        workload = workload_from(model, dataset, self.workload, self.options, args=args, batch_size=batch)
         self.report = None
         # the run's length (max_steps less what a resumed run has done): the search's horizon
         self.governor = make_governor(self.policy, workload, self.options,

@@ -25,7 +25,7 @@ except ImportError:  # the older package name
     from pytorch_lightning import Callback
 
 from ..energy import DEFAULT_MEASURE, check_measure
-from .common import batch_tokens, log_values, make_governor, precision_of, steps_left, workload_from
+from .common import batch_tokens, log_values, make_governor, steps_left, workload_from
 
 
 class GovernorCallback(Callback):
@@ -42,9 +42,10 @@ class GovernorCallback(Callback):
         loader = getattr(trainer, "train_dataloader", None)
         dataset = getattr(loader, "dataset", None)
         model = getattr(pl_module, "model", None)
-        precision = str(getattr(trainer, "precision", "32"))
+        precision = str(getattr(trainer, "precision", "32"))  # "bf16-mixed", "16-mixed", "32-true", ...
+        precision = "bf16" if precision.startswith("bf16") else "fp16" if precision.startswith("16") else None
         workload = workload_from(model if hasattr(model, "config") else None, dataset, self.workload, self.options,
-                                 precision=precision_of(precision.startswith("bf16"), precision.startswith("16")))
+                                 precision=precision)
         self.report, self._batches, self._tokens = None, 0, 0
         self.governor = make_governor(self.policy, workload, self.options)
         self.governor.start()

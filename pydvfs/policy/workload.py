@@ -133,6 +133,14 @@ class Workload:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def method_columns(self) -> dict:
+        """The dataset's columns of how it trains (pydvfs.dataset.METHOD_COLUMNS): empty (None)
+        where they are the default, as in a dataset written before them."""
+        return {"peft": None if self.peft == "none" else self.peft, "rank": self.rank,
+                "trainable_params": self.trainable_params, "weight_bits": self.weight_bits,
+                "precision": None if self.precision == "fp32" else self.precision,
+                "tokens_per_step": self.tokens_per_step}
+
     def spec(self) -> str:
         """The ``--workload`` spelling of this workload (keys left out where they are the default),
         read back to the same Workload by pydvfs and govcore."""

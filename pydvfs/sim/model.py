@@ -160,7 +160,7 @@ class SimParams:
     autocast_act_share: float = 0.6  # element-wise/attention traffic under autocast relative to fp32
     lora_kernels_per_matrix: float = 8.0  # an adapter's kernels per step (A, B forward; 4 backward; scale, dropout)
     dequant_kernels_per_matrix: float = 2.0  # bitsandbytes dequantises each 4/8-bit weight forward and backward
-    quant_const_bytes_per_param: float = 0.0635  # NF4 block constants, double-quantised (0.127 bit/param)
+    quant_const_bytes_per_param: float = 0.0159  # NF4 block constants, double-quantised: 0.127 bit/param (QLoRA paper)
     int8_extra_kernels_per_matrix: float = 4.0  # LLM.int8(): outlier columns split and merged
     logits_bytes_per_logit: float = 16.0  # LM head: fp32 logits written, read by the loss, grad written, read
 
@@ -359,6 +359,36 @@ def step_work(w: SimRun, p: SimParams, mode: PowerMode | None = None, board: str
         t_serial_s=(p.serial_ms_per_step + w.host_ms_per_step) * 1e-3 * cpu_scale,
         cpu_mhz=mode.cpu_mhz, emc_mhz=mode.emc_mhz, board=board,
     )
+
+
+# Training memory (issue 28; an estimate, docs/sim.md "Training methods"): activations per token,
+# layer and hidden unit, in 16-bit (Korthikanti et al. 2022, "Reducing Activation Recomputation
+# in Large Transformer Models": 34 s b h bytes per layer without the attention scores), twice that
+# in fp32; the share of the module's DRAM a training process can have (the OS, the desktop and
+# CUDA's own take the rest).
+ACT_BYTES_PER_TOKEN_DIM_16 = 34.0
+USABLE_MEMORY_SHARE = 0.8
+
+
+def memory_need_gb(w: SimRun) -> float:
+    """GB a training step of ``w`` holds: the weights as stored (fp32 master weights for full
+    fine-tuning, whatever the autocast), gradients and AdamW's two moments of the trained
+    parameters (fp32), activations of the padded batch and the fp32 logits of an LM head."""
+    a, m = w.arch, w.method
+    frozen_bytes = 4.0 if m.peft == "none" else m.bits / 8.0
+    weights = a.params * frozen_bytes + (w.trainable_params * 4.0 if m.peft != "none" else 0.0)
+    optimizer = w.trainable_params * (4.0 + 8.0)  # gradient + two moments
+    tokens = w.batch_size * w.seq_len_padded
+    act = ACT_BYTES_PER_TOKEN_DIM_16 * (1.0 if m.precision != "fp32" else 2.0) * tokens * a.hidden * a.layers
+    logits = 2 * 4.0 * tokens * a.vocab if a.head == "lm" else 0.0  # logits and their gradient
+    return (weights + optimizer + act + logits) / 1e9
+
+
+def fits(w: SimRun, board: str = DEFAULT_BOARD) -> bool:
+    """Whether a step of ``w`` fits the board's memory (:func:`memory_need_gb` within
+    :data:`USABLE_MEMORY_SHARE` of it); True where the board's memory is not known."""
+    gb = profile(board).memory_gb
+    return not gb or memory_need_gb(w) <= USABLE_MEMORY_SHARE * gb
 
 
 def _smoothmax(x: float, y: float, pwr: float) -> float:

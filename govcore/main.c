@@ -65,7 +65,9 @@ static const char usage_text[] =
     "  restore [--force]\n"
     "                put back the state saved before the first change (idempotent); while\n"
     "                another process governs the GPU only with --force\n"
-    "  apply --workload model=M,layers=L,hidden=D,seq_len=S[,util_pct=PCT] [--policy P]\n"
+    "  apply --workload model=M,layers=L,hidden=D,seq_len=S[,util_pct=PCT][,peft=none|lora|qlora]\n"
+    "        [,rank=R][,trainable_params=N][,weight_bits=32|16|8|4][,precision=fp32|fp16|bf16]\n"
+    "        [,batch_size=B][,tokens_per_step=T] [--policy P]\n"
     "        [--model-dir DIR] [--objective energy|edp|ed2p] [--max-slowdown PCT] [--dry-run]\n"
     "        [--above-power-mode]\n"
     "                (--model M --layers L --hidden D --seq-len S [--util PCT] also work)\n"
@@ -598,6 +600,7 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
                             const gc_workload *w, const char *model_dir, const gc_goal *goal, int dry_run)
 {
     char request[GC_PATH_MAX], layers[32], hidden[32], seq_len[32], util[48] = "", bound[64] = "";
+    char method[256];
 
     if (model_dir)
         return fail("through the daemon only the built-in tree or one root installed can be used "
@@ -613,27 +616,38 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
         strcpy(bound, " max_slowdown_pct=");
         plain_decimal(bound + strlen(bound), sizeof bound - strlen(bound), goal->max_slowdown_pct);
     }
-    snprintf(request, sizeof request, "apply policy=%s model=%s layers=%s hidden=%s seq_len=%s%s "
+    gc_method_format(w, method, sizeof method);
+    snprintf(request, sizeof request, "apply policy=%s model=%s layers=%s hidden=%s seq_len=%s%s%s "
              "objective=%s%s%s", gc_policy_name(policy), model_name, layers, hidden, seq_len, util,
-             gc_objective_name(goal->objective), bound, dry_run ? " dry_run=1" : "");
+             method, gc_objective_name(goal->objective), bound, dry_run ? " dry_run=1" : "");
     return via_daemon(socket_path, request, !dry_run && !(gc_policy_of(policy)->flags & GC_POLICY_PINS_NOTHING));
 }
 
-/* One key=value of `--workload model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]`, the
- * spelling pydvfs uses; the keys a pydvfs sweep records besides (name, task, ...) are accepted
- * and not used here. Sets the bit of what it gave (1 model, 2 layers, 4 hidden, 8 seq_len, 16
- * util), or returns EXIT_USAGE. */
+/* One key=value of `--workload model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]` and how
+ * it trains (peft=, rank=, precision=, ...: gc_method_keys), the spelling pydvfs uses; the keys
+ * a pydvfs sweep records besides (name, task, ...) are accepted and not used here. Sets the bit
+ * of what it gave (1 model, 2 layers, 4 hidden, 8 seq_len, 16 util, 32.. the ignored keys,
+ * 1024.. the training-method keys), or returns EXIT_USAGE. */
 static int workload_item(char *item, gc_workload *w, const char **model_name, int *have)
 {
-    static const char *const ignored[] = {"name", "task", "heads", "params", "batch_size", "model_size"};
+    static const char *const ignored[] = {"name", "task", "heads", "params", "model_size"};
     char *eq = strchr(item, '=');
+    char err[GC_ERR_MAX];
     double *num = NULL;
-    int bit = 0;
+    int bit = 0, m;
     size_t k;
 
     if (!eq || eq == item || !eq[1])
         return fail("--workload: expected key=value, got '%s'", item);
     *eq = '\0';
+    if ((m = gc_method_key(item)) >= 0) { /* how it trains: peft, rank, precision, ... */
+        if (*have & (1024 << m))
+            return fail("--workload: %s given twice", item);
+        *have |= 1024 << m;
+        if (gc_method_set(w, m, eq + 1, err, sizeof err) < 0)
+            return fail("--workload: %s", err);
+        return 0;
+    }
     if (strcmp(item, "model") == 0) {
         *model_name = eq + 1;
         bit = 1;
@@ -657,7 +671,9 @@ static int workload_item(char *item, gc_workload *w, const char **model_name, in
                 *have |= 32 << k;
                 return 0;
             }
-        return fail("--workload: unknown key '%s' (known: model, layers, hidden, seq_len, util_pct)", item);
+        return fail("--workload: unknown key '%s' (known: model, layers, hidden, seq_len, util_pct, "
+                    "peft, rank, trainable_params, weight_bits, precision, batch_size, "
+                    "tokens_per_step)", item);
     }
     if (*have & bit) /* as the daemon and pydvfs: each key at most once */
         return fail("--workload: %s given twice", item);
@@ -670,7 +686,7 @@ static int workload_item(char *item, gc_workload *w, const char **model_name, in
 static int cmd_apply(const struct options *o)
 {
     char spec[1024];
-    gc_workload w = {0, -1.0, 0, 0, 0};
+    gc_workload w = {0, -1.0, 0, 0, 0, GC_PEFT_NONE, 0, 0, 0, GC_PRECISION_FP32, 0, 0};
     gc_tree_model model = gc_builtin_tree;
     gc_roofline roofline;
     const gc_roofline *rl = NULL;
@@ -757,7 +773,9 @@ static int cmd_apply(const struct options *o)
         return fail("--util must be within 0..100 %% (got %g)", w.gpu_util_pct);
     if (gc_model_family(model_name, &w.is_decoder) < 0)
         return fail("unknown model type '%s': expected an encoder (bert, roberta, deberta, ...) "
-                    "or a decoder (pythia, gpt, llama, ...)", model_name);
+                    "or a decoder (pythia, gpt, llama, qwen2, ...)", model_name);
+    if (gc_method_check(&w, err, sizeof err) < 0)
+        return fail("--workload: %s", err);
     if (above && !dry_run && daemon_socket(NULL))
         return fail("--above-power-mode is not available through the daemon: run as root");
     if (daemon_socket(NULL))

@@ -15,7 +15,8 @@ static const char *const encoders[] = {"bert", "encoder", "roberta", "deberta", 
                                        NULL};
 static const char *const decoders[] = {"pythia", "gpt", "decoder", "gpt_neox", "gpt2", "gptj",
                                        "llama", "gemma", "gemma2", "opt", "mistral", "qwen2",
-                                       "phi", "phi3", "falcon", "bloom", NULL};
+                                       "phi", "phi3", "falcon", "bloom", "qwen", "qwen3",
+                                       "smollm", "gemma3", "gemma3_text", NULL};
 
 static int in_list(const char *const *list, const char *name)
 {
@@ -27,13 +28,216 @@ static int in_list(const char *const *list, const char *name)
 
 int gc_model_family(const char *model, int *is_decoder)
 {
+    char lead[24];
+    size_t n = 0;
+
     if (in_list(encoders, model))
         *is_decoder = 0;
     else if (in_list(decoders, model))
         *is_decoder = 1;
-    else
-        return -EINVAL;
+    else {
+        /* a model's own name (qwen2.5-0.5b, llama-3.2-1b, smollm2-135m, bert-base): the family
+         * of its leading letters */
+        while (n + 1 < sizeof lead && isalpha((unsigned char)model[n])) {
+            lead[n] = model[n];
+            n++;
+        }
+        lead[n] = '\0';
+        if (n == 0 || model[n] == '\0' || isalpha((unsigned char)model[n]))
+            return -EINVAL;
+        if (in_list(encoders, lead))
+            *is_decoder = 0;
+        else if (in_list(decoders, lead))
+            *is_decoder = 1;
+        else
+            return -EINVAL;
+    }
     return 0;
+}
+
+const char *const gc_peft_names[GC_PEFT_COUNT] = {"none", "lora", "qlora"};
+const char *const gc_precision_names[GC_PRECISION_COUNT] = {"fp32", "fp16", "bf16"};
+const char *const gc_method_keys[GC_N_METHOD_KEYS] = {"peft", "rank", "trainable_params",
+                                                      "weight_bits", "precision", "batch_size",
+                                                      "tokens_per_step"};
+
+int gc_method_key(const char *key)
+{
+    int k;
+
+    for (k = 0; k < GC_N_METHOD_KEYS; k++)
+        if (strcmp(key, gc_method_keys[k]) == 0)
+            return k;
+    return -1;
+}
+
+static int name_index(const char *const *names, int n, const char *value)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (strcasecmp(names[i], value) == 0)
+            return i;
+    return -1;
+}
+
+int gc_method_set(gc_workload *w, int k, const char *value, char *err, size_t len)
+{
+    const char *key = (k >= 0 && k < GC_N_METHOD_KEYS) ? gc_method_keys[k] : "?";
+    char *end;
+    double v;
+    int i;
+
+    if (k == 0 || k == 4) { /* peft, precision: names */
+        const char *const *names = k == 0 ? gc_peft_names : gc_precision_names;
+        int n = k == 0 ? GC_PEFT_COUNT : GC_PRECISION_COUNT;
+
+        if ((i = name_index(names, n, value)) < 0) {
+            snprintf(err, len, "workload %s: expected %s, %s or %s (got '%s')", key, names[0],
+                     names[1], names[2], value);
+            return -EINVAL;
+        }
+        if (k == 0)
+            w->peft = i;
+        else
+            w->precision = i;
+        return 0;
+    }
+    if (k < 0 || k >= GC_N_METHOD_KEYS) {
+        snprintf(err, len, "workload: unknown training-method key %d", k);
+        return -EINVAL;
+    }
+    errno = 0;
+    v = strtod(value, &end);
+    if (errno != 0 || end == value || *end != '\0' || !isfinite(v)) {
+        snprintf(err, len, "workload %s: not a number: '%s'", key, value);
+        return -EINVAL;
+    }
+    switch (k) {
+    case 1: /* rank */
+    case 2: /* trainable_params */
+    case 5: /* batch_size */
+        if (!(v >= 1.0) || v != floor(v) || v > 1e15) {
+            snprintf(err, len, "workload %s must be a whole number >= 1 (got '%s')", key, value);
+            return -EINVAL;
+        }
+        *(k == 1 ? &w->rank : k == 2 ? &w->trainable_params : &w->batch_size) = v;
+        return 0;
+    case 3: /* weight_bits */
+        if (v != 32.0 && v != 16.0 && v != 8.0 && v != 4.0) {
+            snprintf(err, len, "workload weight_bits must be 32, 16, 8 or 4 (got '%s')", value);
+            return -EINVAL;
+        }
+        w->weight_bits = v;
+        return 0;
+    default: /* 6: tokens_per_step */
+        if (!(v > 0.0)) {
+            snprintf(err, len, "workload tokens_per_step must be a positive number (got '%s')", value);
+            return -EINVAL;
+        }
+        w->tokens_per_step = v;
+        return 0;
+    }
+}
+
+int gc_method_check(const gc_workload *w, char *err, size_t len)
+{
+    if (w->peft < 0 || w->peft >= GC_PEFT_COUNT || w->precision < 0 || w->precision >= GC_PRECISION_COUNT) {
+        snprintf(err, len, "workload: unknown peft %d or precision %d", w->peft, w->precision);
+        return -EINVAL;
+    }
+    if (!(w->rank >= 0.0) || !(w->trainable_params >= 0.0) || !(w->batch_size >= 0.0) ||
+        !(w->tokens_per_step >= 0.0) || !isfinite(w->rank) || !isfinite(w->trainable_params) ||
+        !isfinite(w->batch_size) || !isfinite(w->tokens_per_step) || w->rank != floor(w->rank) ||
+        w->trainable_params != floor(w->trainable_params) || w->batch_size != floor(w->batch_size)) {
+        snprintf(err, len, "workload: rank, trainable_params and batch_size are whole numbers >= 1, "
+                 "tokens_per_step a number > 0");
+        return -EINVAL;
+    }
+    if (w->weight_bits != 0.0 && w->weight_bits != 32.0 && w->weight_bits != 16.0 &&
+        w->weight_bits != 8.0 && w->weight_bits != 4.0) {
+        snprintf(err, len, "workload weight_bits must be 32, 16, 8 or 4 (got %g)", w->weight_bits);
+        return -EINVAL;
+    }
+    if (w->rank > 0.0 && w->peft == GC_PEFT_NONE) {
+        snprintf(err, len, "workload rank is a LoRA rank: give peft=lora or peft=qlora with it");
+        return -EINVAL;
+    }
+    if ((w->weight_bits == 8.0 || w->weight_bits == 4.0) && w->peft != GC_PEFT_QLORA) {
+        snprintf(err, len, "workload weight_bits=%g: quantised weights are frozen, give peft=qlora",
+                 w->weight_bits);
+        return -EINVAL;
+    }
+    if (w->peft == GC_PEFT_QLORA && (w->weight_bits == 32.0 || w->weight_bits == 16.0)) {
+        snprintf(err, len, "workload peft=qlora quantises the weights to 4 or 8 bits, got "
+                 "weight_bits=%g", w->weight_bits);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void gc_method_format(const gc_workload *w, char *out, size_t len)
+{
+    const double nums[GC_N_METHOD_KEYS] = {0, w->rank, w->trainable_params, w->weight_bits, 0,
+                                           w->batch_size, w->tokens_per_step};
+    size_t n = 0;
+    int k, r;
+
+    if (len)
+        out[0] = '\0';
+    for (k = 0; k < GC_N_METHOD_KEYS && n < len; k++) {
+        if (k == 0 || k == 4) {
+            int i = k == 0 ? w->peft : w->precision;
+
+            if (i <= 0 || i >= (k == 0 ? GC_PEFT_COUNT : GC_PRECISION_COUNT))
+                continue;
+            r = snprintf(out + n, len - n, " %s=%s", gc_method_keys[k],
+                         k == 0 ? gc_peft_names[i] : gc_precision_names[i]);
+        } else if (nums[k] > 0.0) {
+            char num[48];
+            size_t m;
+
+            /* plain decimal, as the protocol reads numbers: 6 places, trailing zeros cut */
+            snprintf(num, sizeof num, "%.6f", nums[k]);
+            m = strlen(num);
+            while (m > 1 && num[m - 1] == '0')
+                num[--m] = '\0';
+            if (m > 1 && num[m - 1] == '.')
+                num[--m] = '\0';
+            r = snprintf(out + n, len - n, " %s=%s", gc_method_keys[k], num);
+        } else {
+            continue;
+        }
+        if (r < 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n >= len && len) /* cut: never half a key */
+        out[0] = '\0';
+}
+
+double gc_weight_bits(const gc_workload *w)
+{
+    if (w->weight_bits > 0.0)
+        return w->weight_bits;
+    if (w->peft == GC_PEFT_QLORA)
+        return 4.0;
+    if (w->peft == GC_PEFT_LORA && w->precision != GC_PRECISION_FP32)
+        return 16.0;
+    return 32.0;
+}
+
+double gc_trainable_share(const gc_workload *w)
+{
+    double stack = 12.0 * w->layers * w->hidden * w->hidden, t;
+
+    if (w->trainable_params > 0.0)
+        t = w->trainable_params / stack;
+    else if (w->peft == GC_PEFT_NONE)
+        return 1.0;
+    else
+        t = 4.0 * (w->rank > 0.0 ? w->rank : GC_DEFAULT_LORA_RANK) * w->hidden * w->layers / stack;
+    return t < 1.0 ? t : 1.0;
 }
 
 /* The policies' proposals (below), and their table: one entry per policy, in enum gc_policy's
@@ -130,6 +334,12 @@ int gc_features(const gc_tree_model *m, const gc_workload *w, double *out, char 
             v = log10(c_tok(w));
         else if (strcmp(f, "intensity") == 0) /* c_tok per byte-proxy of traffic (d L) */
             v = c_tok(w) / (w->hidden * w->layers);
+        else if (strcmp(f, "trainable_share") == 0)
+            v = gc_trainable_share(w);
+        else if (strcmp(f, "weight_bits") == 0)
+            v = gc_weight_bits(w);
+        else if (strcmp(f, "compute_bits") == 0)
+            v = w->precision == GC_PRECISION_FP32 ? 32.0 : 16.0;
         else {
             snprintf(err, len, "the model uses a feature this build does not know: %s", f);
             return -EINVAL;
@@ -320,6 +530,8 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
                  "(got %g, %g, %g, %g)", w->layers, w->hidden, w->seq_len, w->gpu_util_pct);
         return -EINVAL;
     }
+    if (gc_method_check(w, b->err, sizeof b->err) < 0)
+        return -EINVAL;
     if (d->goal.objective != GC_OBJECTIVE_ENERGY &&
         !(e->flags & (GC_POLICY_TAKES_OBJECTIVE | GC_POLICY_PINS_NOTHING))) {
         snprintf(b->err, sizeof b->err,

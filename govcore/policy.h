@@ -32,6 +32,13 @@ enum gc_policy {
     GC_POLICY_ROOFLINE = 4  /* the frequency-aware roofline model's argmin over the levels */
 };
 
+/* How a workload trains (issue 28): the trained share and the precisions. Zero is the default
+ * of every field below: full fine-tuning in fp32, today's meaning. */
+enum gc_peft { GC_PEFT_NONE = 0, GC_PEFT_LORA = 1, GC_PEFT_QLORA = 2, GC_PEFT_COUNT = 3 };
+enum gc_precision { GC_PRECISION_FP32 = 0, GC_PRECISION_FP16 = 1, GC_PRECISION_BF16 = 2,
+                    GC_PRECISION_COUNT = 3 };
+#define GC_DEFAULT_LORA_RANK 8 /* PEFT's LoraConfig default r: a LoRA workload naming no rank */
+
 /* What the policies know of a workload. */
 typedef struct gc_workload {
     int is_decoder;      /* 0: encoder (BERT family), 1: decoder (Pythia / GPT family) */
@@ -39,7 +46,43 @@ typedef struct gc_workload {
     double layers;       /* transformer layers */
     double hidden;       /* hidden size */
     double seq_len;      /* average tokens per training sample */
+    int peft;               /* enum gc_peft */
+    double rank;            /* LoRA rank; 0: not given (GC_DEFAULT_LORA_RANK) */
+    double trainable_params; /* trained parameters; 0: not given (from peft and rank) */
+    double weight_bits;     /* 32, 16, 8 or 4 (8/4 quantised: qlora); 0: not given */
+    int precision;          /* enum gc_precision: the compute's (fp16/bf16: autocast) */
+    double batch_size;      /* samples per step; 0: not given */
+    double tokens_per_step; /* real tokens per step; 0: not given */
 } gc_workload;
+
+/* The names of enum gc_peft ("none", "lora", "qlora") and enum gc_precision ("fp32", "fp16",
+ * "bf16"), in their order: the one list of them (pydvfs reads it). */
+extern const char *const gc_peft_names[GC_PEFT_COUNT];
+extern const char *const gc_precision_names[GC_PRECISION_COUNT];
+/* The training-method keys of a workload, in the order reports list them: peft, rank,
+ * trainable_params, weight_bits, precision, batch_size, tokens_per_step. */
+#define GC_N_METHOD_KEYS 7
+extern const char *const gc_method_keys[GC_N_METHOD_KEYS];
+/* The index of a training-method key in gc_method_keys, or -1. */
+int gc_method_key(const char *key);
+/* Set the training-method key k of w from its text (a name, or a finite number for the counts:
+ * whole and >= 1 for rank, trainable_params and batch_size; 32/16/8/4 for weight_bits; > 0 for
+ * tokens_per_step). -EINVAL with a one-line message naming the key in err. */
+int gc_method_set(gc_workload *w, int k, const char *value, char *err, size_t len);
+/* The keys that agree with each other: rank needs peft lora/qlora; 8/4-bit weights need qlora;
+ * qlora's weights are 8/4 bits. -EINVAL with a message in err. */
+int gc_method_check(const gc_workload *w, char *err, size_t len);
+/* " peft=lora rank=16 ..." (a leading space each): the keys that are not the default, numbers
+ * in the protocol's plain decimal (6 places at most, trailing zeros cut). "" if it does not fit
+ * in len. */
+void gc_method_format(const gc_workload *w, char *out, size_t len);
+/* The weights' bits as the GEMMs read them: as given, else 4 for qlora, 16 for lora in
+ * fp16/bf16, else 32 (pydvfs.policy.features.effective_weight_bits). */
+double gc_weight_bits(const gc_workload *w);
+/* The trained share of the layer stack's weights, 12 L d^2: trainable_params where given, else 1
+ * for full fine-tuning and 4 r d L (rank-r adapters on the query and value projections) for
+ * LoRA; at most 1 (pydvfs.policy.features.trainable_share). */
+double gc_trainable_share(const gc_workload *w);
 
 /* A decision tree exported by tools/export_policy.py (m2cgen) or by `pydvfs train`. */
 typedef struct gc_tree_model {

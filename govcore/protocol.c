@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TOKENS 12
+#define MAX_TOKENS 20 /* apply: 5 workload keys, 7 of how it trains, policy, tree, dry_run, objective, bound */
 
 static int refuse(char *err, size_t len, const char *fmt, ...)
 {
@@ -91,8 +91,9 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
     static const char *const keys[N_KEYS] = {"model", "layers", "hidden", "seq_len", "util_pct",
                                              "policy", "tree", "dry_run", "objective",
                                              "max_slowdown_pct"};
-    char value[GC_TREE_NAME_MAX];
-    int have = 0, i, k;
+    char value[GC_TREE_NAME_MAX], why[160];
+    int have = 0, have_method = 0, i, k, m;
+    double num;
 
     req->policy = GC_POLICY_MLG;
     req->workload.gpu_util_pct = -1.0;
@@ -110,10 +111,29 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
         val.n = tok[i].n - key.n - 1;
         for (k = 0; k < N_KEYS && !tok_is(&key, keys[k]); k++)
             ;
+        if (k == N_KEYS && key.n < sizeof value && tok_copy(&key, value, sizeof value) == 0 &&
+            (m = gc_method_key(value)) >= 0) { /* how it trains: peft, rank, precision, ... */
+            if (have_method & (1 << m))
+                return refuse(err, len, "apply: %s given twice", gc_method_keys[m]);
+            have_method |= 1 << m;
+            if (val.n == 0 || tok_copy(&val, value, sizeof value) < 0)
+                return refuse(err, len, "apply: %s: empty or too long", gc_method_keys[m]);
+            if (m != 0 && m != 4 && parse_decimal(val.s, val.n, &num) < 0)
+                return refuse(err, len, "apply: %s: not a plain decimal number", gc_method_keys[m]);
+            if (gc_method_set(&req->workload, m, value, why, sizeof why) < 0) {
+                char *got = strstr(why, " (got '");
+
+                if (got) /* the reason never echoes the input */
+                    *got = '\0';
+                return refuse(err, len, "apply: %s", why);
+            }
+            continue;
+        }
         if (k == N_KEYS)
             return refuse(err, len, "apply: unknown key (argument %d); keys: model, layers, "
-                                    "hidden, seq_len, util_pct, policy, tree, dry_run, objective, "
-                                    "max_slowdown_pct", i);
+                                    "hidden, seq_len, util_pct, peft, rank, trainable_params, "
+                                    "weight_bits, precision, batch_size, tokens_per_step, policy, "
+                                    "tree, dry_run, objective, max_slowdown_pct", i);
         if (have & (1 << k))
             return refuse(err, len, "apply: %s given twice", keys[k]);
         have |= 1 << k;
@@ -170,6 +190,8 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
     }
     if ((have & (K_MODEL | K_LAYERS | K_HIDDEN | K_SEQ)) != (K_MODEL | K_LAYERS | K_HIDDEN | K_SEQ))
         return refuse(err, len, "apply needs model=, layers=, hidden= and seq_len=");
+    if (gc_method_check(&req->workload, why, sizeof why) < 0)
+        return refuse(err, len, "apply: %s", why);
     return 0;
 }
 

@@ -13,6 +13,9 @@
  *                                (domain.h)
  *   restore
  *   apply KEY=VALUE...           keys: model, layers, hidden, seq_len (required), util_pct,
+ *                                how it trains (policy.h's gc_method_keys: peft, rank,
+ *                                trainable_params, weight_bits, precision, batch_size,
+ *                                tokens_per_step),
  *                                policy (mlg|ffg|rules|maxn|roofline), tree (a policy installed
  *                                by root), dry_run (0|1), objective (energy|edp|ed2p),
  *                                max_slowdown_pct (plain decimal, at most 1000); each at most

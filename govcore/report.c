@@ -382,6 +382,24 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
         fprintf(f, "%.17g", w->gpu_util_pct);
     else
         fprintf(f, "null");
+    /* how it trains; a count not given is null, as pydvfs's Workload has it */
+    fprintf(f, ", \"peft\": \"%s\"", gc_peft_names[w->peft >= 0 && w->peft < GC_PEFT_COUNT ? w->peft : 0]);
+    {
+        const double nums[] = {w->rank, w->trainable_params, w->weight_bits, w->batch_size};
+        static const char *const keys[] = {"rank", "trainable_params", "weight_bits", "batch_size"};
+
+        for (i = 0; i < 4; i++)
+            if (nums[i] > 0)
+                fprintf(f, ", \"%s\": %.17g", keys[i], nums[i]);
+            else
+                fprintf(f, ", \"%s\": null", keys[i]);
+    }
+    fprintf(f, ", \"precision\": \"%s\", \"tokens_per_step\": ",
+            gc_precision_names[w->precision >= 0 && w->precision < GC_PRECISION_COUNT ? w->precision : 0]);
+    if (w->tokens_per_step > 0)
+        fprintf(f, "%.17g", w->tokens_per_step);
+    else
+        fprintf(f, "null");
     fprintf(f, "}, \"features\": {");
     if (gc_features(m, w, x, err, sizeof err) == 0)
         for (i = 0; i < m->n_features; i++) {

@@ -255,6 +255,24 @@ cdef extern from "policy.h" nogil:
         double layers
         double hidden
         double seq_len             # average tokens per sample
+        int peft                   # enum gc_peft
+        double rank                # 0: not given
+        double trainable_params    # 0: not given
+        double weight_bits         # 0: not given
+        int precision              # enum gc_precision
+        double batch_size          # 0: not given
+        double tokens_per_step     # 0: not given
+
+    enum:
+        GC_PEFT_COUNT
+        GC_PRECISION_COUNT
+        GC_N_METHOD_KEYS
+    const char *const gc_peft_names[]
+    const char *const gc_precision_names[]
+    const char *const gc_method_keys[]
+    int gc_method_key(const char *key)
+    int gc_method_set(gc_workload *w, int k, const char *value, char *err, size_t len)
+    int gc_method_check(const gc_workload *w, char *err, size_t len)
 
     ctypedef struct gc_tree_model:
         const char *name           # where it came from

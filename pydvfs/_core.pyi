@@ -13,6 +13,9 @@ POLICY_FLAGS: dict[str, frozenset[str]]
 # What a policy may minimise (gc_objective_name): ("energy", "edp", "ed2p"); the index is the
 # power of the step time in the cost E t^k.
 OBJECTIVE_NAMES: tuple[str, ...]
+PEFT_NAMES: tuple[str, ...]
+PRECISION_NAMES: tuple[str, ...]
+METHOD_KEYS: tuple[str, ...]
 
 def mhz_to_hz(mhz: float) -> int: ...
 def parse_mhz(text: str | bytes) -> int:
@@ -132,6 +135,7 @@ class Tree:
 # workload: (is_decoder, gpu_util_pct or None, layers, hidden, seq_len)
 def model_is_decoder(model: str) -> bool: ...
 def propose_rules(workload: tuple) -> float: ...
+def features(names: Sequence[str], workload: tuple, default_util_pct: tuple[float, float] = ...) -> tuple[float, ...]: ...
 def decide(board: Board, tree: Tree, policy: str, workload: tuple, roofline: Roofline | None = None,
            objective: str = "energy", max_slowdown_pct: float | None = None) -> dict[str, float | int]:
     """proposed_mhz, level_hz (0: MAXN), policy_level_hz (before the slowdown bound), and the

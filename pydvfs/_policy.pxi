@@ -12,6 +12,11 @@ POLICY_FLAGS = {gc_policies[i].name.decode(): frozenset(
     for i in range(gc_n_policies)}
 # What a policy may minimise, in govcore's order: the index is the power of the step time (E t^k).
 OBJECTIVE_NAMES = tuple(gc_objective_name(i).decode() for i in range(GC_OBJECTIVE_COUNT))
+# How a workload may train (policy.c's gc_peft_names, gc_precision_names, gc_method_keys): the
+# one list of each, which pydvfs.Workload and `govcore apply --workload` both read.
+PEFT_NAMES = tuple(gc_peft_names[i].decode() for i in range(GC_PEFT_COUNT))
+PRECISION_NAMES = tuple(gc_precision_names[i].decode() for i in range(GC_PRECISION_COUNT))
+METHOD_KEYS = tuple(gc_method_keys[i].decode() for i in range(GC_N_METHOD_KEYS))
 
 
 MODEL_FORMAT = GC_MODEL_FORMAT
@@ -56,15 +61,68 @@ def model_is_decoder(str model):
 
 
 cdef gc_workload _workload(tuple w) except *:
-    """(is_decoder, gpu_util_pct or None, layers, hidden, seq_len) -> gc_workload."""
+    """(is_decoder, gpu_util_pct or None, layers, hidden, seq_len[, peft, rank, trainable_params,
+    weight_bits, precision, batch_size, tokens_per_step]) -> gc_workload (Workload.as_core();
+    the five-tuple is full fp32 fine-tuning, the counts 0 where not given)."""
     cdef gc_workload cw
-    is_decoder, util, layers, hidden, seq_len = w
+    cdef char err[256]
+    is_decoder, util, layers, hidden, seq_len = w[:5]
     cw.is_decoder = 1 if is_decoder else 0
     cw.gpu_util_pct = -1.0 if util is None else float(util)
     cw.layers = float(layers)
     cw.hidden = float(hidden)
     cw.seq_len = float(seq_len)
+    cw.peft = 0
+    cw.rank = 0
+    cw.trainable_params = 0
+    cw.weight_bits = 0
+    cw.precision = 0
+    cw.batch_size = 0
+    cw.tokens_per_step = 0
+    if len(w) == 5:
+        return cw
+    if len(w) != 5 + GC_N_METHOD_KEYS:
+        raise errors.InvalidValueError(f"a workload tuple has 5 or {5 + GC_N_METHOD_KEYS} items, got {len(w)}")
+    peft, rank, trainable, bits, precision, batch, tokens = w[5:]
+    if peft not in PEFT_NAMES:
+        raise errors.InvalidValueError(f"workload peft must be one of {', '.join(PEFT_NAMES)}, got {peft!r}")
+    if precision not in PRECISION_NAMES:
+        raise errors.InvalidValueError(f"workload precision must be one of {', '.join(PRECISION_NAMES)}, got {precision!r}")
+    cw.peft = PEFT_NAMES.index(peft)
+    cw.precision = PRECISION_NAMES.index(precision)
+    cw.rank = float(rank or 0)
+    cw.trainable_params = float(trainable or 0)
+    cw.weight_bits = float(bits or 0)
+    cw.batch_size = float(batch or 0)
+    cw.tokens_per_step = float(tokens or 0)
+    if gc_method_check(&cw, err, sizeof(err)) < 0:
+        raise errors.InvalidValueError(err.decode())
     return cw
+
+
+def features(names, tuple workload, default_util_pct=(50.0, 50.0)):
+    """The features ``names`` of a workload (Workload.as_core()) as govcore computes them for a
+    tree (gc_features: float32-rounded, as scikit-learn compares them); ``default_util_pct``
+    (encoder, decoder) where the workload's utilisation is unknown. What a model folder's tree
+    would be fed, without one."""
+    cdef gc_tree_model m
+    cdef gc_workload w = _workload(workload)
+    cdef double out[GC_MAX_FEATURES]
+    cdef char err[256]
+    cdef const char *cnames[GC_MAX_FEATURES]
+    encoded = [str(n).encode() for n in names]
+    if len(encoded) > GC_MAX_FEATURES:
+        raise errors.InvalidValueError(f"at most {GC_MAX_FEATURES} features")
+    for i, n in enumerate(encoded):
+        cnames[i] = n
+    memset(&m, 0, sizeof(m))
+    m.n_features = len(encoded)
+    m.feature_names = cnames
+    m.default_util_pct[0] = float(default_util_pct[0])
+    m.default_util_pct[1] = float(default_util_pct[1])
+    if gc_features(&m, &w, out, err, sizeof(err)) < 0:
+        raise errors.InvalidValueError(err.decode())
+    return tuple(out[i] for i in range(len(encoded)))
 
 
 cdef int _policy(str name) except -1:

@@ -80,6 +80,13 @@ COLUMNS: tuple[Column, ...] = (
            "as in every dataset from before modes were swept"),
     Column("cpu_mhz", float, "MHz", False, "pinned CPU clock; empty: the board's own (the stock mode's)"),
     Column("idle_power_w", float, "W", False, "idle CPU+GPU power measured before the sweep"),
+    # how the workload trained (issue 28; pydvfs.Workload's keys); empty: full fine-tuning in fp32
+    Column("peft", str, "", False, "none, lora or qlora; empty: none (full fine-tuning)"),
+    Column("rank", int, "", False, "LoRA rank (peft lora/qlora)"),
+    Column("trainable_params", int, "", False, "parameters the optimizer updates"),
+    Column("weight_bits", int, "", False, "bits of the (frozen) weights the GEMMs read: 32, 16, 8 or 4"),
+    Column("precision", str, "", False, "compute precision: fp32, fp16 or bf16 (autocast); empty: fp32"),
+    Column("tokens_per_step", float, "tokens", False, "real tokens per optimizer step (padding excluded)"),
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)
 _BY_NAME = {c.name: c for c in COLUMNS}
@@ -89,7 +96,10 @@ ADDED_COLUMNS = ("energy_module_j", "board")
 # The mode a row ran at beyond the GPU clock (sweep --knobs gpu,emc,cpu); a dataset written before
 # them loads with them empty: the stock mode.
 MODE_COLUMNS = ("emc_mhz", "cpu_mhz")
-PRE_MODE_COLUMN_NAMES = tuple(c for c in COLUMN_NAMES if c not in MODE_COLUMNS)
+# How the workload trained; a dataset written before them loads with them empty: full fp32.
+METHOD_COLUMNS = ("peft", "rank", "trainable_params", "weight_bits", "precision", "tokens_per_step")
+PRE_METHOD_COLUMN_NAMES = tuple(c for c in COLUMN_NAMES if c not in METHOD_COLUMNS)
+PRE_MODE_COLUMN_NAMES = tuple(c for c in PRE_METHOD_COLUMN_NAMES if c not in MODE_COLUMNS)
 LEGACY_COLUMN_NAMES = tuple(c for c in PRE_MODE_COLUMN_NAMES if c not in ADDED_COLUMNS)
 
 
@@ -188,6 +198,9 @@ def _check_ours(path: Path) -> None:
         if head.startswith((",".join(LEGACY_COLUMN_NAMES) + "\n").encode()):
             raise InvalidValueError(f"{path} is a dataset from before pydvfs recorded module energy; new rows "
                                     f"would lack columns there: write them to a new file")
+        if head.startswith((",".join(PRE_METHOD_COLUMN_NAMES) + "\n").encode()):
+            raise InvalidValueError(f"{path} is a dataset from before pydvfs recorded how a workload trains "
+                                    f"(peft, precision, ...); new rows would lack them there: write them to a new file")
         if head.startswith((",".join(PRE_MODE_COLUMN_NAMES) + "\n").encode()):
             raise InvalidValueError(f"{path} is a dataset from before pydvfs recorded the EMC and CPU clocks "
                                     f"(emc_mhz, cpu_mhz); new rows would lack them there: write them to a new file")
@@ -221,10 +234,10 @@ def iter_rows(path: str | os.PathLike) -> Iterator[dict]:
         header = tuple(reader.fieldnames or ())
         if header == LEGACY_COLUMN_NAMES:
             warnings.warn(legacy_warning(path), stacklevel=2)
-        elif header not in (COLUMN_NAMES, PRE_MODE_COLUMN_NAMES):
+        elif header not in (COLUMN_NAMES, PRE_METHOD_COLUMN_NAMES, PRE_MODE_COLUMN_NAMES):
             raise InvalidValueError(f"{path} is not a pydvfs dataset (header differs)")
         for line, raw in enumerate(reader, start=2):
-            out = dict.fromkeys(ADDED_COLUMNS + MODE_COLUMNS)
+            out = dict.fromkeys(ADDED_COLUMNS + MODE_COLUMNS + METHOD_COLUMNS)
             for name, text in raw.items():
                 col = _BY_NAME[name]
                 try:
@@ -248,9 +261,12 @@ def read_dataframe(path: str | os.PathLike):
     if tuple(df.columns) == LEGACY_COLUMN_NAMES:
         warnings.warn(legacy_warning(path), stacklevel=2)
         df = df.assign(**{c: pd.Series(dtype=object if c == "board" else float, index=df.index)
-                          for c in ADDED_COLUMNS + MODE_COLUMNS})[list(COLUMN_NAMES)]
+                          for c in ADDED_COLUMNS + MODE_COLUMNS})[list(PRE_METHOD_COLUMN_NAMES)]
     if tuple(df.columns) == PRE_MODE_COLUMN_NAMES:  # before modes were swept: the stock mode
-        df = df.assign(**{c: pd.Series(dtype=float, index=df.index) for c in MODE_COLUMNS})[list(COLUMN_NAMES)]
+        df = df.assign(**{c: pd.Series(dtype=float, index=df.index) for c in MODE_COLUMNS})[list(PRE_METHOD_COLUMN_NAMES)]
+    if tuple(df.columns) == PRE_METHOD_COLUMN_NAMES:  # before methods were recorded: full fp32
+        df = df.assign(**{c: pd.Series(dtype=object if _BY_NAME[c].kind is str else float, index=df.index)
+                          for c in METHOD_COLUMNS})[list(COLUMN_NAMES)]
     missing = [c for c in COLUMN_NAMES if c not in df.columns]
     if missing:
         raise InvalidValueError(f"{path} lacks dataset column(s): {', '.join(missing)}")

@@ -20,8 +20,9 @@ import stat
 TMP_TRIES = 100  # names tried for the temporary file before giving up
 
 
-def write_progress(path: str | os.PathLike, steps: float) -> None:
-    """Replace ``path`` with ``int(steps)``, atomically (readers never see a partial file).
+def write_progress(path: str | os.PathLike, steps: float, tokens: float | None = None) -> None:
+    """Replace ``path`` with ``int(steps)`` (and ``int(tokens)``), atomically (readers never
+    see a partial file).
 
     The folder may be one others can write (a user's, while the writer runs as root): the
     temporary file is created with O_EXCL|O_NOFOLLOW relative to the opened folder, so a
@@ -33,7 +34,7 @@ def write_progress(path: str | os.PathLike, steps: float) -> None:
         tmp, fd = _create_tmp(dfd, name)
         try:
             with os.fdopen(fd, "w") as fh:
-                fh.write(f"{int(steps)}\n")
+                fh.write(f"{int(steps)}\n" if tokens is None else f"{int(steps)} {int(tokens)}\n")
             os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -59,17 +60,26 @@ def _create_tmp(dfd: int, name: str) -> tuple[str, int]:
 def read_progress(path: str | os.PathLike) -> int | None:
     """The step count in ``path`` (an integer; a decimal is floored), or None while it is
     missing, empty or unreadable."""
+    return read_progress_tokens(path)[0]
+
+
+def read_progress_tokens(path: str | os.PathLike) -> tuple[int | None, int | None]:
+    """(the step count, the token count) in ``path``; each None where it is not there."""
     try:
         text = _read_regular(os.fspath(path)).strip()
     except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError):
-        return None
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return int(value) if math.isfinite(value) and value >= 0 else None
+        return None, None
+    fields = text.split()
+    if not 1 <= len(fields) <= 2:
+        return None, None
+    counts = []
+    for field in fields:
+        try:
+            value = float(field)
+        except ValueError:
+            return None, None
+        counts.append(int(value) if math.isfinite(value) and value >= 0 else None)
+    return counts[0], counts[1] if len(counts) == 2 and counts[0] is not None else None
 
 
 def _read_regular(path: str) -> str:

@@ -30,7 +30,8 @@ from .signals import terminate_as_exception
 MAX_REPEATS = 100  # runs per setting; a sweep of 12 settings x 100 repeats already takes days
 
 WORKLOAD_KEYS = ("name", "model", "task", "layers", "hidden", "seq_len", "util_pct", "heads", "params",
-                 "batch_size", "model_size")
+                 "batch_size", "model_size", "peft", "rank", "trainable_params", "weight_bits",
+                 "precision", "tokens_per_step")
 
 
 def parse_workload(spec: str) -> dict:
@@ -208,7 +209,7 @@ def _row(spec: dict, wl: Workload, setting: str, mhz, rep: int, m, status: int, 
         "workload": spec["name"], "model": wl.model, "model_size": spec.get("model_size"),
         "task": spec.get("task", ""), "layers": wl.layers, "hidden": wl.hidden,
         "heads": spec.get("heads"), "params": spec.get("params"), "seq_len": wl.seq_len,
-        "batch_size": spec.get("batch_size"), "gpu_util_pct": None,
+        "batch_size": spec.get("batch_size") or wl.batch_size, "gpu_util_pct": None, **wl.method_columns(),
         "freq_mhz": mhz, "setting": setting, "repeat": rep, "duration_s": m.duration_s,
         **energy, "board": board.id, "energy_module_j": m.module_energy_j, "energy_cpu_gpu_j": cpu_gpu,
         "avg_power_w": None if cpu_gpu is None or m.duration_s <= 0 else cpu_gpu / m.duration_s,

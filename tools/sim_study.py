@@ -6,9 +6,11 @@
 - stock modes vs GPU-only vs the whole power mode -> bench/results/sim_power_modes.json;
 - the joint model's error over every mode -> bench/results/sim_joint_model.json;
 - paper A's host-bound branch with a spinning CPU -> bench/results/sim_spin.json;
-the last three as the generated blocks of docs/power-modes.md (between its markers).
+the last three as the generated blocks of docs/power-modes.md (between its markers);
+- full / LoRA / QLoRA in fp32 and bf16 on the decoders (issue 28) -> bench/results/sim_finetune.json,
+  the generated block of docs/finetune.md.
 
-    python tools/sim_study.py [--seed 0] [--only boards,modes,joint,spin]
+    python tools/sim_study.py [--seed 0] [--only boards,modes,joint,spin,finetune]
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from pydvfs.sim import study  # noqa: E402
 RESULTS = REPO / "bench" / "results"
 BOARDS_DOC = REPO / "docs" / "boards.md"
 MODES_DOC = REPO / "docs" / "power-modes.md"
+FINETUNE_DOC = REPO / "docs" / "finetune.md"
 
 BOARDS_HEAD = """## Module energy vs CPU+GPU energy on the simulator
 
@@ -64,21 +67,21 @@ def write_json(name: str, obj) -> Path:
     return path
 
 
-def replace_block(text: str, key: str, body: str) -> str:
+def replace_block(text: str, key: str, body: str, doc: str = "docs/power-modes.md") -> str:
     begin, end = f"<!-- BEGIN generated:{key} -->", f"<!-- END generated:{key} -->"
     pat = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
     if not pat.search(text):
-        raise SystemExit(f"docs/power-modes.md lacks the markers of block {key!r}")
+        raise SystemExit(f"{doc} lacks the markers of block {key!r}")
     return pat.sub(lambda _m: f"{begin}\n{body}{end}", text)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="seed of the joint model's noisy probes")
-    ap.add_argument("--only", default="boards,modes,joint,spin", help="comma-separated studies")
+    ap.add_argument("--only", default="boards,modes,joint,spin,finetune", help="comma-separated studies")
     args = ap.parse_args(argv)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
-    bad = only - {"boards", "modes", "joint", "spin"}
+    bad = only - {"boards", "modes", "joint", "spin", "finetune"}
     if bad:
         print(f"sim_study: unknown study {', '.join(sorted(bad))}", file=sys.stderr)
         return 2
@@ -105,6 +108,12 @@ def main(argv=None) -> int:
     if only & {"modes", "joint", "spin"}:
         MODES_DOC.write_text(doc)
         print(f"wrote {MODES_DOC.relative_to(REPO)}")
+    if "finetune" in only:
+        res = study.finetune_study()
+        write_json("sim_finetune.json", res)
+        FINETUNE_DOC.write_text(replace_block(FINETUNE_DOC.read_text(), "finetune",
+                                              study.finetune_markdown(res), "docs/finetune.md"))
+        print(f"wrote {FINETUNE_DOC.relative_to(REPO)}")
     return 0
 
 

@@ -183,7 +183,10 @@ def add_workload_argument(p: argparse.ArgumentParser, required: bool, aliases: b
     workload; with ``aliases`` also the separate flags --model/--layers/--hidden/--seq-len/--util
     (:func:`workload_from_args` merges them)."""
     p.add_argument("--workload", metavar="K=V,...", default=None,
-                   help="model, layers, hidden, seq_len (avg tokens per sample) [, util_pct]" + help_extra)
+                   help="model, layers, hidden, seq_len (avg tokens per sample) [, util_pct]; how it "
+                        "trains [, peft=none|lora|qlora, rank=R or trainable_params=N, "
+                        "weight_bits=32|16|8|4, precision=fp32|fp16|bf16, batch_size=B, "
+                        "tokens_per_step=T] (default: full fine-tuning in fp32)" + help_extra)
     p.set_defaults(_workload_required=required)
     if aliases:
         g = p.add_argument_group("workload as separate flags (aliases of --workload keys)")

@@ -46,6 +46,16 @@ def _trajectory_rows(trajectory: list[dict]) -> list[tuple]:
     return out
 
 
+def per_work_text(r: dict) -> str:
+    """"  J/step, J/token (tokens/J)" of a report, each where it is known, in the report's measure."""
+    from ..energy import LABEL
+
+    out = "" if r.get("j_per_step") is None else f"  {r['j_per_step']:.5g} J/step"
+    if r.get("j_per_token") is not None:
+        out += f", {r['j_per_token']:.4g} J/token ({r['tokens_per_j']:.4g} tokens/J) over {r['tokens']} tokens"
+    return out + (f" ({LABEL[r['energy_measure']]})" if out and r.get("energy_measure") else "")
+
+
 def text_report(r: dict) -> str:
     lines = [f"command   {r['command'][0]} exited with status {r['exit_status']}"]
     if r.get("partial"):
@@ -81,8 +91,7 @@ def text_report(r: dict) -> str:
     lines.append(f"energy    {describe(r)}")
     lines.append(f"rails     {rails}; board {r['board'] or 'unknown (not in the board table)'}")
     if r["steps"] is not None:
-        jps = "" if r["j_per_step"] is None else f"  {r['j_per_step']:.5g} J/step"
-        lines.append(f"steps     {r['steps']}{jps}")
+        lines.append(f"steps     {r['steps']}{per_work_text(r)}")
     if r["policy"] == "online":
         if r.get("energy_at_start_clock_j") is not None:
             lines.append(f"at start  {r['energy_at_start_clock_j']:.3f} J estimated at "

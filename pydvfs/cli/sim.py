@@ -14,12 +14,16 @@ from ..errors import InvalidValueError
 
 def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
     from ..sim.model import POWER_MODES
-    from ..sim.workloads import CHARACTERISATION_TASKS, PAPER_MODELS
+    from ..sim.workloads import CHARACTERISATION_TASKS, METHODS, PAPER_MODELS, SFT_MODELS
     from .common import add_energy_option
 
     g = parser.add_argument_group("simulated board (--sim)")
     g.add_argument("--models", nargs="+", default=list(PAPER_MODELS), metavar="M",
-                   help="catalogue models, a,b or a b (default: all BERT and Pythia)")
+                   help="catalogue models, a,b or a b (default: all BERT and Pythia; the decoders "
+                        f"fine-tuned with an LM head: {', '.join(SFT_MODELS)})")
+    g.add_argument("--methods", nargs="+", default=["full-fp32"], metavar="TAG",
+                   help=f"how each model-task pair trains, a,b or a b: {', '.join(METHODS)} "
+                        "(default: full-fp32; LoRA rank 16 on the query and value projections, QLoRA 4-bit NF4)")
     g.add_argument("--tasks", nargs="+", default=list(CHARACTERISATION_TASKS), metavar="T",
                    help="GLUE tasks, a,b or a b (default: SST-2 QNLI MRPC)")
     g.add_argument("--batch-size", type=int, default=16)
@@ -110,7 +114,8 @@ def sim_sweep(args: argparse.Namespace) -> int:
     rows = list(sweep_rows(models=name_list(args.models), tasks=name_list(args.tasks), repeats=args.repeats,
                            seed=args.seed, power_modes=args.power_modes,
                            batch_size=args.batch_size, epochs=args.epochs,
-                           host_bound=args.host_bound, knobs=knobs))
+                           host_bound=args.host_bound, knobs=knobs,
+                           methods=name_list(args.methods)))
     modes_swept = knobs != ("gpu",)
     written = skipped = 0
     if args.out:

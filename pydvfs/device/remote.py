@@ -381,11 +381,18 @@ class RemoteBoard:
               objective: str = "energy", max_slowdown_pct: float | None = None) -> dict:
         """Decide (and unless dry_run pin) in the daemon; its decision record. The roofline policy
         and a slowdown bound use the roofline.txt of the installed model folder."""
-        is_decoder, util, layers, hidden, seq_len = workload
+        is_decoder, util, layers, hidden, seq_len = workload[:5]
         parts = [f"apply policy={policy}", f"model={model}", f"layers={plain_decimal(layers)}",
                  f"hidden={plain_decimal(hidden)}", f"seq_len={plain_decimal(seq_len)}"]
         if util is not None:
             parts.append(f"util_pct={plain_decimal(util)}")
+        # how it trains (Workload.as_core()'s tail, in govcore's key order): what is not the default
+        for key, value in zip(_core.METHOD_KEYS, workload[5:]):
+            if key in ("peft", "precision"):
+                if value != _core.PEFT_NAMES[0] and value != _core.PRECISION_NAMES[0]:
+                    parts.append(f"{key}={value}")
+            elif value:
+                parts.append(f"{key}={plain_decimal(value)}")
         if objective != "energy":
             parts.append(f"objective={objective}")
         if max_slowdown_pct is not None:

@@ -133,6 +133,7 @@ class OnlineEngine:
         # where the run publishes its state for ``pydvfs exporter`` (pydvfs/governor_status.py)
         self.status_file = governor_status.status_path()
         self.policy_name = "online"
+        self.tokens_per_step: float | None = None  # the run's so far, where its driver counts tokens
 
     def _say(self, text: str) -> None:
         if self.log is not None:
@@ -394,7 +395,9 @@ class OnlineEngine:
                 decision = "measuring it again"
             unit = "J/step" if getattr(self.search, "fits_time", False) or self.objective.kind == "energy" \
                 else self.objective.kind
-            self._say(f"probe {i + 1} at {t:.1f} s: {p.freq_mhz:g} MHz {p.j_per_step:.5g} {unit}{spread} "
+            per_token = f" ({p.j_per_step / self.tokens_per_step:.4g} J/token)" \
+                if unit == "J/step" and self.tokens_per_step else ""
+            self._say(f"probe {i + 1} at {t:.1f} s: {p.freq_mhz:g} MHz {p.j_per_step:.5g} {unit}{spread}{per_token} "
                       f"({p.windows} windows) -> {decision}")
         if len(probes) == self._probes_said and self.search.phase != phase_before and not self.search.converged:
             why = self.search.reprobe_reasons[-1][1] if self.search.reprobe_reasons else "timer"

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..device import open_device
 from ..energy import DEFAULT_MEASURE
+from ..energy import LABEL as ENERGY_LABEL
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import InvalidValueError
@@ -35,6 +36,8 @@ from ..objective import Objective
 from ..sampler import Sampler
 from ..signals import SIGNALS
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
+from .forecast import describe as describe_forecast
+from .forecast import forecast, per_work
 from .loop import (
     POLICIES,
     default_search,
@@ -112,6 +115,8 @@ class OnlineGovernor:
         if policy == "online":  # a search cannot minimise an energy the board's rails do not give
             require_energy(self.dev.board, self.objective.energy, self.dev.model, self.sampler.rails)
         self.steps = 0
+        self.tokens: int | None = None  # counted by step(tokens=...); None: never given
+        self._forecast_made: dict | None = None  # the rest of the run, predicted when the search settled
         self.engine: OnlineEngine | None = None
         self.report: dict | None = None
         self._t0: float | None = None
@@ -163,27 +168,56 @@ class OnlineGovernor:
                 raise
             return self
 
-    def step(self, n: int = 1) -> None:
-        """``n`` more training steps are done (call it after each optimiser step)."""
+    def step(self, n: int = 1, tokens: int | None = None) -> None:
+        """``n`` more training steps are done (call it after each optimiser step); ``tokens``:
+        the tokens those steps trained on (real ones: padding excluded where the data says which
+        are padding), for J/token."""
+        count = None if tokens is None else int(tokens)
+        if count is not None and count < 0:
+            raise InvalidValueError(f"tokens must be >= 0, got {tokens!r}")
         with self._lock:
             if not self.started:
                 self.start()
             self.steps += int(n)
+            if count is not None:
+                self.tokens = (self.tokens or 0) + count
             if self.engine is not None:
+                if self.tokens:
+                    self.engine.tokens_per_step = self.tokens / self.steps
                 self.engine.tick(self.clock() - self._t0, self.steps)
+                if self._forecast_made is None and self.engine.search.converged:
+                    self._forecast_made = self._forecast()
+                    if self._forecast_made is not None and self.log is not None:
+                        print(f"pydvfs: {describe_forecast(self._forecast_made, ENERGY_LABEL[self.objective.energy])}",
+                              file=self.log, flush=True)
 
     def stats(self) -> dict:
         """So far: ``energy_j`` (the objective's: module or CPU+GPU; None where the board's rails
-        do not give it), ``j_per_step``, ``gpu_clock_mhz`` (None: the board's
-        own governor), ``steps``, ``duration_s``."""
+        do not give it), ``power_w``, ``j_per_step``, ``j_per_token`` and ``tokens_per_j``
+        (None until ``step(tokens=)`` counted tokens), ``gpu_clock_mhz`` (None: the board's
+        own governor), ``steps``, ``tokens``, ``duration_s``, ``energy_measure``, and, once the
+        search settled, ``forecast`` (:mod:`pydvfs.governor.forecast`)."""
         with self._lock:
             if not self.started:
-                return {"energy_j": 0.0, "j_per_step": None, "gpu_clock_mhz": self.current_mhz,
-                        "steps": 0, "duration_s": 0.0}
+                return {"energy_j": 0.0, "power_w": None, "j_per_step": None, "j_per_token": None,
+                        "tokens_per_j": None, "gpu_clock_mhz": self.current_mhz, "steps": 0,
+                        "tokens": self.tokens, "duration_s": 0.0, "energy_measure": self.objective.energy,
+                        "forecast": None}
             m = self.sampler.peek_window("run")
             e = window_energy_j(m, self.objective.energy)
-            return {"energy_j": e, "j_per_step": e / self.steps if self.steps and e is not None else None,
-                    "gpu_clock_mhz": self.current_mhz, "steps": self.steps, "duration_s": m.duration_s}
+            return {"energy_j": e, **per_work(e, m.duration_s, self.steps, self.tokens),
+                    "gpu_clock_mhz": self.current_mhz, "steps": self.steps, "tokens": self.tokens,
+                    "duration_s": m.duration_s, "energy_measure": self.objective.energy,
+                    "forecast": self._forecast()}
+
+    def _forecast(self) -> dict | None:
+        """The rest of the run at the settled clock, and what MAXN would have cost (None while
+        the search has not settled, or the run's length is unknown)."""
+        if self.engine is None or not self.engine.search.converged:
+            return None
+        spent = window_energy_j(self.sampler.peek_window("run"), self.objective.energy)
+        return forecast(self.engine.trajectory, self.engine.search.best_mhz, self.steps, self._total_steps,
+                        self.tokens, spent)
 
     @property
     def total_steps(self) -> int | None:
@@ -250,10 +284,11 @@ class OnlineGovernor:
 
     def _report(self, m, engine_part: dict | None) -> dict:
         energy = window_energy_j(m, self.objective.energy)
-        report = {"policy": self.policy, "steps": self.steps, "duration_s": m.duration_s,
+        report = {"policy": self.policy, "steps": self.steps, "tokens": self.tokens, "duration_s": m.duration_s,
                   "energy_j": dict(m.energy_j),
                   **energy_report_fields(m, self.objective.energy),
-                  "j_per_step": energy / self.steps if self.steps and energy is not None else None,
+                  **per_work(energy, m.duration_s, self.steps, self.tokens),
+                  "workload": _workload_dict(self.workload),
                   "restored": self._restored, "measurement": m.to_dict(),
                   "monotonic_ns": [self._t0_ns, self._t1_ns]}  # brackets the measured span
         if engine_part is None:
@@ -263,6 +298,7 @@ class OnlineGovernor:
         else:
             report.update(self._plan, search_kind=self.search_kind, decision=None, **engine_part)
             report.update(online_outcome(report, energy))
+            report["forecast"] = self._forecast_made
         return report
 
     def __enter__(self) -> Self:
@@ -301,6 +337,18 @@ class OnlineGovernor:
         elif old == signal.SIG_DFL:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
+
+
+def _workload_dict(workload) -> dict | None:
+    """The workload as the report keeps it (its fields, how it trains included), or None."""
+    if workload is None:
+        return None
+    from ..policy.workload import Workload
+
+    try:
+        return Workload.from_any(workload).to_dict()
+    except (InvalidValueError, TypeError):
+        return None
 
 
 __all__ = ["OnlineGovernor"]

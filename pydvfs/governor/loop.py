@@ -31,10 +31,11 @@ from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
 from ..objective import Objective
-from ..progress import read_progress
+from ..progress import read_progress, read_progress_tokens
 from ..sampler import Sampler
 from ..signals import Terminated
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
+from .forecast import per_work
 from .model_search import CurveParams, CurveSearch
 from .search import HillClimb, SearchParams
 
@@ -426,7 +427,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             # the run is over and measured: its report is still given, with what is left pinned
             restored, restore_error = False, str(e)
     m = sampler.measurement
-    steps = read_progress(progress) if progress is not None else None
+    steps, tokens = read_progress_tokens(progress) if progress is not None else (None, None)
     energy = window_energy_j(m, objective.energy)
     report.update(
         exit_status=status,
@@ -434,7 +435,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         energy_j=dict(m.energy_j),
         **energy_report_fields(m, objective.energy),
         steps=steps,
-        j_per_step=energy / steps if steps and energy is not None else None,
+        tokens=tokens,
+        **per_work(energy, m.duration_s, steps, tokens),
         restored=restored,
         restore_error=restore_error,
         measurement=m.to_dict(),
@@ -475,7 +477,10 @@ def _poll(engine: OnlineEngine, progress: Path, proc, clock, t0: float, sleep) -
     poll_s = engine.w.poll_interval_s
     while proc.poll() is None:
         sleep(poll_s)
-        engine.tick(clock() - t0, read_progress(progress))
+        steps, tokens = read_progress_tokens(progress)
+        if steps and tokens:
+            engine.tokens_per_step = tokens / steps
+        engine.tick(clock() - t0, steps)
 
 
 __all__ = ["POLICIES", "STATIC_POLICIES", "WindowParams", "board_cap_mhz", "capped_levels", "choose_start", "read_progress",

@@ -9,7 +9,9 @@ from typing import Any
 from ..errors import InvalidValueError
 from ..governor.inprocess import OnlineGovernor
 
-LOGGED = ("energy_j", "j_per_step", "gpu_clock_mhz")  # the keys added to the framework's logs
+# the keys added to the framework's logs (and so to its trackers: TensorBoard, MLflow, W&B, ...)
+LOGGED = ("energy_j", "power_w", "j_per_step", "j_per_token", "tokens_per_j", "gpu_clock_mhz",
+          "forecast_energy_j", "forecast_maxn_energy_j", "forecast_saving_vs_maxn_pct")
 
 
 def average_tokens(dataset: Any, rows: int = 256) -> float | None:
@@ -32,20 +34,54 @@ def average_tokens(dataset: Any, rows: int = 256) -> float | None:
         return None
 
 
-def workload_from(model: Any, dataset: Any, given: Any, options: dict) -> Any:
+def workload_from(model: Any, dataset: Any, given: Any, options: dict, args: Any = None,
+                  precision: str | None = None, batch_size: int | None = None,
+                  tokens_per_step: float | None = None) -> Any:
     """``given`` if set; else the model's config with ``seq_len`` (from ``options`` or the
-    dataset). None when it cannot be built (the online search then starts at FFG)."""
+    dataset) and how it trains: a ``PeftModel``'s adapters and a quantisation config (read from
+    the model: :func:`pydvfs.policy.workload.method_of_model`), the compute ``precision`` (given,
+    or from a Hugging Face ``TrainingArguments`` ``args``: bf16/fp16), the ``batch_size`` (given,
+    or ``args.per_device_train_batch_size``) and ``tokens_per_step`` (the collator's real token
+    count of a step, padding excluded: the caller measures it). None when it cannot be built
+    (the online search then starts at FFG)."""
     if given is not None:
         return given
-    from ..policy.workload import Workload
+    from ..policy.workload import Workload, precision_of_args
 
     seq_len = options.get("seq_len") or average_tokens(dataset)
     if model is None or seq_len is None:
         return None
+    how: dict = {"seq_len": seq_len}
+    precision = precision or (precision_of_args(args) if args is not None else None)
+    if precision:
+        how["precision"] = precision
+    batch = batch_size or getattr(args, "per_device_train_batch_size", None)
+    if isinstance(batch, int) and not isinstance(batch, bool) and batch >= 1:
+        how["batch_size"] = batch
+    if tokens_per_step:
+        how["tokens_per_step"] = float(tokens_per_step)
     try:
-        return Workload.from_any(model, seq_len=seq_len)
+        return Workload.from_any(model, **how)
     except InvalidValueError:
         return None
+
+
+def batch_tokens(batch: Any) -> int | None:
+    """The real tokens of a batch: its ``attention_mask``'s ones (padding excluded), else every
+    ``input_ids`` entry; None for a batch that holds neither (a dict or an object with them)."""
+    get = batch.get if hasattr(batch, "get") else (lambda k: getattr(batch, k, None))
+    for key in ("attention_mask", "input_ids"):
+        try:
+            value = get(key)
+        except Exception:  # noqa: BLE001 - a batch of another shape: no count
+            value = None
+        if value is None:
+            continue
+        try:
+            return int(value.sum()) if key == "attention_mask" else int(value.numel())
+        except (AttributeError, TypeError, ValueError):
+            return None
+    return None
 
 
 def steps_left(total: Any, done: Any) -> int | None:
@@ -74,7 +110,18 @@ def make_governor(policy: str, workload: Any, options: dict, total_steps: int | 
 
 
 def log_values(gov: OnlineGovernor) -> dict:
-    """energy_j, j_per_step, gpu_clock_mhz so far (a key is left out while it has no value:
-    loggers take numbers only; gpu_clock_mhz is absent under the board's own governor)."""
+    """The LOGGED numbers so far (a key is left out while it has no value: loggers take numbers
+    only; ``gpu_clock_mhz`` is absent under the board's own governor and for a joint mode,
+    whose clocks are ``gpu_clock_mhz``/``emc_clock_mhz``/``cpu_clock_mhz``; J/token needs the
+    tokens counted; the ``forecast_*`` keys appear once the search settled on a run of known
+    length). ``energy_j`` is the governor's measure: ``energy_measure`` in its stats."""
     s = gov.stats()
-    return {k: float(s[k]) for k in LOGGED if s.get(k) is not None}
+    values = dict(s)
+    mode = s.get("gpu_clock_mhz")
+    if isinstance(mode, tuple):  # a joint mode (GPU, EMC, CPU MHz)
+        values.update(gpu_clock_mhz=mode[0], emc_clock_mhz=mode[1], cpu_clock_mhz=mode[2])
+    fc = s.get("forecast") or {}
+    values.update(forecast_energy_j=fc.get("energy_total_j"), forecast_maxn_energy_j=fc.get("maxn_energy_total_j"),
+                  forecast_saving_vs_maxn_pct=fc.get("saving_vs_maxn_pct"))
+    keys = LOGGED + (("emc_clock_mhz", "cpu_clock_mhz") if isinstance(mode, tuple) else ())
+    return {k: float(values[k]) for k in keys if isinstance(values.get(k), (int, float))}

@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..curve_model import EnergyCurve, fit_energy, fit_time_power, point_cv
-from ..dataset import check_frame, check_row_lengths
+from ..dataset import METHOD_COLUMNS, check_frame, check_row_lengths
 from ..errors import InvalidValueError
 from ..levels import nearest_level
 from .workload import Workload
@@ -286,8 +286,11 @@ def curves_from_frame(df, energy_column: str = ENERGY_COLUMN, tasks=None, exclud
         per_f = fixed.groupby("_freq")["_energy"].mean().sort_index()
         first = g.iloc[0]
         try:
+            method = {k: first.get(k) for k in METHOD_COLUMNS + ("batch_size",)
+                      if k in g.columns and first.get(k) == first.get(k) and first.get(k) not in (None, "")}
             wl = Workload.from_any({"model": first["model"], "layers": first["layers"], "hidden": first["hidden"],
-                                    "seq_len": first["seq_len"], "util_pct": _util(g, maxn), "name": str(name)})
+                                    "seq_len": first["seq_len"], "util_pct": _util(g, maxn), "name": str(name),
+                                    **method})
         except InvalidValueError as e:
             raise InvalidValueError(f"workload {name!r} in the dataset: {e}") from None
         params = _numeric(g, "params").iloc[0] if "params" in g.columns else float("nan")

@@ -33,14 +33,22 @@ from ..eta import track
 from . import manifest
 from .curves import Curve, noise_summary
 from .export import compile_policy, constant_to_c, tree_to_c
-from .features import PAPER_FEATURES, ROOFLINE_FEATURES, feature_vector
+from .features import METHOD_FEATURES, PAPER_FEATURES, ROOFLINE_FEATURES, workload_features
 
 # Classes are clocks in integer kHz (114.75 MHz -> 114750), whatever the board's table: a
 # classifier needs discrete labels. The class that means "leave the board at MAXN" is 0
 # (govcore: a proposal of 0 MHz).
 MAXN_CLASS = 0
 SIGNIFICANCE = 0.05  # the tree must beat FFG with a one-sided p below this
-FEATURE_SETS = {"paper": PAPER_FEATURES, "roofline": PAPER_FEATURES + ROOFLINE_FEATURES}
+FEATURE_SETS = {"paper": PAPER_FEATURES, "roofline": PAPER_FEATURES + ROOFLINE_FEATURES,
+                "method": PAPER_FEATURES + ROOFLINE_FEATURES + METHOD_FEATURES}
+
+
+def feature_sets_for(curves) -> tuple:
+    """The feature sets worth a LOOCV on ``curves``: the method features (how a workload trains)
+    only where the workloads do not all train the same way (else they are constant)."""
+    kinds = {(c.workload.peft, c.workload.precision, c.workload.weight_bits_effective) for c in curves}
+    return ("paper", "roofline", "method") if len(kinds) > 1 else ("paper", "roofline")
 TREE_GRID = {"max_depth": (2, 3, 4, 5, None), "min_samples_leaf": (1, 2, 3),
              "criterion": ("gini", "entropy")}
 
@@ -74,7 +82,7 @@ def default_util(curves: Sequence[Curve]) -> tuple[float, float]:
 def features_of(curve: Curve, names, util_default: tuple[float, float]) -> list[float]:
     w = curve.workload
     util = w.util_pct if w.util_pct is not None else util_default[int(w.is_decoder)]
-    return feature_vector(names, w.is_decoder, util, w.layers, w.hidden, w.seq_len)
+    return workload_features(names, w, util)
 
 
 # ------------------------------------------------------------------ the candidates
@@ -283,9 +291,11 @@ def _tree_chooser(params: dict, feats) -> Classifier:
     return Classifier("tree", tree_maker(**params), feats)
 
 
-def select_tree(curves: Sequence[Curve], feature_sets=("paper", "roofline")) -> tuple[Score, dict[str, Score]]:
+def select_tree(curves: Sequence[Curve], feature_sets=None) -> tuple[Score, dict[str, Score]]:
     """The tree hyper-parameters (and feature set) with the lowest LOOCV mean regret; ties go
-    to the simpler tree. Also returns the best score per feature set, to show what features buy."""
+    to the simpler tree. Also returns the best score per feature set, to show what features buy.
+    ``feature_sets``: default :func:`feature_sets_for` the curves."""
+    feature_sets = feature_sets_for(curves) if feature_sets is None else feature_sets
     best_per_set: dict[str, Score] = {}
     for set_name in feature_sets:
         feats = FEATURE_SETS[set_name]

@@ -42,7 +42,7 @@ from .. import boards as board_table
 from ..errors import InvalidValueError
 from ..levels import nearest_level
 from .profiles import DEFAULT_BOARD, SimProfile, mode_key, profile
-from .workloads import ATTENTION_FACTOR, SimRun
+from .workloads import ATTENTION_FACTOR, SimRun, layer_matrices, lora_matrices
 
 # ---- hardware facts of the calibrated board (published, not fitted) -----------------------------
 # From the board table (levels, CPU top, rails, roles) and the AGX Orin's simulator profile
@@ -154,6 +154,15 @@ class SimParams:
     power_cv: float = 0.008
     spike_prob: float = 0.18
     spike_amp: float = 0.6  # extra time as a share of the run's exposed CPU time
+    # how the run trains (issue 28; priors, not calibrated: docs/sim.md "Training methods")
+    tc_eff_rel: float = 0.5  # share of the tensor cores' peak ratio over FP32 that training GEMMs realise
+    act_tc_rel: float = 1.2  # switching activity of tensor-core GEMMs relative to FP32 ones
+    autocast_act_share: float = 0.6  # element-wise/attention traffic under autocast relative to fp32
+    lora_kernels_per_matrix: float = 8.0  # an adapter's kernels per step (A, B forward; 4 backward; scale, dropout)
+    dequant_kernels_per_matrix: float = 2.0  # bitsandbytes dequantises each 4/8-bit weight forward and backward
+    quant_const_bytes_per_param: float = 0.0159  # NF4 block constants, double-quantised: 0.127 bit/param (QLoRA paper)
+    int8_extra_kernels_per_matrix: float = 4.0  # LLM.int8(): outlier columns split and merged
+    logits_bytes_per_logit: float = 16.0  # LM head: fp32 logits written, read by the loss, grad written, read
 
     def with_updates(self, **kw) -> "SimParams":
         names = {f.name for f in fields(self)}
@@ -282,26 +291,64 @@ def step_work(w: SimRun, p: SimParams, mode: PowerMode | None = None, board: str
     """The step's clock-independent work on ``board`` with ``mode``'s EMC rate and CPU clock
     (default: the board's top mode)."""
     a = w.arch
+    m = w.method
     prof = profile(board)
     mode = mode or (POWER_MODES["maxn"] if board == DEFAULT_BOARD else top_mode(board))
     b, s = w.batch_size, w.seq_len_padded
     tokens = b * s
     d, L = a.hidden, a.layers
-    kv_dim = (a.kv_heads or a.heads) * (d // a.heads)
-    ffn_mats = 3 if a.family == "gemma" else 2
-    gemm_params = L * (2 * d * d + 2 * d * kv_dim + ffn_mats * d * a.ff)
-    fwd = 2.0 * tokens * gemm_params + 4.0 * b * L * s * s * d * ATTENTION_FACTOR.get(a.name, 1.0)
-    if a.family != "bert":
-        fwd += 2.0 * b * d * 2  # classification head on the last token
-    flops = 3.0 * fwd  # forward + backward (two GEMMs per forward GEMM)
+    ffn_mats = 3 if a.gated_mlp or a.family == "gemma" else 2
+    gemm_params = L * (2 * d * a.q_dim + 2 * d * a.kv_dim + ffn_mats * d * a.ff)
+    head_params = d * a.vocab if a.head == "lm" else 0  # SFT: logits over the vocabulary
+    fwd_gemm = 2.0 * tokens * (gemm_params + head_params)
+    attn = 4.0 * b * L * s * s * a.q_dim * ATTENTION_FACTOR.get(a.name, 1.0)
+    if a.family != "bert" and a.head == "cls":
+        fwd_gemm += 2.0 * b * d * 2  # classification head on the last token
+    mats = layer_matrices(a)
+    kernels = p.kernels_per_layer * L + p.kernels_fixed
+    if m.peft == "none":
+        flops = 3.0 * (fwd_gemm + attn)  # forward + backward (two GEMMs per forward GEMM)
+        trained = a.params
+    else:
+        # frozen weights: forward and the input gradient, no weight gradient (4N per token); the
+        # adapters: 6 r (d_in + d_out) per token each (SPEC 5c); attention as in full training
+        adapters = sum(m.rank * (i + o) for i, o in lora_matrices(a))
+        flops = 2.0 * fwd_gemm + 3.0 * attn + 6.0 * tokens * L * adapters
+        trained = L * adapters
+        kernels += L * (p.lora_kernels_per_matrix * len(lora_matrices(a)) - mats)  # no dW GEMM of frozen weights
     gemm_dim = (tokens * d * max(d, a.ff)) ** (1.0 / 3.0)
     sat = gemm_dim / (gemm_dim + p.eff_half_dim)
-    eff = p.eff_max * sat
+    speed = 1.0  # GEMM throughput over FP32's: tensor cores under 16-bit autocast
+    if m.precision != "fp32":
+        speed = max(1.0, prof.tensor_ratio[m.precision] * p.tc_eff_rel)
+    eff = p.eff_max * sat * speed
     act_comp = p.act_small_floor + (1.0 - p.act_small_floor) * sat
-    kernels = p.kernels_per_layer * L + p.kernels_fixed
-    nbytes = (p.optimizer_bytes_per_param * a.params
-              + 3.0 * L * (p.act_bytes_per_token_dim * tokens * d
-                           + p.attn_bytes_per_score * b * a.heads * s * s))
+    if speed > 1.0:
+        act_comp *= p.act_tc_rel
+    act_bytes = 3.0 * L * (p.act_bytes_per_token_dim * tokens * d + p.attn_bytes_per_score * b * a.heads * s * s)
+    if m.precision != "fp32":
+        act_bytes *= p.autocast_act_share
+    nbytes = p.optimizer_bytes_per_param * trained + act_bytes
+    # the weights as the GEMMs read them, forward and backward: the calibrated fp32 traffic holds
+    # two reads of 4-byte weights; other widths change that share (docs/sim.md)
+    weights = gemm_params + head_params
+    bits = m.bits
+    compute_bytes = 4.0 if m.precision == "fp32" else 2.0
+    if bits in (4, 8):  # bitsandbytes: packed weights + constants read, a copy in the compute dtype written and read
+        per_pass = bits / 8.0 + p.quant_const_bytes_per_param + 2.0 * compute_bytes
+        kernels += L * mats * (p.dequant_kernels_per_matrix
+                               + (p.int8_extra_kernels_per_matrix if bits == 8 else 0.0))
+        cast = 0.0
+    elif bits == 32 and m.precision != "fp32":  # autocast casts each fp32 weight once a step
+        per_pass = 2.0
+        cast = 6.0 * weights
+        kernels += L * mats
+    else:
+        per_pass = bits / 8.0
+        cast = 0.0
+    nbytes += 2.0 * weights * (per_pass - 4.0) + cast
+    if a.head == "lm":
+        nbytes += p.logits_bytes_per_logit * tokens * a.vocab
     bw = prof.dram_peak_gbps * 1e9 * p.dram_efficiency * (mode.emc_mhz / prof.emc_max_mhz)
     # host time: the AGX Orin's at CPU_MAX_MHZ, stretched by the clock and the core's speed per MHz
     cpu_scale = CPU_MAX_MHZ / (mode.cpu_mhz * prof.cpu_ipc)
@@ -312,6 +359,36 @@ def step_work(w: SimRun, p: SimParams, mode: PowerMode | None = None, board: str
         t_serial_s=(p.serial_ms_per_step + w.host_ms_per_step) * 1e-3 * cpu_scale,
         cpu_mhz=mode.cpu_mhz, emc_mhz=mode.emc_mhz, board=board,
     )
+
+
+# Training memory (issue 28; an estimate, docs/sim.md "Training methods"): activations per token,
+# layer and hidden unit, in 16-bit (Korthikanti et al. 2022, "Reducing Activation Recomputation
+# in Large Transformer Models": 34 s b h bytes per layer without the attention scores), twice that
+# in fp32; the share of the module's DRAM a training process can have (the OS, the desktop and
+# CUDA's own take the rest).
+ACT_BYTES_PER_TOKEN_DIM_16 = 34.0
+USABLE_MEMORY_SHARE = 0.8
+
+
+def memory_need_gb(w: SimRun) -> float:
+    """GB a training step of ``w`` holds: the weights as stored (fp32 master weights for full
+    fine-tuning, whatever the autocast), gradients and AdamW's two moments of the trained
+    parameters (fp32), activations of the padded batch and the fp32 logits of an LM head."""
+    a, m = w.arch, w.method
+    frozen_bytes = 4.0 if m.peft == "none" else m.bits / 8.0
+    weights = a.params * frozen_bytes + (w.trainable_params * 4.0 if m.peft != "none" else 0.0)
+    optimizer = w.trainable_params * (4.0 + 8.0)  # gradient + two moments
+    tokens = w.batch_size * w.seq_len_padded
+    act = ACT_BYTES_PER_TOKEN_DIM_16 * (1.0 if m.precision != "fp32" else 2.0) * tokens * a.hidden * a.layers
+    logits = 2 * 4.0 * tokens * a.vocab if a.head == "lm" else 0.0  # logits and their gradient
+    return (weights + optimizer + act + logits) / 1e9
+
+
+def fits(w: SimRun, board: str = DEFAULT_BOARD) -> bool:
+    """Whether a step of ``w`` fits the board's memory (:func:`memory_need_gb` within
+    :data:`USABLE_MEMORY_SHARE` of it); True where the board's memory is not known."""
+    gb = profile(board).memory_gb
+    return not gb or memory_need_gb(w) <= USABLE_MEMORY_SHARE * gb
 
 
 def _smoothmax(x: float, y: float, pwr: float) -> float:

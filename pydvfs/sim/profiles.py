@@ -60,6 +60,10 @@ class SimProfile:
     rails: dict  # rail -> components it carries (every rail of the board table, each once)
     modes: dict  # board-table mode name -> ModeClocks
     sweep_cpu_mhz: tuple  # a few CPU clocks for joint sweeps (top included)
+    # dense fp16 / bf16 GEMM peak over the FP32 CUDA cores' (tensor cores; 1: no 16-bit path
+    # faster than FP32, e.g. bf16 emulated where the GPU has no bf16 units)
+    tensor_ratio: dict = field(default_factory=lambda: {"fp16": 1.0, "bf16": 1.0})
+    memory_gb: float = 0.0  # the module's DRAM, shared by CPU and GPU (0: not known)
     sources: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -101,7 +105,11 @@ PROFILES_SPEC = {
                "30W": ModeClocks(8, 1728.0, 3199.0, "SPEC 5 (cores); devkit nvpmodel.conf (CPU)"),
                "50W": ModeClocks(12, 1497.6, 3199.0, "SPEC 5")},
         sweep_cpu_mhz=_A78_SWEEP + (2201.6,),
-        sources={"cuda_cores": "16 SMs x 128 (Ampere GA10B, AGX Orin 64GB data sheet)",
+        tensor_ratio={"fp16": 8.0, "bf16": 8.0},
+        memory_gb=64.0,
+        sources={"memory_gb": "AGX Orin 64GB: 64 GB LPDDR5",
+                 "tensor_ratio": "Ampere GA10B: 4 tensor cores per SM, 256 dense fp16/bf16 FMA/clk each, against 128 FP32 FMA/clk per SM (NVIDIA Ampere GA102 whitepaper; Jetson AGX Orin technical brief)",
+                 "cuda_cores": "16 SMs x 128 (Ampere GA10B, AGX Orin 64GB data sheet)",
                  "dram_peak_gbps": "LPDDR5 256-bit at 6400 MT/s",
                  "tdp": "AGX Orin 64GB: 15-60 W",
                  "power": "calibrated (docs/sim-calibration.md)"}),
@@ -113,7 +121,11 @@ PROFILES_SPEC = {
                "25W": ModeClocks(6, 1344.0, 3199.0, "estimate: JetPack 6.2 Orin Nano 8GB mode table"),
                "MAXN SUPER": ModeClocks(6, 1728.0, 3199.0, "no caps: table's CPU and EMC tops")},
         sweep_cpu_mhz=(729.6, 1113.6, 1344.0, 1728.0),
-        sources={"cuda_cores": "8 SMs x 128 (Orin Nano 8GB data sheet: 1024 CUDA cores)",
+        tensor_ratio={"fp16": 8.0, "bf16": 8.0},
+        memory_gb=8.0,
+        sources={"memory_gb": "Orin Nano 8GB: 8 GB LPDDR5",
+                 "tensor_ratio": "Ampere GA10B, as the AGX Orin",
+                 "cuda_cores": "8 SMs x 128 (Orin Nano 8GB data sheet: 1024 CUDA cores)",
                  "dram_peak_gbps": "LPDDR5 128-bit at 6400 MT/s (Super: 102 GB/s)",
                  "tdp": "Orin Nano 8GB Super: 7-25 W"}),
     "orin-nx": dict(
@@ -122,7 +134,11 @@ PROFILES_SPEC = {
         rails={"VDD_IN": COMPONENTS, "VDD_CPU_GPU_CV": ("gpu", "cpu"), "VDD_SOC": ("soc",)},
         modes={"MAXN SUPER": ModeClocks(8, 1984.0, 3199.0, "no caps: table's CPU and EMC tops")},
         sweep_cpu_mhz=_A78_SWEEP + (1984.0,),
-        sources={"cuda_cores": "8 SMs x 128 (Orin NX 16GB data sheet: 1024 CUDA cores)",
+        tensor_ratio={"fp16": 8.0, "bf16": 8.0},
+        memory_gb=16.0,
+        sources={"memory_gb": "Orin NX 16GB: 16 GB LPDDR5",
+                 "tensor_ratio": "Ampere GA10B, as the AGX Orin",
+                 "cuda_cores": "8 SMs x 128 (Orin NX 16GB data sheet: 1024 CUDA cores)",
                  "dram_peak_gbps": "LPDDR5 128-bit at 6400 MT/s",
                  "tdp": "Orin NX 16GB Super: 10-40 W"}),
     "thor": dict(
@@ -132,7 +148,11 @@ PROFILES_SPEC = {
                "ina238": COMPONENTS},
         modes={"MAXN": ModeClocks(14, 2601.0, 4266.0, "no caps: table's CPU top, LPDDR5X top")},
         sweep_cpu_mhz=(1300.8, 1950.7, 2601.0),
-        sources={"cuda_cores": "20 SMs x 128 (Blackwell, Jetson AGX Thor: 2560 CUDA cores)",
+        tensor_ratio={"fp16": 8.0, "bf16": 8.0},
+        memory_gb=128.0,
+        sources={"memory_gb": "Jetson AGX Thor T5000: 128 GB LPDDR5X",
+                 "tensor_ratio": "estimate: Blackwell tensor cores taken at Ampere's dense fp16 ratio per SM (no dense fp16 figure per SM published for Thor)",
+                 "cuda_cores": "20 SMs x 128 (Blackwell, Jetson AGX Thor: 2560 CUDA cores)",
                  "dram_peak_gbps": "LPDDR5X 256-bit at 8533 MT/s: 273 GB/s",
                  "cpu_ipc": "estimate: Neoverse V3AE vs Cortex-A78AE per clock",
                  "tdp": "Jetson AGX Thor T5000: 40-130 W"}),
@@ -143,7 +163,11 @@ PROFILES_SPEC = {
                "SYS5V": ("sys",)},
         modes={"MAXN": ModeClocks(8, 2265.6, 2133.0, "no caps: table's CPU top, LPDDR4x top")},
         sweep_cpu_mhz=(1190.4, 1728.0, 2265.6),
-        sources={"cuda_cores": "8 SMs x 64 (Volta GV10B: 512 CUDA cores)",
+        tensor_ratio={"fp16": 8.0, "bf16": 1.0},
+        memory_gb=32.0,
+        sources={"memory_gb": "AGX Xavier 32GB: 32 GB LPDDR4x",
+                 "tensor_ratio": "Volta GV10B: 8 tensor cores per SM, 64 fp16 FMA/clk each, against 64 FP32 FMA/clk per SM (NVIDIA Volta whitepaper); no bf16 before Ampere (sm_80): bf16 runs at the FP32 rate",
+                 "cuda_cores": "8 SMs x 64 (Volta GV10B: 512 CUDA cores)",
                  "dram_peak_gbps": "LPDDR4x 256-bit at 4266 MT/s: 136.5 GB/s",
                  "cpu_ipc": "estimate: Carmel vs Cortex-A78AE per clock",
                  "cv_idle_w": "estimate: DLA/PVA idle", "tdp": "AGX Xavier 32GB: 10-30 W"}),
@@ -153,7 +177,11 @@ PROFILES_SPEC = {
         rails={"POM_5V_IN": COMPONENTS, "POM_5V_GPU": ("gpu",), "POM_5V_CPU": ("cpu",)},
         modes={"MAXN": ModeClocks(4, 1479.0, 1600.0, "no caps: table's CPU top, LPDDR4 top")},
         sweep_cpu_mhz=(710.4, 1036.8, 1479.0),
-        sources={"cuda_cores": "1 SM x 128 (Maxwell GM20B: 128 CUDA cores)",
+        tensor_ratio={"fp16": 2.0, "bf16": 1.0},
+        memory_gb=4.0,
+        sources={"memory_gb": "Jetson Nano: 4 GB LPDDR4",
+                 "tensor_ratio": "Maxwell GM20B: no tensor cores; fp16x2 arithmetic at twice the FP32 rate (Tegra X1); no bf16",
+                 "cuda_cores": "1 SM x 128 (Maxwell GM20B: 128 CUDA cores)",
                  "dram_peak_gbps": "LPDDR4 64-bit at 3200 MT/s: 25.6 GB/s",
                  "cpu_ipc": "estimate: Cortex-A57 vs Cortex-A78AE per clock",
                  "tdp": "Jetson Nano: 5-10 W"}),

@@ -9,7 +9,7 @@ run-to-run noise); energies are per training step.
 from __future__ import annotations
 
 from .joint import evaluate_joint_model, full_sweep
-from .model import default_params, operating_point, power_modes
+from .model import USABLE_MEMORY_SHARE, default_params, fits, memory_need_gb, operating_point, power_modes
 from .profiles import board_ids, profile
 from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_A_MODELS, PAPER_MODELS, get_workload
 
@@ -251,4 +251,99 @@ def spin_markdown(res: dict) -> str:
         lines.append(f"| {c['cpu_spin_share']:g} | {c['cpu_thread_w']:.1f} | {c['low_util']} of {len(c['rows'])} | "
                      f"{', '.join(f'{x:g}' for x in c['low_util_best_mhz']) or '-'} | {c['max_best_mhz']:g} | "
                      f"{'yes' if c['any_at_1020'] else 'no'} | +{mean_cost:.1f} % |")
+    return "\n".join(lines) + "\n"
+
+
+# ---- issue 28: how the run trains (full / LoRA / QLoRA, fp32 / bf16) -----------------------------
+def _module_curve(w, b: str, p) -> dict:
+    """Module energy per step (J) and step time at every pinned GPU clock of board ``b``."""
+    out = {}
+    for f in profile(b).levels_mhz:
+        o = operating_point(w, "fixed", f, p, board=b)
+        out[f] = (o.role_power_w["module"] * o.t_step_s, o.t_step_s)
+    return out
+
+
+def finetune_study(boards=None, models=None, tasks=None, methods=None, p=None) -> dict:
+    """Per board, decoder, task and training method (full / LoRA / QLoRA in fp32 and bf16): the
+    pinned GPU clock of least module energy (EMC and CPU at the top), its energy per step and per
+    real token, the saving against the top clock; and what choosing the clock with a wrong
+    description of the method costs: the module energy at the optimum of the described method,
+    on the true method's curve, over the true optimum's (noise-free steady state)."""
+    from .workloads import METHODS, SFT_MODELS
+
+    p = p or default_params()
+    models = list(models or SFT_MODELS)
+    tasks = list(tasks or CHARACTERISATION_TASKS)
+    methods = list(methods or METHODS)
+    out: dict = {"models": models, "tasks": tasks, "methods": methods, "boards": {}}
+    for b in boards or board_ids():
+        prof = profile(b)
+        top = prof.levels_mhz[-1]
+        rows = []
+        for m in models:
+            for t in tasks:
+                curves = {me: _module_curve(get_workload(m, t, method=me), b, p) for me in methods}
+                best = {me: min(c, key=lambda f, c=c: c[f][0]) for me, c in curves.items()}
+                w = get_workload(m, t)
+                tokens = w.batch_size * w.task.avg_tokens
+                for me in methods:
+                    c, f = curves[me], best[me]
+                    rows.append({
+                        "model": m, "task": t, "method": me, "best_mhz": f,
+                        "j_per_step": round(c[f][0], 4), "s_per_step": round(c[f][1], 5),
+                        "j_per_token": round(c[f][0] / tokens, 6),
+                        "saving_vs_top_pct": round(-_pct(c[f][0], c[top][0]), 3),
+                        "vs_full_fp32_pct": round(_pct(c[f][0], curves[methods[0]][best[methods[0]]][0]), 3),
+                        # described as `d`, truly `me`: the clock of d's optimum on me's curve
+                        "wrong_cost_pct": {d: round(_pct(c[best[d]][0], c[f][0]), 3) for d in methods},
+                        "memory_gb": round(memory_need_gb(get_workload(m, t, method=me)), 2),
+                        "fits": fits(get_workload(m, t, method=me), b),
+                    })
+        matrix = {me: {d: [r["wrong_cost_pct"][d] for r in rows if r["method"] == me] for d in methods}
+                  for me in methods}
+        out["boards"][b] = {
+            "calibrated": prof.calibrated, "top_mhz": top, "rows": rows, "memory_gb": prof.memory_gb,
+            "mean_cost_pct": {me: {d: sum(v) / len(v) for d, v in ds.items()} for me, ds in matrix.items()},
+            "max_cost_pct": {me: {d: max(v) for d, v in ds.items()} for me, ds in matrix.items()},
+            "moved": {me: sum(r["best_mhz"] != next(q["best_mhz"] for q in rows if q["model"] == r["model"]
+                                                    and q["task"] == r["task"] and q["method"] == methods[0])
+                              for r in rows if r["method"] == me) for me in methods},
+        }
+    return out
+
+
+def finetune_markdown(res: dict, table_task: str = "QNLI") -> str:
+    """The generated part of docs/finetune.md's study."""
+    methods, models = res["methods"], res["models"]
+    n_pairs = len(models) * len(res["tasks"])
+    lines = []
+    for b, r in res["boards"].items():
+        est = "calibrated" if r["calibrated"] else "scaled estimate"
+        lines += [f"### {b} ({est}; top clock {r['top_mhz']:g} MHz, {r['memory_gb']:g} GB)", "",
+                  f"Least module energy on {table_task}: the pinned clock (MHz) and mJ per real token "
+                  f"(x: the step does not fit in {USABLE_MEMORY_SHARE:.0%} of the {r['memory_gb']:g} GB at "
+                  "batch 16; priced anyway); below, each method's energy at its optimum against full "
+                  "fp32 at its own.", "",
+                  "| decoder | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
+        by = {(x["model"], x["method"]): x for x in r["rows"] if x["task"] == table_task}
+        for m in models:
+            cells = [f"{by[m, me]['best_mhz']:g} / {1000 * by[m, me]['j_per_token']:.2f}"
+                     + ("" if by[m, me]["fits"] else " x") for me in methods]
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        rel = {me: [x["vs_full_fp32_pct"] for x in r["rows"] if x["method"] == me] for me in methods}
+        lines.append("| *vs full-fp32, mean over all* | " + " | ".join(
+            f"{sum(v) / len(v):+.0f} %" for v in rel.values()) + " |")
+        top = {me: [x["saving_vs_top_pct"] for x in r["rows"] if x["method"] == me] for me in methods}
+        lines.append("| *saving vs the top clock, mean* | " + " | ".join(
+            f"{sum(v) / len(v):.1f} %" for v in top.values()) + " |")
+        lines.append("| *optimum moved from full-fp32's* | " + " | ".join(
+            f"{r['moved'][me]} of {n_pairs}" for me in methods) + " |")
+        lines += ["", "Choosing with the wrong description: mean (max) module energy over the true "
+                  "optimum, % — rows: how it truly trains; columns: how it was described.", "",
+                  "| truly \\ described | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
+        for me in methods:
+            lines.append(f"| {me} | " + " | ".join(
+                f"{r['mean_cost_pct'][me][d]:.1f} ({r['max_cost_pct'][me][d]:.1f})" for d in methods) + " |")
+        lines.append("")
     return "\n".join(lines) + "\n"

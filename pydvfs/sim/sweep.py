@@ -13,14 +13,17 @@ from ..dataset import DatasetWriter
 from ..device.fake import ORIN_MODEL
 from .model import DEFAULT_BOARD as ORIN_BOARD
 from .model import ORIN_LEVELS_MHZ, RAILS, default_params, idle_board_power_w, operating_point, simulate_run
-from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_MODELS, get_workload
+from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_MODELS, get_method, get_workload
 
 
 def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHARACTERISATION_TASKS,
                repeats: int = 1, seed: int = 0, freqs_mhz: Iterable[float] = ORIN_LEVELS_MHZ,
                power_modes: Iterable[str] = (), batch_size: int = 16, epochs: float = 1.0,
-               host_bound: bool = False, p=None, knobs=("gpu",), mode_extra: int = 16) -> Iterator[dict]:
-    """``host_bound``: also every model-task pair as a host-bound run (``HOST_BOUND``: small
+               host_bound: bool = False, p=None, knobs=("gpu",), mode_extra: int = 16,
+               methods: Iterable[str] = ("full-fp32",)) -> Iterator[dict]:
+    """``methods``: how each pair trains (tags of :data:`METHODS`: full-fp32, lora-bf16,
+    qlora-bf16, ...; each not full-fp32 is named ``model/task@tag``).
+    ``host_bound``: also every model-task pair as a host-bound run (``HOST_BOUND``: small
     batches, exposed host time), named ``model/task+hostbound``. ``knobs`` with ``emc`` and/or
     ``cpu``: the fixed runs cover a designed subset of the modes (:func:`sweep_modes`: every GPU
     level of ``freqs_mhz`` at the top EMC rate and CPU clock, an L9 design and a Latin hypercube
@@ -33,9 +36,11 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
     idle = idle_board_power_w(p)
     idle_cpu_gpu_w = boards.energies(idle, board)["cpu_gpu"]
     models, tasks = list(models), list(tasks)
-    workloads = [get_workload(m, t, batch_size, epochs) for m in models for t in tasks]
+    methods = [get_method(t) for t in methods]
+    workloads = [get_workload(m, t, batch_size, epochs, method=me) for m in models for t in tasks for me in methods]
     if host_bound:
-        workloads += [get_workload(m, t, batch_size, epochs, host=HOST_BOUND) for m in models for t in tasks]
+        workloads += [get_workload(m, t, batch_size, epochs, host=HOST_BOUND, method=me)
+                      for m in models for t in tasks for me in methods]
     for w in workloads:
         maxn_op = operating_point(w, "maxn", None, p)
         util_pct = 100.0 * maxn_op.load
@@ -63,8 +68,16 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
                     "samples": 0, "sampler_errors": 0, "exit_status": 0, "source": "sim", "board": board.id,
                     "emc_mhz": emc, "cpu_mhz": cpu,
                     "idle_power_w": idle_cpu_gpu_w,
+                    **_method_columns(w),
                 }
                 yield row
+
+
+def _method_columns(w) -> dict:
+    """The dataset's columns of how ``w`` trains (empty for full fp32, as datasets before them)."""
+    if w.method.is_default:
+        return {}
+    return {**w.workload().method_columns(), "trainable_params": w.trainable_params}
 
 
 def sweep_modes(freqs_mhz, knobs=("gpu",), extra: int = 16, seed: int = 0) -> list:

@@ -53,6 +53,7 @@ def _setting_for(lo_mhz: float, hi_mhz: float, power_mode: str, top_mode: str = 
 def run(args: argparse.Namespace) -> dict:
     p = default_params()
     w = get_workload(args.model, args.task, args.batch_size, args.epochs)
+    tokens_per_step = w.batch_size * w.task.avg_tokens  # real tokens (padding excluded), as a trainer counts
     target_steps = args.steps if args.steps else w.steps
     prof = profile(args.board)
     modes = power_modes(args.board)
@@ -149,7 +150,7 @@ def run(args: argparse.Namespace) -> dict:
             for r in rails:
                 energy_j[r] += power.get(r, 0.0) * dt_sim
             if progress is not None:
-                write_progress(progress, steps)
+                write_progress(progress, steps, steps * tokens_per_step)
             if steps >= target_steps - 1e-9:
                 break
     except _Stop:
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace) -> dict:
             Path(args.write_log).write_text(json.dumps(
                 {"rails": list(log_rails), "t_ns": [t for t, _ in written], "power_w": [v for _, v in written]}))
     if progress is not None:
-        write_progress(progress, steps)
+        write_progress(progress, steps, steps * tokens_per_step)
     return {
         "workload": w.name, "steps": round(steps, 3), "target_steps": target_steps,
         "sim_duration_s": sim_t, "real_duration_s": sim_t / args.time_scale,

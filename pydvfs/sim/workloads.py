@@ -25,7 +25,10 @@ from ..errors import InvalidValueError
 
 @dataclass(frozen=True)
 class Architecture:
-    """A transformer's shape. ``family``: bert (encoder), pythia or gemma (decoder)."""
+    """A transformer's shape. ``family``: the model type govcore knows (bert: encoder; pythia,
+    gemma, qwen2, llama, gemma2, gemma3_text, phi3: decoders). ``head``: ``cls`` (a
+    classification head on the [CLS] / last token, paper A's fine-tuning) or ``lm`` (supervised
+    fine-tuning of a decoder: logits over the vocabulary at every token)."""
 
     name: str
     family: str
@@ -39,6 +42,10 @@ class Architecture:
     params_published: int  # as the card / paper states it (BERT cards round: 4.4M, 110M, ...; Pythia exact)
     tied_embeddings: bool = True  # Pythia unties input and output embeddings
     kv_heads: int | None = None  # grouped/multi-query attention (Gemma); None = heads
+    head_dim: int | None = None  # per-head width where it is not hidden / heads (Gemma 2/3)
+    gated_mlp: bool = False  # gate, up and down projections, no biases (Llama-style)
+    qkv_bias: bool = False  # biases on q, k, v only (Qwen2)
+    head: str = "cls"
 
     @property
     def params(self) -> int:
@@ -49,14 +56,43 @@ class Architecture:
         """Parameters in the transformer layers (what the GEMMs multiply by)."""
         return self.layers * _layer_params(self)
 
+    @property
+    def q_dim(self) -> int:
+        """Width of the queries (and of the attention output): heads x head width."""
+        return self.heads * (self.head_dim or self.hidden // self.heads)
+
+    @property
+    def kv_dim(self) -> int:
+        return (self.kv_heads or self.heads) * (self.head_dim or self.hidden // self.heads)
+
+    @property
+    def is_llama_style(self) -> bool:
+        return self.gated_mlp
+
 
 def _layer_params(a: Architecture) -> int:
     d, ff = a.hidden, a.ff
-    kv = (a.kv_heads or a.heads) * (d // a.heads)
-    attn = d * d + 2 * d * kv + d * d + 2 * d + 2 * kv  # q, k, v, out (+ biases)
-    if a.family == "gemma":  # gated MLP: gate, up, down; no biases
+    kv = a.kv_dim
+    if a.family == "gemma":  # gated MLP: gate, up, down; no biases (the calibration model's count)
         return d * d + 2 * d * kv + d * d + 3 * d * ff + 2 * d
+    if a.gated_mlp:  # q, k, v, o; gate, up, down; two RMSNorms (+ q/k/v biases: Qwen2)
+        q = a.q_dim
+        bias = q + 2 * kv if a.qkv_bias else 0
+        return 2 * d * q + 2 * d * kv + bias + 3 * d * ff + 2 * d
+    attn = d * d + 2 * d * kv + d * d + 2 * d + 2 * kv  # q, k, v, out (+ biases)
     return attn + 2 * d * ff + ff + d + 4 * d  # MLP + two LayerNorms
+
+
+def lora_matrices(a: Architecture) -> tuple:
+    """(d_in, d_out) of each matrix a LoRA adapter is put on per layer: the query and value
+    projections, PEFT's default targets for these families (and the trainable share the
+    policies' feature assumes: pydvfs.policy.features.trainable_share)."""
+    return ((a.hidden, a.q_dim), (a.hidden, a.kv_dim))
+
+
+def layer_matrices(a: Architecture) -> int:
+    """Weight matrices per layer (each a GEMM forward, two backward)."""
+    return 4 + (3 if a.gated_mlp or a.family == "gemma" else 2)
 
 
 def count_params(a: Architecture) -> int:
@@ -80,6 +116,13 @@ def _pythia(size, layers, hidden, heads, params):
                         50304, 2048, params, tied_embeddings=False)
 
 
+def _decoder(name, family, size, layers, hidden, heads, ff, vocab, params, kv=None, head_dim=None,
+             qkv_bias=False, tied=True):
+    return Architecture(name, family, size, layers, hidden, heads, ff, vocab, 4096, params,
+                        tied_embeddings=tied, kv_heads=kv, head_dim=head_dim, gated_mlp=True,
+                        qkv_bias=qkv_bias, head="lm")
+
+
 ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
     _bert("tiny", 2, 128, 2, 4_400_000),
     _bert("mini", 4, 256, 4, 11_300_000),
@@ -96,6 +139,25 @@ ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
     _pythia("160m", 12, 768, 12, 162_322_944),
     _pythia("410m", 24, 1024, 16, 405_334_016),
     _pythia("1b", 16, 2048, 8, 1_011_781_632),
+    # Decoders fine-tuned today (issue 28), supervised fine-tuning with an LM head: the published
+    # config.json of each (layers, hidden, heads / KV heads, head width, intermediate, vocab,
+    # tied embeddings) and the parameter count of its model card (or safetensors index).
+    # Qwen/Qwen2.5-0.5B and -1.5B: GQA, q/k/v biases, tied embeddings; 0.49B / 1.54B.
+    _decoder("qwen2.5-0.5b", "qwen2", "0.5b", 24, 896, 14, 4864, 151_936, 494_032_768, kv=2, qkv_bias=True),
+    _decoder("qwen2.5-1.5b", "qwen2", "1.5b", 28, 1536, 12, 8960, 151_936, 1_543_714_304, kv=2, qkv_bias=True),
+    # meta-llama/Llama-3.2-1B: 16 layers, 2048 hidden, 32 heads, 8 KV heads, 8192, vocab 128,256; 1.24B.
+    _decoder("llama-3.2-1b", "llama", "1b", 16, 2048, 32, 8192, 128_256, 1_235_814_400, kv=8),
+    # HuggingFaceTB/SmolLM2-135M / -360M / -1.7B (Llama architecture, vocab 49,152, tied).
+    _decoder("smollm2-135m", "llama", "135m", 30, 576, 9, 1536, 49_152, 134_515_008, kv=3),
+    _decoder("smollm2-360m", "llama", "360m", 32, 960, 15, 2560, 49_152, 361_821_120, kv=5),
+    _decoder("smollm2-1.7b", "llama", "1.7b", 24, 2048, 32, 8192, 49_152, 1_711_376_384, kv=32),
+    # google/gemma-2-2b: 26 layers, 2304 hidden, 8 heads of 256, 4 KV heads, 9216, vocab 256,000; 2.61B.
+    _decoder("gemma-2-2b", "gemma2", "2b", 26, 2304, 8, 9216, 256_000, 2_614_341_888, kv=4, head_dim=256),
+    # google/gemma-3-1b-pt: 26 layers, 1152 hidden, 4 heads of 256, 1 KV head, 6912, vocab 262,144; 1.00B.
+    _decoder("gemma-3-1b", "gemma3_text", "1b", 26, 1152, 4, 6912, 262_144, 999_885_952, kv=1, head_dim=256),
+    # microsoft/Phi-3.5-mini-instruct: 32 layers, 3072 hidden, 32 heads, 8192, vocab 32,064,
+    # untied LM head; 3.82B.
+    _decoder("phi-3.5-mini", "phi3", "3.8b", 32, 3072, 32, 8192, 32_064, 3_821_079_552, tied=False),
     # Calibration only: google/gemma-2b (18 layers, 2048 hidden, 8 heads, 1 KV head, gated MLP
     # 16384, vocab 256,000, tied embeddings; 2.51B parameters).
     Architecture("gemma-2b", "gemma", "2b", 18, 2048, 8, 16384, 256_000, 8192, 2_510_000_000,
@@ -106,8 +168,10 @@ ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
 # content-to-position and position-to-content score matrices (about 3x the score work).
 ATTENTION_FACTOR = {"bert-xlarge": 3.0}
 
+# The decoders of issue 28 (supervised fine-tuning with an LM head).
+SFT_MODELS = tuple(n for n, a in ARCHITECTURES.items() if a.head == "lm")
 # The models of the paper (SPEC section 2); gemma-2b is for calibration only.
-PAPER_MODELS = tuple(n for n in ARCHITECTURES if n != "gemma-2b")
+PAPER_MODELS = tuple(n for n in ARCHITECTURES if n != "gemma-2b" and n not in SFT_MODELS)
 # Paper A splits its results at 70M parameters (> 70M vs <= 70M). Pythia-70M counts 70.4M from
 # its dimensions and belongs to the "<= 70M" group by its name: the split is at 70.5M.
 SMALL_MODEL_MAX_PARAMS = 70_500_000
@@ -164,6 +228,67 @@ EVALUATION_TASKS = ("QQP", "RTE", "CoLA", "STS-B", "MNLI", "WNLI")
 
 
 @dataclass(frozen=True)
+class Method:
+    """How a simulated run trains (issue 28): ``peft`` none (full fine-tuning) / lora / qlora,
+    the adapters' ``rank`` (on the query and value projections: :func:`lora_matrices`), the
+    compute ``precision`` (fp32, or fp16/bf16 autocast) and the frozen weights' ``weight_bits``
+    (None: as :func:`pydvfs.policy.features.effective_weight_bits` resolves it: 4 for qlora, 16
+    for lora under autocast, else 32)."""
+
+    peft: str = "none"
+    rank: int = 16
+    precision: str = "fp32"
+    weight_bits: int | None = None
+
+    def __post_init__(self):
+        if self.peft not in PEFT_KINDS:
+            raise InvalidValueError(f"peft must be one of {', '.join(PEFT_KINDS)}, got {self.peft!r}")
+        if self.precision not in PRECISIONS:
+            raise InvalidValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.rank < 1:
+            raise InvalidValueError(f"rank must be >= 1, got {self.rank}")
+
+    @property
+    def bits(self) -> int:
+        from ..policy.features import effective_weight_bits
+
+        return effective_weight_bits(self.peft, self.weight_bits, self.precision)
+
+    @property
+    def tag(self) -> str:
+        """``full-fp32``, ``lora-bf16``, ``qlora-bf16``... (``-rN`` where the rank is not 16)."""
+        kind = "full" if self.peft == "none" else self.peft
+        rank = f"-r{self.rank}" if self.peft != "none" and self.rank != DEFAULT_RANK else ""
+        bits = f"-w{self.weight_bits}" if self.weight_bits is not None else ""
+        return f"{kind}{rank}{bits}-{self.precision}"
+
+    @property
+    def is_default(self) -> bool:
+        """Full fine-tuning in fp32: what every run of the catalogue was before issue 28."""
+        return self == FULL_FP32
+
+
+PEFT_KINDS = ("none", "lora", "qlora")  # as govcore's gc_peft_names (a test checks they agree)
+PRECISIONS = ("fp32", "fp16", "bf16")  # as govcore's gc_precision_names
+DEFAULT_RANK = 16  # the catalogue's LoRA rank (a common choice; PEFT's own default is 8)
+FULL_FP32 = Method()
+# The catalogue's training methods: full, LoRA and QLoRA (4-bit NF4), each in fp32 and bf16.
+METHODS: dict[str, Method] = {m.tag: m for m in (
+    Method("none", precision="fp32"), Method("none", precision="bf16"),
+    Method("lora", precision="fp32"), Method("lora", precision="bf16"),
+    Method("qlora", precision="fp32"), Method("qlora", precision="bf16"),
+)}
+
+
+def get_method(tag: str) -> Method:
+    """A catalogue method by its tag (``full-fp32``, ``lora-bf16``, ``qlora-bf16``, ...)."""
+    key = tag.lower()
+    if key in METHODS:
+        return METHODS[key]
+    raise InvalidValueError(f"unknown training method {tag!r}; known: {', '.join(METHODS)}")
+
+
+@dataclass(frozen=True)
 class SimRun:
     """One simulated fine-tuning run: a model on a task with a batch size and a number of epochs.
     What the governor's policies see of it is :meth:`workload` (a :class:`pydvfs.Workload`).
@@ -177,18 +302,33 @@ class SimRun:
     epochs: float = 1.0
     host_ms_per_step: float = 0.0
     variant: str = ""
+    method: Method = FULL_FP32
 
     @property
     def name(self) -> str:
-        return f"{self.arch.name}/{self.task.name}" + (f"+{self.variant}" if self.variant else "")
+        """``model/task`` [``@method``, where it is not full fp32] [``+variant``]."""
+        return (f"{self.arch.name}/{self.task.name}" + ("" if self.method.is_default else f"@{self.method.tag}")
+                + (f"+{self.variant}" if self.variant else ""))
 
     def workload(self):
         """The policies' view of this run: a :class:`pydvfs.Workload` (model family, layers,
-        hidden size, average tokens per sample)."""
+        hidden size, average tokens per sample; how it trains where it is not full fp32)."""
         from ..policy.workload import Workload
 
+        m = self.method
+        method = {} if m.is_default else dict(
+            peft=m.peft, rank=m.rank if m.peft != "none" else None, weight_bits=m.weight_bits,
+            precision=m.precision, batch_size=self.batch_size,
+            tokens_per_step=round(self.batch_size * self.task.avg_tokens, 6))
         return Workload(model=self.arch.family, layers=self.arch.layers, hidden=self.arch.hidden,
-                        seq_len=self.task.avg_tokens, name=self.name)
+                        seq_len=self.task.avg_tokens, name=self.name, **method)
+
+    @property
+    def trainable_params(self) -> int:
+        """Parameters the optimizer updates: all for full fine-tuning, else the adapters'."""
+        if self.method.peft == "none":
+            return self.arch.params
+        return self.arch.layers * sum(self.method.rank * (i + o) for i, o in lora_matrices(self.arch))
 
     @property
     def seq_len_padded(self) -> float:
@@ -236,13 +376,15 @@ def get_task(name: str) -> Task:
 
 
 def get_workload(model: str, task: str, batch_size: int = 16, epochs: float = 1.0,
-                 host: HostProfile | None = None) -> SimRun:
-    """A catalogue workload; ``host`` makes it host-bound (its batch size replaces ``batch_size``)."""
+                 host: HostProfile | None = None, method: Method | str | None = None) -> SimRun:
+    """A catalogue workload; ``host`` makes it host-bound (its batch size replaces ``batch_size``);
+    ``method`` how it trains (a :class:`Method` or a tag of :data:`METHODS`; default full fp32)."""
     if batch_size < 1:
         raise InvalidValueError(f"batch size must be >= 1, got {batch_size}")
     if not epochs > 0:
         raise InvalidValueError(f"epochs must be > 0, got {epochs}")
+    m = FULL_FP32 if method is None else get_method(method) if isinstance(method, str) else method
     if host is not None:
         return SimRun(get_architecture(model), get_task(task), host.batch_size, epochs,
-                        host.host_ms_per_step, host.name)
-    return SimRun(get_architecture(model), get_task(task), batch_size, epochs)
+                      host.host_ms_per_step, host.name, m)
+    return SimRun(get_architecture(model), get_task(task), batch_size, epochs, method=m)

@@ -1,12 +1,20 @@
-"""Real fine-tuning of a BERT / Pythia / MiniLM classifier on a GLUE task: the workload we sweep.
+"""Real fine-tuning on a GLUE task: the workload we sweep. A BERT / Pythia / MiniLM classifier
+in a plain training loop (``--trainer loop``, the default), or supervised fine-tuning of a
+decoder (Qwen2.5, Llama 3.2, SmolLM2, Gemma, Phi: ``--trainer sft``, TRL's SFTTrainer,
+:mod:`pydvfs.workloads.sft`); either full, or with a LoRA adapter (``--peft lora``; ``qlora``
+where CUDA and bitsandbytes are: elsewhere it says so and trains LoRA), in fp32 or with 16-bit
+autocast (``--precision bf16|fp16``).
 
     python -m pydvfs.workloads.finetune --model bert-base --task sst2 [--max-steps N]
         [--batch-size B] [--max-seq-len S] [--device auto|cuda|cpu] [--progress-file F] [--json]
+    python -m pydvfs.workloads.finetune --trainer sft --model qwen2.5-0.5b --peft lora --rank 16 \
+        --precision bf16 --max-steps 200 --progress-file F
 
 It trains with AdamW on the task's training rows, then scores a held-out slice (accuracy, or
 Pearson r for STS-B) and prints steps, average sequence length (tokens without padding),
-throughput and loss. ``--progress-file F`` holds the number of completed steps, replaced
-atomically after every step, so an online governor can measure steps per joule while it runs.
+throughput and loss. ``--progress-file F`` holds the number of completed steps and the real
+tokens they trained on (``STEPS TOKENS``), replaced atomically after every step, so an online
+governor can measure joules per step and per token while it runs.
 SIGINT/SIGTERM end the run after the current step (exit status 128 + signal number, results are
 still printed). Bad arguments: one line on stderr, exit status 2. Nothing is ever downloaded.
 """
@@ -42,6 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fine-tune a (random-init or MiniLM) classifier on a GLUE task; no downloads.",
     )
     p.add_argument("--model", default="bert-base", help=f"one of: {', '.join(models.MODELS)}")
+    p.add_argument("--trainer", default="loop", choices=("loop", "sft"),
+                   help="loop: a classifier in a plain training loop (default); sft: a decoder "
+                        f"({', '.join(models.DECODERS)}) with TRL's SFTTrainer")
+    p.add_argument("--peft", default="none", choices=("none", "lora", "qlora"),
+                   help="none: full fine-tuning (default); lora: a LoRA adapter on the attention "
+                        "projections; qlora: LoRA over 4-bit NF4 weights (CUDA + bitsandbytes only: "
+                        "elsewhere it says so and trains LoRA)")
+    p.add_argument("--rank", type=int, default=16, metavar="R", help="the LoRA rank (default 16)")
+    p.add_argument("--precision", default="fp32", choices=("fp32", "fp16", "bf16"),
+                   help="compute precision: fp32 (default), or 16-bit autocast")
+    p.add_argument("--vocab-size", type=int, default=2048, metavar="N",
+                   help="sft: the BPE tokenizer trained on the shipped sentences (default 2048)")
     p.add_argument("--task", default="sst2", help=f"one of: {', '.join(glue.TASKS)}")
     p.add_argument("--max-steps", type=int, default=None, metavar="N",
                    help="stop after N optimiser steps (default: --epochs over the training rows)")
@@ -79,6 +99,18 @@ def _validate(args: argparse.Namespace) -> None:
         raise InvalidValueError("--eval-examples must be >= 0")
     if args.threads is not None and args.threads < 1:
         raise InvalidValueError("--threads must be >= 1")
+    if args.rank < 1:
+        raise InvalidValueError("--rank must be >= 1")
+    if not 260 <= args.vocab_size <= 65536:
+        raise InvalidValueError("--vocab-size must be in 260..65536 (the byte alphabet and the special tokens)")
+    spec = models.model_spec(args.model)
+    if args.trainer == "sft" and not spec.is_causal_lm:
+        raise InvalidValueError(f"--trainer sft trains a decoder: one of {', '.join(models.DECODERS)}")
+    if args.trainer == "loop" and spec.is_causal_lm:
+        raise InvalidValueError(f"{spec.name} is a decoder for supervised fine-tuning: add --trainer sft")
+    if args.trainer == "loop" and (args.peft != "none" or args.precision != "fp32"):
+        raise InvalidValueError("--peft and --precision are for --trainer sft (the classifier loop trains "
+                                "in full fp32, as paper A did)")
     if args.progress_file is not None:
         parent = os.path.dirname(os.path.abspath(args.progress_file))
         if not os.path.isdir(parent):
@@ -168,6 +200,10 @@ def _pearson(xs: list, ys: list) -> Optional[float]:
 def run(args: argparse.Namespace) -> dict:
     """Train and score; returns the result record (also what --json prints)."""
     _validate(args)
+    if args.trainer == "sft":
+        from .sft import run_sft
+
+        return run_sft(args)
     spec = models.model_spec(args.model)
     task = glue.task_spec(args.task)
     train_rows, heldout_rows = glue.train_and_heldout(task.name, args.eval_examples)
@@ -203,7 +239,7 @@ def run(args: argparse.Namespace) -> dict:
     losses: list[float] = []
     step_times: list[float] = []
     if args.progress_file:
-        write_progress(args.progress_file, 0)
+        write_progress(args.progress_file, 0, 0)
     t_start = time.perf_counter()
     with _StopFlag() as stop:
         while step < total_steps and stop.signum is None:
@@ -230,7 +266,7 @@ def run(args: argparse.Namespace) -> dict:
             real_tokens += sum(len(encoded[i]["input_ids"]) for i in idx)
             padded_tokens += padded
             if args.progress_file:
-                write_progress(args.progress_file, step)
+                write_progress(args.progress_file, step, real_tokens)
     train_time_s = time.perf_counter() - t_start
 
     metric_name = "pearson" if task.is_regression else "accuracy"
@@ -273,6 +309,8 @@ def run(args: argparse.Namespace) -> dict:
         "stopped_by": signal.Signals(stop.signum).name if stop.signum is not None else None,
         "task_note": task.note or None,
         "seed": args.seed,
+        "trainer": "loop",
+        "tokens": real_tokens,
     }
 
 
@@ -302,13 +340,18 @@ def _score(torch, model, tokenizer, rows, args, spec, task, pad_id, device) -> O
 
 def _text(r: dict) -> str:
     metric = "n/a" if r["metric_value"] is None else f"{r['metric_value']:.3f}"
+    how = "" if r["trainer"] == "loop" else \
+        f", SFT, {r['peft'] if r['peft'] != 'none' else 'full'}{' r=' + str(r['rank']) if r['rank'] else ''} " \
+        f"{r['precision']}, {r['trainable_params'] / 1e6:.2f}M trained"
     lines = [
-        f"{r['model']} on {r['task']} ({r['params'] / 1e6:.1f}M params, {r['device']}): "
+        f"{r['model']} on {r['task']} ({r['params'] / 1e6:.1f}M params{how}, {r['device']}): "
         f"{r['steps']} steps x {r['batch_size']} in {r['train_time_s']:.2f} s",
         f"  step {r['step_time_s'] or 0:.3f} s, {r['examples_per_s'] or 0:.1f} examples/s, "
         f"avg seq len {r['avg_seq_len'] or 0:.1f} tokens",
-        f"  loss {r['first_loss']:.4f} -> {r['last_loss']:.4f}, held-out {r['metric']} {metric} "
-        f"on {r['heldout_examples']}" if r["steps"] else "  no step completed",
+        (f"  loss {r['first_loss']:.4f} -> {r['last_loss']:.4f}, held-out {r['metric']} {metric} "
+         f"on {r['heldout_examples']}" if r["heldout_examples"] else
+         f"  loss {r['first_loss']:.4f} -> {r['last_loss']:.4f}") if r["steps"] and r["first_loss"] is not None
+        else "  no step completed",
     ]
     if r["stopped_by"]:
         lines.append(f"  stopped by {r['stopped_by']}")

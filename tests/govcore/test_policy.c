@@ -10,7 +10,7 @@
 
 static void test_rules(void)
 {
-    gc_workload w = {0, -1.0, 4, 256, 30};
+    gc_workload w = {0, -1.0, 4, 256, 30, 0, 0, 0, 0, 0, 0, 0};
 
     CHECK(gc_propose_rules(&w) == 510.0);
     w.seq_len = 40;
@@ -34,6 +34,61 @@ static void test_model_family(void)
     CHECK(gc_model_family("Pythia", &dec) == 0 && dec == 1);
     CHECK(gc_model_family("deberta-v2", &dec) == 0 && dec == 0);
     CHECK(gc_model_family("toaster", &dec) == -EINVAL);
+    /* a model's own name: the family of its leading letters */
+    CHECK(gc_model_family("qwen2.5-0.5b", &dec) == 0 && dec == 1);
+    CHECK(gc_model_family("llama-3.2-1b", &dec) == 0 && dec == 1);
+    CHECK(gc_model_family("smollm2-135m", &dec) == 0 && dec == 1);
+    CHECK(gc_model_family("bert-base", &dec) == 0 && dec == 0);
+    CHECK(gc_model_family("toaster-2", &dec) == -EINVAL);
+    CHECK(gc_model_family("qwenx", &dec) == -EINVAL); /* letters all the way: no family prefix */
+    CHECK(gc_model_family("-1b", &dec) == -EINVAL);
+}
+
+static void test_method_keys(void)
+{
+    gc_workload w = {1, -1.0, 24, 896, 200, 0, 0, 0, 0, 0, 0, 0};
+    char err[160], text[256];
+
+    CHECK(gc_method_key("peft") == 0 && gc_method_key("tokens_per_step") == 6 && gc_method_key("seq_len") == -1);
+    /* defaults: full fine-tuning in fp32 */
+    CHECK(gc_method_check(&w, err, sizeof err) == 0);
+    CHECK(gc_trainable_share(&w) == 1.0 && gc_weight_bits(&w) == 32.0);
+    gc_method_format(&w, text, sizeof text);
+    CHECK(strcmp(text, "") == 0);
+    CHECK(gc_method_set(&w, 0, "LoRA", err, sizeof err) == 0 && w.peft == GC_PEFT_LORA);
+    CHECK(gc_method_set(&w, 1, "16", err, sizeof err) == 0 && w.rank == 16.0);
+    CHECK(gc_method_set(&w, 4, "bf16", err, sizeof err) == 0 && w.precision == GC_PRECISION_BF16);
+    CHECK(gc_method_set(&w, 6, "1600.25", err, sizeof err) == 0 && w.tokens_per_step == 1600.25);
+    CHECK(gc_method_check(&w, err, sizeof err) == 0);
+    CHECK(gc_weight_bits(&w) == 16.0);
+    CHECK(fabs(gc_trainable_share(&w) - 4.0 * 16 * 896 * 24 / (12.0 * 24 * 896 * 896)) < 1e-15);
+    gc_method_format(&w, text, sizeof text);
+    CHECK(strcmp(text, " peft=lora rank=16 precision=bf16 tokens_per_step=1600.25") == 0);
+    gc_method_format(&w, text, 10); /* cut: never half a key */
+    CHECK(strcmp(text, "") == 0);
+    /* refusals name the key */
+    CHECK(gc_method_set(&w, 0, "lorx", err, sizeof err) == -EINVAL && strstr(err, "peft"));
+    CHECK(gc_method_set(&w, 1, "0", err, sizeof err) == -EINVAL && strstr(err, "rank"));
+    CHECK(gc_method_set(&w, 1, "1.5", err, sizeof err) == -EINVAL && strstr(err, "rank"));
+    CHECK(gc_method_set(&w, 3, "6", err, sizeof err) == -EINVAL && strstr(err, "weight_bits"));
+    CHECK(gc_method_set(&w, 4, "fp8", err, sizeof err) == -EINVAL && strstr(err, "precision"));
+    CHECK(gc_method_set(&w, 5, "nan", err, sizeof err) == -EINVAL && strstr(err, "batch_size"));
+    CHECK(gc_method_set(&w, 6, "-1", err, sizeof err) == -EINVAL && strstr(err, "tokens_per_step"));
+    CHECK(gc_method_set(&w, 7, "1", err, sizeof err) == -EINVAL);
+    /* keys that disagree */
+    w.weight_bits = 4.0;
+    CHECK(gc_method_check(&w, err, sizeof err) == -EINVAL && strstr(err, "qlora"));
+    w.peft = GC_PEFT_QLORA;
+    CHECK(gc_method_check(&w, err, sizeof err) == 0 && gc_weight_bits(&w) == 4.0);
+    w.weight_bits = 16.0;
+    CHECK(gc_method_check(&w, err, sizeof err) == -EINVAL);
+    w.weight_bits = 0.0;
+    CHECK(gc_weight_bits(&w) == 4.0);
+    w.peft = GC_PEFT_NONE;
+    CHECK(gc_method_check(&w, err, sizeof err) == -EINVAL && strstr(err, "rank"));
+    w.rank = 0.0;
+    w.trainable_params = 1e12; /* more than the stack: the share is at most 1 */
+    CHECK(gc_method_check(&w, err, sizeof err) == 0 && gc_trainable_share(&w) == 1.0);
 }
 
 static void test_policy_names(void)
@@ -89,7 +144,7 @@ static void test_decide_clamps_to_table(void)
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     double classes[1];
     gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
-    gc_workload w = {0, 60.0, 12, 768, 64};
+    gc_workload w = {0, 60.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_board b;
     gc_decision d;
 
@@ -130,7 +185,7 @@ static void test_features_match_sklearn_float32(void)
                                  "log10_c_tok", "intensity"};
     double cls[1] = {510.0}, x[8];
     gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0, "", "", "", "", 0, {0}};
-    gc_workload w = {1, -1.0, 12, 768, 0.1};
+    gc_workload w = {1, -1.0, 12, 768, 0.1, 0, 0, 0, 0, 0, 0, 0};
     char err[128];
 
     CHECK(gc_features(&m, &w, x, err, sizeof err) == 0);
@@ -148,7 +203,7 @@ static void test_features_match_sklearn_float32(void)
 
 static void test_builtin_tree_is_usable(void)
 {
-    gc_workload w = {0, -1.0, 12, 768, 64};
+    gc_workload w = {0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     double mhz = 0;
     char err[128];
     int i, found = 0;
@@ -164,7 +219,7 @@ static void test_apply_then_maxn_restores(void)
 {
     const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
     char state_dir[600];
-    gc_workload w = {0, 60.0, 12, 768, 128};
+    gc_workload w = {0, 60.0, 12, 768, 128, 0, 0, 0, 0, 0, 0, 0};
     gc_clock_state st;
     gc_decision d;
     gc_board b;
@@ -259,7 +314,7 @@ static void test_roofline_load_is_strict(void)
 static void test_roofline_policy_on_13_levels(void)
 {
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
-    gc_workload w = {0, -1.0, 12, 768, 64};
+    gc_workload w = {0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     double classes[1] = {700.0};
     gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
     char path[600], err[256];
@@ -325,7 +380,7 @@ static void test_roofline_time_is_a_over_f_plus_b(void)
     gc_roofline r;
     gc_board b;
     const char *root = roofline_board(&b, &r);
-    gc_workload w = {0, -1.0, 12, 768, 64};
+    gc_workload w = {0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     double a = (12.0 * 12 * 768 * 768 + 3.0 * 12 * 64 * 768) / 1e12 + 1.8e-06 * 12 / 64;
     double bb = 3.4e-09 * (768.0 * 12) + (3.3e-05 + 6.8e-06 * 12) / 64;
 
@@ -353,7 +408,7 @@ static void test_slowdown_bound_raises_a_policy_level(void)
     const char *root = roofline_board(&b, &r);
     double classes[1] = {216.75}; /* the tree's choice: level 1 of 13 */
     gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}};
-    gc_workload w = {0, -1.0, 12, 768, 64};
+    gc_workload w = {0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 0.0};
     double pcts[] = {0.0, 1.0, 5.0, 20.0, 50.0, 100.0, 1e9}, top_s, t;
     gc_decision d;
@@ -403,7 +458,7 @@ static void test_goal_refusals_and_maxn(void)
     const char *root = roofline_board(&b, &r);
     double classes[1] = {0.0}; /* the tree's MAXN class */
     gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}};
-    gc_workload w = {0, -1.0, 12, 768, 64};
+    gc_workload w = {0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 3.0};
     gc_decision d;
 
@@ -458,7 +513,7 @@ static void test_roofline_objectives(void)
     const char *root = roofline_board(&b, &r);
     double classes[1] = {700.0};
     gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
-    gc_workload ws[] = {{0, -1.0, 12, 768, 64}, {0, -1.0, 2, 128, 20}, {1, -1.0, 24, 1024, 128}};
+    gc_workload ws[] = {{0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0}, {0, -1.0, 2, 128, 20, 0, 0, 0, 0, 0, 0, 0}, {1, -1.0, 24, 1024, 128, 0, 0, 0, 0, 0, 0, 0}};
     double pcts[] = {-1.0, 0.0, 2.0, 10.0, 40.0};
     int k, i, p, differs = 0, e_level, want, want_free;
     gc_goal g;
@@ -492,7 +547,7 @@ static void test_apply_goal_pins_the_raised_level(void)
     const char *root = roofline_board(&b, &r);
     double classes[1] = {114.75};
     gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
-    gc_workload w = {0, -1.0, 12, 768, 64};
+    gc_workload w = {0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 10.0};
     char state_dir[600];
     gc_clock_state st;
@@ -517,7 +572,7 @@ static void test_foreign_table_mapped_or_declined(void)
                                                 "816000000 918000000 1020000000");
     gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 714.0, "", "", "",
                        "agx-orin", 11, {306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1224, 1300.5}};
-    gc_workload w = {0, 50.0, 12, 768, 64};
+    gc_workload w = {0, 50.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_decision d;
     gc_board b;
     double mhz;
@@ -552,6 +607,7 @@ int main(void)
 {
     RUN(test_rules);
     RUN(test_model_family);
+    RUN(test_method_keys);
     RUN(test_policy_names);
     RUN(test_policy_table);
     RUN(test_decide_clamps_to_table);

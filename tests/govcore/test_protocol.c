@@ -57,6 +57,16 @@ static void test_accepted(void)
           rq.goal.objective == GC_OBJECTIVE_ED2P && rq.goal.max_slowdown_pct == 7.5);
     CHECK(parse("apply model=bert layers=1 hidden=1 seq_len=1 max_slowdown_pct=0", &rq) == 0 &&
           rq.goal.max_slowdown_pct == 0);
+    /* how it trains: every key at once still fits a request */
+    CHECK(parse("apply model=qwen2.5-0.5b layers=24 hidden=896 seq_len=200 util_pct=90 peft=qlora rank=16 "
+                "trainable_params=1081344 weight_bits=4 precision=bf16 batch_size=8 tokens_per_step=1600.5 "
+                "policy=mlg tree=t dry_run=1 objective=energy max_slowdown_pct=5", &rq) == 0 &&
+          rq.workload.is_decoder == 1 && rq.workload.peft == GC_PEFT_QLORA && rq.workload.rank == 16 &&
+          rq.workload.trainable_params == 1081344 && rq.workload.weight_bits == 4 &&
+          rq.workload.precision == GC_PRECISION_BF16 && rq.workload.batch_size == 8 &&
+          rq.workload.tokens_per_step == 1600.5 && strcmp(rq.model, "qwen2.5-0.5b") == 0);
+    CHECK(parse("apply model=bert layers=1 hidden=1 seq_len=1", &rq) == 0 && rq.workload.peft == GC_PEFT_NONE &&
+          rq.workload.precision == GC_PRECISION_FP32 && rq.workload.rank == 0 && rq.workload.weight_bits == 0);
 }
 
 static void test_refused(void)
@@ -79,6 +89,15 @@ static void test_refused(void)
         "pin 612 emc_mhz=2133 emc_mhz=2133", "pin 612 gpu_mhz=1", "pin 612 emc_mhz=", "pin 612 emc_mhz=0",
         "pin 612 emc_mhz=1e3", "pin 612 cpu_mhz=-1", "pin 612 emc_mhz=1 cpu_mhz=1 x=1", "pin 612 emc_mhz",
         "pin emc_mhz=2133",
+        "apply model=llama layers=2 hidden=64 seq_len=9 peft=lorx",
+        "apply model=llama layers=2 hidden=64 seq_len=9 rank=16",
+        "apply model=llama layers=2 hidden=64 seq_len=9 peft=lora rank=1.5",
+        "apply model=llama layers=2 hidden=64 seq_len=9 peft=lora rank=1e2",
+        "apply model=llama layers=2 hidden=64 seq_len=9 peft=lora peft=lora",
+        "apply model=llama layers=2 hidden=64 seq_len=9 weight_bits=4",
+        "apply model=llama layers=2 hidden=64 seq_len=9 precision=fp8",
+        "apply model=llama layers=2 hidden=64 seq_len=9 tokens_per_step=0",
+        "apply model=llama layers=2 hidden=64 seq_len=9 batch_size=",
         "unknown", NULL};
     gc_request rq;
     char err[GC_ERR_MAX], big[GC_REQ_MAX + 2];

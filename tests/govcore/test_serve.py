@@ -911,3 +911,35 @@ def test_a_member_may_not_undo_a_pin_root_left_standing(daemon, client_python, g
     (reply,) = daemon.request("restore")
     assert reply["restored"] is True, reply
     assert _state(daemon.board) == ORIGINAL
+
+
+def test_how_a_workload_trains_travels_through_the_daemon(daemon, client_python, group_gid, govcore_bin):
+    """issue 28: `pydvfs apply` and `govcore apply`, direct and through the daemon, give the same
+    decision for a LoRA bf16 workload, and the daemon saw how it trains (its record echoes it)."""
+    spec = ("model=qwen2.5-0.5b,layers=24,hidden=896,seq_len=200,peft=lora,rank=16,precision=bf16,"
+            "batch_size=8,tokens_per_step=1600.5")
+    method = {"peft": "lora", "rank": 16, "precision": "bf16", "batch_size": 8, "tokens_per_step": 1600.5,
+              "trainable_params": None, "weight_bits": None}
+    local = subprocess.run([govcore_bin, "--sysfs-root", str(daemon.board.root), "apply", "--workload", spec,
+                            "--dry-run", "--json"], capture_output=True, text=True)
+    assert local.returncode == 0, local.stderr
+    direct = json.loads(local.stdout)
+    for argv in ([str(GOVCORE / "govcore"), "apply", "--workload", spec, "--dry-run", "--json"],
+                 [client_python, "-m", "pydvfs", "apply", "--workload", spec, "--dry-run", "--json"]):
+        p = _as_nobody(group_gid, argv, daemon.sock)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        remote = json.loads(out)
+        assert remote["freq_mhz"] == direct["freq_mhz"] and remote["features"] == direct["features"], (argv, remote)
+        assert {k: remote["workload"][k] for k in method} == method == {k: direct["workload"][k] for k in method}
+    r = daemon.request("apply model=qwen2.5-0.5b layers=24 hidden=896 seq_len=200 peft=lora rank=16 "
+                       "precision=bf16 dry_run=1")[0]
+    assert r["freq_mhz"] == direct["freq_mhz"] and r["workload"]["peft"] == "lora", r
+    for bad, key in (("peft=lorx", "peft"), ("rank=16", "rank"), ("peft=lora rank=1.5", "rank"),
+                     ("precision=fp8", "precision"), ("weight_bits=4", "weight_bits"), ("peft=lora peft=none", "peft")):
+        e = daemon.request(f"apply model=llama layers=2 hidden=64 seq_len=9 {bad} dry_run=1")[0]
+        assert key in e["error"] and "\n" not in e["error"], (bad, e)
+    p = _as_nobody(group_gid, [str(GOVCORE / "govcore"), "apply", "--workload", spec.replace("bf16", "fp8"),
+                               "--dry-run"], daemon.sock)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and len(err.splitlines()) == 1 and "precision" in err, (out, err)

@@ -16,6 +16,7 @@ import pydvfs
 from pydvfs.device.fake import build_fake_board
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.engine import WindowParams
+from pydvfs.progress import read_progress
 from pydvfs.sim.board import CPUFREQ, EMC_RATE
 from pydvfs.sim.joint import mode_point
 from pydvfs.sim.workloads import get_workload
@@ -65,7 +66,7 @@ def test_joint_online_governor_pins_modes_and_restores_every_domain(tmp_path):
         while proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
             try:
-                n = int(float(progress.read_text().strip() or 0))
+                n = read_progress(progress) or 0
             except (FileNotFoundError, ValueError):
                 continue
             if n > seen:

@@ -12,6 +12,7 @@ import pytest
 from pydvfs import Sampler
 from pydvfs.device.animate import held_integral
 from pydvfs.device.fake import build_fake_board
+from pydvfs.progress import read_progress
 from pydvfs.sim.model import RAILS, default_params, operating_point, run_noise
 from pydvfs.sim.workloads import get_workload
 
@@ -103,7 +104,7 @@ def test_animated_energy_matches_virtual_time(tmp_path, pin_mhz):
             col = log["rails"].index(rail)
             for v in log["power_w"][:-1]:
                 assert v[col] == pytest.approx(op.power_w[rail] * pf, abs=0.005), rail
-    assert int(progress.read_text()) == steps
+    assert read_progress(progress) == steps
     cur = board.read_hz("cur_freq")
     if pin_mhz:
         assert cur == pin_mhz * 1_000_000
@@ -127,16 +128,16 @@ def test_clock_change_mid_run_is_followed(tmp_path):
         deadline = time.monotonic() + 10
         while not progress.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
-        t0, s0 = time.monotonic(), int(progress.read_text())
+        t0, s0 = time.monotonic(), read_progress(progress)
         time.sleep(1.0)
-        fast = (int(progress.read_text()) - s0) / (time.monotonic() - t0)
+        fast = (read_progress(progress) - s0) / (time.monotonic() - t0)
         assert board.read_hz("cur_freq") == 1300500000
         (board.devfreq_dir / "min_freq").write_text("306000000\n")
         (board.devfreq_dir / "max_freq").write_text("306000000\n")
         time.sleep(0.1)
-        t0, s0 = time.monotonic(), int(progress.read_text())
+        t0, s0 = time.monotonic(), read_progress(progress)
         time.sleep(1.0)
-        slow = (int(progress.read_text()) - s0) / (time.monotonic() - t0)
+        slow = (read_progress(progress) - s0) / (time.monotonic() - t0)
         assert board.read_hz("cur_freq") == 306000000
     finally:
         proc.terminate()

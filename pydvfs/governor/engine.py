@@ -353,7 +353,8 @@ class OnlineEngine:
                 "policy": self.policy_name, "objective": self.objective.kind, "phase": phase,
                 "freq_mhz": mhz, "domains_mhz": domains, "steps": self.last_steps,
                 "j_per_step": last.get("j_per_step"), "s_per_step": last.get("s_per_step"),
-                "j_per_token": None, "saved_estimate_j": saved, "saved_reference": reference,
+                "j_per_token": last["j_per_step"] / self.tokens_per_step if last and self.tokens_per_step else None,
+                "saved_estimate_j": saved, "saved_reference": reference,
                 "fallback": self.fallback})
         except OSError as e:
             self._say(f"cannot write the status file {self.status_file}: {e.strerror or e}; not publishing")

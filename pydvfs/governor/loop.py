@@ -150,7 +150,7 @@ def start_policy(dev, policy: str, workload, model_dir, objective: Objective, en
     if policy == "online":
         engine.start(0.0)
         return None, engine.fallback
-    decision, fallback = _start_static(dev, policy, workload, model_dir, objective, log, prefix)
+    decision, fallback = _start_static(dev, policy, workload, model_dir, objective, log, prefix, data_dir, use_runs)
     _publish_static(dev, policy, objective, decision, fallback)
     return decision, fallback
 
@@ -172,7 +172,7 @@ def _publish_static(dev, policy: str, objective: Objective, decision: dict | Non
         print(f"pydvfs: warning: cannot write the status file {path}: {e.strerror or e}", file=sys.stderr, flush=True)
 
 
-def _start_static(dev, policy, workload, model_dir, objective, log, prefix):
+def _start_static(dev, policy, workload, model_dir, objective, log, prefix, data_dir=None, use_runs=True):
     """A static policy's start (see :func:`start_policy`): (the decision, the fallback)."""
     if "pins_nothing" in _core.POLICY_FLAGS[policy] and workload is None:  # maxn: nothing to decide
         dev.restore()

@@ -143,7 +143,7 @@ def learn(records: list[dict], workload, levels_mhz, objective: Objective | None
     near.sort(key=lambda x: (x[0], x[2]))
     near = near[:k]
     votes: dict = {}
-    for d, s, best in near:
+    for d, _shape, best in near:
         votes[best] = votes.get(best, 0.0) + 1.0 / (d + 0.25) ** 2
     top = max(votes.values())
     winner = next(best for _, _, best in near if votes[best] == top)  # a tie: the nearest's

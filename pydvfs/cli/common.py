@@ -121,11 +121,17 @@ def add_above_power_mode(p: argparse.ArgumentParser) -> None:
                         "pin, nvpmodel's cap); without it a higher level is lowered to the cap, with a notice")
 
 
-def policy_help() -> str:
-    """The static policies and their one line each, from govcore's table of them."""
+def policy_help(default: str | None = "mlg") -> str:
+    """The static policies and their one line each, from govcore's table of them, with
+    "(default)" on ``default`` alone (None: none of them, as for ``run``, whose default is
+    online)."""
     from .. import _core
 
-    return "; ".join(f"{name}: {text}" for name, text in _core.POLICY_HELP.items())
+    def line(name, text):
+        text = text.replace(" (default)", "")
+        return f"{name}: {text}" + (" (default)" if name == default else "")
+
+    return "; ".join(line(name, text) for name, text in _core.POLICY_HELP.items())
 
 
 def add_objective_options(p: argparse.ArgumentParser) -> None:

@@ -24,8 +24,19 @@ from .common import (
 )
 
 
+def _clock(mhz) -> str:
+    """One clock ("714"), or one mode of the joint search (GPU/EMC/CPU: "714/2133/1036.8")."""
+    if isinstance(mhz, (list, tuple)):
+        return "/".join(format(x, "g") for x in mhz)
+    return format(mhz, "g")
+
+
 def _fmt_mhz(mhz) -> str:
-    return "MAXN (the board's own governor)" if mhz is None else f"{mhz:g} MHz"
+    if mhz is None:
+        return "MAXN (the board's own governor)"
+    if isinstance(mhz, (list, tuple)):
+        return f"GPU/EMC/CPU {_clock(mhz)} MHz"
+    return f"{mhz:g} MHz"
 
 
 def _trajectory_rows(trajectory: list[dict]) -> list[tuple]:
@@ -89,17 +100,20 @@ def text_report(r: dict) -> str:
                          f"{r['saving_vs_start_pct']:+.1f} % saved")
         trade = r.get("trade")
         if trade and trade["vs_mhz"] != r["chosen_mhz"]:
-            lines.append(f"trade     {r['chosen_mhz']:g} MHz against {trade['vs_mhz']:g} MHz (the fastest measured): "
+            lines.append(f"trade     {_fmt_mhz(r['chosen_mhz'])} against {_fmt_mhz(trade['vs_mhz'])} (the fastest measured): "
                          f"J/step {trade['j_per_step_pct']:+.1f} %, s/step {trade['s_per_step_pct']:+.1f} %")
         if r["trajectory"]:
             lines.append("trajectory (windows at one clock folded; J/step is their median)")
-            lines.append(f"  {'t_s':>8} {'MHz':>7} {'J/step':>10} {'windows':>7} {'steps':>7}  phase")
+            joint = any(isinstance(w["freq_mhz"], (list, tuple)) for w in r["trajectory"])
+            width = 18 if joint else 7
+            lines.append(f"  {'t_s':>8} {'GPU/EMC/CPU' if joint else 'MHz':>{width}} {'J/step':>10} {'windows':>7} "
+                         f"{'steps':>7}  phase")
             for t, mhz, jps, n, steps, phase, rnd in _trajectory_rows(r["trajectory"]):
-                lines.append(f"  {t:8.2f} {'MAXN' if mhz is None else format(mhz, 'g'):>7} {jps:10.5g} {n:7d} "
+                lines.append(f"  {t:8.2f} {'MAXN' if mhz is None else _clock(mhz):>{width}} {jps:10.5g} {n:7d} "
                              f"{steps:7d}  {phase} {rnd}")
-        est = r["search"]["estimates"]
+        est = r["search"].get("estimates")  # the joint search keeps its fit instead ("fit")
         if est:
-            lines.append("estimates " + ", ".join(f"{e['freq_mhz']:g}: {e['j_per_step']:.5g}" for e in est)
+            lines.append("estimates " + ", ".join(f"{_clock(e['freq_mhz'])}: {e['j_per_step']:.5g}" for e in est)
                          + " J/step")
     for warning in r.get("warnings") or []:
         lines.append(f"warning   {warning}")
@@ -191,7 +205,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "-- python train.py --progress-file /tmp/steps",
             "pydvfs run --policy maxn --progress-file /tmp/steps -- python train.py --progress-file /tmp/steps"))
     p.add_argument("--policy", default="online", choices=POLICIES,
-                   help="online (default): search while CMD runs; " + policy_help())
+                   help="online (default): search while CMD runs; " + policy_help(default=None))
     add_workload_argument(p, required=False, help_extra=" (and task, name, ... as for sweep)")
     p.add_argument("--progress-file", metavar="F", help="where CMD writes its completed step count")
     p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")

@@ -14,9 +14,17 @@ def _is_decoder(model: str) -> bool:
     return _core.model_is_decoder(model)
 
 
+def _number(value, what: str) -> float:
+    """A number given as int, float or text; InvalidValueError naming the key otherwise."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidValueError(f"workload {what} must be a number, got {str(value)[:40]!r}") from None
+
+
 def _whole(value, what: str) -> int:
     """A count given as int, float or text: it must be a whole, finite number."""
-    v = float(value)
+    v = _number(value, what)
     if not math.isfinite(v) or v != int(v):
         raise InvalidValueError(f"workload {what} must be a whole number, got {value!r}")
     return int(v)
@@ -81,9 +89,11 @@ class Workload:
             raise InvalidValueError(f"workload is missing {', '.join(missing)}")
         try:
             return cls(model=str(d["model"]), layers=_whole(d["layers"], "layers"),
-                       hidden=_whole(d["hidden"], "hidden"), seq_len=float(d["seq_len"]),
-                       util_pct=None if d.get("util_pct") in (None, "") else float(d["util_pct"]),
+                       hidden=_whole(d["hidden"], "hidden"), seq_len=_number(d["seq_len"], "seq_len"),
+                       util_pct=None if d.get("util_pct") in (None, "") else _number(d["util_pct"], "util_pct"),
                        name=d.get("name"))
+        except InvalidValueError:
+            raise  # names its key already
         except (TypeError, ValueError, OverflowError) as e:
             raise InvalidValueError(f"bad workload value: {e}") from None
 

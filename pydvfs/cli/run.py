@@ -15,6 +15,8 @@ from .common import (
     add_above_power_mode,
     add_board_options,
     add_energy_option,
+    add_report_output,
+    check_report_out,
     add_objective_options,
     add_workload_argument,
     clock_mhz,
@@ -152,6 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cmd = command_after_dashes(args.cmd)
     if not cmd:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
+    check_report_out(args)
     from ..governor.joint_search import parse_knobs
 
     knobs = parse_knobs(args.knobs)
@@ -175,12 +178,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, Terminated) as e:
         report = getattr(e, "partial_report", None)  # what was measured until then (partial: true)
         if report is not None:
-            emit(args, report, lambda: text_report(report))
+            emit(args, report, lambda: text_report(report), wrapped=True)
         restored = "NOT restored" if report is not None and report.get("restore_error") else "restored"
         print(f"pydvfs run: stopped; the GPU clock was {restored}"
               + ("; the report above is partial" if report is not None else ""), file=sys.stderr, flush=True)
         raise
-    emit(args, report, lambda: text_report(report))
+    emit(args, report, lambda: text_report(report), wrapped=True)
     if report.get("restore_error"):
         print(f"pydvfs run: error: {report['restore_error']}", file=sys.stderr, flush=True)
         return report["exit_status"] or 1
@@ -192,7 +195,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     p = sub.add_parser(
         "run", parents=[common], help="run a training command under a clock policy (online: search while it runs)",
-        description="Run CMD (no shell; its output goes to stderr) under a GPU clock policy and "
+        description="Run CMD (no shell; its output stays on stdout and stderr, the report goes to stderr "
+                    "or -o FILE) under a GPU clock policy and "
                     "the C sampler, restore the board at the end, on Ctrl-C and on errors, and "
                     "report time, module and CPU+GPU energy and energy per step (of the module, or "
                     "of CPU+GPU with --energy cpu-gpu). Static policies (mlg, ffg, "
@@ -239,6 +243,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--stall", dest="stall_s", type=float, metavar="S",
                    help="fall back to the start clock if no step is seen for this long (default 120 s)")
     add_above_power_mode(p)
+    add_report_output(p)
     add_board_options(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")
     p.set_defaults(func=cmd_run)

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from wrapped import report
 from test_binary import check_binary, run
 
 import pydvfs
@@ -88,7 +89,7 @@ def test_board_verbs_on_fake_boards(release, arch, tmp_path, cli):
     root = ["--sysfs-root", str(fb.root)]
     out = run(binary(release, arch), "measure", "--json", "--rate", "200", *root, "--", "sleep", "0.3")
     assert out.returncode == 0, out.stderr
-    m = json.loads(out.stdout)
+    m = report(out)  # on stderr: CMD keeps stdout
     assert m["exit_status"] == 0 and m["samples"] > 0 and m["duration_s"] >= 0.3
     assert set(m["energy_j"]) >= {"VDD_GPU_SOC", "VDD_CPU_CV"}
 

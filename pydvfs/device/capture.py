@@ -38,7 +38,6 @@ import json
 import os
 import posixpath
 import re
-import shutil
 import stat
 import time
 from pathlib import Path
@@ -553,9 +552,8 @@ def rebuild(capture: dict, dest: str | os.PathLike) -> Path:
             _lay_out(fd, capture["entries"])
         except OSError as e:
             for name in os.listdir(fd):
-                shutil.rmtree(name, dir_fd=fd, ignore_errors=True)
                 with contextlib.suppress(OSError):
-                    os.unlink(name, dir_fd=fd)
+                    _remove_beneath(fd, name)
             raise InvalidValueError(f"cannot lay out the capture in {dest}: {e.strerror}"
                                     + (f" ({e.filename})" if e.filename else "")) from None
         if made:
@@ -570,6 +568,21 @@ def rebuild(capture: dict, dest: str | os.PathLike) -> Path:
     finally:
         os.close(fd)
     return dest
+
+
+def _remove_beneath(dir_fd: int, name: str) -> None:
+    """Remove what the lay-out made at ``name`` in ``dir_fd`` (a folder: all it holds), following
+    no link (shutil.rmtree's dir_fd needs Python 3.11; JetPack 5 ships 3.8)."""
+    if not stat.S_ISDIR(os.lstat(name, dir_fd=dir_fd).st_mode):
+        os.unlink(name, dir_fd=dir_fd)
+        return
+    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    try:
+        for child in os.listdir(fd):
+            _remove_beneath(fd, child)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=dir_fd)
 
 
 def _lay_out(top_fd: int, entries: dict) -> None:

@@ -9,7 +9,8 @@ import json
 def report(res) -> dict:
     """The --json report: the last JSON document on stderr (a line "{" starts it; CMD's stderr
     and the verb's notices may come before it, warnings after it)."""
-    err = res.stderr if isinstance(res.stderr, str) else res.stderr.decode("utf-8", "replace")
+    err = res.stderr if hasattr(res, "stderr") else res.err  # a CompletedProcess, or capsys's result
+    err = err if isinstance(err, str) else err.decode("utf-8", "replace")
     lines = err.splitlines(keepends=True)
     starts = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == "{"]
     assert starts, f"no JSON report on stderr: {err[-2000:]!r}"

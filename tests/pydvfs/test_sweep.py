@@ -72,7 +72,8 @@ def test_failing_command_is_recorded(cli, orin, tmp_path):
     out = tmp_path / "d.csv"
     res = cli(*sweep_args(orin, out, "--", sys.executable, "-c", "import sys; sys.exit(3)"))
     assert res.returncode == 1
-    assert res.stderr.count("FAILED") == 3 and "FAILED" not in res.stdout  # the summary is on stderr
+    # the summary (on stderr, after the progress lines) names the three failures; stdout is CMD's
+    assert res.stderr.count("\nFAILED: ") == 3 and "FAILED" not in res.stdout
     assert set(pd.read_csv(out)["exit_status"]) == {3}
 
 
@@ -127,7 +128,7 @@ def test_without_the_train_extra_the_sweep_runs_and_says_what_it_left_out(orin, 
     rc = cli.main([*sweep_args(orin, out, "--freqs", "714", "--idle", "0", "--json"), "--", "true"])
     res = capsys.readouterr()
     assert rc == 0, res.err
-    summary = json.loads(res.out)
+    summary = report(res)  # on stderr: CMD keeps stdout
     assert summary["runs"] == 2 and summary["noise"] is None  # 714 MHz and MAXN
     assert "pip install 'pydvfs[train]'" in summary["noise_left_out"]
     first = res.err.splitlines()[0]

@@ -395,7 +395,7 @@ def test_measure_reports_bad_readings(cli, govcore, board):
         res = subprocess.run([*tool, "--sysfs-root", str(board.root), "--json", "--",
                               "sleep", "0.3"], capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
-        d = json.loads(res.stdout)
+        d = wrapped_report(res)
         assert d["readings_ok"] is False
         assert set(d["incomplete_rails"]) == {"VIN_SYS_5V0", "VDD_CPU_CV"}
         assert d["interpolated_pct"]["VIN_SYS_5V0"] > 95 and d["failed_reads"]["VIN_SYS_5V0"] > 5

@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 from . import signals
 from .errors import CommandError
 
+
 def command_after_dashes(rest: Sequence[str]) -> list[str]:
     """The command that argparse.REMAINDER collected, without the `--` that introduces it."""
     rest = list(rest)

@@ -18,8 +18,8 @@ import threading
 from .._core import MAX_INTERPOLATED_PCT
 from ..command import command_after_dashes, exit_status, start_command
 from ..errors import InvalidValueError
-from .board import ROLE_LABELS
 from . import common as cli_common
+from .board import ROLE_LABELS
 from .common import add_board_options, examples
 
 EXIT_BAD_READINGS = 3  # --strict and bad readings (govcore measure --strict: the same)

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from wrapped import report
 from test_binary import check_binary, run
+from wrapped import report
 
 import pydvfs
 from pydvfs.device.fake import ORIN_13_LEVELS_HZ, build_fake_board

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
-from wrapped import report as wrapped_report
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from wrapped import report as wrapped_report
 
 from pydvfs.device.fake import build_fake_board
 

@@ -202,6 +202,5 @@ def test_two_overlapping_runs_the_second_is_refused(tmp_path):
     finally:
         out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
-    import json
     assert report(subprocess.CompletedProcess(first.args, first.returncode, out, err))["restored"] is True
     assert _board_state(fb) == ORIGINAL

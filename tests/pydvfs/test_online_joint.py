@@ -4,7 +4,6 @@ clocks its tree holds, every domain is put back at the end; `run --knobs` parsin
 from __future__ import annotations
 
 import io
-import json
 import subprocess
 import sys
 import time

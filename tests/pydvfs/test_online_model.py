@@ -2,7 +2,6 @@
 the live feedback."""
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest

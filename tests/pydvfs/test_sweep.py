@@ -2,7 +2,6 @@
 pinning code and C sampler run against it."""
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from wrapped import report
+from wrapped import report as wrapped_report
 
 import pydvfs
 from pydvfs.curve_model import energy_basis
@@ -194,7 +194,7 @@ def test_run_and_the_in_process_governor_pin_the_raised_level(trained, tmp_path,
               "model=bert,layers=12,hidden=768,seq_len=64", "--model-dir", str(model), "--max-slowdown", str(pct),
               "--json", "--", sys.executable, "-c", copy)
     assert res.returncode == 0, res.stderr
-    r = report(res)
+    r = wrapped_report(res)
     assert int(seen.read_text()) == round(want * 1e6)  # what the command ran at
     assert r["chosen_mhz"] == want and r["decision"]["policy_mhz"] == free.freq_mhz
     assert r["objective"] == {"kind": "energy", "max_slowdown_pct": pct, "energy": "module"}

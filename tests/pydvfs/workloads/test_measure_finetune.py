@@ -2,7 +2,6 @@
 measurement path a user takes on a Jetson, with a real PyTorch training command."""
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest

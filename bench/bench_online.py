@@ -40,14 +40,15 @@ def truth(model: str, setting: str, freq, scale: float) -> tuple[float, float]:
 
 def pydvfs_run(root: Path, model: str, steps: int, scale: float, extra: list[str]) -> dict:
     progress = root / "steps"
-    cmd = [sys.executable, "-m", "pydvfs", "run", "--sysfs-root", str(root), "--json",
+    report = root / f"report-{len(list(root.glob('report-*')))}.json"
+    cmd = [sys.executable, "-m", "pydvfs", "run", "--sysfs-root", str(root), "--json", "-o", str(report),
            "--progress-file", str(progress), "--rate", "1000", *extra, "--",
            sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(root), "--model", model,
            "--task", TASK, "--steps", str(steps), "--time-scale", str(scale), "--tick-ms", "1",
            "--progress-file", str(progress)]
     env = dict(os.environ, PYTHONPATH=str(REPO), PYDVFS_STATE_DIR=str(root / "state"))
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-    return json.loads(res.stdout)
+    subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return json.loads(report.read_text())  # the report: -o FILE (CMD keeps stdout)
 
 
 def main() -> int:

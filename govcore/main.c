@@ -77,11 +77,11 @@ static const char usage_text[] =
     "                level to the lowest whose step time, predicted by DIR's roofline.txt,\n"
     "                is within PCT %% of the top level's; --objective edp|ed2p (energy x\n"
     "                time, x time^2) needs the whole curve: --policy roofline only\n"
-    "  measure [--rate HZ] [--strict] -- CMD...\n"
+    "  measure [--rate HZ] [--strict] [-o FILE] -- CMD...\n"
     "                run CMD (no shell) while sampling the power rails; print its time,\n"
     "                energy per rail, the module's and the CPU+GPU energy (with their\n"
-    "                rails), average power and GPU load (CMD's\n"
-    "                output goes to stderr). A rail with more than %g %% of the time\n"
+    "                rails), average power and GPU load on stderr, or to FILE (a new\n"
+    "                one); CMD keeps stdout and stderr, as under time(1). A rail with more than %g %% of the time\n"
     "                interpolated over failed reads, or a negative reading, is warned about\n"
     "                (--strict: exit 3). Exits with\n"
     "                CMD's status (128+N if a signal N ended it); 2 if CMD cannot start\n"
@@ -894,9 +894,7 @@ static int run_child(char **argv, int *status)
     }
     if (pid == 0) {
         close(fds[0]);
-        /* the command's stdout goes to our stderr: our stdout carries only the report */
-        if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
-            _exit(127);
+        /* the command keeps stdout and stderr (as under time(1)): the report goes to stderr or -o */
         execvp(argv[0], argv);
         child_errno = errno;
         if (write(fds[1], &child_errno, sizeof child_errno) < 0)
@@ -921,7 +919,7 @@ static int run_child(char **argv, int *status)
 }
 
 /* module / cpu+gpu / gpu energy, each with the rails that make it (none counted twice). */
-static void print_role_energies(const gc_sampler *s, const gc_window *w, double dur_s)
+static void print_role_energies(FILE *out, const gc_sampler *s, const gc_window *w, double dur_s)
 {
     const int *rails;
     int role, k, n, known;
@@ -933,14 +931,14 @@ static void print_role_energies(const gc_sampler *s, const gc_window *w, double 
         if (n == 0)
             continue; /* the board has no rail of its own for it (a GPU rail) */
         if (!known) {
-            printf("%-9s not known (%s)\n", role_label(role),
+            fprintf(out, "%-9s not known (%s)\n", role_label(role),
                    gc_sampler_board_id(s)[0] ? "a rail of the table is missing" : "board not in the table");
             continue;
         }
-        printf("%-9s %12.3f J  %8.3f W avg  (", role_label(role), j, dur_s > 0 ? j / dur_s : 0.0);
+        fprintf(out, "%-9s %12.3f J  %8.3f W avg  (", role_label(role), j, dur_s > 0 ? j / dur_s : 0.0);
         for (k = 0; k < n; k++)
-            printf("%s%s", k ? " + " : "", gc_sampler_rail_name(s, rails[k]));
-        printf(")\n");
+            fprintf(out, "%s%s", k ? " + " : "", gc_sampler_rail_name(s, rails[k]));
+        fprintf(out, ")\n");
     }
 }
 
@@ -952,10 +950,15 @@ static int cmd_measure(const struct options *o)
     gc_window w;
     gc_board b;
     int rc, i, status = 0, exit_status, strict = 0;
+    const char *out_path = NULL;
+    FILE *out = stderr; /* the report: stderr, or -o FILE; CMD keeps stdout */
 
     for (i = 0; i < o->argc; i++) {
         if (strcmp(o->argv[i], "--strict") == 0) {
             strict = 1;
+        } else if ((strcmp(o->argv[i], "-o") == 0 || strcmp(o->argv[i], "--output") == 0) &&
+                   i + 1 < o->argc) {
+            out_path = o->argv[++i];
         } else if (strcmp(o->argv[i], "--rate") == 0 && i + 1 < o->argc) {
             char *end;
             errno = 0;
@@ -966,7 +969,7 @@ static int cmd_measure(const struct options *o)
                             GC_SAMPLER_MAX_RATE_HZ);
         } else {
             return fail("measure: unexpected '%s' (usage: govcore measure [--rate HZ] [--strict] "
-                        "-- CMD...)",
+                        "[-o FILE] -- CMD...)",
                         o->argv[i]);
         }
     }
@@ -976,10 +979,24 @@ static int cmd_measure(const struct options *o)
         return rc;
     if ((rc = gc_sampler_create(&s, &b, &cfg)) < 0)
         return fail_board(&b, rc);
+    if (out_path) { /* a new file, made before CMD runs: an existing one is not ours to replace */
+        int fd = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+        if (fd < 0 || !(out = fdopen(fd, "w"))) {
+            rc = errno;
+            if (fd >= 0)
+                close(fd);
+            gc_sampler_free(s);
+            return fail("-o %s: %s%s", out_path, strerror(rc),
+                        rc == EEXIST ? " (give a new file name)" : "");
+        }
+    }
     if (b.warning[0])
         fprintf(stderr, "govcore measure: warning: %s\n", b.warning);
     if ((rc = gc_sampler_start(s)) < 0) {
         gc_sampler_free(s);
+        if (out != stderr)
+            fclose(out);
         return fail("cannot start the sampler thread: %s", strerror(-rc));
     }
     gc_sampler_snapshot(s, &a);
@@ -988,40 +1005,47 @@ static int cmd_measure(const struct options *o)
     gc_sampler_stop(s);
     if (rc < 0) {
         gc_sampler_free(s);
+        if (out != stderr)
+            fclose(out);
         return fail("cannot run '%s': %s", o->cmd_argv[0], strerror(-rc));
     }
     gc_window_diff(&a, &z, &w);
     exit_status = WIFEXITED(status) ? WEXITSTATUS(status)
                   : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     if (o->json) {
-        printf("{\n  \"command\": [");
+        fprintf(out, "{\n  \"command\": [");
         for (i = 0; i < o->cmd_argc; i++) {
-            printf("%s", i ? ", " : "");
-            gc_json_str(stdout, o->cmd_argv[i]);
+            fprintf(out, "%s", i ? ", " : "");
+            gc_json_str(out, o->cmd_argv[i]);
         }
-        printf("],\n  \"exit_status\": %d,\n  ", exit_status);
-        gc_json_measure_fields(stdout, s, &w, "\n  ");
-        printf("\n}\n");
+        fprintf(out, "],\n  \"exit_status\": %d,\n  ", exit_status);
+        gc_json_measure_fields(out, s, &w, "\n  ");
+        fprintf(out, "\n}\n");
     } else {
         double dur_s = (double)w.duration_ns / 1e9;
         char why[256];
 
-        printf("command   %s exited with status %d\n", o->cmd_argv[0], exit_status);
-        printf("time      %.3f s\n", dur_s);
+        fprintf(out, "command   %s exited with status %d\n", o->cmd_argv[0], exit_status);
+        fprintf(out, "time      %.3f s\n", dur_s);
         if (gc_window_no_energy(&w, why, sizeof why)) {
-            printf("energy    none: %s\n", why);
+            fprintf(out, "energy    none: %s\n", why);
         } else {
             for (i = 0; i < w.n_rails; i++)
-                printf("%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
-                       gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
-            print_role_energies(s, &w, dur_s);
+                fprintf(out, "%-9s %-16s %12.3f J  %8.3f W avg\n", i ? "" : "energy",
+                        gc_sampler_rail_name(s, i), w.energy_j[i], w.avg_power_w[i]);
+            print_role_energies(out, s, &w, dur_s);
         }
         if (w.gpu_util_pct >= 0)
-            printf("gpu load  %.1f %%\n", w.gpu_util_pct);
-        printf("samples   %llu at %.1f Hz, %llu read errors\n", (unsigned long long)w.samples,
-               w.rate_hz, (unsigned long long)w.read_errors);
+            fprintf(out, "gpu load  %.1f %%\n", w.gpu_util_pct);
+        fprintf(out, "samples   %llu at %.1f Hz, %llu read errors\n", (unsigned long long)w.samples,
+                w.rate_hz, (unsigned long long)w.read_errors);
     }
-    fflush(stdout);
+    if (out != stderr) {
+        if (fclose(out) != 0)
+            fprintf(stderr, "govcore measure: error: cannot write %s: %s\n", out_path, strerror(errno));
+    } else {
+        fflush(stderr);
+    }
     if (!w.readings_ok) {
         warn_quality(s, &w, strict);
         if (strict)

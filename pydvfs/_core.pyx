@@ -114,7 +114,7 @@ def default_state_dir():
     if rc == -EDESTADDRREQ:
         return None
     check(rc, NULL)
-    return out.decode()
+    return os.fsdecode(<bytes>out)  # a path ($PYDVFS_STATE_DIR may be any bytes): kept bytes-exact
 
 
 cdef bytes _opt(s):

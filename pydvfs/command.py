@@ -1,7 +1,8 @@
 """Running the user's training command: start it (no shell), stop it politely, report its status.
 
-Shared by ``pydvfs sweep`` and ``pydvfs run``: the command's stdout goes to our stderr, so that
-our stdout carries only our own report (``--json``).
+Shared by every verb that takes ``-- CMD`` (measure, run, sweep, pin and apply): the command
+keeps our stdout and stderr, as under ``time`` or ``perf stat``; the verb's own words (and its
+``--json`` report) go to stderr or to ``-o FILE`` (pydvfs/cli/common.py, ``emit``).
 """
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ from typing import Mapping, Sequence
 from . import signals
 from .errors import CommandError
 
-STDERR_FD = 2
-
 
 def command_after_dashes(rest: Sequence[str]) -> list[str]:
     """The command that argparse.REMAINDER collected, without the `--` that introduces it."""
@@ -23,15 +22,14 @@ def command_after_dashes(rest: Sequence[str]) -> list[str]:
 
 
 def start_command(cmd: Sequence[str], extra_env: Mapping[str, str] | None = None) -> subprocess.Popen:
-    """Start ``cmd`` (a list, no shell) with its stdout on our stderr; CommandError if it cannot
-    be started."""
+    """Start ``cmd`` (a list, no shell) on our stdin, stdout and stderr; CommandError if it
+    cannot be started."""
     env = {**os.environ, **(extra_env or {})}
     # A SIGTERM raised in the middle of Popen would leave a started child that no caller knows
     # of: hold it until the child is ours, then stop the child and raise.
     signals.hold()
     try:
-        # fd 2 itself, not sys.stderr: that may be replaced by an object with no file behind it
-        proc = subprocess.Popen(list(cmd), env=env, stdout=STDERR_FD)
+        proc = subprocess.Popen(list(cmd), env=env)
     except OSError as e:
         raise CommandError(f"cannot run {cmd[0]!r}: {e.strerror or e}") from None
     finally:

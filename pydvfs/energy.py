@@ -70,7 +70,7 @@ def require(board, measure: str, model: str | None, rails=()) -> None:
     why = unknown_reason(board, measure, model, rails)
     if why is not None:
         other = [m for m in MEASURES if m != measure and unknown_reason(board, m, model, rails) is None]
-        hint = f"; --energy {other[0]} can be" if other else ""
+        hint = f"; --energy {other[0]} can be measured here" if other else ""
         raise InvalidValueError(why + hint)
 
 

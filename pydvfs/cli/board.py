@@ -8,7 +8,16 @@ import warnings
 
 from ..device import describe_domain, open_device
 from ..errors import InvalidValueError, PydvfsError
-from .common import _Parser, add_above_power_mode, add_board_options, add_store_options, emit, examples, seconds
+from .common import (
+    _Parser,
+    add_above_power_mode,
+    add_board_options,
+    add_report_output,
+    add_store_options,
+    emit,
+    examples,
+    seconds,
+)
 from .hold import add_command_argument
 
 LIVE_WINDOW_S = 0.25  # how long `status` samples the rails for its live watts
@@ -177,9 +186,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_pin(args: argparse.Namespace) -> int:
     from ..device import mhz_to_hz
+    from .common import check_report_out
     from .hold import command_of, hold_while, until_exit_note
 
     cmd = command_of(args)
+    check_report_out(args)
     mhz_to_hz(args.mhz)  # govcore's one grammar of a clock, before the board is opened
     dev = open_device(args.sysfs_root, args.state_dir)
     emc = None if args.emc is None else mhz_to_hz(args.emc) / 1e6
@@ -289,6 +300,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         q.add_argument("--cpu", metavar="MHZ", default=None,
                        help="also pin every CPU policy (min = max) to its level nearest MHZ")
         add_above_power_mode(q)
+        add_report_output(q)
         return add_board_options(q)
 
     pin_options(p)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 import textwrap
@@ -98,7 +99,8 @@ def add_common_options(p: argparse.ArgumentParser, suppress: bool) -> argparse.A
     """Options every verb accepts, before or after the verb. After the verb they are added with
     SUPPRESS defaults so that they do not overwrite a value given before it."""
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS if suppress else False,
-                   help="print machine-readable JSON on stdout")
+                   help="print machine-readable JSON (on stdout; a verb that runs -- CMD: on stderr, "
+                        "or to -o FILE)")
     return p
 
 
@@ -138,11 +140,17 @@ def add_above_power_mode(p: argparse.ArgumentParser) -> None:
                         "pin, nvpmodel's cap); without it a higher level is lowered to the cap, with a notice")
 
 
-def policy_help() -> str:
-    """The static policies and their one line each, from govcore's table of them."""
+def policy_help(default: str | None = "mlg") -> str:
+    """The static policies and their one line each, from govcore's table of them, with
+    "(default)" on ``default`` alone (None: none of them, as for ``run``, whose default is
+    online)."""
     from .. import _core
 
-    return "; ".join(f"{name}: {text}" for name, text in _core.POLICY_HELP.items())
+    def line(name, text):
+        text = text.replace(" (default)", "")
+        return f"{name}: {text}" + (" (default)" if name == default else "")
+
+    return "; ".join(line(name, text) for name, text in _core.POLICY_HELP.items())
 
 
 def add_objective_options(p: argparse.ArgumentParser) -> None:
@@ -287,14 +295,60 @@ def seconds(text: str) -> float:
 seconds.__name__ = "seconds"
 
 
-def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
-    """Print ``data`` as JSON with --json, else the human-readable ``text``."""
-    if getattr(args, "json", False):
-        json.dump(_finite(data), sys.stdout, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(undecodable_as_escapes((text() if callable(text) else text).rstrip("\n")) + "\n")
-    sys.stdout.flush()
+REPORT_OUT_HELP = ("write the report (text, or JSON with --json) to FILE, a new file, instead of stderr: "
+                   "CMD's own output keeps stdout and stderr")
+
+
+def add_report_output(p: argparse.ArgumentParser) -> None:
+    """``-o FILE`` of a verb that wraps ``-- CMD`` (README, "Commands that wrap a command"): its report goes to
+    stderr (as ``time``'s and ``perf stat``'s do), or to FILE; CMD's stdout is CMD's."""
+    p.add_argument("-o", "--output", dest="report_out", metavar="FILE", default=None, help=REPORT_OUT_HELP)
+
+
+def check_report_out(args: argparse.Namespace) -> None:
+    """Refuse ``-o FILE`` before anything runs when FILE exists (it is not ours to replace) or
+    its folder does not: a report is not lost at the end of a long run."""
+    from ..errors import InvalidValueError
+
+    out = getattr(args, "report_out", None)
+    if out is None:
+        return
+    if os.path.lexists(out):
+        raise InvalidValueError(f"-o {out}: the file exists; give a new file name")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise InvalidValueError(f"-o {out}: the folder {parent} does not exist")
+
+
+def _report_stream(args: argparse.Namespace, wrapped: bool):
+    """(stream, close?): -o FILE (created new, 0644), stderr for a verb that ran CMD, else stdout."""
+    out = getattr(args, "report_out", None)
+    if out is not None:
+        try:
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            return os.fdopen(fd, "w", encoding="utf-8"), True
+        except OSError as e:
+            print(f"pydvfs: warning: cannot create {out} ({e.strerror}): the report goes to stderr",
+                  file=sys.stderr, flush=True)
+            return sys.stderr, False
+    return (sys.stderr if wrapped else sys.stdout), False
+
+
+def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str], wrapped: bool = False) -> None:
+    """Print ``data`` as JSON with --json, else the human-readable ``text``: on stdout, or, for
+    a verb that ran the user's command (``wrapped``), on stderr, leaving stdout to the command;
+    to ``-o FILE`` where given."""
+    stream, close = _report_stream(args, wrapped)
+    try:
+        if getattr(args, "json", False):
+            json.dump(_finite(data), stream, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
+            stream.write("\n")
+        else:
+            stream.write(undecodable_as_escapes((text() if callable(text) else text).rstrip("\n")) + "\n")
+        stream.flush()
+    finally:
+        if close:
+            stream.close()
 
 
 def _finite(obj: Any) -> Any:

@@ -13,12 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from .. import signals
+from ..command import stop_command
 from ..errors import InvalidValueError
+from ..signals import Terminated, terminate_as_exception
 from .common import emit, examples
 
 LEVEL_TABLES = ("11", "13")
@@ -83,13 +87,29 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
           "Ctrl-C stops it and leaves the rails at idle", file=sys.stderr, flush=True)
     env = dict(os.environ)
     t0 = time.monotonic()
-    try:
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
-    except KeyboardInterrupt:
-        print(f"animation ended after {time.monotonic() - t0:.1f} s: interrupted (Ctrl-C); the rails "
-              "are back at idle", file=sys.stderr, flush=True)
-        return 0  # the process got the same Ctrl-C and put the idle values back
-    print(animation_end(proc.returncode, proc.stdout, time.monotonic() - t0), file=sys.stderr, flush=True)
+    # SIGTERM/SIGHUP (a terminal closed, a service stopped) end the simulated process too, as
+    # Ctrl-C does: it is never left running, writing the rails of a board nobody watches.
+    with terminate_as_exception():
+        signals.hold()
+        try:
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+        finally:
+            signum = signals.release()
+        try:
+            if signum is not None:
+                raise Terminated(signum)
+            out, _ = proc.communicate()
+        except KeyboardInterrupt:
+            stop_command(proc)  # it got the same Ctrl-C and puts the idle values back
+            print(f"animation ended after {time.monotonic() - t0:.1f} s: interrupted (Ctrl-C); the rails "
+                  "are back at idle", file=sys.stderr, flush=True)
+            return 0
+        except Terminated as e:
+            stop_command(proc)  # SIGINT first: the simulated process puts the idle values back
+            print(f"animation ended after {time.monotonic() - t0:.1f} s: stopped ({signal.Signals(e.signum).name}); "
+                  "the simulated process ended and the rails are back at idle", file=sys.stderr, flush=True)
+            raise
+    print(animation_end(proc.returncode, out, time.monotonic() - t0), file=sys.stderr, flush=True)
     return 0 if proc.returncode in (0, 130) else proc.returncode
 
 

@@ -1,5 +1,8 @@
 """``pydvfs pin MHZ -- CMD`` and ``pydvfs apply ... -- CMD``: hold a clock for one command's life.
 
+CMD keeps stdout and stderr; the verb's own lines and its report go to stderr (``-o FILE``: the
+report to FILE), as ``time`` does.
+
 The board is held (one owner per GPU) from the change until CMD has ended; then it is restored,
 also when CMD fails, on Ctrl-C and on SIGTERM/SIGHUP. The verb exits with CMD's status. The same
 directly and through the govcore daemon, where a pin lasts only as long as this process.
@@ -70,7 +73,8 @@ def hold_while(args: argparse.Namespace, dev, verb: str, cmd: list[str],
     after = (f"{cmd[0]} exited with status {status}; "
              + (f"restored governor {st.governor}, min {st.min_mhz:g} MHz, max {st.max_mhz:g} MHz"
                 if restored else "the board was not changed"))
-    emit(args, {**data, "command": cmd, "exit_status": status, "restored": restored}, text + "\n" + after)
+    emit(args, {**data, "command": cmd, "exit_status": status, "restored": restored}, text + "\n" + after,
+         wrapped=True)
     return status
 
 

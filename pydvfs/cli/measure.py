@@ -1,8 +1,9 @@
 """``pydvfs measure [--rate HZ] [--json] -- CMD...``: run a command and report its energy.
 
 The command is started directly (a list, no shell) while the C sampler thread integrates the
-board's power rails; its stdout goes to our stderr, so that our stdout carries only the report. pydvfs
-exits with the command's status (128+N if signal N ended it), or 2 with
+board's power rails; it keeps our stdout and stderr (``measure -- python gen.py > out.txt``
+keeps gen.py's output), and the report goes to stderr, or to ``-o FILE`` (as ``time`` and
+``perf stat`` do). pydvfs exits with the command's status (128+N if signal N ended it), or 2 with
 one line if the command cannot be started: the same contract as ``govcore measure``, and the
 same JSON keys.
 """
@@ -17,6 +18,7 @@ import threading
 from .._core import MAX_INTERPOLATED_PCT
 from ..command import command_after_dashes, exit_status, start_command
 from ..errors import InvalidValueError
+from . import common as cli_common
 from .board import ROLE_LABELS
 from .common import add_board_options, examples
 
@@ -32,15 +34,16 @@ def register(subparsers, common) -> None:
             "Run CMD (no shell) while a C thread samples the board's power rails; print its "
             "time, energy per rail, the module's energy and the CPU+GPU energy (with the rails "
             "that make each: docs/boards.md), average power, GPU load and sample count "
-            "(CMD's own output goes to stderr). "
+            "on stderr, or to -o FILE (CMD's own output stays on stdout and stderr). "
             "Exits with CMD's exit status (128+N if signal N ended it); 2 if CMD cannot be "
             "started; 3 with --strict if the readings were bad."
         ),
         epilog=examples("pydvfs measure --sysfs-root /tmp/orin -- sleep 2",
-                        "pydvfs measure --rate 1000 --json -- python train.py"),
+                        "pydvfs measure --rate 1000 --json -o energy.json -- python train.py"),
     )
     p.add_argument("--rate", metavar="HZ", type=float, default=None,
                    help="samples per second (default: the sensor's update interval)")
+    cli_common.add_report_output(p)
     add_board_options(p, state=False)
     p.add_argument("--strict", action="store_true",
                    help=f"exit {EXIT_BAD_READINGS} (after the report) if a rail had more than "
@@ -125,6 +128,7 @@ def run(args) -> int:
     cmd = command_after_dashes(args.cmd)
     if not cmd:
         raise InvalidValueError("measure needs a command after `--`, e.g. `pydvfs measure -- sleep 1`")
+    cli.check_report_out(args)
     sampler = Sampler(rate_hz=args.rate, sysfs_root=args.sysfs_root)
     if sampler.warning:
         print(f"pydvfs measure: warning: {sampler.warning}", file=sys.stderr, flush=True)
@@ -138,7 +142,7 @@ def run(args) -> int:
     if warning:
         print(f"pydvfs measure: {warning}", file=sys.stderr, flush=True)
     data = measure_record(cmd, status, m)
-    cli.emit(args, data, lambda: text_report(data))
+    cli.emit(args, data, lambda: text_report(data), wrapped=True)
     for line in m.quality_warnings():
         print(f"pydvfs: {'error' if args.strict else 'warning'}: {line}", file=sys.stderr, flush=True)
     if args.strict and not m.readings_ok:

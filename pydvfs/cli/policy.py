@@ -12,6 +12,7 @@ from .common import (
     add_board_options,
     add_energy_option,
     add_objective_options,
+    add_report_output,
     add_store_options,
     add_workload_argument,
     emit,
@@ -147,9 +148,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from ..device import open_device
     from ..errors import InvalidValueError
     from ..policy.apply import apply, decide
+    from .common import check_report_out
     from .hold import command_of, hold_while, until_exit_note
 
     cmd = command_of(args)
+    check_report_out(args)
     workload = workload_from_args(args)
     goal = objective_from_args(args)
     run = decide if args.dry_run else apply
@@ -251,6 +254,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--dry-run", action="store_true", help="decide only; write nothing")
     add_energy_option(p)
     add_above_power_mode(p)
+    add_report_output(p)
     add_board_options(p)
     add_store_options(p, use=True)
     p.set_defaults(func=cmd_apply)

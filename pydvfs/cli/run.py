@@ -16,8 +16,10 @@ from .common import (
     add_board_options,
     add_energy_option,
     add_objective_options,
+    add_report_output,
     add_store_options,
     add_workload_argument,
+    check_report_out,
     clock_mhz,
     examples,
     objective_from_args,
@@ -25,8 +27,19 @@ from .common import (
 )
 
 
+def _clock(mhz) -> str:
+    """One clock ("714"), or one mode of the joint search (GPU/EMC/CPU: "714/2133/1036.8")."""
+    if isinstance(mhz, (list, tuple)):
+        return "/".join(format(x, "g") for x in mhz)
+    return format(mhz, "g")
+
+
 def _fmt_mhz(mhz) -> str:
-    return "MAXN (the board's own governor)" if mhz is None else f"{mhz:g} MHz"
+    if mhz is None:
+        return "MAXN (the board's own governor)"
+    if isinstance(mhz, (list, tuple)):
+        return f"GPU/EMC/CPU {_clock(mhz)} MHz"
+    return f"{mhz:g} MHz"
 
 
 def _trajectory_rows(trajectory: list[dict]) -> list[tuple]:
@@ -99,17 +112,20 @@ def text_report(r: dict) -> str:
                          f"{r['saving_vs_start_pct']:+.1f} % saved")
         trade = r.get("trade")
         if trade and trade["vs_mhz"] != r["chosen_mhz"]:
-            lines.append(f"trade     {r['chosen_mhz']:g} MHz against {trade['vs_mhz']:g} MHz (the fastest measured): "
+            lines.append(f"trade     {_fmt_mhz(r['chosen_mhz'])} against {_fmt_mhz(trade['vs_mhz'])} (the fastest measured): "
                          f"J/step {trade['j_per_step_pct']:+.1f} %, s/step {trade['s_per_step_pct']:+.1f} %")
         if r["trajectory"]:
             lines.append("trajectory (windows at one clock folded; J/step is their median)")
-            lines.append(f"  {'t_s':>8} {'MHz':>7} {'J/step':>10} {'windows':>7} {'steps':>7}  phase")
+            joint = any(isinstance(w["freq_mhz"], (list, tuple)) for w in r["trajectory"])
+            width = 18 if joint else 7
+            lines.append(f"  {'t_s':>8} {'GPU/EMC/CPU' if joint else 'MHz':>{width}} {'J/step':>10} {'windows':>7} "
+                         f"{'steps':>7}  phase")
             for t, mhz, jps, n, steps, phase, rnd in _trajectory_rows(r["trajectory"]):
-                lines.append(f"  {t:8.2f} {'MAXN' if mhz is None else format(mhz, 'g'):>7} {jps:10.5g} {n:7d} "
+                lines.append(f"  {t:8.2f} {'MAXN' if mhz is None else _clock(mhz):>{width}} {jps:10.5g} {n:7d} "
                              f"{steps:7d}  {phase} {rnd}")
-        est = r["search"]["estimates"]
+        est = r["search"].get("estimates")  # the joint search keeps its fit instead ("fit")
         if est:
-            lines.append("estimates " + ", ".join(f"{e['freq_mhz']:g}: {e['j_per_step']:.5g}" for e in est)
+            lines.append("estimates " + ", ".join(f"{_clock(e['freq_mhz'])}: {e['j_per_step']:.5g}" for e in est)
                          + " J/step")
     if r.get("recorded_to"):
         lines.append(f"recorded  for this board in {r['recorded_to']} (apply and the next run learn from it; "
@@ -151,6 +167,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cmd = command_after_dashes(args.cmd)
     if not cmd:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
+    check_report_out(args)
     from ..governor.joint_search import parse_knobs
 
     knobs = parse_knobs(args.knobs)
@@ -175,12 +192,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, Terminated) as e:
         report = getattr(e, "partial_report", None)  # what was measured until then (partial: true)
         if report is not None:
-            emit(args, report, lambda: text_report(report))
+            emit(args, report, lambda: text_report(report), wrapped=True)
         restored = "NOT restored" if report is not None and report.get("restore_error") else "restored"
         print(f"pydvfs run: stopped; the GPU clock was {restored}"
               + ("; the report above is partial" if report is not None else ""), file=sys.stderr, flush=True)
         raise
-    emit(args, report, lambda: text_report(report))
+    emit(args, report, lambda: text_report(report), wrapped=True)
     if report.get("restore_error"):
         print(f"pydvfs run: error: {report['restore_error']}", file=sys.stderr, flush=True)
         return report["exit_status"] or 1
@@ -192,7 +209,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     p = sub.add_parser(
         "run", parents=[common], help="run a training command under a clock policy (online: search while it runs)",
-        description="Run CMD (no shell; its output goes to stderr) under a GPU clock policy and "
+        description="Run CMD (no shell; its output stays on stdout and stderr, the report goes to stderr "
+                    "or -o FILE) under a GPU clock policy and "
                     "the C sampler, restore the board at the end, on Ctrl-C and on errors, and "
                     "report time, module and CPU+GPU energy and energy per step (of the module, or "
                     "of CPU+GPU with --energy cpu-gpu). Static policies (mlg, ffg, "
@@ -205,7 +223,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "-- python train.py --progress-file /tmp/steps",
             "pydvfs run --policy maxn --progress-file /tmp/steps -- python train.py --progress-file /tmp/steps"))
     p.add_argument("--policy", default="online", choices=POLICIES,
-                   help="online (default): search while CMD runs; " + policy_help())
+                   help="online (default): search while CMD runs; " + policy_help(default=None))
     add_workload_argument(p, required=False, help_extra=" (and task, name, ... as for sweep)")
     p.add_argument("--progress-file", metavar="F", help="where CMD writes its completed step count")
     p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
@@ -239,6 +257,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--stall", dest="stall_s", type=float, metavar="S",
                    help="fall back to the start clock if no step is seen for this long (default 120 s)")
     add_above_power_mode(p)
+    add_report_output(p)
     add_board_options(p)
     add_store_options(p, record=True, use=True)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")

@@ -31,7 +31,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.plot:
         raise InvalidValueError("--plot is for --sim; for a board's sweep run `pydvfs analyse CSV --out DIR`")
     from ..sweep import run_sweep
-    from .common import emit, workload_from_args
+    from .common import check_report_out, emit, workload_from_args
+
+    check_report_out(args)
 
     workload = workload_from_args(args)
     # The noise check at the end needs the 'train' extra; the sweep itself does not. Known before
@@ -60,7 +62,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             lines.append(f"noise check left out: {noise_missing}")
         return "\n".join(lines)
 
-    emit(args, summary, text)
+    emit(args, summary, text, wrapped=True)
     return 1 if summary["failed"] else 0
 
 
@@ -111,6 +113,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--settle", type=float, default=2.0, metavar="S", help="seconds between pinning and the run")
     g.add_argument("--idle", type=float, default=5.0, metavar="S", help="seconds of idle-power baseline first")
     g.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
+    from .common import add_report_output
+
+    add_report_output(p)
     add_board_options(p)
     add_sim_arguments(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")

@@ -14,6 +14,16 @@ table's grammar; ``nvpmodel.conf`` comments are dropped) and anything else is le
 listed in ``skipped``, as are FIFOs, sockets and devices (opened non-blocking, never waited on)
 and files over the size cap. Symlinks are recorded as links, relative to the root. No serial
 number, host name, MAC address or user name is read: no file that holds one is on the list.
+Everything is read beneath the root without following a link while opening it (each folder
+opened with ``O_NOFOLLOW`` from its parent's descriptor, as govcore opens board files): a link
+is read with ``readlink`` and walked by hand, so a folder swapped for a link while the capture
+runs is left out, not followed to a file outside the tree. The capture file is written 0600.
+
+Rebuilding (:func:`rebuild`) trusts nothing in the file: every entry must lie beneath the tree
+once resolved as the kernel resolves it (no entry beneath a link or a file, no link whose target
+leaves the tree through ``..`` or another link), and the tree is laid out component by
+component from the folder's descriptor, following no link, in a folder only the caller can
+write (a new one, or an empty one the caller owns that no one else can write).
 
 The format (:data:`FORMAT`, :data:`VERSION`): ``{"format", "version", "meta": {...},
 "entries": {path: {"text": ...} | {"link": target}}, "readings": {path: [...]},
@@ -21,7 +31,9 @@ The format (:data:`FORMAT`, :data:`VERSION`): ``{"format", "version", "meta": {.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
 import json
 import os
 import posixpath
@@ -36,13 +48,15 @@ FORMAT = "pydvfs-board-capture"
 VERSION = 1
 FILE_CAP_BYTES = 64 * 1024          # one sysfs value; nvpmodel.conf has its own cap
 CONF_CAP_BYTES = 256 * 1024
-TOTAL_CAP_BYTES = 8 * 1024 * 1024   # a capture larger than this is not one
+TOTAL_CAP_BYTES = 8 * 1024 * 1024   # a capture file larger than this is not one
+META_RESERVE_BYTES = 64 * 1024      # of TOTAL_CAP_BYTES, kept for "meta" and the JSON around
 READINGS = 3                        # reads of each sensor input, READING_GAP_S apart
 READING_GAP_S = 0.05
 MAX_LINK_HOPS = 40
 
 NUMBER = re.compile(r"^[ \t]*-?\d+(?:[ \t]+-?\d+)*[ \t]*\n?$")      # "612000000", "306000000 408000000"
-TOKENS = re.compile(r"^[A-Za-z0-9_ .,:@+/()\-\[\]]{0,256}\n?$")   # names, labels, governor lists, cpu lists
+# names, labels, governor lists, cpu lists; device-tree strings (of_node/name) end in a NUL
+TOKENS = re.compile(r"^[A-Za-z0-9_ .,:@+/()\-\[\]]{0,256}\x00?\n?$")
 MODEL = re.compile(r"^[A-Za-z0-9_ .,:@+/()\-]{1,128}\x00?\n?$")     # the device-tree model (NUL-terminated)
 RELEASE = re.compile(r"^# R\d+ \(release\), REVISION: [\w.]+(?:, [A-Z_]+: [\w.:\-() ]+)*$")
 CONF_HEADER = re.compile(r"^< [A-Z_]+(?: [A-Z_]+=[\w.\-]+)* >$")
@@ -83,17 +97,57 @@ KEPT = (
 )
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def _walk(top_fd: int, parts: list[str], create: bool = False) -> int:
+    """A new descriptor of the folder ``parts`` beneath ``top_fd``, opened one component at a
+    time with ``O_NOFOLLOW``: OSError (ELOOP, ENOTDIR) where a component is a link or not a
+    folder, so nothing outside the tree is reached. ``create``: make the missing folders (0755)."""
+    fd = os.dup(top_fd)
+    try:
+        for name in parts:
+            try:
+                nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(name, 0o755, dir_fd=fd)
+                nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class _Capture:
     def __init__(self, root: str):
         self.root = os.path.realpath(root)
+        self.root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self.entries: dict[str, dict] = {}
         self.readings: dict[str, list] = {}
         self.skipped: list[dict] = []
-        self.size = 0
+        self.left_out = 0  # skipped files not listed: the capture was full
+        self.size = 0      # bytes the entries, readings and skipped take in the file
 
-    # -- where things are ------------------------------------------------------------------
-    def _abs(self, rel: str) -> str:
-        return os.path.join(self.root, rel) if rel else self.root
+    def close(self) -> None:
+        os.close(self.root_fd)
+
+    # -- where things are (beneath the root, no link followed) -----------------------------
+    def _in_parent(self, rel: str, fn):
+        """fn(name, parent_fd) for rel's last component, its folder walked beneath the root."""
+        parts = rel.split("/")
+        fd = _walk(self.root_fd, parts[:-1])
+        try:
+            return fn(parts[-1], fd)
+        finally:
+            os.close(fd)
+
+    def _open(self, rel: str, flags: int = _READ_FLAGS) -> int:
+        return self._in_parent(rel, lambda name, fd: os.open(name, flags, dir_fd=fd))
 
     def resolve(self, rel: str) -> str | None:
         """The real path of ``rel`` (relative to the root), walking one component at a time and
@@ -112,7 +166,7 @@ class _Capture:
                 continue
             here = "/".join(cur + [name])
             try:
-                st = os.lstat(self._abs(here))
+                st = self._in_parent(here, lambda n, fd: os.lstat(n, dir_fd=fd))
             except OSError:
                 return None
             if not stat.S_ISLNK(st.st_mode):
@@ -122,7 +176,7 @@ class _Capture:
             if hops > MAX_LINK_HOPS:
                 return None
             try:
-                target = os.readlink(self._abs(here))
+                target = self._in_parent(here, lambda n, fd: os.readlink(n, dir_fd=fd))
             except OSError:
                 return None
             if target.startswith("/"):  # absolute on the board: under the root here
@@ -132,7 +186,8 @@ class _Capture:
             else:
                 rel_target = target
                 parts = [p for p in target.split("/") if p] + parts
-            self.entries.setdefault(here, {"link": rel_target})
+            if here not in self.entries and self._fits(here, rel_target):
+                self.entries[here] = {"link": rel_target}
         return "/".join(cur)
 
     def listdir(self, rel: str) -> list[str]:
@@ -140,13 +195,31 @@ class _Capture:
         if real is None:
             return []
         try:
-            return sorted(os.listdir(self._abs(real)))
+            fd = _walk(self.root_fd, [p for p in real.split("/") if p])
         except OSError:
             return []
+        try:
+            return sorted(os.listdir(fd))
+        except OSError:
+            return []
+        finally:
+            os.close(fd)
+
+    def _fits(self, *texts: str) -> bool:
+        """Count texts into the file's size; False (and nothing counted) where they would take
+        it past TOTAL_CAP_BYTES (less what meta needs)."""
+        n = sum(len(json.dumps(t)) + 4 for t in texts)
+        if self.size + n > TOTAL_CAP_BYTES - META_RESERVE_BYTES:
+            return False
+        self.size += n
+        return True
 
     # -- reading ---------------------------------------------------------------------------
     def _skip(self, rel: str, why: str) -> None:
-        self.skipped.append({"path": rel, "why": why})
+        if self._fits(rel, why):
+            self.skipped.append({"path": rel, "why": why})
+        else:
+            self.left_out += 1
 
     def read(self, rel: str, kind: str, cap: int = FILE_CAP_BYTES) -> str | None:
         """Keep the file at rel (through its links) if it is a small regular file holding a
@@ -155,9 +228,9 @@ class _Capture:
         if real is None or real in self.entries:
             return None if real is None else self.entries[real].get("text")
         try:
-            fd = os.open(self._abs(real), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY)
+            fd = self._open(real)
         except OSError as e:
-            if e.errno not in (2, 20):  # not there: nothing to say
+            if e.errno not in (errno.ENOENT, errno.ENOTDIR):  # not there: nothing to say
                 self._skip(real, f"cannot be read: {e.strerror}")
             return None
         try:
@@ -187,10 +260,9 @@ class _Capture:
         if kept is None:
             self._skip(real, f"does not hold a {kind} value pydvfs reads: not kept")
             return None
-        if self.size + len(kept) > TOTAL_CAP_BYTES:
+        if not self._fits(real, kept):
             self._skip(real, "the capture is full: not kept")
             return None
-        self.size += len(kept)
         self.entries[real] = {"text": kept}
         return kept
 
@@ -236,19 +308,20 @@ class _Capture:
     def sample_inputs(self) -> None:
         inputs = [p for p, e in self.entries.items() if "text" in e and p.endswith("_input")]
         for p in inputs:
-            self.readings[p] = [self.entries[p]["text"].strip()]
+            if self._fits(p, self.entries[p]["text"].strip()):
+                self.readings[p] = [self.entries[p]["text"].strip()]
         for _ in range(READINGS - 1):
             time.sleep(READING_GAP_S)
-            for p in inputs:
+            for p in [p for p in inputs if p in self.readings]:
                 try:
-                    fd = os.open(self._abs(p), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+                    fd = self._open(p)
                     try:
                         text = os.read(fd, 64).decode("ascii", "replace")
                     finally:
                         os.close(fd)
                 except OSError:
                     continue
-                if NUMBER.match(text):
+                if NUMBER.match(text) and self._fits(text.strip()):
                     self.readings[p].append(text.strip())
 
     def cpufreq(self) -> None:
@@ -291,13 +364,21 @@ def capture_board(sysfs_root: str | os.PathLike = "/", source: str = "pydvfs cap
 
     if not os.path.isdir(sysfs_root):
         raise InvalidValueError(f"sysfs root {sysfs_root} is not a folder")
-    c = _Capture(str(sysfs_root))
-    c.devfreq()
-    c.sensors()
-    c.sample_inputs()
-    c.cpufreq()
-    c.singles()
-    model = (c.entries.get(c.resolve("proc/device-tree/model") or "", {}).get("text") or "").strip("\x00\n ")
+    try:
+        c = _Capture(str(sysfs_root))
+    except OSError as e:
+        raise InvalidValueError(f"cannot open the sysfs root {sysfs_root}: {e.strerror}") from None
+    try:
+        c.devfreq()
+        c.sensors()
+        c.sample_inputs()
+        c.cpufreq()
+        c.singles()
+        model = (c.entries.get(c.resolve("proc/device-tree/model") or "", {}).get("text") or "").strip("\x00\n ")
+    finally:
+        c.close()
+    if c.left_out:
+        c.skipped.append({"path": "*", "why": f"{c.left_out} more files left out: the capture is full"})
     if board_id is None:
         found = identify(model) if model else None
         board_id = found.id if found else None
@@ -315,10 +396,12 @@ def capture_board(sysfs_root: str | os.PathLike = "/", source: str = "pydvfs cap
 
 
 def write_capture(capture: dict, out: str | os.PathLike) -> Path:
-    """Write a capture to a new file (an existing one is refused: it is not ours to replace)."""
+    """Write a capture to a new file, mode 0600 (an existing one is refused: it is not ours to
+    replace)."""
     out = Path(out)
     try:
-        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        # 0600: the capture is the user's to share; a root capture is not for every local user
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except FileExistsError:
         raise InvalidValueError(f"{out} exists: give a new file name") from None
     except OSError as e:
@@ -331,53 +414,197 @@ def write_capture(capture: dict, out: str | os.PathLike) -> Path:
 
 def _safe_rel(path: str) -> bool:
     parts = path.split("/")
-    return (bool(path) and not path.startswith("/") and "\x00" not in path
-            and all(p not in ("", ".", "..") for p in parts))
+    return (bool(path) and not path.startswith("/") and "\x00" not in path and len(path) <= 4096
+            and all(p not in ("", ".", "..") and len(p) <= 255 for p in parts))
+
+
+def _link_leaves_tree(entries: dict, folders: set, link_path: str) -> bool:
+    """Whether the link at ``link_path`` leaves the tree when the kernel resolves it in the tree
+    rebuilt from ``entries``: its target walked one component at a time from the link's folder,
+    every link met (the tree's own) substituted, a ``..`` at the top climbing out. A walk that
+    meets a missing entry, a file with more to walk or too many links stops there, inside (the
+    kernel stops with ENOENT, ENOTDIR or ELOOP)."""
+    cur = link_path.split("/")[:-1]
+    todo = entries[link_path]["link"].split("/")
+    hops = 1
+    while todo:
+        name = todo.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if not cur:
+                return True
+            cur.pop()
+            continue
+        here = "/".join(cur + [name])
+        e = entries.get(here)
+        if e is None:
+            if here not in folders:
+                return False
+            cur.append(name)
+        elif "link" in e:
+            hops += 1
+            if hops > MAX_LINK_HOPS or e["link"].startswith("/"):
+                return False
+            todo = e["link"].split("/") + todo
+        else:
+            return False  # a file: the walk ends here (ENOTDIR if more follows)
+    return False
+
+
+def _bad_capture(path, why: str) -> InvalidValueError:
+    return InvalidValueError(f"{path} is not a board capture pydvfs lays out: {why}")
 
 
 def read_capture(path: str | os.PathLike) -> dict:
-    """A capture file, checked: InvalidValueError (one line) for anything else."""
+    """A capture file, checked: InvalidValueError (one line) for anything else. Every entry must
+    lie beneath the tree as the kernel will resolve it (see :func:`_link_leaves_tree`)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            if os.fstat(f.fileno()).st_size > TOTAL_CAP_BYTES * 4:
-                raise InvalidValueError(f"{path} is too large to be a board capture")
-            cap = json.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as e:
         raise InvalidValueError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidValueError(f"{path} is not a regular file: not a board capture")
+        data = b""
+        while len(data) <= TOTAL_CAP_BYTES:
+            chunk = os.read(fd, TOTAL_CAP_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except OSError as e:
+        raise InvalidValueError(f"cannot read {path}: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > TOTAL_CAP_BYTES:
+        raise InvalidValueError(f"{path} is larger than {TOTAL_CAP_BYTES // (1024 * 1024)} MiB: "
+                                "too large to be a board capture")
+    try:
+        cap = json.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         raise InvalidValueError(f"{path} is not a board capture (not JSON)") from None
+    except RecursionError:
+        raise InvalidValueError(f"{path} is not a board capture (nested too deeply)") from None
     if not isinstance(cap, dict) or cap.get("format") != FORMAT:
         raise InvalidValueError(f"{path} is not a board capture (format is not {FORMAT!r})")
-    if cap.get("version") != VERSION:
-        raise InvalidValueError(f"{path}: capture version {cap.get('version')!r}; this pydvfs reads version {VERSION}")
+    version = cap.get("version")
+    if type(version) is not int or version != VERSION:  # noqa: E721 (true == 1 is not a version)
+        raise InvalidValueError(f"{path}: capture version {str(version)[:40]!r}; "
+                                f"this pydvfs reads version {VERSION}")
+    meta = cap.get("meta", {})
+    if not isinstance(meta, dict) or not all(
+            isinstance(k, str) and (v is None or isinstance(v, (str, int, float, list))) for k, v in meta.items()):
+        raise _bad_capture(path, '"meta" is not an object of names and values')
     entries = cap.get("entries")
     if not isinstance(entries, dict):
         raise InvalidValueError(f"{path}: no entries")
     for p, e in entries.items():
         ok = isinstance(p, str) and _safe_rel(p) and isinstance(e, dict) and len(e) == 1 and (
-            isinstance(e.get("text"), str) or isinstance(e.get("link"), str))
+            (isinstance(e.get("text"), str) and e["text"].isascii()) or isinstance(e.get("link"), str))
         if ok and "link" in e:
-            target = posixpath.normpath(posixpath.join(posixpath.dirname(p), e["link"]))
-            ok = not e["link"].startswith("/") and target != ".." and not target.startswith("../")
+            ok = (0 < len(e["link"]) <= 4096 and "\x00" not in e["link"] and not e["link"].startswith("/"))
         if not ok:
             raise InvalidValueError(f"{path}: entry {str(p)[:80]!r} is not a file or link inside the tree")
+    for p in entries:
+        parts = p.split("/")
+        for i in range(1, len(parts)):
+            above = entries.get("/".join(parts[:i]))
+            if above is not None:
+                what = "link" if "link" in above else "file"
+                raise _bad_capture(path, f"entry {p[:80]!r} lies beneath the {what} "
+                                         f"{'/'.join(parts[:i])[:80]!r} (a capture records real paths)")
+    folders = {"/".join(p.split("/")[:i]) for p in entries for i in range(1, p.count("/") + 1)}
+    for p, e in entries.items():
+        if "link" in e and _link_leaves_tree(entries, folders, p):
+            raise InvalidValueError(f"{path}: the link {p[:80]!r} -> {e['link'][:80]!r} leads out of the "
+                                    "tree: not a file or link inside the tree")
     return cap
 
 
 def rebuild(capture: dict, dest: str | os.PathLike) -> Path:
-    """Lay out the captured tree under ``dest`` (a new or empty folder): the files with their
-    captured text, the links as they were."""
+    """Lay out the captured tree (checked by :func:`read_capture`) under ``dest``: the files
+    with their captured text, the links as they were. ``dest`` is a new folder, or an empty one
+    the caller owns that no one else can write (InvalidValueError otherwise): each entry is
+    made from that folder's descriptor one component at a time with ``O_NOFOLLOW``, so neither
+    the capture's own links nor another user can steer a write outside it. A failed lay-out
+    removes what it made."""
     dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    entries = capture["entries"]
-    for p, e in sorted(entries.items()):
-        if "text" in e:
-            target = dest / p
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(e["text"])
-    for p, e in sorted(entries.items()):
-        if "link" in e:
-            link = dest / p
-            link.parent.mkdir(parents=True, exist_ok=True)
-            link.symlink_to(e["link"])
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        made = True
+        try:
+            os.mkdir(dest, 0o700)  # private while it is filled
+        except FileExistsError:
+            made = False
+        fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise InvalidValueError(f"cannot make the folder {dest}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            made = False  # not ours to remove
+            raise InvalidValueError(
+                f"{dest} can be written by {'its owner (uid ' + str(st.st_uid) + ')' if st.st_uid != os.geteuid() else 'others'}: "
+                "a capture is laid out only in a folder no one else can write; give a new folder")
+        if os.listdir(fd):
+            raise InvalidValueError(f"{dest} is not empty: give a new or empty folder")
+        try:
+            _lay_out(fd, capture["entries"])
+        except OSError as e:
+            for name in os.listdir(fd):
+                with contextlib.suppress(OSError):
+                    _remove_beneath(fd, name)
+            raise InvalidValueError(f"cannot lay out the capture in {dest}: {e.strerror}"
+                                    + (f" ({e.filename})" if e.filename else "")) from None
+        if made:
+            umask = os.umask(0o022)
+            os.umask(umask)
+            os.fchmod(fd, 0o777 & ~umask)
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):
+                os.rmdir(dest)
+        raise
+    finally:
+        os.close(fd)
     return dest
+
+
+def _remove_beneath(dir_fd: int, name: str) -> None:
+    """Remove what the lay-out made at ``name`` in ``dir_fd`` (a folder: all it holds), following
+    no link (shutil.rmtree's dir_fd needs Python 3.11; JetPack 5 ships 3.8)."""
+    if not stat.S_ISDIR(os.lstat(name, dir_fd=dir_fd).st_mode):
+        os.unlink(name, dir_fd=dir_fd)
+        return
+    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    try:
+        for child in os.listdir(fd):
+            _remove_beneath(fd, child)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=dir_fd)
+
+
+def _lay_out(top_fd: int, entries: dict) -> None:
+    """The files (and their folders), then the links, each beneath ``top_fd``, no link followed."""
+    for p, e in sorted(entries.items()):
+        if "text" not in e:
+            continue
+        *folders, name = p.split("/")
+        parent = _walk(top_fd, folders, create=True)
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                         dir_fd=parent)
+        finally:
+            os.close(parent)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(e["text"])
+    for p, e in sorted(entries.items()):
+        if "link" not in e:
+            continue
+        *folders, name = p.split("/")
+        parent = _walk(top_fd, folders, create=True)
+        try:
+            os.symlink(e["link"], name, dir_fd=parent)
+        finally:
+            os.close(parent)

@@ -186,7 +186,8 @@ def build_fake_board(
     if b.gpu_of_node_names:
         of_name = b.gpu_of_node_names[pick]
         gpu_dir = sys_ / "devices" / (devfreq_name if jetpack <= 5 else f"platform/bus@0/{devfreq_name}")
-        _write(gpu_dir / "of_node" / "name", of_name + "\n")
+        # device-tree strings are NUL-terminated, no newline, as the kernel shows them
+        _write(gpu_dir / "of_node" / "name", of_name + "\0")
         if b.gpu_has_load:
             rewrite_int(gpu_dir / "load", 0)
         devfreq_dir = gpu_dir / "devfreq" / gpu_dir.name
@@ -213,7 +214,7 @@ def build_fake_board(
 
     # A decoy devfreq device (the DLA) listed before the GPU: discovery must skip it.
     dla = sys_ / "devices" / "15880000.nvdla0"
-    _write(dla / "of_node" / "name", "nvdla0\n")
+    _write(dla / "of_node" / "name", "nvdla0\0")
     dla_df = dla / "devfreq" / dla.name
     _write(dla_df / "available_frequencies", "1369600000\n")
     _write(dla_df / "governor", "userspace\n")

@@ -13,6 +13,7 @@ Protocol: govcore/protocol.h.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
@@ -28,6 +29,7 @@ from ..levels import nearest_level
 SOCKET_ENV = "PYDVFS_SOCKET"
 DEFAULT_SOCKET = "/run/pydvfs/govcore.sock"      # GC_SERVE_SOCKET (govcore/serve.h)
 REQUEST_MAX_BYTES = 512                          # GC_REQ_MAX (govcore/protocol.h)
+REPLY_MAX_BYTES = 262144                         # GC_SERVE_OUT_MAX (govcore/serve.h): govcore's cap too
 REPLY_TIMEOUT_S = 30.0
 RECONNECT_WAIT_S = 5.0   # a lost connection: how long the daemon may take to come back (a restart)
 
@@ -124,11 +126,17 @@ class Connection:
         except (BrokenPipeError, ConnectionResetError):
             pass  # a daemon that refused us closed at once: its reply says why
         while b"\n" not in self._buf:
+            if len(self._buf) > REPLY_MAX_BYTES:
+                raise _ReplyTooLarge(errno.EMSGSIZE, f"its reply is larger than {REPLY_MAX_BYTES} bytes, "
+                                                     "as no reply of govcore's is")
             chunk = self._sock.recv(65536)
             if not chunk:
                 raise ConnectionResetError("closed")
             self._buf += chunk
         raw, self._buf = self._buf.split(b"\n", 1)
+        if len(raw) > REPLY_MAX_BYTES:
+            raise _ReplyTooLarge(errno.EMSGSIZE, f"its reply is larger than {REPLY_MAX_BYTES} bytes, "
+                                                 "as no reply of govcore's is")
         return raw
 
     def _reconnect(self, line: str) -> None:
@@ -157,14 +165,17 @@ class Connection:
             _warn(f"sampler windows open through the daemon were lost with the connection: "
                   f"{len(self._windows)} of {len(windows)} begun again, counting from now")
 
-    def _parse(self, raw: bytes) -> dict:
+    def _parse(self, raw: bytes, line: str = "") -> dict:
         try:
             reply = json.loads(raw.decode("utf-8", "replace"))
         except ValueError:
             raise BoardIOError(f"the govcore daemon at {self.path} sent a reply that is not JSON") from None
+        except RecursionError:
+            raise BoardIOError(f"the govcore daemon at {self.path} sent a reply nested too deeply "
+                               "to be one of govcore's") from None
         if not isinstance(reply, dict):
             raise BoardIOError(f"the govcore daemon at {self.path} sent a reply that is not a record")
-        return reply
+        return Reply(reply, f"the govcore daemon at {self.path}'s reply to {line.split(' ', 1)[0] or 'a request'!r}")
 
     def _track(self, line: str, reply: dict) -> None:
         """Note what lives with the connection: the pin, and the open windows."""
@@ -200,20 +211,27 @@ class Connection:
                 if self._sock is not None:
                     self._sock.close()
                 self._sock, self._buf = None, b""
+                if isinstance(e, _ReplyTooLarge):
+                    raise BoardIOError(f"the govcore daemon at {self.path} is not one pydvfs can talk to: "
+                                       f"{e.strerror}; the connection is closed") from None
                 raise BoardIOError(f"lost the connection to the govcore daemon at {self.path}: "
                                    f"{e.strerror or e}") from None
-            reply = self._parse(raw)
+            reply = self._parse(raw, line)
             self._track(line, reply)
         if "error" in reply and line in RETRIED and str(reply["error"]).startswith(TRANSIENT):
             # a read the board failed once (`cannot read .../cur_freq: Invalid argument`): once
             # more before the caller is told; a refusal of the request itself is not retried
             with self._lock:
                 try:
-                    reply = self._parse(self._exchange(data))
+                    reply = self._parse(self._exchange(data), line)
                 except OSError:
                     pass
         if "error" in reply:
-            _core.raise_for(-int(reply.get("errno") or 5), reply["error"])
+            code = reply.get("errno")
+            if type(code) is not int or not 0 < code < 4096:  # noqa: E721 (true is not an errno)
+                code = errno.EIO
+            message = reply["error"] if isinstance(reply["error"], str) else json.dumps(reply["error"])[:200]
+            _core.raise_for(-code, message)
         return reply
 
 
@@ -222,6 +240,30 @@ class Connection:
 # (governor/engine.py), which knows whether a pin may be repeated.
 RETRIED = ("status", "version")
 TRANSIENT = ("cannot read ",)
+
+
+class _ReplyTooLarge(OSError):
+    """A reply past REPLY_MAX_BYTES: the stream is not govcore's; the connection is dropped."""
+
+
+class Reply(dict):
+    """A reply of the daemon: a key it lacks is a BoardIOError naming the key (one line), not a
+    KeyError; records inside it are Replies too."""
+
+    def __init__(self, data: dict, what: str):
+        super().__init__({k: _reply_value(v, what) for k, v in data.items()})
+        self._what = what
+
+    def __missing__(self, key):
+        raise BoardIOError(f"{self._what} has no {key!r}: not a reply of this version's govcore")
+
+
+def _reply_value(v, what: str):
+    if isinstance(v, dict):
+        return Reply(v, what)
+    if isinstance(v, list):
+        return [_reply_value(x, what) for x in v]
+    return v
 
 
 def _warn(message: str) -> None:

@@ -29,9 +29,17 @@ def _names(kind: str) -> tuple:
     return _core.PEFT_NAMES if kind == "peft" else _core.PRECISION_NAMES
 
 
+def _number(value, what: str) -> float:
+    """A number given as int, float or text; InvalidValueError naming the key otherwise."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidValueError(f"workload {what} must be a number, got {str(value)[:40]!r}") from None
+
+
 def _whole(value, what: str) -> int:
     """A count given as int, float or text: it must be a whole, finite number."""
-    v = float(value)
+    v = _number(value, what)
     if not math.isfinite(v) or v != int(v):
         raise InvalidValueError(f"workload {what} must be a whole number, got {value!r}")
     return int(v)
@@ -191,7 +199,7 @@ class Workload:
             except (TypeError, ValueError, OverflowError):
                 raise InvalidValueError(f"workload {key} must be a number, got {v!r}") from None
 
-        number = lambda v, k: float(v)  # noqa: E731
+        number = _number
         return cls(model=str(d["model"]), layers=opt("layers", _whole), hidden=opt("hidden", _whole),
                    seq_len=opt("seq_len", number), util_pct=opt("util_pct", number),
                    name=d.get("name"),

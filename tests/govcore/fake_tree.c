@@ -42,6 +42,24 @@ void fake_write(const char *root, const char *rel, const char *text)
     fclose(f);
 }
 
+/* A device-tree string as the kernel shows it (of_node/name, the model): NUL-terminated, no
+ * newline ("gpu\0"). */
+void fake_write_dt(const char *root, const char *rel, const char *text)
+{
+    char path[1024];
+    FILE *f;
+
+    fake_write(root, rel, "");
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(99);
+    }
+    fwrite(text, 1, strlen(text) + 1, f); /* the NUL too */
+    fclose(f);
+}
+
 void fake_read(const char *root, const char *rel, char *buf, int len)
 {
     char path[1024];
@@ -138,7 +156,7 @@ const char *fake_tree_make(enum fake_layout layout, const char *levels)
         exit(99);
     }
     /* a decoy devfreq device first */
-    fake_write(root, "sys/devices/15880000.nvdla0/of_node/name", "nvdla0\n");
+    fake_write_dt(root, "sys/devices/15880000.nvdla0/of_node/name", "nvdla0");
     fake_write(root, "sys/devices/15880000.nvdla0/devfreq/15880000.nvdla0/available_frequencies",
                "1369600000\n");
     fake_link(root, "sys/devices/15880000.nvdla0/devfreq/15880000.nvdla0/device",
@@ -151,7 +169,7 @@ const char *fake_tree_make(enum fake_layout layout, const char *levels)
         char rel[512], target[512];
 
         snprintf(rel, sizeof rel, "sys/devices/%s/of_node/name", gpu);
-        fake_write(root, rel, layout == FAKE_JP4 ? "gv11b\n" : "ga10b\n");
+        fake_write_dt(root, rel, layout == FAKE_JP4 ? "gv11b" : "ga10b");
         snprintf(rel, sizeof rel, "sys/devices/%s/load", gpu);
         fake_write(root, rel, "437\n");
         snprintf(rel, sizeof rel, "sys/devices/%s/devfreq/%s", gpu, gpu);
@@ -170,11 +188,11 @@ const char *fake_tree_make(enum fake_layout layout, const char *levels)
         snprintf(rel, sizeof rel, "%s/devfreq/17000000.gpu", dev);
         devfreq_files(root, rel, levels);
         snprintf(rel, sizeof rel, "%s/devfreq/17000000.gpu/of_node/name", dev);
-        fake_write(root, rel, "gpu\n");
+        fake_write_dt(root, rel, "gpu");
         fake_link(root, "sys/class/devfreq/17000000.gpu",
                   "sys/devices/platform/bus@0/17000000.gpu/devfreq/17000000.gpu");
     }
-    fake_write(root, "proc/device-tree/model", "NVIDIA Jetson AGX Orin Developer Kit");
+    fake_write_dt(root, "proc/device-tree/model", "NVIDIA Jetson AGX Orin Developer Kit");
 
     if (layout == FAKE_JP4) {
         const char *d = "sys/bus/i2c/drivers/ina3221x/1-0040/iio:device0";

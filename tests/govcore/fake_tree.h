@@ -10,6 +10,7 @@ const char *fake_tree_make(enum fake_layout layout, const char *levels);
 
 /* Write text to root + rel (creating folders). */
 void fake_write(const char *root, const char *rel, const char *text);
+void fake_write_dt(const char *root, const char *rel, const char *text); /* NUL-terminated, as the kernel */
 
 /* Read root + rel into buf (trailing newline removed). */
 void fake_read(const char *root, const char *rel, char *buf, int len);

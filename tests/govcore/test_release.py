@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from test_binary import check_binary, run
+from wrapped import report
 
 import pydvfs
 from pydvfs.device.fake import ORIN_13_LEVELS_HZ, build_fake_board
@@ -88,7 +89,7 @@ def test_board_verbs_on_fake_boards(release, arch, tmp_path, cli):
     root = ["--sysfs-root", str(fb.root)]
     out = run(binary(release, arch), "measure", "--json", "--rate", "200", *root, "--", "sleep", "0.3")
     assert out.returncode == 0, out.stderr
-    m = json.loads(out.stdout)
+    m = report(out)  # on stderr: CMD keeps stdout
     assert m["exit_status"] == 0 and m["samples"] > 0 and m["duration_s"] >= 0.3
     assert set(m["energy_j"]) >= {"VDD_GPU_SOC", "VDD_CPU_CV"}
 

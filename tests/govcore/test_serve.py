@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from wrapped import report as wrapped_report
 
 from pydvfs.device.fake import build_fake_board
 
@@ -253,13 +254,13 @@ def test_pydvfs_run_works_unprivileged(daemon, client_python, group_gid):
                                "model=bert,layers=12,hidden=768,seq_len=64", "--", "sleep", "0.5"], daemon.sock)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
-    report = json.loads(out)
+    report = wrapped_report(subprocess.CompletedProcess(p.args, p.returncode, out, err))
     assert report["restored"] is True and report["decision"]["freq_mhz"] == 816  # rules: > 7 layers, seq_len > 53
     p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", "measure", "--json", "--", "sleep", "0.3"],
                    daemon.sock)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
-    m = json.loads(out)
+    m = wrapped_report(subprocess.CompletedProcess(p.args, p.returncode, out, err))
     assert m["duration_s"] >= 0.3 and set(m["energy_j"]) == {"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0",
                                                               "VDDQ_VDD2_1V8AO"}
 
@@ -430,7 +431,7 @@ def test_the_daemon_s_pin_obeys_the_power_mode_cap_and_says_so(daemon, client_py
     p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", "pin", "918", "--json", "--", "true"], daemon.sock)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
-    r = json.loads(out)
+    r = wrapped_report(subprocess.CompletedProcess(p.args, p.returncode, out, err))
     assert (r["freq_mhz"], r["power_cap_mhz"], r["clamped_from_mhz"]) == (612, 612, 918), r
     assert "918 MHz is above the power mode's GPU cap: pinned 612 MHz" in err, err
     assert _state(daemon.board) == ORIGINAL
@@ -805,7 +806,7 @@ def test_a_run_whose_daemon_restarted_finishes_and_reports(daemon, client_python
     (flags / "go").touch()
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
-    report = json.loads(out)
+    report = wrapped_report(subprocess.CompletedProcess(p.args, p.returncode, out, err))
     assert report["exit_status"] == 0 and report["restored"] is True, report
     assert report["warnings"] and "lost during the run" in report["warnings"][0], report
     assert "pydvfs run: warning:" in err and "pinned 816 MHz again" in err, err
@@ -820,8 +821,8 @@ def test_pin_and_apply_hold_the_clock_for_a_command_through_the_daemon(daemon, c
                                    f"cat {max_freq}; exit 5"], daemon.sock)
         out, err = p.communicate(timeout=120)
         assert p.returncode == 5, err  # the command's status
-        assert f"{mhz}000000" in err  # what the command saw (its stdout goes to our stderr)
-        record = json.loads(out)
+        assert f"{mhz}000000" in out  # what the command saw (its stdout stays its own)
+        record = wrapped_report(subprocess.CompletedProcess(p.args, p.returncode, out, err))
         assert record["freq_mhz"] == mhz and record["exit_status"] == 5 and record["restored"] is True
         assert _state(daemon.board) == ORIGINAL
         # without a command, what the change lasts is said

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from wrapped import report
 
 from pydvfs import boards
 from pydvfs.device.fake import build_fake_board
@@ -112,7 +113,7 @@ def test_measure_module_and_cpu_gpu_by_role(powered, front):
     argv = ("measure", "--json", "--", sys.executable, "-c", "import time; time.sleep(0.3)")
     r = front(fake.root, "--json", *argv[:1], *argv[2:]) if front.name == "govcore" else front(fake.root, *argv)
     assert r.returncode == 0, r.stderr
-    d = json.loads(r.stdout)
+    d = report(r)
     dur = d["duration_s"]
     assert d["board"] == fake.board
     module = expected_sum(b, "module", powers) * dur
@@ -127,8 +128,8 @@ def test_measure_module_and_cpu_gpu_by_role(powered, front):
     assert d["roles"]["module"] == list(b.role_rails("module"))
     text = front(fake.root, "measure", "--", "sleep", "0.2")
     assert text.returncode == 0, text.stderr
-    assert f"({' + '.join(b.role_rails('module'))})" in text.stdout
-    assert "\ntotal" not in text.stdout and " total " not in text.stdout
+    assert f"({' + '.join(b.role_rails('module'))})" in text.stderr and text.stdout == ""  # stdout: CMD's
+    assert "\ntotal" not in text.stderr and " total " not in text.stderr
 
 
 def test_python_api_measurement(tmp_path):
@@ -169,7 +170,7 @@ def test_unknown_board_one_warning_no_guessed_roles(tmp_path, front):
     r = front(fake.root, *args)
     assert r.returncode == 0, r.stderr
     assert sum("warning" in line for line in r.stderr.splitlines()) == 1
-    d = json.loads(r.stdout)
+    d = report(r)
     assert d["module_energy_j"] is None and d["cpu_gpu_energy_j"] is None and d["board"] is None
 
 
@@ -186,7 +187,7 @@ def test_repeated_label_keeps_both_channels_and_refuses_the_role(tmp_path, front
     r = front(fake.root, *args)
     assert r.returncode == 0, r.stderr
     assert "two power channels are labelled VDD_IN: the second is read as VDD_IN#2" in r.stderr
-    d = json.loads(r.stdout)
+    d = report(r)
     assert list(d["energy_j"]) == ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_IN#2"]  # none dropped
     assert d["module_energy_j"] is None and d["roles"]["module"] is None  # which VDD_IN? not known
     assert d["cpu_gpu_energy_j"] == pytest.approx(2.0 * d["duration_s"], rel=0.01)
@@ -202,7 +203,8 @@ def test_unprintable_labels_are_escaped(tmp_path, front, label):
         assert r.returncode == 0, r.stderr
         assert "Traceback" not in r.stderr
         assert "\x1b" not in r.stdout + r.stderr and "\x07" not in r.stdout + r.stderr
-        assert ("VIN\\x1b[2J" if b"\x1b" in label else "VIN_\\xff\\xfe") in r.stdout
+        shown = r.stdout if argv[0] == "status" else r.stderr  # measure: the report is on stderr
+        assert ("VIN\\x1b[2J" if b"\x1b" in label else "VIN_\\xff\\xfe") in shown
     # the table's VIN_SYS_5V0 is gone under that label: the module sum says so instead of guessing
     assert "rail VIN_SYS_5V0 was not found" in r.stderr
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from wrapped import report
 
 import pydvfs
 from pydvfs.device import open_device
@@ -164,5 +165,5 @@ def test_status_pin_restore_and_measure_on_every_capture_kept(tmp_path, cli, gov
     assert (after.min_mhz, after.max_mhz, after.governor) == (before.min_mhz, before.max_mhz, before.governor)
     res = cli("measure", "--sysfs-root", str(root), "--json", "--", sys.executable, "-c", "pass")
     assert res.returncode == 0, res.stderr
-    m = json.loads(res.stdout)
+    m = report(res)
     assert set(m["energy_j"]) == {r.name for r in dev.rails}

@@ -11,6 +11,7 @@ import sys
 import warnings
 
 import pytest
+from wrapped import report
 
 import pydvfs
 from pydvfs import dataset as ds
@@ -180,17 +181,17 @@ def test_run_reports_both_energies_and_minimises_the_one_chosen(cli, orin):
     cmd = ["--", sys.executable, "-c", "import time; time.sleep(0.3)"]
     res = cli("run", "--sysfs-root", root, "--policy", "maxn", "--json", *cmd)
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = report(res)
     assert r["energy_measure"] == "module" and r["board"] == "agx-orin"
     assert r["module_energy_j"] == pytest.approx(sum(r["energy_j"].values()))  # AGX Orin: its four rails
     assert r["cpu_gpu_energy_j"] == pytest.approx(r["energy_j"]["VDD_CPU_CV"] + r["energy_j"]["VDD_GPU_SOC"])
     assert r["module_energy_j"] > r["cpu_gpu_energy_j"] > 0 and "energy_basis" not in r
     text = cli("run", "--sysfs-root", root, "--policy", "maxn", *cmd)
     assert text.returncode == 0, text.stderr
-    line = next(x for x in text.stdout.splitlines() if x.startswith("energy "))
+    line = next(x for x in text.stderr.splitlines() if x.startswith("energy "))
     assert line.startswith("energy    module ") and "(CPU+GPU " in line
     text = cli("run", "--sysfs-root", root, "--policy", "maxn", "--energy", "cpu-gpu", *cmd)
-    line = next(x for x in text.stdout.splitlines() if x.startswith("energy "))
+    line = next(x for x in text.stderr.splitlines() if x.startswith("energy "))
     assert line.startswith("energy    CPU+GPU ") and "(module " in line
 
 
@@ -218,11 +219,11 @@ def test_an_online_search_on_an_unknown_board_refuses_before_any_change(cli, tmp
     # a static policy still runs there, and says what it cannot know
     res = cli("run", "--sysfs-root", str(b.root), "--policy", "maxn", "--json", "--", "true")
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = report(res)
     assert r["board"] is None and r["module_energy_j"] is None and r["cpu_gpu_energy_j"] is None
     assert r["j_per_step"] is None and sum(r["energy_j"].values()) >= 0  # the rails were read, not summed
     res = cli("run", "--sysfs-root", str(b.root), "--policy", "maxn", "--", "true")
-    assert "energy    module unknown (CPU+GPU unknown)" in res.stdout
+    assert "energy    module unknown (CPU+GPU unknown)" in res.stderr
 
 
 def test_the_governor_and_callbacks_take_energy(orin):

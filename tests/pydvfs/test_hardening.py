@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from wrapped import report as wrapped_report
 
 from pydvfs import _core
 from pydvfs.dataset import COLUMN_NAMES, DatasetWriter
@@ -248,7 +249,7 @@ def test_run_report_printed_when_restore_fails(cli, board, tmp_path):
     res = cli("run", "--json", "--sysfs-root", str(board.root), "--state-dir", str(tmp_path / "st"),
               "--policy", "ffg", "--workload", WORKLOAD, "--", "sh", "-c", breaker)
     assert res.returncode == 1, res.stderr
-    report = json.loads(res.stdout)  # the report is there, and says what happened
+    report = wrapped_report(res)  # the report is there (on stderr), and says what happened
     assert report["exit_status"] == 0 and report["restored"] is False
     assert "governor" in report["restore_error"]
     assert "still not as saved" in res.stderr.strip().splitlines()[-1]
@@ -394,7 +395,7 @@ def test_measure_reports_bad_readings(cli, govcore, board):
         res = subprocess.run([*tool, "--sysfs-root", str(board.root), "--json", "--",
                               "sleep", "0.3"], capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
-        d = json.loads(res.stdout)
+        d = wrapped_report(res)
         assert d["readings_ok"] is False
         assert set(d["incomplete_rails"]) == {"VIN_SYS_5V0", "VDD_CPU_CV"}
         assert d["interpolated_pct"]["VIN_SYS_5V0"] > 95 and d["failed_reads"]["VIN_SYS_5V0"] > 5

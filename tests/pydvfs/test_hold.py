@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from wrapped import report
 
 ORIGINAL = (306000000, 1300500000, "nvhost_podgov")
 WORKLOAD = "model=bert,layers=12,hidden=768,seq_len=128"
@@ -29,7 +30,7 @@ def test_pin_holds_the_clock_while_the_command_runs(cli, board, tmp_path):
     out = cli("pin", "714", "--sysfs-root", str(board.root), "--json", "--", *_seen_by(board, seen))
     assert out.returncode == 3, out.stderr  # the command's status
     assert seen.read_text().strip() == "714000000"
-    record = json.loads(out.stdout)
+    record = report(out)
     assert record["freq_mhz"] == 714 and record["exit_status"] == 3 and record["restored"] is True
     assert record["command"][0] == "sh"
     assert "held while sh runs" in out.stderr
@@ -37,7 +38,7 @@ def test_pin_holds_the_clock_while_the_command_runs(cli, board, tmp_path):
     # options before MHZ, and text output
     out = cli("pin", "--sysfs-root", str(board.root), "510", "--", "true")
     assert out.returncode == 0, out.stderr
-    assert "pinned the GPU clock to 510 MHz" in out.stdout and "true exited with status 0; restored" in out.stdout
+    assert "pinned the GPU clock to 510 MHz" in out.stderr and "true exited with status 0; restored" in out.stderr
     assert _state(board) == ORIGINAL
 
 
@@ -46,7 +47,7 @@ def test_apply_holds_the_clock_while_the_command_runs(cli, board, tmp_path):
     out = cli("apply", "--sysfs-root", str(board.root), "--workload", WORKLOAD, "--policy", "rules", "--json",
               "--", *_seen_by(board, seen))
     assert out.returncode == 3, out.stderr
-    record = json.loads(out.stdout)
+    record = report(out)
     assert seen.read_text().strip() == str(int(record["freq_mhz"] * 1e6))
     assert record["exit_status"] == 3 and record["restored"] is True and record["policy"] == "rules"
     assert _state(board) == ORIGINAL

@@ -55,16 +55,29 @@ def run_govcore(binary, argv):
 
 
 @pytest.fixture(params=["pydvfs", "govcore"])
-def measure(request, monkeypatch, capsys):
-    """measure(board, *args) -> (rc, stdout, stderr) through either front end."""
+def measure(request, monkeypatch, capsys, tmp_path):
+    """measure(board, *args) -> (rc, report, stderr) through either front end: the report
+    written to ``-o FILE`` ("" where none was), stdout left to CMD (and checked empty: these
+    commands print nothing there)."""
+    n = [0]
+
+    def with_report(run, board, args):
+        n[0] += 1
+        out = tmp_path / f"report-{n[0]}"
+        rc, stdout, stderr = run(["-o", str(out), *args])
+        assert stdout == "", stdout  # the report never goes to stdout: CMD's
+        return rc, out.read_text() if out.exists() else "", stderr
+
     if request.param == "pydvfs":
         def go(board, *args):
-            return run_pydvfs(["measure", "--sysfs-root", str(board.root), *args], monkeypatch, capsys)
+            return with_report(lambda a: run_pydvfs(["measure", "--sysfs-root", str(board.root), *a],
+                                                    monkeypatch, capsys), board, args)
     else:
         binary = request.getfixturevalue("govcore_bin")
 
         def go(board, *args):
-            return run_govcore(binary, ["--sysfs-root", str(board.root), "measure", *args])
+            return with_report(lambda a: run_govcore(binary, ["--sysfs-root", str(board.root), "measure", *a]),
+                               board, args)
     return go
 
 

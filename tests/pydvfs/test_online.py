@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from wrapped import report
 
 from pydvfs.boards import board
 from pydvfs.device.fake import build_fake_board
@@ -78,7 +79,7 @@ def test_online_finds_the_simulated_optimum_and_beats_maxn(cli, orin, tmp_path):
               "--progress-file", str(progress), *SEARCH, "--",
               *train_cmd(orin, progress, 40000, write_log=tmp_path / "writes.json"))
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = report(res)
     # A window's J/step is its energy over the steps counted in it; the count read at each end
     # lags real time by at most the process's longest stall, so a window of W seconds can be
     # off by 2 x stall / W. On an idle machine that is under 1 %; on a busy one it is what the
@@ -110,7 +111,7 @@ def test_online_finds_the_simulated_optimum_and_beats_maxn(cli, orin, tmp_path):
               "--progress-file", str(maxn_progress), "--rate", "1000", "--",
               *train_cmd(orin, maxn_progress, 2000, write_log=tmp_path / "maxn-writes.json"))
     assert res.returncode == 0, res.stderr
-    maxn = json.loads(res.stdout)
+    maxn = report(res)
     assert maxn["chosen_mhz"] is None and maxn["steps"] == 2000
     # the whole run's J/step: the simulator's, plus whatever the files held around the steps -
     # the rails read 0 W until the process starts, and its idle values from the moment it stops
@@ -133,7 +134,7 @@ def test_static_policy_pins_the_learned_clock(cli, orin, tmp_path):
               "--progress-file", str(progress), "--rate", "1000", "--json", "--",
               *train_cmd(orin, progress, 2000))
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = report(res)
     assert r["chosen_mhz"] == 714.0 and r["decision"]["policy"] == "mlg"
     assert r["steps"] == 2000
     assert r["j_per_step"] == pytest.approx(sim_j_per_step(freq=714.0), rel=0.04)
@@ -143,7 +144,7 @@ def test_static_policy_pins_the_learned_clock(cli, orin, tmp_path):
     assert r["module_energy_j"] == pytest.approx(sum(r["energy_j"].values()))  # AGX Orin: its four rails
     assert r["cpu_gpu_energy_j"] < r["module_energy_j"]
     assert limits(orin) == FULL and r["restored"]
-    assert '"workload"' in res.stderr  # CMD's stdout went to our stderr
+    assert '"workload"' in res.stdout  # CMD's stdout stays CMD's (the report is on stderr)
 
 
 def test_online_starts_where_the_learned_model_points(cli, orin, tmp_path):
@@ -153,7 +154,7 @@ def test_online_starts_where_the_learned_model_points(cli, orin, tmp_path):
     res = cli("run", "--sysfs-root", str(orin.root), "--workload", BERT_BASE, "--search", "hill",
               "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 5000))
     assert res.returncode == 0, res.stderr
-    out = res.stdout
+    out = res.stderr
     assert "started at 714 MHz (mlg)" in out and "converged on 714 MHz" in out
     assert "trajectory" in out and "board     restored" in out
     assert limits(orin) == FULL
@@ -186,7 +187,7 @@ def test_a_signal_restores_the_board_and_stops_the_command(orin, tmp_path, sig, 
     assert proc.returncode == status, err
     assert "Traceback" not in err and "restored; the report above is partial" in err
     assert limits(orin) == FULL
-    r = json.loads(out)
+    r = report(subprocess.CompletedProcess(args, status, out, err))
     assert r["partial"] is True and r["stopped_by"] == signal.Signals(sig).name and r["restored"] is True
     assert r["steps"] > 0 and r["duration_s"] > 0.3 and r["trajectory"] and r["start_mhz"] == 510
     # the training command is gone: its step count no longer moves
@@ -209,8 +210,9 @@ def test_a_static_run_stopped_by_a_signal_reports_what_it_measured(orin, tmp_pat
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == status and "Traceback" not in err, err
-    assert out.startswith("command   ") and f"PARTIAL   the run was stopped ({signal.Signals(sig).name})" in out
-    assert "board     restored" in out and limits(orin) == FULL
+    assert out == "" and "\ncommand   " in "\n" + err, (out, err)  # the report: on stderr, stdout is CMD's
+    assert f"PARTIAL   the run was stopped ({signal.Signals(sig).name})" in err
+    assert "board     restored" in err and limits(orin) == FULL
 
 
 def test_no_progress_file_falls_back_to_the_start_clock(cli, orin, tmp_path):
@@ -219,7 +221,7 @@ def test_no_progress_file_falls_back_to_the_start_clock(cli, orin, tmp_path):
               "--window", "0.1", "--stall", "0.3", "--json", "--",
               sys.executable, "-c", "import time; time.sleep(1.2)")
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = report(res)
     assert "showed no step count" in r["fallback"] and "showed no step count" in res.stderr
     assert r["chosen_mhz"] == 612.0 and r["final_mhz"] == 612.0 and r["trajectory"] == []
     assert r["steps"] is None and r["j_per_step"] is None and r["energy_at_start_clock_j"] is None
@@ -244,7 +246,7 @@ def test_a_stalled_count_or_dead_rails_fall_back_to_the_start_clock(cli, orin, t
               "--window", "0.05", "--min-steps", "3", "--settle", "0", "--samples", "1",
               "--stall", "0.4", "--json", "--", sys.executable, "-c", writer, str(progress))
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = report(res)
     assert ("stopped advancing" if rails_on else "read no energy") in r["fallback"]
     assert r["final_mhz"] == 918.0 and r["chosen_mhz"] == 918.0
     if rails_on:
@@ -307,7 +309,7 @@ def test_a_power_mode_cap_keeps_the_search_at_or_below_it(cli, orin, tmp_path, s
     res = cli("run", "--sysfs-root", str(orin.root), "--json", *start, "--progress-file", str(progress),
               *FAST, "--", *train_cmd(orin, progress, 3000))
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = report(res)
     assert r["exit_status"] == 0 and r["steps"] == 3000 and r["fallback"] is None and r["dropped"] == []
     assert r["board_max_mhz"] == 612.0 and r["search_levels_mhz"] == [f for f in ORIN_LEVELS_MHZ if f <= 612]
     assert r["start_mhz"] == 612.0
@@ -391,7 +393,7 @@ def test_the_saving_vs_start_excludes_the_start_up(cli, orin, tmp_path):
               "--window", "0.4", "--min-steps", "50", "--settle", "0", "--rate", "1000", "--json", "--",
               sys.executable, "-c", writer, str(progress))
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = report(res)
     assert r["steps"] == 2000 and r["search"]["start_estimate_j_per_step"] is not None
     span = r["counted_span"]
     assert span["t_begin_s"] > 1.5 and span["steps"] == span["last_count"] - span["first_count"] > 1500

@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+from wrapped import report as wrapped_report
 
 from pydvfs import boards
 from pydvfs.device.fake import build_fake_board
@@ -69,7 +70,7 @@ def test_run_online_settles_on_the_least_module_energy(cli, tmp_path, board_id):
     res = cli("run", "--sysfs-root", str(fb.root), "--json", "--start", f"{start:g}", "--progress-file",
               str(progress), *SEARCH, "--", *cmd)
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = wrapped_report(res)
     assert r["board"] == board_id and r["energy_measure"] == "module" and r["restored"]
     assert (fb.read_hz("min_freq"), fb.read_hz("max_freq")) == full
     assert r["converged"] and r["fallback"] is None, (r["fallback"], r["search"]["estimates"])

@@ -5,7 +5,6 @@ the length (``total_steps=``, ``pydvfs run --steps``, the trainers' step counts)
 folder's V/f curve to the search."""
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import sys
@@ -13,6 +12,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from wrapped import report as wrapped_report
 
 import pydvfs
 from pydvfs.device import open_device
@@ -272,7 +272,7 @@ def test_run_steps_reaches_the_search(cli, orin, tmp_path):
               "--window", "0.05", "--min-steps", "3", "--settle", "0", "--steps", "199", "--search", "model",
               "--json", "--", sys.executable, "-c", WRITER, str(progress))
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = wrapped_report(res)
     assert r["total_steps"] == 199 and r["trajectory"]
     told = r["search"]["remaining_windows"]
     assert told is not None and 0 <= told < 199 / 3
@@ -283,7 +283,7 @@ def test_run_steps_reaches_the_search(cli, orin, tmp_path):
                "--window", "0.05", "--min-steps", "3", "--settle", "0", "--steps", "199", "--search", "model",
                "--", sys.executable, "-c", WRITER, str(progress))
     assert text.returncode == 0, text.stderr
-    assert "V/f curve: default Orin table; horizon: the run's 199 steps (--steps)" in text.stdout
+    assert "V/f curve: default Orin table; horizon: the run's 199 steps (--steps)" in text.stderr
 
 
 def test_run_steps_bad_values_are_one_line(cli, orin, tmp_path):

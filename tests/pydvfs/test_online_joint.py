@@ -4,13 +4,13 @@ clocks its tree holds, every domain is put back at the end; `run --knobs` parsin
 from __future__ import annotations
 
 import io
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from wrapped import report
 
 import pydvfs
 from pydvfs.device.fake import build_fake_board
@@ -119,7 +119,7 @@ def test_run_knobs_on_the_animated_board_pins_modes_and_restores_every_domain(cl
               "bert-base", "--task", "SST-2", "--steps", "60000", "--time-scale", str(SCALE), "--tick-ms", "1",
               "--progress-file", str(progress), "--seed", "0", timeout=300)
     assert res.returncode == 0, res.stderr
-    r = json.loads(res.stdout)
+    r = report(res)
     assert r["search_kind"] == "joint" and r["knobs"] == ["gpu", "emc", "cpu"] and r["restored"]
     assert 10 <= r["search"]["probed_modes"] <= 12
     modes = {tuple(w["freq_mhz"]) for w in r["trajectory"]}

@@ -14,7 +14,6 @@ import json
 import os
 import random
 import stat
-import subprocess
 import sys
 from types import SimpleNamespace
 

@@ -2,7 +2,6 @@
 pinning code and C sampler run against it."""
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -12,6 +11,7 @@ import time
 
 import pandas as pd
 import pytest
+from wrapped import report
 
 from pydvfs.device.fake import build_fake_board
 
@@ -39,7 +39,7 @@ def test_sweep_measures_every_setting_and_resumes(cli, orin, tmp_path):
     # holds at idle power and which a busy machine stretches to a second or more
     res = cli(*sweep_args(orin, out, "--json", "--", *train_cmd(orin, steps=1000)))
     assert res.returncode == 0, res.stderr
-    summary = json.loads(res.stdout)
+    summary = report(res)
     assert summary["runs"] == 3 and summary["skipped"] == 0
     assert summary["noise"]["n_workloads"] == 1  # the sweep says whether it can be labelled
     assert "ETA" in res.stderr  # progress lines
@@ -55,14 +55,14 @@ def test_sweep_measures_every_setting_and_resumes(cli, orin, tmp_path):
     assert orin.read_hz("max_freq") == 1300500000 and orin.read_hz("min_freq") == 306000000
 
     res = cli(*sweep_args(orin, out, "--json", "--", *train_cmd(orin)))
-    assert json.loads(res.stdout)["runs"] == 0  # resumed: nothing left to do
+    assert report(res)["runs"] == 0  # resumed: nothing left to do
 
     # a crash mid-write: the last row is half there; the rerun cuts it and measures that run again
     text = out.read_text()
     lines = text.splitlines(keepends=True)
     out.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
     res = cli(*sweep_args(orin, out, "--json", "--", *train_cmd(orin)))
-    summary = json.loads(res.stdout)
+    summary = report(res)
     assert summary["repaired_bytes"] > 0 and summary["runs"] == 1
     assert len(pd.read_csv(out)) == 3
 
@@ -71,7 +71,8 @@ def test_failing_command_is_recorded(cli, orin, tmp_path):
     out = tmp_path / "d.csv"
     res = cli(*sweep_args(orin, out, "--", sys.executable, "-c", "import sys; sys.exit(3)"))
     assert res.returncode == 1
-    assert res.stdout.count("FAILED") == 3
+    # the summary (on stderr, after the progress lines) names the three failures; stdout is CMD's
+    assert res.stderr.count("\nFAILED: ") == 3 and "FAILED" not in res.stdout
     assert set(pd.read_csv(out)["exit_status"]) == {3}
 
 
@@ -126,7 +127,7 @@ def test_without_the_train_extra_the_sweep_runs_and_says_what_it_left_out(orin, 
     rc = cli.main([*sweep_args(orin, out, "--freqs", "714", "--idle", "0", "--json"), "--", "true"])
     res = capsys.readouterr()
     assert rc == 0, res.err
-    summary = json.loads(res.out)
+    summary = report(res)  # on stderr: CMD keeps stdout
     assert summary["runs"] == 2 and summary["noise"] is None  # 714 MHz and MAXN
     assert "pip install 'pydvfs[train]'" in summary["noise_left_out"]
     first = res.err.splitlines()[0]

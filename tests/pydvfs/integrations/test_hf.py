@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from wrapped import report
 
 pytest.importorskip("transformers")
 
@@ -49,7 +50,7 @@ def test_a_trainer_governed_in_process_matches_pydvfs_measure(orin, tmp_path):
     finally:
         anim.stop()
     assert res.returncode == 0, res.stderr[-3000:]
-    measure = json.loads(res.stdout)
+    measure = report(res)
     data = json.loads(out.read_text())
     r = data["report"]
     assert limits(orin) == FULL and r["restored"]

@@ -2,10 +2,10 @@
 measurement path a user takes on a Jetson, with a real PyTorch training command."""
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest
+from wrapped import report
 
 from pydvfs.device.fake import build_fake_board
 
@@ -22,8 +22,8 @@ def test_measure_a_real_finetune(cli, tmp_path):
               sys.executable, "-m", "pydvfs.workloads.finetune", "--model", "bert-tiny", "--task", "sst2",
               "--max-steps", "3", "--threads", "1", "--json", timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
-    m = json.loads(res.stdout)  # the training command's own output went to stderr
-    assert '"steps": 3' in res.stderr
+    m = report(res)  # the report is on stderr; the training command's own output stays on stdout
+    assert '"steps": 3' in res.stdout
     assert m["exit_status"] == 0 and m["read_errors"] == 0
     assert m["cpu_gpu_energy_j"] == pytest.approx(15.0 * m["duration_s"], rel=0.02)
     assert m["gpu_util_pct"] == pytest.approx(50.0)

@@ -18,6 +18,7 @@ import sys
 from types import SimpleNamespace
 
 import pytest
+from wrapped import report
 
 import pydvfs
 from pydvfs import boards
@@ -311,7 +312,7 @@ def test_run_policy_online_records_and_no_record_opts_out(cli, tmp_path):
                   "--window", "0.3", "--min-steps", "50", "--settle", "0.05", "--rate", "1000", "--progress-file",
                   str(progress), "--data-dir", str(data), *extra, "--", *cmd)
         assert res.returncode == 0, res.stderr
-        r = json.loads(res.stdout)
+        r = report(res)
         if not extra:
             assert r["probed"] and r["recorded_to"] == str(data / f"runs-{BOARD}.jsonl")
             assert json.loads((data / f"runs-{BOARD}.jsonl").read_text())["front_end"] == "pydvfs run"

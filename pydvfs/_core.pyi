@@ -130,6 +130,9 @@ class Tree:
     def propose(self, workload: tuple) -> float: ...
 
 # workload: (is_decoder, gpu_util_pct or None, layers, hidden, seq_len)
+def tree_features(feature_names: tuple[str, ...], default_util_pct: tuple[float, float],
+                  workload: tuple) -> tuple[float, ...]:
+    """govcore's gc_features for a tree read as data (pydvfs/policy/tree_data.py)."""
 def model_is_decoder(model: str) -> bool: ...
 def propose_rules(workload: tuple) -> float: ...
 def decide(board: Board, tree: Tree, policy: str, workload: tuple, roofline: Roofline | None = None,

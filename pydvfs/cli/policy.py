@@ -90,7 +90,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     tree = load_tree(None) if args.model_dir is None else read_tree(args.model_dir)
     result = evaluate(curves, tree, roofline)
     result["energy_column"] = energy_column(args, df)  # what the savings are of
-    emit(args, result, lambda: f"energy: {result['energy_column']}\n" + format_report(result))
+    emit(args, result, lambda: format_report(result))
     return 0
 
 

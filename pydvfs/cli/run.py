@@ -74,17 +74,19 @@ def text_report(r: dict) -> str:
             f"{r['search']['params']['horizon_windows']} windows (the run's length unknown)"
         lines.append(f"model     V/f curve: {r['search']['vf_source']}; horizon: {horizon}")
     lines.append(f"time      {r['duration_s']:.2f} s")
-    from ..energy import describe
+    from ..energy import LABEL, describe
 
     rails = ", ".join(f"{k} {v:.3f} J" for k, v in r["energy_j"].items())
     lines.append(f"energy    {describe(r)}")
     lines.append(f"rails     {rails}; board {r['board'] or 'unknown (not in the board table)'}")
     if r["steps"] is not None:
-        jps = "" if r["j_per_step"] is None else f"  {r['j_per_step']:.5g} J/step"
+        jps = "" if r["j_per_step"] is None else \
+            f"  {r['j_per_step']:.5g} J/step ({LABEL.get(r.get('energy_measure'), 'module')} energy)"
         lines.append(f"steps     {r['steps']}{jps}")
     if r["policy"] == "online":
         if r.get("energy_at_start_clock_j") is not None:
-            lines.append(f"at start  {r['energy_at_start_clock_j']:.3f} J estimated at "
+            lines.append(f"at start  {r['energy_at_start_clock_j']:.3f} J "
+                         f"({LABEL.get(r.get('energy_measure'), 'module')} energy) estimated at "
                          f"{_fmt_mhz(r['start_mhz'])} from its probes: "
                          f"{r['saving_vs_start_pct']:+.1f} % saved")
         trade = r.get("trade")

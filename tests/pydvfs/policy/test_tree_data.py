@@ -6,20 +6,18 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import random
 import shutil
 import struct
 import subprocess
 from pathlib import Path
 
 import pytest
+from c_tree import CTree
 
 from pydvfs import _core
 from pydvfs.errors import ManifestMismatchError, PolicyLoadError
 from pydvfs.policy.export import compile_policy, constant_to_c, govcore_include_dir, tree_to_c
 from pydvfs.policy.tree_data import TreeSourceError, parse_tree_c, read_tree
-
-from c_tree import CTree
 
 REPO = Path(__file__).resolve().parents[3]
 PROV = {"data_file": "x.csv", "data_sha256": "", "trained_utc": "2026-12-02T00:00:00Z"}
@@ -136,7 +134,7 @@ def test_evaluate_runs_no_code_of_the_folder_even_where_others_can_write(cli, tr
     subprocess.run(["cc", "-std=c99", "-fPIC", "-shared", "-DGC_TREE_SYMBOL=gc_tree", f'-DMARKER="{marker}"',
                     f"-I{govcore_include_dir()}", "-o", str(d / "policy.so"), str(d / "policy_tree.c"),
                     str(tmp_path / "ctor.c")], check=True, capture_output=True)
-    r = cli("evaluate", "--data", str(syn_csv), "--model-dir", str(d), "--tasks", "rte", "--json")
+    r = cli("evaluate", "--data", str(syn_csv), "--model-dir", str(d), "--energy", "cpu-gpu", "--json")
     assert r.returncode == 0, r.stderr
     assert not marker.exists(), "evaluate ran the folder's code"
     res = json.loads(r.stdout)
@@ -154,7 +152,7 @@ def test_evaluate_scores_a_trained_folder_as_its_compiled_tree(trained, syn_csv,
     from pydvfs.policy.curves import curves_from_frame, read_dataset
 
     out, _ = trained
-    assert main(["evaluate", "--data", str(syn_csv), "--model-dir", str(out), "--json"]) == 0
+    assert main(["evaluate", "--data", str(syn_csv), "--model-dir", str(out), "--energy", "cpu-gpu", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     compiled = _core.Tree(str(out))
     curves = {c.name: c for c in curves_from_frame(read_dataset(syn_csv))}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .energy import DEFAULT_MEASURE, LABEL
+from .energy import COLUMN, DEFAULT_MEASURE, LABEL
 from .errors import PydvfsError
 from .package_data import package_file
 
@@ -304,7 +304,7 @@ def _plot_traces(runs: dict, stem: Path) -> Path | None:
     fig, ax = plt.subplots(figsize=(8, 3.5))
     for policy, r in runs.items():
         clock = "MAXN" if r["freq_mhz"] is None else f"{r['freq_mhz']:g} MHz"
-        label = f"{policy} ({clock}): {LABEL[DEMO_ENERGY]} {r['energy_module_j']:.0f} J"
+        label = f"{policy} ({clock}): {LABEL[DEMO_ENERGY]} {r[COLUMN[DEMO_ENERGY]]:.0f} J"
         ax.plot(r["trace"]["t_s"], r["trace"]["power_w"], label=label, linewidth=0.8)
     ax.set_xlabel("time (s, scaled)")
     ax.set_ylabel(f"{LABEL[DEMO_ENERGY]} power (W)")

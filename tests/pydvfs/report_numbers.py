@@ -140,10 +140,11 @@ def check_energy_named(md: str, led: str) -> None:
     against MAXN with the sentence that says what it means; every section with a saving names
     its energy; the ledger keeps paper A's CPU+GPU with the module's beside it."""
     from pydvfs.markdown import LOSES_MARK
+    from pydvfs.report import REAL_DATA_ENERGY
 
     energy = _cells(md, "Summary", "energy")
     saved = _cells(md, "Summary", "energy saved")
-    assert energy and set(energy) <= {"module", "GPU (measured)"}, set(energy)
+    assert energy and set(energy) <= {"module", REAL_DATA_ENERGY}, set(energy)
     assert all(e == "module" for e, r in zip(energy, _cells(md, "Summary", "data")) if "simulated" in r)
     for cell in saved:  # a loss is marked, a saving is not
         assert (LOSES_MARK in cell) == cell.lstrip().startswith("-"), cell
@@ -152,7 +153,7 @@ def check_energy_named(md: str, led: str) -> None:
     sections = md.split("\n## ")
     for sec in sections:
         if "saving" in sec.lower() and not sec.startswith(("Time per stage", "Replication ledger", "The roofline")):
-            assert any(name in sec for name in ("module", "CPU+GPU", "GPU (measured)", "the GPU's")), sec[:80]
+            assert any(name in sec for name in ("module", "CPU+GPU", REAL_DATA_ENERGY, "the GPU's")), sec[:80]
     assert "**CPU+GPU** energy" in led and "module energy:" in led
 
 

@@ -76,10 +76,11 @@ def labels_table(metrics: dict) -> list[dict]:
 
 
 def sweet_spot_range(data: str | Path, column: str = PAPER_ENERGY_COLUMN) -> list[float]:
-    """[lowest, highest] of the workloads' clocks of least energy (``column``) in a dataset."""
+    """[lowest, highest] of the workloads' sweet spots (the clock of least mean measured energy,
+    ``column``, as ``pydvfs analyse`` finds it) in a dataset."""
     from .policy.curves import curves_from_frame, read_dataset
 
-    best = [c.best_mhz for c in curves_from_frame(read_dataset(data), column)]
+    best = [c.raw_best_mhz for c in curves_from_frame(read_dataset(data), column)]
     return [min(best), max(best)]
 
 

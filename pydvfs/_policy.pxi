@@ -220,6 +220,31 @@ def read_model_file(model_dir, str name, int limit=1 << 20):
     return data
 
 
+def tree_features(tuple feature_names, tuple default_util_pct, tuple workload):
+    """The feature vector a tree with these feature names and default utilisations sees for a
+    workload: govcore's gc_features (float32-rounded, as scikit-learn compares), for a tree read
+    as data (pydvfs/policy/tree_data.py) rather than loaded from a policy.so."""
+    cdef gc_tree_model m
+    cdef gc_workload w = _workload(workload)
+    cdef double out[GC_MAX_FEATURES]
+    cdef const char *names[GC_MAX_FEATURES]
+    cdef char err[512]
+    cdef int i
+    enc = [str(n).encode() for n in feature_names]
+    if len(enc) > GC_MAX_FEATURES:
+        raise errors.InvalidValueError(f"a tree reads at most {GC_MAX_FEATURES} features, this one {len(enc)}")
+    memset(&m, 0, sizeof(m))
+    for i in range(len(enc)):
+        names[i] = enc[i]
+    m.n_features = len(enc)
+    m.feature_names = names
+    m.default_util_pct[0] = float(default_util_pct[0])
+    m.default_util_pct[1] = float(default_util_pct[1])
+    err[0] = 0
+    check(gc_features(&m, &w, out, err, sizeof(err)), err)
+    return tuple(out[i] for i in range(len(enc)))
+
+
 cdef class Roofline:
     """The roofline policy's board constants, read (strictly, in C) from a roofline.txt."""
     cdef gc_roofline r

@@ -81,6 +81,16 @@ def report_fields(m, measure: str) -> dict:
             **{FIELD[k]: of(m, k) for k in MEASURES}}
 
 
+def column_label(column: str | None) -> str:
+    """What a data column of energy is, named for a figure: "module (`energy_module_j`)",
+    "CPU+GPU (`energy_cpu_gpu_j`)", another column by its name ("`energy_j`"), or "not recorded"
+    (outputs from before pydvfs said which)."""
+    if column is None:
+        return "not recorded"
+    names = {c: f"{LABEL[m]} (`{c}`)" for m, c in COLUMN.items()}
+    return names.get(column, f"`{column}`")
+
+
 def describe(fields) -> str:
     """One line of a report's energies (``report_fields``), the minimised one first:
     "module 123.4 J (CPU+GPU 98.7 J)"; an unknown one says so."""
@@ -94,5 +104,6 @@ def describe(fields) -> str:
     return f"{one(order[0])} ({', '.join(one(m) for m in order[1:])})"
 
 
-__all__ = ["COLUMN", "DEFAULT_MEASURE", "FIELD", "LABEL", "MEASURES", "ROLE", "check_measure", "describe", "of",
+__all__ = ["COLUMN", "DEFAULT_MEASURE", "FIELD", "LABEL", "MEASURES", "ROLE", "check_measure", "column_label",
+           "describe", "of",
            "rails_of", "report_fields", "require", "unknown_reason"]

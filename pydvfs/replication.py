@@ -11,6 +11,8 @@ import math
 import statistics
 from pathlib import Path
 
+from .energy import COLUMN
+
 # Paper A (SPEC section 2; seed 000): what it reports.
 PAPER_A = {
     "configurations": 27,
@@ -29,7 +31,7 @@ PAPER_A = {
 PAPER_CLASSES_MHZ = (510.0, 612.0, 714.0, 816.0, 1020.0, 1122.0)
 # Paper A measures CPU+GPU energy (VDD_CPU_CV + VDD_GPU_SOC), not the module's that pydvfs
 # minimises by default: its replication labels and scores by that column.
-PAPER_ENERGY_COLUMN = "energy_cpu_gpu_j"
+PAPER_ENERGY_COLUMN = COLUMN["cpu-gpu"]
 
 # Paper B (SPEC section 3; seed 004).
 PAPER_B = {"adj_r2_eta": 0.853, "adj_r2_baseline": 0.777, "rmse_cut_pct": 19.0, "a_C": 0.20,
@@ -71,6 +73,15 @@ def labels_table(metrics: dict) -> list[dict]:
                     "paper_class": paper_class(c["label_mhz"]), "tree_mhz": c["tree_mhz"],
                     "tree_paper_class": paper_class(c["tree_mhz"])})
     return out
+
+
+def sweet_spot_range(data: str | Path, column: str = PAPER_ENERGY_COLUMN) -> list[float]:
+    """[lowest, highest] of the workloads' sweet spots (the clock of least mean measured energy,
+    ``column``, as ``pydvfs analyse`` finds it) in a dataset."""
+    from .policy.curves import curves_from_frame, read_dataset
+
+    best = [c.raw_best_mhz for c in curves_from_frame(read_dataset(data), column)]
+    return [min(best), max(best)]
 
 
 def leave_one_model_out(data: str | Path, tree_params: dict) -> dict:

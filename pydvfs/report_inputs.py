@@ -15,7 +15,9 @@ import json
 from pathlib import Path
 
 from .errors import InvalidValueError
+from .markdown import LOSES_MARK, loses_note
 from .markdown import pct as _pct
+from .markdown import saving as _saving
 from .markdown import table as _table
 
 DATASET_COLUMNS = {"workload", "setting", "freq_mhz", "duration_s"}
@@ -78,14 +80,18 @@ def _dataset_for(found: dict, workloads: set) -> dict | None:
 
 
 def _energy_name(column: str | None) -> str:
-    """What an analysis or evaluation minimised: the module's energy, CPU+GPU, or a column named
-    by the user (outputs from before pydvfs said so: not recorded)."""
+    """What an analysis or evaluation minimised (pydvfs.energy.column_label)."""
+    from .energy import column_label
+
+    return column_label(column)
+
+
+def _short(column: str | None) -> str:
+    """The measure's short name for a table cell: "module", "CPU+GPU", the column, or "?"."""
     from .energy import COLUMN, LABEL
 
-    if column is None:
-        return "not recorded"
-    names = {c: f"{LABEL[m]} (`{c}`)" for m, c in COLUMN.items()}
-    return names.get(column, f"`{column}`")
+    by_column = {c: LABEL[m] for m, c in COLUMN.items()}
+    return "?" if column is None else by_column.get(column, column)
 
 
 def markdown_user(found: dict, root: Path) -> str:
@@ -109,7 +115,8 @@ def markdown_user(found: dict, root: Path) -> str:
         for w in res["workloads"]:
             m = w["policies"]["mlg"]
             rows.append([w["workload"], "MAXN" if m["freq_mhz"] is None else f"{m['freq_mhz']:g} MHz",
-                         _pct(m["saving_pct"], ".1f"), _pct(m.get("time_penalty_pct")), data])
+                         _short(res.get("energy_column")), _saving(m["saving_pct"], ".1f"),
+                         _pct(m.get("time_penalty_pct")), data])
         if not summary:
             summary = rows
         s = res["summary"]
@@ -119,14 +126,14 @@ def markdown_user(found: dict, root: Path) -> str:
         body += _table(["policy", "mean saving vs MAXN", "min", "max", "worse than MAXN"],
                        [[pol, _pct(v["mean_saving_pct"], ".2f"), _pct(v["min_saving_pct"], ".2f"),
                          _pct(v["max_saving_pct"], ".2f"), v["worse_than_maxn"]] for pol, v in s.items()]) + [""]
-        body += _table(["workload", "MLG clock", "energy saved", "time added", "data"], rows) + [""]
+        body += _table(["workload", "MLG clock", "energy", "energy saved", "time added", "data"], rows) + [""]
     for a in found["analyses"]:
         s = a["summary"]
-        rows = [[w["workload"], f"{w['sweet_spot']:g}", _pct(w.get("savings_vs_maxn_pct"), ".1f"),
+        rows = [[w["workload"], f"{w['sweet_spot']:g}", _saving(w.get("savings_vs_maxn_pct"), ".1f"),
                  _pct(w.get("time_penalty_vs_maxn_pct")), _pct(w.get("savings_vs_top_pct"), ".1f"),
                  _pct(w.get("time_penalty_vs_top_pct")), ", ".join(w.get("flags", [])) or "–"] for w in s["workloads"]]
         if not summary:
-            summary = [[r[0], f"{r[1]} ({s['knob']})", r[2] if r[2] != "–" else r[4],
+            summary = [[r[0], f"{r[1]} ({s['knob']})", _short(s.get("energy_column")), r[2] if r[2] != "–" else r[4],
                         r[3] if r[2] != "–" else r[5], "analysis"] for r in rows]
         body += [f"## Analysis: {rel(a['dir'])}", "", f"{s['n_workloads']} workloads, knob {s['knob']}, "
                  f"{s['n_u_shaped']} U-shaped; energy: {_energy_name(s.get('energy_column'))}.", ""]
@@ -149,6 +156,9 @@ def markdown_user(found: dict, root: Path) -> str:
             [[rel(d["path"]), d["rows"], d["workloads"], "simulated" if d["simulated"] else "measured"]
              for d in found["datasets"]]) + [""]
     if summary:
-        L += ["## Summary: the decision", ""] + _table(["workload", "clock", "energy saved", "time added", "data"],
-                                                        summary) + [""]
+        L += ["## Summary: the decision", ""] + _table(["workload", "clock", "energy", "energy saved", "time added",
+                                                         "data"], summary) + [""]
+        losing = sum(LOSES_MARK in r[3] for r in summary)
+        if losing:
+            L += [f"{losing} of {len(summary)} rows are flagged. " + loses_note(summary[0][2]), ""]
     return "\n".join(L + body) + "\n"

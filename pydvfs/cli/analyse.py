@@ -11,7 +11,7 @@ import fnmatch
 import json
 import os
 
-from ..energy import COLUMN, LABEL
+from ..energy import COLUMN, LABEL, column_label
 from ..errors import InvalidValueError
 from .common import add_energy_option, examples
 
@@ -181,8 +181,9 @@ def _text(summary: dict, out: str, n_files: int) -> str:
     ws = summary["workloads"]
     width = max([len("workload")] + [len(w["workload"]) for w in ws])
     lines = [
-        f"{summary['n_workloads']} workloads ({summary['format']}, energy column "
-        f"{summary['energy_column']}), {summary['n_u_shaped']} U-shaped; {n_files} files in {out}",
+        f"{summary['n_workloads']} workloads ({summary['format']}), energy: "
+        f"{column_label(summary['energy_column']).replace('`', '')}, {summary['n_u_shaped']} U-shaped; "
+        f"{n_files} files in {out}",
         f"{'workload':<{width}}  {'sweet':>7} {'save%top':>8} {'save%maxn':>9} {'time+%':>6} "
         f"{'R2 t':>5} {'R2 P':>5}  flags",
     ]

@@ -29,11 +29,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("demo", parents=[common], help="run the whole pipeline on a simulated Orin",
+    p = sub.add_parser("demo", parents=[common], help="run the whole pipeline on a simulated Orin (module energy)",
                        description="Run the whole pipeline on a simulated AGX Orin (no board "
                                    "needed): characterise, analyse, train, evaluate against MAXN, a "
                                    "governed run measured by the C sampler, real-data checks and "
-                                   "the roofline law; write a report with plots.")
+                                   "the roofline law; write a report with plots. Every figure is "
+                                   "the module's energy (what the board draws), named; paper A's "
+                                   "CPU+GPU figures are in the replication ledger (replication.md).")
     p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
     p.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     p.add_argument("--quick", action="store_true", help="one repeat per setting, shorter runs")

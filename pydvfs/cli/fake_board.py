@@ -2,10 +2,12 @@
 
 The tree is what ``pydvfs.device.fake`` lays out for the tests and the demo (discovered, not
 assumed: unstable hwmonN numbers, decoy devices, NC channels), for any board of the table
-(``--board``, docs/boards.md). An AGX Orin's rails hold the simulated idle power; ``--animate
-MODEL`` then runs the simulated fine-tuning process on it in the foreground (it follows the clock
-a governor pins and writes the rails, the GPU load and a step count) until its steps are done or
-Ctrl-C, and says which. Without ``--animate`` the board is static: its ``cur_freq`` shows the
+(``--board``, docs/boards.md), with every clock domain the table gives the board (the EMC's BPMP
+debugfs folder, the cpufreq policies: ``pin MHZ --emc R --cpu C`` works on it). Its rails hold
+the board's simulated idle power; ``--animate MODEL`` then runs the simulated fine-tuning process
+on it, by the board's own simulator profile, in the foreground (it follows the clocks a governor
+pins and writes the rails, the GPU load and a step count) until its steps are done or Ctrl-C, and
+says which. Without ``--animate`` the board is static: its ``cur_freq`` shows the
 ceiling a pin sets, as a kernel would.
 """
 from __future__ import annotations
@@ -26,6 +28,35 @@ from ..signals import Terminated, terminate_as_exception
 from .common import emit, examples
 
 LEVEL_TABLES = ("11", "13")
+LAYOUT_BOARD = {"jp4": "agx-xavier", "jp5": "agx-orin", "jp6": "agx-orin"}  # --layout's older names
+
+
+def joint_pin_example(board_id: str) -> str:
+    """``--emc R --cpu C`` with a middle EMC rate and CPU level of the board's fake tables (the
+    options of the joint pin, docs/domains.md); "" for a board without those domains."""
+    from ..boards import board
+    from ..device.fake_domains import cpu_levels_khz
+
+    b = board(board_id)
+    parts = []
+    if b.emc_mhz:
+        parts.append(f"--emc {b.emc_mhz[len(b.emc_mhz) // 2]:g}")
+    cpu = cpu_levels_khz(b)
+    if cpu:
+        parts.append(f"--cpu {cpu[len(cpu) // 2] / 1000:g}")
+    return " ".join(parts)
+
+
+def _write_idle_power(board) -> float:
+    """The rails of a new fake board at its simulator profile's idle power (every board of the
+    table has one); the module's idle power (W)."""
+    from ..sim.board import BoardFiles
+    from ..sim.model import default_params, idle_board_power_w
+    from ..sim.profiles import profile
+
+    power = idle_board_power_w(default_params(), board.board)
+    BoardFiles.discover(board.root, profile(board.board).rail_names).write_power(power)
+    return round(sum(power.get(r, 0.0) for r in profile(board.board).board.role_rails("module")), 3)
 
 
 def cmd_fake_board(args: argparse.Namespace) -> int:
@@ -40,50 +71,48 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
         return _from_capture(args, root)
     if args.board and args.layout:
         raise InvalidValueError("give --board or --layout, not both (--layout jp5|jp6 is --board agx-orin)")
-    orin = args.board in (None, "agx-orin") and args.layout != "jp4"
-    if not orin and args.levels == "13":
+    board_id = args.board or LAYOUT_BOARD[args.layout or "jp5"]
+    if board_id != "agx-orin" and args.levels == "13":
         raise InvalidValueError("--levels 13 is an AGX Orin table; this board has its own")
-    if args.animate and not orin:
-        raise InvalidValueError("--animate needs an AGX Orin (--board agx-orin, or --layout jp5|jp6): "
-                                "the simulator models that board")
     levels = ORIN_13_LEVELS_HZ if args.levels == "13" else None
+    # every clock domain the table gives the board (the EMC's BPMP folder, the cpufreq policies),
+    # so that the joint pin (`pin MHZ --emc .. --cpu ..`) can be tried on it
     if args.board:
-        board = build_fake_board(root, board=args.board, levels_hz=levels, follow_clamp=not args.animate)
+        board = build_fake_board(root, board=args.board, levels_hz=levels, follow_clamp=not args.animate,
+                                 clock_domains=True)
     else:
-        board = build_fake_board(root, args.layout or "jp5", levels_hz=levels, follow_clamp=not args.animate)
-    if orin:
-        from ..sim.board import BoardFiles
-        from ..sim.model import default_params, idle_board_power_w
-
-        BoardFiles.discover(board.root).write_power(idle_board_power_w(default_params()))
+        board = build_fake_board(root, args.layout or "jp5", levels_hz=levels, follow_clamp=not args.animate,
+                                 clock_domains=True)
+    idle_w = _write_idle_power(board)
     data = {"sysfs_root": str(board.root.resolve()), "board": board.board, "jetpack": board.jetpack,
             "layout": board.layout, "model": board.model,
             "levels_mhz": [hz / 1e6 for hz in board.levels_hz], "rails": sorted(board.rails),
-            "animate": args.animate}
+            "domains": list(board.domains), "idle_power_w": idle_w, "animate": args.animate}
     root_arg = str(board.root)
     mid_mhz = f"{board.levels_hz[len(board.levels_hz) // 2] / 1e6:g}"
+    joint = joint_pin_example(board.board)
 
     def text() -> str:
         lines = [f"fake {board.model} ({board.board}, JetPack {board.jetpack}, {len(board.levels_hz)} "
-                 f"GPU levels) in {root_arg}",
+                 f"GPU levels{', ' + ', '.join(board.domains) if board.domains else ''}) in {root_arg}",
                  "try:", f"  pydvfs status --sysfs-root {root_arg}",
-                 f"  pydvfs pin {mid_mhz} --sysfs-root {root_arg}",
-                 f"  pydvfs restore --sysfs-root {root_arg}"]
-        if not orin:
-            lines.append("its rails read 0 W (the simulator animates the AGX Orin only); write them "
-                         "with pydvfs.device.fake.FakeBoard.set_rail")
+                 f"  pydvfs pin {mid_mhz} --sysfs-root {root_arg}"]
+        if joint:
+            lines.append(f"  pydvfs pin {mid_mhz} {joint} --sysfs-root {root_arg}")
+        lines.append(f"  pydvfs restore --sysfs-root {root_arg}")
         return "\n".join(lines)
 
     emit(args, data, text)
     if not args.animate:
         return 0
-    cmd = [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", root_arg,
+    cmd = [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", root_arg, "--board", board.board,
            "--model", args.animate, "--task", args.task, "--time-scale", str(args.time_scale)]
     if args.steps:
         cmd += ["--steps", str(args.steps)]
     if args.progress_file:
         cmd += ["--progress-file", args.progress_file]
-    print(f"animating {args.animate} on {args.task} ({args.time_scale:g} simulated s per s); "
+    print(f"animating {args.animate} on {args.task} on the simulated {board.board} "
+          f"({args.time_scale:g} simulated s per s); "
           "Ctrl-C stops it and leaves the rails at idle", file=sys.stderr, flush=True)
     env = dict(os.environ)
     t0 = time.monotonic()
@@ -148,13 +177,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser(
         "fake-board", parents=[common], help="make a simulated Jetson board (a sysfs tree) to try commands on",
         description="Lay out a simulated Jetson sysfs tree in DIR (a new or empty folder): the GPU's "
-                    "devfreq files and power rails of a board of the table (default: the AGX Orin, "
-                    "at its simulated idle power). "
+                    "devfreq files, power rails and the EMC and CPU clock domains of a board of the "
+                    "table (default: the AGX Orin), its rails at the board's simulated idle power. "
                     "Every verb that touches a board takes it with --sysfs-root DIR. With --animate, "
                     "run the simulated fine-tuning of MODEL on it in the foreground: it follows the "
                     "clock you pin and writes the rails, the GPU load and its step count.",
         epilog=examples("pydvfs fake-board /tmp/orin",
                         "pydvfs fake-board /tmp/thor --board thor",
+                        "pydvfs fake-board /tmp/nano --board orin-nano-super   (then: pydvfs pin 612 "
+                        "--emc 2133 --cpu 1036.8 --sysfs-root /tmp/nano)",
                         "pydvfs fake-board /tmp/orin6 --layout jp6 --levels 13",
                         "pydvfs fake-board /tmp/orin --animate bert-base --progress-file /tmp/steps",
                         "pydvfs status --sysfs-root /tmp/orin      (in a second terminal)"))
@@ -172,7 +203,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--from", dest="from_capture", metavar="OUT",
                    help="rebuild the layout of a board capture (a file from `pydvfs capture-board OUT`)")
     g = p.add_argument_group("animation")
-    g.add_argument("--animate", metavar="MODEL", help="simulate fine-tuning MODEL (e.g. bert-base, pythia-160m)")
+    g.add_argument("--animate", metavar="MODEL", help="simulate fine-tuning MODEL (e.g. bert-base, pythia-160m) "
+                                                      "on the board's simulator profile (every board of the table)")
     g.add_argument("--task", default="SST-2", help="GLUE task of the animation (default SST-2)")
     g.add_argument("--time-scale", type=float, default=100.0, metavar="K",
                    help="simulated seconds per real second (default 100)")

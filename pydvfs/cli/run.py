@@ -66,7 +66,7 @@ def per_work_text(r: dict) -> str:
     out = "" if r.get("j_per_step") is None else f"  {r['j_per_step']:.5g} J/step"
     if r.get("j_per_token") is not None:
         out += f", {r['j_per_token']:.4g} J/token ({r['tokens_per_j']:.4g} tokens/J) over {r['tokens']} tokens"
-    return out + (f" ({LABEL[r['energy_measure']]})" if out and r.get("energy_measure") else "")
+    return out + (f" ({LABEL.get(r.get('energy_measure'), 'module')} energy)" if out else "")
 
 
 def text_report(r: dict) -> str:
@@ -98,7 +98,7 @@ def text_report(r: dict) -> str:
             f"{r['search']['params']['horizon_windows']} windows (the run's length unknown)"
         lines.append(f"model     V/f curve: {r['search']['vf_source']}; horizon: {horizon}")
     lines.append(f"time      {r['duration_s']:.2f} s")
-    from ..energy import describe
+    from ..energy import LABEL, describe
 
     rails = ", ".join(f"{k} {v:.3f} J" for k, v in r["energy_j"].items())
     lines.append(f"energy    {describe(r)}")
@@ -107,7 +107,8 @@ def text_report(r: dict) -> str:
         lines.append(f"steps     {r['steps']}{per_work_text(r)}")
     if r["policy"] == "online":
         if r.get("energy_at_start_clock_j") is not None:
-            lines.append(f"at start  {r['energy_at_start_clock_j']:.3f} J estimated at "
+            lines.append(f"at start  {r['energy_at_start_clock_j']:.3f} J "
+                         f"({LABEL.get(r.get('energy_measure'), 'module')} energy) estimated at "
                          f"{_fmt_mhz(r['start_mhz'])} from its probes: "
                          f"{r['saving_vs_start_pct']:+.1f} % saved")
         trade = r.get("trade")

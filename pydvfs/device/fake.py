@@ -64,6 +64,7 @@ class FakeBoard:
     hwmon_dirs: list[Path] = field(default_factory=list)
     board: str = "agx-orin"           # the board table's id
     jetpack: int = 5
+    domains: list[str] = field(default_factory=list)  # clock domains beside the GPU's: "emc", "cpu0", ...
 
     @property
     def has_load(self) -> bool:
@@ -233,7 +234,7 @@ def build_fake_board(
     if clock_domains:
         from .fake_domains import add_clock_domains
 
-        add_clock_domains(root, b)
+        fake.domains = add_clock_domains(root, b)
     return fake
 
 

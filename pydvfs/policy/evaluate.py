@@ -63,20 +63,33 @@ def evaluate(curves: Sequence[Curve], tree, roofline=None) -> dict:
             "policies": list(policies)}
 
 
+LOSS_MARK = "!"  # a saving below 0: the pick uses more energy than MAXN (text output; reports: markdown.LOSES_MARK)
+
 # The paper's published evaluation (SPEC section 2), for the side-by-side table.
 PAPER = {"mlg_mean_saving_pct": 13.11, "mlg_max_saving_pct": 26.73, "ffg_behind_mlg_pct": 0.9}
 
 
 def format_report(result: dict) -> str:
+    from ..energy import COLUMN, column_label
+
     policies = result.get("policies", POLICIES)
-    lines = [f"{'workload':28s} {'oracle':>7s} " + " ".join(f"{p:>14s}" for p in policies)]
+    column = result.get("energy_column")
+    lines = [f"energy: {column_label(column).replace('`', '')}; each policy's clock and its saving vs MAXN "
+             f"({LOSS_MARK}: it loses against MAXN)",
+             f"{'workload':28s} {'oracle':>7s} " + " ".join(f"{p:>15s}" for p in policies)]
+    losses = 0
     for r in result["workloads"]:
         cells = []
         for p in policies:
             d = r["policies"][p]
             f = "maxn" if d["freq_mhz"] is None else f"{d['freq_mhz']:g}"
-            cells.append(f"{f:>6s} {d['saving_pct']:6.1f}%")
-        lines.append(f"{r['workload'][:28]:28s} {r['oracle_mhz']:7g} " + " ".join(f"{c:>14s}" for c in cells))
+            loses = d["saving_pct"] < 0
+            losses += loses and p == "mlg"
+            cells.append(f"{f:>6s} {d['saving_pct']:6.1f}%{LOSS_MARK if loses else ' '}")
+        lines.append(f"{r['workload'][:28]:28s} {r['oracle_mhz']:7g} " + " ".join(f"{c:>15s}" for c in cells))
+    if losses:
+        lines.append(f"{LOSS_MARK} mlg loses against MAXN on {losses} of {len(result['workloads'])} workloads: there, "
+                     "the board's own governor uses less energy than the tree's clock")
     lines.append("")
     lines.append(f"{'saving vs MAXN':18s} {'mean':>7s} {'max':>7s} {'min':>7s} {'of oracle':>9s}")
     for p in policies:
@@ -88,9 +101,12 @@ def format_report(result: dict) -> str:
     lines.append(f"{'oracle':18s} {o:6.2f}%")
     m, f = result["summary"]["mlg"], result["summary"]["ffg"]
     lines.append("")
-    lines.append("paper A (real Orin)   MLG mean {:.2f} %, max {:.2f} %, FFG {:.1f} % behind".format(
+    if column is not None and column != COLUMN["cpu-gpu"]:  # paper A's figures are CPU+GPU energy
+        lines.append("paper A's figures are CPU+GPU energy: compare with --energy cpu-gpu")
+        return "\n".join(lines)
+    lines.append("paper A (real Orin, CPU+GPU) MLG mean {:.2f} %, max {:.2f} %, FFG {:.1f} % behind".format(
         PAPER["mlg_mean_saving_pct"], PAPER["mlg_max_saving_pct"], PAPER["ffg_behind_mlg_pct"]))
-    lines.append("this run              MLG mean {:.2f} %, max {:.2f} %, FFG {:.2f} % behind".format(
+    lines.append("this run                     MLG mean {:.2f} %, max {:.2f} %, FFG {:.2f} % behind".format(
         m["mean_saving_pct"], m["max_saving_pct"], m["mean_saving_pct"] - f["mean_saving_pct"]))
     return "\n".join(lines)
 

@@ -663,13 +663,17 @@ def run_noise(p: SimParams, cpu_exposed_share: float, seed: int, workload: str, 
 
 
 def energy_per_step_j(w: SimRun, setting: str = "fixed", freq_mhz: float | None = None,
-                      seed: int = 0, repeat: int = 0, p: SimParams | None = None) -> float:
-    """CPU+GPU energy of one training step (simulated J) at a setting, with the run's seeded
-    noise: what the animated process (``train_process --seed S --repeat R``) spends per step."""
+                      seed: int = 0, repeat: int = 0, p: SimParams | None = None,
+                      energy: str = "cpu-gpu") -> float:
+    """Energy of one training step (simulated J) at a setting, with the run's seeded noise: what
+    the animated process (``train_process --seed S --repeat R``) spends per step. ``energy``: the
+    measure (pydvfs.energy: "cpu-gpu", the papers', or "module"), by the board table's rail roles."""
+    from ..energy import ROLE, check_measure
+
     p = p or default_params()
     op = operating_point(w, setting, freq_mhz, p)
     tf, pf = run_noise(p, op.cpu_exposed_share, seed, w.name, op.setting, op.freq_mhz, repeat)
-    return op.cpu_gpu_power_w * pf * op.t_step_s * tf
+    return op.role_power_w[ROLE[check_measure(energy)]] * pf * op.t_step_s * tf
 
 
 def simulate_run(w: SimRun, setting: str = "fixed", freq_mhz: float | None = None,

@@ -49,6 +49,11 @@ def test_report_on_users_own_outputs_and_no_overwrite(cli, tmp_path):
     r = cli("evaluate", "--data", str(d / "sweep.csv"), "--json")
     assert r.returncode == 0, r.stderr
     (d / "evaluation.json").write_text(r.stdout)
+    text = cli("evaluate", "--data", str(d / "sweep.csv")).stdout  # the text names its energy, flags losses
+    assert text.startswith("energy: module (energy_module_j)") and "paper A's figures are CPU+GPU" in text
+    ev = json.loads(r.stdout)
+    losing = sum(w["policies"]["mlg"]["saving_pct"] < 0 for w in ev["workloads"])
+    assert (f"mlg loses against MAXN on {losing} of" in text) == (losing > 0)
     r = cli("report", str(d), "--json")
     assert r.returncode == 0, r.stderr
     md = (d / "report.md").read_text()
@@ -56,6 +61,14 @@ def test_report_on_users_own_outputs_and_no_overwrite(cli, tmp_path):
     ev = json.loads((d / "evaluation.json").read_text())
     summary = _cells(md, "Summary", "time added")
     assert len(summary) == len(ev["workloads"]) and all(s.endswith("%") for s in summary)
+    # one energy per figure, named; a loss against MAXN flagged, with what it means
+    from pydvfs.markdown import LOSES_MARK
+
+    assert set(_cells(md, "Summary", "energy")) == {"module"}
+    assert "Energy: module (`energy_module_j`)." in md and "energy: module (`energy_module_j`)" in md
+    saved = _cells(md, "Summary", "energy saved")
+    assert [LOSES_MARK in c for c in saved] == [w["policies"]["mlg"]["saving_pct"] < 0 for w in ev["workloads"]]
+    assert ("rows are flagged. " + LOSES_MARK in md) == (losing > 0)
     page = (d / "report.html").read_text()
     assert check_html(page).srcs and all(s.startswith("data:image/png;base64,") for s in check_html(page).srcs)
     # an existing report stays unless --force

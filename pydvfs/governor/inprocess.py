@@ -130,7 +130,7 @@ class OnlineGovernor:
                 raise InvalidValueError("this governor was closed; make a new one")
             if self.policy == "online":
                 self._plan = plan_online(self.dev, self.workload, self.model_dir, self.start_mhz, self.log,
-                                         "pydvfs", self.search_kind)
+                                         "pydvfs", self.search_kind, self.objective.energy)
                 searcher = new_search(self.search_kind, self._plan["search_levels_mhz"],
                                       self._plan["centre_mhz"], self.search_params, self.objective,
                                       self._plan["maxn_anchor"], self.model_dir) if self.knobs == ("gpu",) \

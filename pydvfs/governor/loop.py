@@ -27,6 +27,7 @@ from typing import Callable
 from .. import _core
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
+from ..energy import DEFAULT_MEASURE
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
@@ -49,25 +50,32 @@ def needs_workload(policy: str) -> bool:
     return policy != "online" and "pins_nothing" not in _core.POLICY_FLAGS[policy]
 
 
-def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None) -> tuple[float, str, bool]:
-    """Where the online search starts: ``start_mhz``, else the learned model's clock for the
-    workload, else the tree's fixed-frequency clock (FFG), else the middle of the table. The
-    third value: the model keeps this workload at MAXN (then the model search measures MAXN
-    first and keeps it unless a level is proven better; the clock returned is where its
-    initial design is centred)."""
-    from ..policy.apply import decide, load_tree
+def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None,
+                 measure: str = DEFAULT_MEASURE) -> tuple[float, str, bool]:
+    """Where the online search starts: ``start_mhz``, else the policy's clock for the workload
+    (mlg), else the policy's fixed clock (ffg), each decided as ``pydvfs apply`` decides it (the
+    board's built-in policy for ``measure``, or ``model_dir``'s tree mapped by govcore's one rule),
+    else the middle of the table. The third value: the policy keeps this workload at MAXN (its
+    class, or a saving it does not clearly expect: then the model search measures MAXN first
+    and keeps it unless a level is proven better; the clock returned is where its initial design
+    is centred, the level the policy would have pinned)."""
+    from ..policy.apply import decide
 
     if start_mhz is not None:
         return dev.snap_mhz(start_mhz), "--start", False
     keeps_maxn = False
     if workload is not None:
-        d = decide(workload, "mlg", model_dir, dev.sysfs_root, dev.state_dir)
+        d = decide(workload, "mlg", model_dir, dev.sysfs_root, dev.state_dir, energy=measure)
         if d.freq_mhz is not None:
             return d.freq_mhz, "mlg", False
         keeps_maxn = True
-    ffg = load_tree(model_dir).ffg_mhz
-    if ffg and ffg > 0:
-        return dev.snap_mhz(ffg), "ffg", keeps_maxn
+        if d.kept_from_mhz is not None:
+            return d.kept_from_mhz, "mlg", True
+    d = decide(None, "ffg", model_dir, dev.sysfs_root, dev.state_dir, energy=measure)  # as `apply --policy ffg`
+    if d.freq_mhz is not None:
+        return d.freq_mhz, "ffg", keeps_maxn
+    if d.kept_from_mhz is not None:
+        return d.kept_from_mhz, "ffg", True
     levels = dev.available_frequencies_mhz
     return levels[len(levels) // 2], "middle of the table", keeps_maxn
 
@@ -89,7 +97,8 @@ def capped_levels(levels_mhz, cap_mhz: float) -> tuple[float, ...]:
 
 
 def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None,
-                log=None, prefix: str = "pydvfs run", search_kind: str = "model") -> dict:
+                log=None, prefix: str = "pydvfs run", search_kind: str = "model",
+                measure: str = DEFAULT_MEASURE) -> dict:
     """Where an online search starts and which levels it covers, read before anything is
     pinned (levels above the board's own max_freq cannot take): ``start_mhz`` (None: MAXN, the
     board's own governor, where the model keeps the workload there and the model search runs),
@@ -97,7 +106,7 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
     ``maxn_anchor``, ``board_max_mhz``, ``search_levels_mhz``."""
     cap = board_cap_mhz(dev)
     levels = capped_levels(dev.available_frequencies_mhz, cap)
-    start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz)
+    start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz, measure)
     if start > levels[-1]:
         start, source = levels[-1], f"{source}, capped at the power mode's GPU cap {cap:g} MHz"
     if len(levels) < len(dev.available_frequencies_mhz) and log is not None:
@@ -105,9 +114,9 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
               "MHz (--above-power-mode lifts the cap)", file=log, flush=True)
     maxn_anchor = keeps_maxn and search_kind == "model"  # the hill climb compares levels only
     if maxn_anchor:
-        source = f"mlg keeps this workload at MAXN; the levels are searched from {start:g} MHz ({source})"
+        source = f"the policy keeps this workload at MAXN; the levels are searched from {start:g} MHz ({source})"
     elif keeps_maxn:
-        source += " (mlg keeps this workload at MAXN)"
+        source += " (the policy keeps this workload at MAXN)"
     return {"start_mhz": None if maxn_anchor else start, "start_source": source, "centre_mhz": start,
             "maxn_anchor": maxn_anchor, "board_max_mhz": cap, "search_levels_mhz": list(levels)}
 
@@ -134,7 +143,9 @@ def start_policy(dev, policy: str, workload, model_dir, objective: Objective, en
     from ..policy.apply import decide, mapping_notice
 
     decision = decide(workload, policy, model_dir, dev.sysfs_root, dev.state_dir, objective=objective.kind,
-                      max_slowdown_pct=objective.max_slowdown_pct).to_dict()
+                      max_slowdown_pct=objective.max_slowdown_pct, energy=objective.energy).to_dict()
+    if decision.get("kept_reason") and log is not None:
+        print(f"{prefix}: {decision['kept_reason']}", file=log, flush=True)
     if decision["freq_mhz"] is None:  # maxn, or a tree that keeps the workload there
         dev.restore()
         return decision, None
@@ -313,7 +324,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
 
     report: dict = {"command": cmd, "policy": policy, "progress_file": None if progress is None else str(progress)}
     if online:
-        plan = plan_online(dev, workload, model_dir, start_mhz, log, search_kind=search_kind)
+        plan = plan_online(dev, workload, model_dir, start_mhz, log, search_kind=search_kind,
+                           measure=objective.energy)
         report.update(plan, search_kind=search_kind)
         if tuple(knobs) == ("gpu",):
             searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,

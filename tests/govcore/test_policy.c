@@ -548,6 +548,82 @@ static void test_foreign_table_mapped_or_declined(void)
     fake_tree_remove(nano);
 }
 
+/* A tree pins only where its training data expects a clearly positive saving against MAXN
+ * (GC_SAVING_MARGIN_SD spreads); else the board is left to its own governor: nothing pinned,
+ * and the reason in one line. */
+static void test_expected_saving_gate(void)
+{
+    const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+    char state_dir[600], why[GC_ERR_MAX];
+    double classes[1] = {714.0};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 612.0, "", "", "", "", 0, {0}};
+    gc_workload w = {0, 60.0, 12, 768, 64};
+    gc_clock_state st;
+    gc_decision d;
+    gc_board b;
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0); /* no savings known: no gate */
+    CHECK(!d.has_expectation && !d.kept_maxn && d.level_hz == 714000000);
+    m.has_savings = 1;
+    m.class_saving_pct[0] = 10.0;
+    m.class_spread_pct[0] = 4.0;
+    m.ffg_saving_pct = 1.0;
+    m.ffg_spread_pct = 2.0;
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0);
+    CHECK(d.has_expectation && d.expected_saving_pct == 10.0 && d.saving_spread_pct == 4.0);
+    CHECK(!d.kept_maxn && d.level_hz == 714000000);
+    gc_kept_reason(&d, why, sizeof why);
+    CHECK(why[0] == '\0');
+    m.class_spread_pct[0] = 10.0; /* 10 - 1 x 10 is not > 0 */
+    CHECK(gc_apply(&b, &m, NULL, GC_POLICY_MLG, &w, state_dir, &d) == 0);
+    CHECK(d.kept_maxn && d.level_hz == 0 && d.kept_from_hz == 714000000);
+    CHECK(gc_clock_read(&b, &st) == 0); /* nothing pinned */
+    CHECK_EQ_U64(st.min_hz, 306000000);
+    CHECK_EQ_U64(st.max_hz, 1300500000);
+    gc_kept_reason(&d, why, sizeof why);
+    CHECK(strstr(why, "left the board to its own governor") && strstr(why, "714 MHz"));
+    /* ffg reads no workload and has its own expectation */
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, NULL, &d) == 0);
+    CHECK(d.kept_maxn && d.kept_from_hz == 612000000 && d.expected_saving_pct == 1.0);
+    m.ffg_saving_pct = 5.0;
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, NULL, &d) == 0 && d.level_hz == 612000000);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, NULL, &d) == -EINVAL && strstr(b.err, "needs a workload"));
+    fake_tree_remove(root);
+}
+
+/* One built-in policy per board and measure, each naming where it comes from; a board the table
+ * does not know gets the fallback board's, an unknown measure none. */
+static void test_builtin_policies(void)
+{
+    const char *mm;
+    int i, k;
+
+    CHECK(gc_n_builtin_policies >= 2);
+    CHECK(gc_measure_parse("module", &mm) == 0 && strcmp(mm, gc_energy_measures[0]) == 0);
+    CHECK(gc_measure_parse("watts", &mm) == -EINVAL);
+    for (i = 0; i < gc_n_builtin_policies; i++) {
+        const gc_builtin_policy *p = &gc_builtin_policies[i];
+        const gc_tree_model *t = gc_builtin_for(p->board_id, p->measure);
+
+        CHECK(t == p->tree);
+        CHECK(strcmp(t->board_id, p->board_id) == 0 && strcmp(t->measure, p->measure) == 0);
+        CHECK(strcmp(t->origin, GC_ORIGIN_BUILTIN) == 0 && t->has_savings && t->n_levels > 0);
+        CHECK(t->calibrated == 0 || t->calibrated == 1);
+        for (k = 0; k < t->n_classes; k++)
+            CHECK(t->class_spread_pct[k] >= 0.0);
+    }
+    for (k = 0; gc_energy_measures[k]; k++) {
+        const gc_tree_model *t = gc_builtin_for("no-such-board", gc_energy_measures[k]);
+
+        CHECK(t && strcmp(t->board_id, gc_builtin_fallback_board) == 0);
+        CHECK(gc_builtin_for("", gc_energy_measures[k]) == t);
+    }
+    CHECK(gc_builtin_for(gc_builtin_fallback_board, NULL) == gc_builtin_for(gc_builtin_fallback_board, "module"));
+    CHECK(gc_builtin_for(gc_builtin_fallback_board, "watts") == NULL);
+}
+
 int main(void)
 {
     RUN(test_rules);
@@ -567,5 +643,7 @@ int main(void)
     RUN(test_roofline_objectives);
     RUN(test_apply_goal_pins_the_raised_level);
     RUN(test_foreign_table_mapped_or_declined);
+    RUN(test_expected_saving_gate);
+    RUN(test_builtin_policies);
     return DONE("test_policy");
 }

@@ -395,7 +395,7 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
     /* layers and hidden are whole numbers; util is a percentage, or negative for "unknown" */
     if (w && (!(w->layers > 0.0) || !(w->hidden > 0.0) || !(w->seq_len > 0.0) || !isfinite(w->layers) ||
         !isfinite(w->hidden) || !isfinite(w->seq_len) || w->layers != floor(w->layers) ||
-        w->hidden != floor(w->hidden) || isnan(w->gpu_util_pct) || w->gpu_util_pct > 100.0) {
+        w->hidden != floor(w->hidden) || isnan(w->gpu_util_pct) || w->gpu_util_pct > 100.0)) {
         snprintf(b->err, sizeof b->err,
                  "workload needs whole layers and hidden > 0, seq-len > 0 and util within 0..100 "
                  "(got %g, %g, %g, %g)", w->layers, w->hidden, w->seq_len, w->gpu_util_pct);

@@ -48,11 +48,13 @@ def train_one(board_id: str, measure: str, data: Path, source: str, tasks) -> di
     from pydvfs.policy.curves import curves_from_frame, read_dataset
     from pydvfs.policy.train import (
         FEATURE_SETS,
+        GATE_TREE,
         Classifier,
         FixedClock,
         classes_mhz,
         default_util,
         expected_savings,
+        gate_fixed_clock,
         loocv,
         paired_test,
         score,
@@ -69,7 +71,10 @@ def train_one(board_id: str, measure: str, data: Path, source: str, tasks) -> di
     chooser = Classifier("tree", tree_maker(**params), feats).fit(curves)
     ffg = FixedClock().fit(curves).mhz
     shipped = "tree" if test["significant"] and chooser.constant is None else "ffg"
-    if shipped == "tree":
+    gated = None if shipped == "tree" else gate_fixed_clock(curves, ffg, feats)
+    if gated is not None:  # FFG, left at MAXN where it does not clearly save
+        shipped, chooser = "ffg, gated", gated
+    if shipped != "ffg":
         classes = classes_mhz(chooser.model)
         choices = [chooser.choose(c) for c in curves]
     else:
@@ -80,10 +85,12 @@ def train_one(board_id: str, measure: str, data: Path, source: str, tasks) -> di
     oracle = statistics.fmean(c.saving_vs_maxn(c.best_mhz) * 100 for c in curves)
     return {"curves": curves, "chooser": chooser, "feats": feats, "ffg": ffg, "shipped": shipped,
             "classes": classes, "util": default_util(curves),
-            "meta": {"features": list(feats), "tree_params": params if shipped == "tree" else None,
+            "meta": {"features": list(feats),
+                     "tree_params": params if shipped == "tree" else GATE_TREE if shipped != "ffg" else None,
                      "shipped": shipped, "ship_test": {k: test[k] for k in ("p_value", "better", "worse", "ties")},
                      "ffg_mhz": ffg, "classes_mhz": classes, **knows, "n_workloads": len(curves),
-                     "loocv": {"mean_regret_pct": chosen.mean_regret_pct, "max_regret_pct": chosen.max_regret_pct,
+                     "loocv": {"policy": chosen.name, "mean_regret_pct": chosen.mean_regret_pct,
+                               "max_regret_pct": chosen.max_regret_pct,
                                "mean_saving_pct": chosen.mean_saving_pct, "oracle_saving_pct": oracle}}}
 
 
@@ -120,7 +127,7 @@ def generate(repeats: int, seed: int, only=None) -> tuple[str, dict]:
                 knows = {"origin": ORIGIN, "measure": measure, "calibrated": prof.calibrated,
                          "class_saving_pct": m["class_saving_pct"], "class_spread_pct": m["class_spread_pct"],
                          "ffg_saving_pct": m["ffg_saving_pct"], "ffg_spread_pct": m["ffg_spread_pct"]}
-                if r["shipped"] == "tree":
+                if r["shipped"] != "ffg":
                     body, classes = tree_body(r["chooser"].model, r["feats"], r["classes"])
                 else:
                     body, classes = CONSTANT_BODY, [r["ffg"]]

@@ -127,7 +127,10 @@ def _model_c(body: str, feature_names, classes, default_util_pct, ffg_mhz: float
         f"    {len(levels)},",
         "    {" + (", ".join(_c_double(f) for f in levels) or "0") + "},",
     ]
-    if knows:
+    knows = knows or {"origin": "", "measure": "", "calibrated": -1, "unknown": True}
+    if knows.get("unknown"):  # what the tree knows of its choices is not known: nothing is gated
+        lines += ['    "",', '    "",', "    -1,", "    0,", "    {0},", "    {0},", "    0.0,", "    0.0,"]
+    else:
         lines += [
             f"    {_c_string(knows['origin'])},",
             f"    {_c_string(knows['measure'])},",

@@ -409,6 +409,27 @@ def expected_savings(curves: Sequence[Curve], choices: Sequence, classes_mhz_: S
             "ffg_saving_pct": statistics.fmean(ffg), "ffg_spread_pct": _sd(ffg)}
 
 
+GATE_TREE = {"max_depth": 3, "min_samples_leaf": 1, "criterion": "gini"}
+
+
+def gate_fixed_clock(curves: Sequence[Curve], mhz: float, features) -> Classifier | None:
+    """A fixed clock (FFG) where the training data says it clearly saves against MAXN
+    (:meth:`Curve.clearly_saves`, the labels' rule), MAXN elsewhere: a small tree (``GATE_TREE``)
+    fitted on those two labels, so that the workloads where the fixed clock loses (a tiny,
+    host-bound model, whose MAXN already idles the GPU) stay with the board's own governor.
+    None where the clock clearly saves for every workload, or for none (then the expected
+    saving of the fixed clock decides, in govcore)."""
+    labels = [mhz_to_class(mhz if c.clearly_saves(mhz) else None) for c in curves]
+    if len(set(labels)) < 2:
+        return None
+    chooser = Classifier("ffg, gated", tree_maker(**GATE_TREE), features)
+    chooser.util = default_util(curves)
+    chooser.constant = None
+    chooser.model = chooser.make()
+    chooser.model.fit([features_of(c, chooser.features, chooser.util) for c in curves], labels)
+    return chooser
+
+
 # ------------------------------------------------------------------ the model folder
 def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | None = None,
           data_path: str | Path | None = None, board_id: str | None = None, measure: str | None = None) -> dict:

@@ -65,7 +65,8 @@ static void test_policy_table(void)
             CHECK(strcmp(gc_policies[k].name, e->name) != 0);
     }
     CHECK(strcmp(gc_policies[GC_POLICY_FFG].name, "ffg") == 0);
-    CHECK(gc_policies[GC_POLICY_MAXN].flags == GC_POLICY_PINS_NOTHING);
+    CHECK(gc_policies[GC_POLICY_MAXN].flags == (GC_POLICY_PINS_NOTHING | GC_POLICY_NO_WORKLOAD));
+    CHECK(gc_policies[GC_POLICY_FFG].flags == GC_POLICY_NO_WORKLOAD);
     CHECK(gc_policies[GC_POLICY_ROOFLINE].flags == (GC_POLICY_NEEDS_MODEL_DIR | GC_POLICY_TAKES_OBJECTIVE));
     CHECK(gc_policies[GC_POLICY_MLG].flags == 0 && gc_policies[GC_POLICY_RULES].flags == 0);
     CHECK(gc_policy_of(-1) == NULL && gc_policy_of(gc_n_policies) == NULL);
@@ -88,7 +89,7 @@ static void test_decide_clamps_to_table(void)
 {
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     double classes[1];
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, 60.0, 12, 768, 64};
     gc_board b;
     gc_decision d;
@@ -129,7 +130,7 @@ static void test_features_match_sklearn_float32(void)
     const char *const names[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len",
                                  "log10_c_tok", "intensity"};
     double cls[1] = {510.0}, x[8];
-    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {1, -1.0, 12, 768, 0.1};
     char err[128];
 
@@ -140,7 +141,7 @@ static void test_features_match_sklearn_float32(void)
     CHECK(fabs(x[5] - log10(12.0 * 12 * 768 * 768 + 3.0 * 12 * 0.1 * 768)) < 1e-6);
     {
         const char *const bad[] = {"shoe_size"};
-        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0, "", "", "", "", 0, {0}};
+        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
         CHECK(gc_features(&mb, &w, x, err, sizeof err) == -EINVAL);
         CHECK(strstr(err, "shoe_size") != NULL);
     }
@@ -261,7 +262,7 @@ static void test_roofline_policy_on_13_levels(void)
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     gc_workload w = {0, -1.0, 12, 768, 64};
     double classes[1] = {700.0};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     char path[600], err[256];
     double e, best_e = 1e300, best_mhz = 0;
     gc_roofline r;
@@ -352,7 +353,7 @@ static void test_slowdown_bound_raises_a_policy_level(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {216.75}; /* the tree's choice: level 1 of 13 */
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, -1.0, 12, 768, 64};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 0.0};
     double pcts[] = {0.0, 1.0, 5.0, 20.0, 50.0, 100.0, 1e9}, top_s, t;
@@ -402,7 +403,7 @@ static void test_goal_refusals_and_maxn(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {0.0}; /* the tree's MAXN class */
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, -1.0, 12, 768, 64};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 3.0};
     gc_decision d;
@@ -457,7 +458,7 @@ static void test_roofline_objectives(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {700.0};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload ws[] = {{0, -1.0, 12, 768, 64}, {0, -1.0, 2, 128, 20}, {1, -1.0, 24, 1024, 128}};
     double pcts[] = {-1.0, 0.0, 2.0, 10.0, 40.0};
     int k, i, p, differs = 0, e_level, want, want_free;
@@ -491,7 +492,7 @@ static void test_apply_goal_pins_the_raised_level(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {114.75};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, -1.0, 12, 768, 64};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 10.0};
     char state_dir[600];
@@ -516,7 +517,8 @@ static void test_foreign_table_mapped_or_declined(void)
     const char *nano = fake_tree_make(FAKE_JP6, "306000000 408000000 510000000 612000000 714000000 "
                                                 "816000000 918000000 1020000000");
     gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 714.0, "", "", "",
-                       "agx-orin", 11, {306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1224, 1300.5}};
+                       "agx-orin", 11, {306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1224, 1300.5},
+                       "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, 50.0, 12, 768, 64};
     gc_decision d;
     gc_board b;
@@ -556,7 +558,7 @@ static void test_expected_saving_gate(void)
     const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
     char state_dir[600], why[GC_ERR_MAX];
     double classes[1] = {714.0};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 612.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 612.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, 60.0, 12, 768, 64};
     gc_clock_state st;
     gc_decision d;

@@ -57,6 +57,11 @@ static void test_accepted(void)
           rq.goal.objective == GC_OBJECTIVE_ED2P && rq.goal.max_slowdown_pct == 7.5);
     CHECK(parse("apply model=bert layers=1 hidden=1 seq_len=1 max_slowdown_pct=0", &rq) == 0 &&
           rq.goal.max_slowdown_pct == 0);
+    /* the measure whose built-in policy decides: the default (module) unless energy= says */
+    CHECK(parse("apply model=bert layers=1 hidden=1 seq_len=1", &rq) == 0 &&
+          strcmp(rq.measure, gc_energy_measures[0]) == 0);
+    CHECK(parse("apply model=bert layers=1 hidden=1 seq_len=1 energy=cpu-gpu", &rq) == 0 &&
+          strcmp(rq.measure, "cpu-gpu") == 0);
 }
 
 static void test_refused(void)
@@ -78,7 +83,8 @@ static void test_refused(void)
         "apply model=bert layers=1 hidden=1 seq_len=1 max_slowdown_pct=1000.5", "pin 714\r", "pin 714\t", "status\n",
         "pin 612 emc_mhz=2133 emc_mhz=2133", "pin 612 gpu_mhz=1", "pin 612 emc_mhz=", "pin 612 emc_mhz=0",
         "pin 612 emc_mhz=1e3", "pin 612 cpu_mhz=-1", "pin 612 emc_mhz=1 cpu_mhz=1 x=1", "pin 612 emc_mhz",
-        "pin emc_mhz=2133",
+        "pin emc_mhz=2133", "apply model=bert layers=1 hidden=1 seq_len=1 energy=watts",
+        "apply model=bert layers=1 hidden=1 seq_len=1 energy=module energy=module",
         "unknown", NULL};
     gc_request rq;
     char err[GC_ERR_MAX], big[GC_REQ_MAX + 2];

@@ -52,21 +52,25 @@ static const gc_tree_model gcp_agx_orin_module_tree = {
 };
 
 /* builtin: Jetson AGX Orin, CPU+GPU energy, JetPack 5/6/7 clock table (calibrated) */
-static void gcp_agx_orin_cpu_gpu_score(double *input, double *output)
-{
-    (void)input;
-    output[0] = 1.0;
+static void gcp_agx_orin_cpu_gpu_score(double * input, double * output) {
+    double var0[2];
+    if (input[2] <= 3.0) {
+        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    } else {
+        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+    }
+    memcpy(output, var0, 2 * sizeof(double));
 }
 
 static const char *const gcp_agx_orin_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
-static const double gcp_agx_orin_cpu_gpu_classes[] = {714.0};
+static const double gcp_agx_orin_cpu_gpu_classes[] = {0.0, 714.0};
 
 static const gc_tree_model gcp_agx_orin_cpu_gpu_tree = {
     "builtin: Jetson AGX Orin, CPU+GPU energy, JetPack 5/6/7 clock table (calibrated)",
     gcp_agx_orin_cpu_gpu_score,
     5,
     gcp_agx_orin_cpu_gpu_features,
-    1,
+    2,
     gcp_agx_orin_cpu_gpu_classes,
     {95.38000000000001, 98.42000000000002},
     714.0,
@@ -80,28 +84,32 @@ static const gc_tree_model gcp_agx_orin_cpu_gpu_tree = {
     "cpu-gpu",
     1,
     1,
-    {24.8239919212607},
-    {7.685741435225512},
+    {0.0, 27.061390000412278},
+    {0.0, 1.492221825030871},
     24.8239919212607,
     7.685741435225512,
 };
 
 /* builtin: Jetson Orin Nano (Super), module energy, JetPack 5/6 clock table (estimate) */
-static void gcp_orin_nano_super_module_score(double *input, double *output)
-{
-    (void)input;
-    output[0] = 1.0;
+static void gcp_orin_nano_super_module_score(double * input, double * output) {
+    double var0[2];
+    if (input[1] <= 59.10499954223633) {
+        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    } else {
+        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+    }
+    memcpy(output, var0, 2 * sizeof(double));
 }
 
 static const char *const gcp_orin_nano_super_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
-static const double gcp_orin_nano_super_module_classes[] = {612.0};
+static const double gcp_orin_nano_super_module_classes[] = {0.0, 612.0};
 
 static const gc_tree_model gcp_orin_nano_super_module_tree = {
     "builtin: Jetson Orin Nano (Super), module energy, JetPack 5/6 clock table (estimate)",
     gcp_orin_nano_super_module_score,
     5,
     gcp_orin_nano_super_module_features,
-    1,
+    2,
     gcp_orin_nano_super_module_classes,
     {97.44, 99.15000000000002},
     612.0,
@@ -115,28 +123,32 @@ static const gc_tree_model gcp_orin_nano_super_module_tree = {
     "module",
     0,
     1,
-    {14.013527721353558},
-    {1.9473610737692881},
+    {0.0, 14.276275073860104},
+    {2.6397648122528725, 1.159892927780582},
     14.013527721353558,
     1.9473610737692881,
 };
 
 /* builtin: Jetson Orin Nano (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate) */
-static void gcp_orin_nano_super_cpu_gpu_score(double *input, double *output)
-{
-    (void)input;
-    output[0] = 1.0;
+static void gcp_orin_nano_super_cpu_gpu_score(double * input, double * output) {
+    double var0[2];
+    if (input[1] <= 59.10499954223633) {
+        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    } else {
+        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+    }
+    memcpy(output, var0, 2 * sizeof(double));
 }
 
 static const char *const gcp_orin_nano_super_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
-static const double gcp_orin_nano_super_cpu_gpu_classes[] = {510.0};
+static const double gcp_orin_nano_super_cpu_gpu_classes[] = {0.0, 510.0};
 
 static const gc_tree_model gcp_orin_nano_super_cpu_gpu_tree = {
     "builtin: Jetson Orin Nano (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate)",
     gcp_orin_nano_super_cpu_gpu_score,
     5,
     gcp_orin_nano_super_cpu_gpu_features,
-    1,
+    2,
     gcp_orin_nano_super_cpu_gpu_classes,
     {97.44, 99.15000000000002},
     510.0,
@@ -150,28 +162,32 @@ static const gc_tree_model gcp_orin_nano_super_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {35.978369236440884},
-    {5.666956038494002},
+    {0.0, 36.88987502853357},
+    {6.325013539407718, 1.5062783960173507},
     35.978369236440884,
     5.666956038494002,
 };
 
 /* builtin: Jetson Orin NX (Super), module energy, JetPack 5/6 clock table (estimate) */
-static void gcp_orin_nx_module_score(double *input, double *output)
-{
-    (void)input;
-    output[0] = 1.0;
+static void gcp_orin_nx_module_score(double * input, double * output) {
+    double var0[2];
+    if (input[6] <= 1632.5849609375) {
+        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    } else {
+        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+    }
+    memcpy(output, var0, 2 * sizeof(double));
 }
 
 static const char *const gcp_orin_nx_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity"};
-static const double gcp_orin_nx_module_classes[] = {714.0};
+static const double gcp_orin_nx_module_classes[] = {0.0, 714.0};
 
 static const gc_tree_model gcp_orin_nx_module_tree = {
     "builtin: Jetson Orin NX (Super), module energy, JetPack 5/6 clock table (estimate)",
     gcp_orin_nx_module_score,
     7,
     gcp_orin_nx_module_features,
-    1,
+    2,
     gcp_orin_nx_module_classes,
     {97.54, 99.18},
     714.0,
@@ -185,8 +201,8 @@ static const gc_tree_model gcp_orin_nx_module_tree = {
     "module",
     0,
     1,
-    {18.430085907043036},
-    {2.7101416306426436},
+    {0.0, 18.83426356035767},
+    {3.3641521541479524, 1.2275909332790222},
     18.430085907043036,
     2.7101416306426436,
 };
@@ -243,21 +259,25 @@ static const gc_tree_model gcp_orin_nx_cpu_gpu_tree = {
 };
 
 /* builtin: Jetson AGX Thor, module energy, JetPack 7 clock table (estimate) */
-static void gcp_thor_module_score(double *input, double *output)
-{
-    (void)input;
-    output[0] = 1.0;
+static void gcp_thor_module_score(double * input, double * output) {
+    double var0[2];
+    if (input[2] <= 3.0) {
+        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    } else {
+        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+    }
+    memcpy(output, var0, 2 * sizeof(double));
 }
 
 static const char *const gcp_thor_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
-static const double gcp_thor_module_classes[] = {945.0};
+static const double gcp_thor_module_classes[] = {0.0, 945.0};
 
 static const gc_tree_model gcp_thor_module_tree = {
     "builtin: Jetson AGX Thor, module energy, JetPack 7 clock table (estimate)",
     gcp_thor_module_score,
     5,
     gcp_thor_module_features,
-    1,
+    2,
     gcp_thor_module_classes,
     {96.42999999999999, 98.78},
     945.0,
@@ -271,28 +291,32 @@ static const gc_tree_model gcp_thor_module_tree = {
     "module",
     0,
     1,
-    {10.95500627602165},
-    {3.063558349321296},
+    {0.0, 11.694997330295056},
+    {0.0, 1.5769223278233395},
     10.95500627602165,
     3.063558349321296,
 };
 
 /* builtin: Jetson AGX Thor, CPU+GPU energy, JetPack 7 clock table (estimate) */
-static void gcp_thor_cpu_gpu_score(double *input, double *output)
-{
-    (void)input;
-    output[0] = 1.0;
+static void gcp_thor_cpu_gpu_score(double * input, double * output) {
+    double var0[2];
+    if (input[1] <= 62.454999923706055) {
+        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    } else {
+        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+    }
+    memcpy(output, var0, 2 * sizeof(double));
 }
 
 static const char *const gcp_thor_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
-static const double gcp_thor_cpu_gpu_classes[] = {840.0};
+static const double gcp_thor_cpu_gpu_classes[] = {0.0, 840.0};
 
 static const gc_tree_model gcp_thor_cpu_gpu_tree = {
     "builtin: Jetson AGX Thor, CPU+GPU energy, JetPack 7 clock table (estimate)",
     gcp_thor_cpu_gpu_score,
     5,
     gcp_thor_cpu_gpu_features,
-    1,
+    2,
     gcp_thor_cpu_gpu_classes,
     {96.42999999999999, 98.78},
     840.0,
@@ -306,8 +330,8 @@ static const gc_tree_model gcp_thor_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {18.734369236730437},
-    {4.693167085349262},
+    {0.0, 19.58092013921703},
+    {0.0, 3.1352525729070395},
     18.734369236730437,
     4.693167085349262,
 };
@@ -360,21 +384,25 @@ static const gc_tree_model gcp_agx_xavier_module_tree = {
 };
 
 /* builtin: Jetson AGX Xavier, CPU+GPU energy, JetPack 4/5 clock table (estimate) */
-static void gcp_agx_xavier_cpu_gpu_score(double *input, double *output)
-{
-    (void)input;
-    output[0] = 1.0;
+static void gcp_agx_xavier_cpu_gpu_score(double * input, double * output) {
+    double var0[2];
+    if (input[1] <= 60.35499954223633) {
+        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    } else {
+        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+    }
+    memcpy(output, var0, 2 * sizeof(double));
 }
 
 static const char *const gcp_agx_xavier_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
-static const double gcp_agx_xavier_cpu_gpu_classes[] = {675.75};
+static const double gcp_agx_xavier_cpu_gpu_classes[] = {0.0, 675.75};
 
 static const gc_tree_model gcp_agx_xavier_cpu_gpu_tree = {
     "builtin: Jetson AGX Xavier, CPU+GPU energy, JetPack 4/5 clock table (estimate)",
     gcp_agx_xavier_cpu_gpu_score,
     5,
     gcp_agx_xavier_cpu_gpu_features,
-    1,
+    2,
     gcp_agx_xavier_cpu_gpu_classes,
     {98.06999999999996, 99.36999999999999},
     675.75,
@@ -388,28 +416,40 @@ static const gc_tree_model gcp_agx_xavier_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {30.31608799470304},
-    {3.5697281829319305},
+    {0.0, 30.85276420209475},
+    {5.368022401381966, 1.5633361057969508},
     30.31608799470304,
     3.5697281829319305,
 };
 
 /* builtin: Jetson Nano, module energy, JetPack 4 clock table (estimate) */
-static void gcp_nano_module_score(double *input, double *output)
-{
-    (void)input;
-    output[0] = 1.0;
+static void gcp_nano_module_score(double * input, double * output) {
+    double var0[2];
+    if (input[4] <= 52.15500068664551) {
+        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    } else {
+        if (input[0] <= 0.5) {
+            memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+        } else {
+            if (input[2] <= 9.0) {
+                memcpy(var0, (double[]){0.5, 0.5}, 2 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+            }
+        }
+    }
+    memcpy(output, var0, 2 * sizeof(double));
 }
 
 static const char *const gcp_nano_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
-static const double gcp_nano_module_classes[] = {844.8};
+static const double gcp_nano_module_classes[] = {0.0, 844.8};
 
 static const gc_tree_model gcp_nano_module_tree = {
     "builtin: Jetson Nano, module energy, JetPack 4 clock table (estimate)",
     gcp_nano_module_score,
     5,
     gcp_nano_module_features,
-    1,
+    2,
     gcp_nano_module_classes,
     {99.26000000000005, 99.76000000000005},
     844.8,
@@ -423,8 +463,8 @@ static const gc_tree_model gcp_nano_module_tree = {
     "module",
     0,
     1,
-    {-0.2085340412627926},
-    {1.2940352492401757},
+    {0.0, -0.2085340412627926},
+    {0.0, 1.2940352492401757},
     -0.2085340412627926,
     1.2940352492401757,
 };

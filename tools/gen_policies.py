@@ -169,6 +169,13 @@ def evaluate(manifests: dict) -> list[dict]:
             for m in manifests.values()]
 
 
+def share(r: dict) -> str:
+    """The share of the best clock's saving; none where the best clock saves next to nothing."""
+    if r["best_saving_pct"] < 0.5:
+        return f"- (the best clock saves {r['best_saving_pct']:.2f} %)"
+    return f"{r['share_of_best_pct']:.1f} %"
+
+
 def markdown(rows: list[dict]) -> str:
     from pydvfs.energy import LABEL
 
@@ -178,7 +185,7 @@ def markdown(rows: list[dict]) -> str:
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['board_name']} | {LABEL[r['measure']]} | {'calibrated' if r['calibrated'] else 'estimate'} | "
-                   f"{r['shipped']} | {r['n']} | {r['saving_pct']:.2f} % | {r['share_of_best_pct']:.1f} % | "
+                   f"{r['shipped']} | {r['n']} | {r['saving_pct']:.2f} % | {share(r)} | "
                    f"{r['regret_pct']:.2f} % / {r['max_regret_pct']:.2f} % | {r['worst_vs_maxn_pct']:+.2f} % | "
                    f"{r['left_at_maxn']} |")
     out += ["", END]

@@ -139,7 +139,9 @@ def test_static_policy_pins_the_learned_clock(cli, orin, tmp_path):
     assert r["decision"]["origin"] == {"kind": "built-in", "board": "agx-orin", "measure": "module",
                                        "calibrated": True}
     assert r["steps"] == 2000
-    assert r["j_per_step"] == pytest.approx(sim_j_per_step(freq=816.0), rel=0.04)
+    # within 6 %: at 816 MHz the animated run (real-time ticks, the idle tail) reads 4-5 % above the
+    # steady state on a loaded machine (at 714 MHz it read within 4 %)
+    assert r["j_per_step"] == pytest.approx(sim_j_per_step(freq=816.0), rel=0.06)
     assert r["module_energy_j"] == pytest.approx(r["j_per_step"] * 2000)  # the module's, by default
     assert r["energy_measure"] == "module" and r["board"] == "agx-orin"
     assert r["cpu_gpu_energy_j"] == pytest.approx(sum(r["energy_j"][x] for x in ("VDD_CPU_CV", "VDD_GPU_SOC")))

@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-out
 
-.PHONY: all install ext binary release cross-tools fuzz-tools metrics-tools test test-c test-py lint demo replication-doc bench clean
+.PHONY: all install ext binary policies release cross-tools fuzz-tools metrics-tools test test-c test-py lint demo replication-doc bench clean
 all: ext binary
 
 # torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build (the extras
@@ -39,6 +39,14 @@ ext: $(STAMP)
 
 binary:
 	$(MAKE) -s -C govcore govcore
+
+# The built-in policies, one per board and energy measure (docs/policy.md, "Built-in policies"):
+# trained on each board's simulator profile with the features of pydvfs/policy/features.py, then
+# compiled in, then scored for docs/policy.md's table. Reproducible (seed 0); minutes.
+policies: ext
+	$(PY) tools/gen_policies.py
+	$(MAKE) ext binary
+	$(PY) tools/gen_policies.py --docs
 
 # The board binaries: static, the built-in tree (or POLICY=MODEL_DIR/policy_tree.c) compiled in.
 release: cross-tools

@@ -68,12 +68,14 @@ static const char usage_text[] =
     "  apply --workload model=M,layers=L,hidden=D,seq_len=S[,util_pct=PCT][,peft=none|lora|qlora]\n"
     "        [,rank=R][,trainable_params=N][,weight_bits=32|16|8|4][,precision=fp32|fp16|bf16]\n"
     "        [,batch_size=B][,tokens_per_step=T] [--policy P]\n"
-    "        [--model-dir DIR] [--objective energy|edp|ed2p] [--max-slowdown PCT] [--dry-run]\n"
-    "        [--above-power-mode]\n"
+    "        [--model-dir DIR] [--energy module|cpu-gpu] [--objective energy|edp|ed2p]\n"
+    "        [--max-slowdown PCT] [--dry-run] [--above-power-mode]\n"
     "                (--model M --layers L --hidden D --seq-len S [--util PCT] also work)\n"
     "                choose the energy-optimal clock for a workload and pin it; P is one\n"
     "                of the policies below (default mlg); DIR holds a model from `pydvfs train`\n"
-    "                (default: the tree built into this binary). --max-slowdown raises the\n"
+    "                (default: the built-in policy of this board for --energy, module\n"
+    "                energy unless cpu-gpu; a tree pins only where its training data expects\n"
+    "                a clear saving against MAXN). --max-slowdown raises the\n"
     "                level to the lowest whose step time, predicted by DIR's roofline.txt,\n"
     "                is within PCT %% of the top level's; --objective edp|ed2p (energy x\n"
     "                time, x time^2) needs the whole curve: --policy roofline only\n"
@@ -597,7 +599,8 @@ static int parse_number(const char *name, const char *text, double *out)
 }
 
 static int apply_via_daemon(const char *socket_path, int policy, const char *model_name,
-                            const gc_workload *w, const char *model_dir, const gc_goal *goal, int dry_run)
+                            const gc_workload *w, const char *model_dir, const char *measure,
+                            const gc_goal *goal, int dry_run)
 {
     char request[GC_PATH_MAX], layers[32], hidden[32], seq_len[32], util[48] = "", bound[64] = "";
     char method[256];
@@ -618,8 +621,8 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
     }
     gc_method_format(w, method, sizeof method);
     snprintf(request, sizeof request, "apply policy=%s model=%s layers=%s hidden=%s seq_len=%s%s%s "
-             "objective=%s%s%s", gc_policy_name(policy), model_name, layers, hidden, seq_len, util,
-             method, gc_objective_name(goal->objective), bound, dry_run ? " dry_run=1" : "");
+             "objective=%s%s energy=%s%s", gc_policy_name(policy), model_name, layers, hidden, seq_len, util,
+             method, gc_objective_name(goal->objective), bound, measure, dry_run ? " dry_run=1" : "");
     return via_daemon(socket_path, request, !dry_run && !(gc_policy_of(policy)->flags & GC_POLICY_PINS_NOTHING));
 }
 
@@ -694,7 +697,8 @@ static int cmd_apply(const struct options *o)
     gc_decision d;
     gc_board b;
     gc_lock lk;
-    const char *model_name = NULL, *model_dir = NULL, *v;
+    const char *model_name = NULL, *model_dir = NULL, *measure = gc_energy_measures[0], *v;
+    char why[GC_ERR_MAX];
     char err[GC_ERR_MAX] = "";
     void *handle = NULL;
     int policy = GC_POLICY_MLG, dry_run = 0, above = 0, rc, i, have = 0;
@@ -737,6 +741,10 @@ static int cmd_apply(const struct options *o)
             }
         } else if (strcmp(a, "--model-dir") == 0) {
             model_dir = v;
+        } else if (strcmp(a, "--energy") == 0) {
+            if (gc_measure_parse(v, &measure) < 0)
+                return fail("unknown energy measure '%s': expected %s or %s", v, gc_energy_measures[0],
+                            gc_energy_measures[1]);
         } else if (strcmp(a, "--objective") == 0) {
             if (gc_objective_parse(v, &goal.objective) < 0)
                 return fail("unknown objective '%s': expected energy, edp or ed2p", v);
@@ -779,7 +787,8 @@ static int cmd_apply(const struct options *o)
     if (above && !dry_run && daemon_socket(NULL))
         return fail("--above-power-mode is not available through the daemon: run as root");
     if (daemon_socket(NULL))
-        return apply_via_daemon(daemon_socket(NULL), policy, model_name, &w, model_dir, &goal, dry_run);
+        return apply_via_daemon(daemon_socket(NULL), policy, model_name, &w, model_dir, measure, &goal,
+                                dry_run);
     /* the time curve a slowdown bound needs, where a model folder is given (else gc_decide_goal
      * says what is missing) */
     if ((gc_policy_of(policy)->flags & GC_POLICY_NEEDS_MODEL_DIR) ||
@@ -803,8 +812,10 @@ static int cmd_apply(const struct options *o)
         gc_tree_close(handle);
         if (above)
             return fail("--above-power-mode is not available through the daemon: run as root");
-        return apply_via_daemon(daemon_socket(&b), policy, model_name, &w, model_dir, &goal, dry_run);
+        return apply_via_daemon(daemon_socket(&b), policy, model_name, &w, model_dir, measure, &goal, dry_run);
     }
+    if (!model_dir) /* the built-in policy of this board and measure */
+        model = *gc_builtin_for(b.board_id, measure);
     if (!dry_run && !board_writable(&b)) {
         gc_tree_close(handle);
         return fail("%s", no_daemon);
@@ -830,6 +841,9 @@ static int cmd_apply(const struct options *o)
                 gc_hz_to_mhz(d.policy_level_hz));
     if (d.clamped_from_hz)
         note_clamped(&b, "apply");
+    gc_kept_reason(&d, why, sizeof why);
+    if (why[0])
+        fprintf(stderr, "govcore apply: %s\n", why);
     if (o->json) {
         gc_json_decision(stdout, &model, model_name, &w, &d, dry_run, dry_run || !d.level_hz ? NULL : b.warn);
         putchar('\n');

@@ -255,9 +255,10 @@ static int propose_roofline(gc_board *b, const gc_tree_model *m, const gc_roofli
 
 const gc_policy_entry gc_policies[] = {
     {"mlg", "the learned decision tree's clock for the workload (default)", 0, propose_mlg},
-    {"ffg", "the best fixed clock of the tree's training data", 0, propose_ffg},
+    {"ffg", "the best fixed clock of the tree's training data", GC_POLICY_NO_WORKLOAD, propose_ffg},
     {"rules", "paper A's published rules", 0, propose_rules},
-    {"maxn", "the board's own governor: restore, pin nothing", GC_POLICY_PINS_NOTHING, propose_maxn},
+    {"maxn", "the board's own governor: restore, pin nothing", GC_POLICY_PINS_NOTHING | GC_POLICY_NO_WORKLOAD,
+     propose_maxn},
     {"roofline", "the frequency-aware roofline model's optimum (needs a model folder's roofline.txt)",
      GC_POLICY_NEEDS_MODEL_DIR | GC_POLICY_TAKES_OBJECTIVE, propose_roofline},
 };
@@ -498,6 +499,83 @@ static void predict_trade(const gc_board *b, const gc_roofline *rl, const gc_wor
     d->trade_j_pct = 100.0 * (gc_roofline_energy_j(rl, w, gc_hz_to_mhz(d->level_hz)) / e_top - 1.0);
 }
 
+/* What the tree's training data says of the proposal of mlg (its class's saving) and ffg (the
+ * FFG clock's), where the tree carries it. */
+static void expectation(const gc_tree_model *m, int policy, gc_decision *d)
+{
+    int i;
+
+    if (!m || !m->has_savings)
+        return;
+    if (policy == GC_POLICY_FFG) {
+        d->has_expectation = 1;
+        d->expected_saving_pct = m->ffg_saving_pct;
+        d->saving_spread_pct = m->ffg_spread_pct;
+        return;
+    }
+    if (policy != GC_POLICY_MLG)
+        return;
+    for (i = 0; i < m->n_classes && i < GC_MAX_CLASSES; i++)
+        if (m->classes_mhz[i] == d->proposed_mhz) {
+            d->has_expectation = 1;
+            d->expected_saving_pct = m->class_saving_pct[i];
+            d->saving_spread_pct = m->class_spread_pct[i];
+            return;
+        }
+}
+
+void gc_kept_reason(const gc_decision *d, char *out, size_t len)
+{
+    if (!len)
+        return;
+    out[0] = '\0';
+    if (!d->kept_maxn)
+        return;
+    snprintf(out, len, "left the board to its own governor: the %s policy's %g MHz is expected to save "
+             "%.1f %% against MAXN, spread %.1f %% in its training data, which is not clearly positive "
+             "(expected minus %g spread <= 0); `pydvfs run --policy online` measures this workload's own "
+             "best clock", gc_policy_name(d->policy), gc_hz_to_mhz(d->kept_from_hz), d->expected_saving_pct,
+             d->saving_spread_pct, GC_SAVING_MARGIN_SD);
+}
+
+int gc_measure_parse(const char *name, const char **measure)
+{
+    int i;
+
+    for (i = 0; gc_energy_measures[i]; i++)
+        if (strcmp(name, gc_energy_measures[i]) == 0) {
+            *measure = gc_energy_measures[i];
+            return 0;
+        }
+    return -EINVAL;
+}
+
+const gc_tree_model *gc_builtin_for(const char *board_id, const char *measure)
+{
+    const char *mm;
+    int i, pass;
+
+    if (!measure)
+        measure = gc_energy_measures[0];
+    if (gc_measure_parse(measure, &mm) < 0)
+        return NULL;
+#ifdef GC_BUILTIN_TREE_ONLY /* a release built with its own POLICY: that tree, on every board */
+    (void)pass;
+    (void)i;
+    (void)board_id;
+#else
+    for (pass = 0; pass < 2; pass++) {
+        const char *want = pass == 0 ? (board_id ? board_id : "") : gc_builtin_fallback_board;
+
+        for (i = 0; i < gc_n_builtin_policies; i++)
+            if (strcmp(gc_builtin_policies[i].board_id, want) == 0 &&
+                strcmp(gc_builtin_policies[i].measure, mm) == 0)
+                return gc_builtin_policies[i].tree;
+    }
+#endif
+    return &gc_builtin_tree;
+}
+
 int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
                    const gc_workload *w, const gc_goal *goal, gc_decision *d)
 {
@@ -521,10 +599,14 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
         return -EINVAL;
     }
     bound = d->goal.max_slowdown_pct >= 0.0;
+    if (!w && (!(e->flags & GC_POLICY_NO_WORKLOAD) || bound)) {
+        snprintf(b->err, sizeof b->err, "the %s policy needs a workload", e->name);
+        return -EINVAL;
+    }
     /* layers and hidden are whole numbers; util is a percentage, or negative for "unknown" */
-    if (!(w->layers > 0.0) || !(w->hidden > 0.0) || !(w->seq_len > 0.0) || !isfinite(w->layers) ||
+    if (w && (!(w->layers > 0.0) || !(w->hidden > 0.0) || !(w->seq_len > 0.0) || !isfinite(w->layers) ||
         !isfinite(w->hidden) || !isfinite(w->seq_len) || w->layers != floor(w->layers) ||
-        w->hidden != floor(w->hidden) || isnan(w->gpu_util_pct) || w->gpu_util_pct > 100.0) {
+        w->hidden != floor(w->hidden) || isnan(w->gpu_util_pct) || w->gpu_util_pct > 100.0)) {
         snprintf(b->err, sizeof b->err,
                  "workload needs whole layers and hidden > 0, seq-len > 0 and util within 0..100 "
                  "(got %g, %g, %g, %g)", w->layers, w->hidden, w->seq_len, w->gpu_util_pct);
@@ -557,6 +639,7 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
     unbounded.max_slowdown_pct = -1.0;
     if ((rc = e->propose(b, m, rl, w, &unbounded, &d->proposed_mhz)) < 0)
         return rc;
+    expectation(m, policy, d);
     if (d->proposed_mhz == 0.0)
         return 0; /* the tree's MAXN class: the board's own governor, as fast as the board */
     if (policy != GC_POLICY_ROOFLINE) { /* the roofline policy chose from this board's table */
@@ -592,9 +675,17 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
         return -ENODEV;
     }
     d->policy_level_hz = d->level_hz;
+    if (d->has_expectation && !(d->expected_saving_pct - GC_SAVING_MARGIN_SD * d->saving_spread_pct > 0.0)) {
+        /* not clearly better than the board's own governor by what the tree knows: leave it */
+        d->kept_maxn = 1;
+        d->kept_from_hz = d->level_hz;
+        d->level_hz = 0;
+        d->policy_level_hz = 0;
+        return 0;
+    }
     if (bound && (rc = bounded_level(b, e, m, rl, w, &d->goal, &d->level_hz)) < 0)
         return rc;
-    if (rl)
+    if (rl && w)
         predict_trade(b, rl, w, d);
     return 0;
 }

@@ -17,6 +17,8 @@
 #define GC_MODEL_FORMAT 1
 #define GC_TREE_MAX_LEVELS 64    /* the training table a tree names (gc_tree_model.levels_mhz) */
 #define GC_TREE_BOARD_MAX 32
+#define GC_TREE_ORIGIN_MAX 24
+#define GC_TREE_MEASURE_MAX 16
 /* A foreign table is mapped by the fraction of its top level while the two top levels are
  * within this factor of each other; beyond it the policy declines (docs/policy.md). */
 #define GC_TREE_MAP_MAX_RATIO 2.0
@@ -105,7 +107,51 @@ typedef struct gc_tree_model {
     char board_id[GC_TREE_BOARD_MAX];     /* pydvfs.boards id, e.g. "agx-orin"; "" unknown */
     int n_levels;
     double levels_mhz[GC_TREE_MAX_LEVELS]; /* ascending */
+    /* Where the tree comes from and what it knows of its own decisions (docs/policy.md, "Never
+     * worse than the board's own governor"). A built-in's come from govcore/policies_builtin.c
+     * (tools/gen_policies.py); a model folder's from its manifest (optional keys measure,
+     * class_saving_pct, class_spread_pct, ffg_saving_pct, ffg_spread_pct), the origin set by
+     * the loader. has_savings 0: the expected savings are not known (then nothing is gated). */
+    char origin[GC_TREE_ORIGIN_MAX];      /* GC_ORIGIN_BUILTIN, GC_ORIGIN_USER, ...; "" unknown */
+    char measure[GC_TREE_MEASURE_MAX];    /* the energy it minimises: "module", "cpu-gpu"; "" unknown */
+    int calibrated;                       /* 1: trained on a calibrated profile, 0: an estimate, -1 unknown */
+    int has_savings;
+    /* per class: the saving against MAXN (%) at the class clock of the training workloads the
+     * tree sends there, their mean and standard deviation; the same of the FFG clock over all */
+    double class_saving_pct[GC_MAX_CLASSES];
+    double class_spread_pct[GC_MAX_CLASSES];
+    double ffg_saving_pct;
+    double ffg_spread_pct;
 } gc_tree_model;
+
+/* A policy's origin (gc_tree_model.origin). The board's own store of runs adds its own. */
+#define GC_ORIGIN_BUILTIN "built-in"
+#define GC_ORIGIN_USER "user folder"
+#define GC_ORIGIN_BOARD_LEARNED "board-learned" /* reserved: a tree refitted on the board's runs */
+
+/* A tree pins a clock only where its expected saving against MAXN is clearly positive: the
+ * expected saving minus GC_SAVING_MARGIN_SD spreads above 0 (docs/policy.md); else the board is
+ * left to its own governor. */
+#define GC_SAVING_MARGIN_SD 1.0
+
+/* The built-in policies, one per board of the table and energy measure (generated from
+ * pydvfs/data/boards.json, pydvfs/energy.py and the boards' simulator profiles by
+ * tools/gen_policies.py into govcore/policies_builtin.c). */
+typedef struct gc_builtin_policy {
+    const char *board_id;
+    const char *measure;
+    const gc_tree_model *tree;
+} gc_builtin_policy;
+extern const gc_builtin_policy gc_builtin_policies[];
+extern const int gc_n_builtin_policies;
+extern const char *const gc_energy_measures[]; /* pydvfs.energy.MEASURES, NULL-terminated; [0] the default */
+extern const char gc_builtin_fallback_board[];  /* whose policy a board the table does not know gets */
+/* Parse an energy measure's name; -EINVAL otherwise. */
+int gc_measure_parse(const char *name, const char **measure);
+/* The built-in policy of board_id ("" or an id without one: gc_builtin_fallback_board's,
+ * mapped onto the board's table by gc_map_to_board) for measure (NULL: the default). NULL for
+ * a measure that is none. */
+const gc_tree_model *gc_builtin_for(const char *board_id, const char *measure);
 
 /* The frequency-aware roofline model (pydvfs/policy/roofline.py has the derivation): board
  * constants fitted by `pydvfs train`, read as data from model_dir/roofline.txt. Per token of a
@@ -187,6 +233,7 @@ int gc_model_family(const char *model, int *is_decoder);
 #define GC_POLICY_NEEDS_MODEL_DIR 1u /* needs a model folder's roofline.txt (the curve) */
 #define GC_POLICY_TAKES_OBJECTIVE 2u /* minimises the goal's objective (and bound) over a curve */
 #define GC_POLICY_PINS_NOTHING 4u    /* the board's own governor: no clock, any goal, no bound */
+#define GC_POLICY_NO_WORKLOAD 8u     /* proposes without reading the workload (w may be NULL) */
 typedef struct gc_policy_entry {
     const char *name;
     const char *help;  /* one line */
@@ -239,6 +286,15 @@ typedef struct gc_decision {
     uint64_t cap_hz;          /* gc_apply: the cap the pin obeyed (0: none known, or lifted) */
     double mapped_from_mhz;   /* the tree's clock on its own training table, where this board's
                                * table differs and it was mapped (gc_map_to_board); 0: not mapped */
+    /* What the tree expects of its choice (mlg, ffg; the tree's has_savings): the saving
+     * against MAXN (%) and its spread, from its training data. kept_maxn: not clearly positive
+     * (GC_SAVING_MARGIN_SD), so the board is left to its own governor (level_hz 0); the level
+     * it would have pinned is kept_from_hz. */
+    int has_expectation;
+    double expected_saving_pct;
+    double saving_spread_pct;
+    int kept_maxn;
+    uint64_t kept_from_hz;
 } gc_decision;
 
 /* A clock of the tree's training table on this board's (mlg, ffg and rules propose clocks of
@@ -250,6 +306,11 @@ typedef struct gc_decision {
 int gc_map_to_board(const gc_tree_model *m, const gc_board *b, double *mhz, int *mapped, char *err,
                     size_t err_len);
 
+/* The one line that says why a decision left the board to its own governor (d->kept_maxn),
+ * for every front end; "" where it did not. */
+void gc_kept_reason(const gc_decision *d, char *out, size_t len);
+
+/* w may be NULL for a policy flagged GC_POLICY_NO_WORKLOAD (ffg, maxn). */
 int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,
                    const gc_workload *w, const gc_goal *goal, gc_decision *d);
 int gc_decide(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,

@@ -18,6 +18,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -280,6 +281,11 @@ struct manifest {
     const char *policy_so_sha256;
     const char *board;         /* the board the data came from (pydvfs.boards id, "-" unknown) */
     const char *levels_mhz;    /* the training data's GPU clock table, space-separated */
+    const char *measure;       /* optional: the energy the labels minimise (module, cpu-gpu) */
+    const char *class_saving_pct; /* optional, one per class: the expected saving vs MAXN ... */
+    const char *class_spread_pct; /* ... and its spread (%), from the training data */
+    const char *ffg_saving_pct;   /* optional: the same of the FFG clock */
+    const char *ffg_spread_pct;
 };
 
 /* "key value" lines; '#' starts a comment line. Unknown keys are allowed (newer writers). */
@@ -314,6 +320,16 @@ static int manifest_parse(int fd, struct manifest *m, const char *model_dir, cha
             m->board = val;
         else if (strcmp(line, "levels_mhz") == 0)
             m->levels_mhz = val;
+        else if (strcmp(line, "measure") == 0)
+            m->measure = val;
+        else if (strcmp(line, "class_saving_pct") == 0)
+            m->class_saving_pct = val;
+        else if (strcmp(line, "class_spread_pct") == 0)
+            m->class_spread_pct = val;
+        else if (strcmp(line, "ffg_saving_pct") == 0)
+            m->ffg_saving_pct = val;
+        else if (strcmp(line, "ffg_spread_pct") == 0)
+            m->ffg_spread_pct = val;
     }
     if (m->format != GC_MODEL_FORMAT) {
         snprintf(err, len, "%s/" MANIFEST_NAME ": model format %d, this build reads format %d: "
@@ -405,6 +421,64 @@ static int manifest_origin(const struct manifest *man, gc_tree_model *out, const
         }
         out->levels_mhz[out->n_levels++] = v;
     }
+    return 0;
+}
+
+/* n finite numbers (n_max at most) of a space-separated list into out; -1 if it is not one. */
+static int number_list(const char *text, double *out, int n_max)
+{
+    char buf[MANIFEST_MAX_BYTES + 1], *tok, *save = NULL, *end;
+    int n = 0;
+
+    snprintf(buf, sizeof buf, "%s", text);
+    for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        double v = strtod(tok, &end);
+
+        if (*end || !isfinite(v) || n >= n_max)
+            return -1;
+        out[n++] = v;
+    }
+    return n;
+}
+
+/* What the folder knows of its own decisions (optional: a folder without these keys gates
+ * nothing): the measure, and the expected saving and spread per class and of the FFG clock,
+ * one per class (spreads >= 0). The origin is a user's folder. */
+static int manifest_knows(const struct manifest *man, gc_tree_model *out, const char *model_dir,
+                          char *err, size_t len)
+{
+    double ffg[2];
+    int n;
+
+    snprintf(out->origin, sizeof out->origin, "%s", GC_ORIGIN_USER);
+    out->calibrated = -1;
+    if (man->measure && strcmp(man->measure, "-") != 0) {
+        const char *mm;
+
+        if (gc_measure_parse(man->measure, &mm) < 0) {
+            snprintf(err, len, "%s/" MANIFEST_NAME ": measure is not an energy measure", model_dir);
+            return -EBADMSG;
+        }
+        snprintf(out->measure, sizeof out->measure, "%s", mm);
+    }
+    if (!man->class_saving_pct || !man->class_spread_pct || !man->ffg_saving_pct || !man->ffg_spread_pct)
+        return 0;
+    if (number_list(man->class_saving_pct, out->class_saving_pct, GC_MAX_CLASSES) != out->n_classes ||
+        number_list(man->class_spread_pct, out->class_spread_pct, GC_MAX_CLASSES) != out->n_classes ||
+        number_list(man->ffg_saving_pct, &ffg[0], 1) != 1 || number_list(man->ffg_spread_pct, &ffg[1], 1) != 1 ||
+        ffg[1] < 0.0) {
+        snprintf(err, len, "%s/" MANIFEST_NAME ": the expected savings are not one number per class "
+                 "(and one for FFG); train again", model_dir);
+        return -EBADMSG;
+    }
+    for (n = 0; n < out->n_classes; n++)
+        if (out->class_spread_pct[n] < 0.0) {
+            snprintf(err, len, "%s/" MANIFEST_NAME ": a negative spread; train again", model_dir);
+            return -EBADMSG;
+        }
+    out->ffg_saving_pct = ffg[0];
+    out->ffg_spread_pct = ffg[1];
+    out->has_savings = 1;
     return 0;
 }
 
@@ -506,7 +580,8 @@ int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char 
     /* the fields policy.so defines; the training board and table are the manifest's */
     memset(out, 0, sizeof *out);
     memcpy(out, m, offsetof(gc_tree_model, board_id));
-    if ((rc = manifest_origin(man, out, model_dir, err, len)) < 0)
+    if ((rc = manifest_origin(man, out, model_dir, err, len)) < 0 ||
+        (rc = manifest_knows(man, out, model_dir, err, len)) < 0)
         goto close_handle;
     *handle = h;
     h = NULL;

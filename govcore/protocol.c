@@ -87,10 +87,11 @@ static int parse_decimal(const char *s, size_t n, double *out)
 static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, size_t len)
 {
     enum { K_MODEL = 1, K_LAYERS = 2, K_HIDDEN = 4, K_SEQ = 8, K_UTIL = 16, K_POLICY = 32,
-           K_TREE = 64, K_DRY = 128, K_OBJECTIVE = 256, K_SLOWDOWN = 512, N_KEYS = 10 };
+           K_TREE = 64, K_DRY = 128, K_OBJECTIVE = 256, K_SLOWDOWN = 512, K_ENERGY = 1024,
+           N_KEYS = 11 };
     static const char *const keys[N_KEYS] = {"model", "layers", "hidden", "seq_len", "util_pct",
                                              "policy", "tree", "dry_run", "objective",
-                                             "max_slowdown_pct"};
+                                             "max_slowdown_pct", "energy"};
     char value[GC_TREE_NAME_MAX], why[160];
     int have = 0, have_method = 0, i, k, m;
     double num;
@@ -99,6 +100,7 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
     req->workload.gpu_util_pct = -1.0;
     req->goal.objective = GC_OBJECTIVE_ENERGY;
     req->goal.max_slowdown_pct = -1.0;
+    req->measure = gc_energy_measures[0];
     for (i = 1; i < n_tok; i++) {
         const char *eq = memchr(tok[i].s, '=', tok[i].n);
         token key, val;
@@ -133,7 +135,7 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
             return refuse(err, len, "apply: unknown key (argument %d); keys: model, layers, "
                                     "hidden, seq_len, util_pct, peft, rank, trainable_params, "
                                     "weight_bits, precision, batch_size, tokens_per_step, policy, "
-                                    "tree, dry_run, objective, max_slowdown_pct", i);
+                                    "tree, dry_run, objective, max_slowdown_pct, energy", i);
         if (have & (1 << k))
             return refuse(err, len, "apply: %s given twice", keys[k]);
         have |= 1 << k;
@@ -174,6 +176,11 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
                 req->goal.max_slowdown_pct > GC_MAX_SLOWDOWN_PCT)
                 return refuse(err, len, "apply: max_slowdown_pct: a plain decimal number of %% "
                                         "from 0 to %d", GC_MAX_SLOWDOWN_PCT);
+            break;
+        case K_ENERGY:
+            if (gc_measure_parse(value, &req->measure) < 0)
+                return refuse(err, len, "apply: unknown energy measure: expected %s or %s",
+                              gc_energy_measures[0], gc_energy_measures[1]);
             break;
         case K_TREE:
             if (!gc_protocol_name_ok(value))

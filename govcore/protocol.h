@@ -69,6 +69,7 @@ typedef struct gc_request {
     char tree[GC_TREE_NAME_MAX];      /* "" : the built-in tree */
     int dry_run;
     gc_goal goal;                     /* objective (default energy), max_slowdown_pct (< 0: none) */
+    const char *measure;              /* energy=: the built-in policy's measure (gc_energy_measures) */
 } gc_request;
 
 /* Parse one request (len bytes, no newline; need not be NUL-terminated). 0, or -EINVAL with a

@@ -325,6 +325,43 @@ void gc_json_restore(FILE *f, int restored, const gc_clock_state *now, const cha
     fprintf(f, "]}");
 }
 
+/* What the tree expects of its choice, why it kept the board at MAXN, and where the tree comes
+ * from (pydvfs's Decision has the same keys). */
+static void gc_json_knows(FILE *f, const gc_tree_model *m, const gc_decision *d)
+{
+    char why[GC_ERR_MAX];
+
+    fprintf(f, ", \"expected_saving_pct\": ");
+    if (d->has_expectation)
+        fprintf(f, "%.17g, \"saving_spread_pct\": %.17g", d->expected_saving_pct, d->saving_spread_pct);
+    else
+        fprintf(f, "null, \"saving_spread_pct\": null");
+    fprintf(f, ", \"kept_from_mhz\": ");
+    json_mhz_or_null(f, d->kept_maxn ? d->kept_from_hz : 0);
+    gc_kept_reason(d, why, sizeof why);
+    fprintf(f, ", \"kept_reason\": ");
+    if (why[0])
+        gc_json_str(f, why);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"origin\": {\"kind\": ");
+    if (m->origin[0])
+        gc_json_str(f, m->origin);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"board\": ");
+    if (m->board_id[0])
+        gc_json_str(f, m->board_id);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"measure\": ");
+    if (m->measure[0])
+        gc_json_str(f, m->measure);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"calibrated\": %s}", m->calibrated < 0 ? "null" : m->calibrated ? "true" : "false");
+}
+
 void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
                       const gc_decision *d, int dry_run, const char *warning)
 {
@@ -370,6 +407,7 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
     for (i = 0; i < m->n_levels; i++)
         fprintf(f, "%s%.6g", i ? ", " : "", m->levels_mhz[i]);
     fprintf(f, "]}");
+    gc_json_knows(f, m, d);
     fprintf(f, ", \"power_cap_mhz\": ");
     json_mhz_or_null(f, d->cap_hz);
     fprintf(f, ", \"clamped_from_mhz\": ");

@@ -326,6 +326,8 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
         snprintf(dir, sizeof dir, "%s/%s", policy_dir, rq->tree);
         if ((rc = gc_tree_load(dir, &model, &handle, err, sizeof err)) < 0)
             return reply_error(c, rc, "%s", err);
+    } else { /* the built-in policy of the board served and the measure asked for */
+        model = *gc_builtin_for(sv->board.board_id, rq->measure);
     }
     /* the time curve of the roofline policy and of a slowdown bound: the installed folder's
      * roofline.txt (its folder passed gc_tree_load's checks); without one, gc_decide_goal says

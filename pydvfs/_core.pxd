@@ -238,6 +238,7 @@ cdef extern from "policy.h" nogil:
         GC_POLICY_NEEDS_MODEL_DIR  # a policy entry's flags (policy.h)
         GC_POLICY_TAKES_OBJECTIVE
         GC_POLICY_PINS_NOTHING
+        GC_POLICY_NO_WORKLOAD
         GC_OBJECTIVE_ENERGY        # objectives: the power of the step time in the cost (E t^k)
         GC_OBJECTIVE_COUNT         # numbered 0 .. GC_OBJECTIVE_COUNT-1 (gc_objective_name)
 
@@ -289,6 +290,23 @@ cdef extern from "policy.h" nogil:
         char board_id[32]          # the board it was trained on ("" unknown)
         int n_levels               # its training table (0: unknown)
         double levels_mhz[64]
+        char origin[24]            # built-in, user folder, ... ("" unknown)
+        char measure[16]           # module, cpu-gpu ("" unknown)
+        int calibrated             # 1 calibrated profile, 0 estimate, -1 unknown
+        int has_savings            # the expected savings below are known
+        double class_saving_pct[32]
+        double class_spread_pct[32]
+        double ffg_saving_pct
+        double ffg_spread_pct
+
+    ctypedef struct gc_builtin_policy:
+        const char *board_id
+        const char *measure
+        const gc_tree_model *tree
+    const gc_builtin_policy gc_builtin_policies[]
+    const int gc_n_builtin_policies
+    const char *const gc_energy_measures[]
+    const char gc_builtin_fallback_board[]
 
     ctypedef struct gc_goal:
         int objective              # energy, edp, ed2p (gc_objective_name)
@@ -306,6 +324,15 @@ cdef extern from "policy.h" nogil:
         uint64_t clamped_from_hz   # apply: the level the power mode's cap lowered (0: none)
         uint64_t cap_hz            # apply: the cap the pin obeyed (0: none known, or lifted)
         double mapped_from_mhz     # the tree's clock on its training table where it was mapped (0: not)
+        int has_expectation        # the tree's expected saving vs MAXN of its choice is known ...
+        double expected_saving_pct # ... this, %
+        double saving_spread_pct   # ... with this spread, %
+        int kept_maxn              # not clearly positive: the board left to its own governor
+        uint64_t kept_from_hz      # the level it would have pinned
+
+    const gc_tree_model *gc_builtin_for(const char *board_id, const char *measure)
+    void gc_kept_reason(const gc_decision *d, char *out, size_t len)
+    double GC_SAVING_MARGIN_SD
 
     ctypedef struct gc_roofline:
         double k_gauge             # proxy-FLOPs per Gcycle (the time scale's gauge)

@@ -108,8 +108,16 @@ class Sampler:
     def trace(self) -> tuple[array, dict[str, array], array | None]:
         """(t_ns, {rail: mW}, GPU load % or None), oldest sample first."""
 
+BUILTIN_POLICIES: tuple[tuple[str, str], ...]
+SAVING_MARGIN_SD: float
+def energy_measures() -> tuple[str, ...]: ...
 class Tree:
-    def __init__(self, model_dir: str | PathLike[str] | None = None) -> None: ...
+    def __init__(self, model_dir: str | PathLike[str] | None = None, board_id: str | None = None,
+                 measure: str | None = None) -> None: ...
+    @property
+    def origin(self) -> dict: ...
+    @property
+    def expected_savings(self) -> dict | None: ...
     @property
     def name(self) -> str: ...
     @property
@@ -139,12 +147,14 @@ def tree_features(feature_names: tuple[str, ...], default_util_pct: tuple[float,
 def model_is_decoder(model: str) -> bool: ...
 def propose_rules(workload: tuple) -> float: ...
 def features(names: Sequence[str], workload: tuple, default_util_pct: tuple[float, float] = ...) -> tuple[float, ...]: ...
-def decide(board: Board, tree: Tree, policy: str, workload: tuple, roofline: Roofline | None = None,
+def decide(board: Board, tree: Tree, policy: str, workload: tuple | None, roofline: Roofline | None = None,
            objective: str = "energy", max_slowdown_pct: float | None = None) -> dict[str, float | int]:
     """proposed_mhz, level_hz (0: MAXN), policy_level_hz (before the slowdown bound), and the
     trade predicted by ``roofline`` against the top level: trade_vs_hz (0: none), trade_j_pct,
     trade_s_pct. A bound needs ``roofline`` (except for maxn); edp/ed2p only the roofline policy.
-    Nothing is written."""
+    expected_saving_pct and saving_spread_pct (None: the tree does not know), kept_from_hz and
+    kept_reason (a level not clearly better than MAXN, left to the board's governor). workload
+    None: ffg and maxn only. Nothing is written."""
 def apply(board: Board, tree: Tree, policy: str, workload: tuple, state_dir: str | None = None,
           roofline: Roofline | None = None, objective: str = "energy",
           max_slowdown_pct: float | None = None, above_power_mode: bool = False) -> dict[str, float | int]:

@@ -8,7 +8,8 @@ POLICY_HELP = {gc_policies[i].name.decode(): gc_policies[i].help.decode() for i 
 POLICY_FLAGS = {gc_policies[i].name.decode(): frozenset(
     flag for flag, bit in (("needs_model_dir", GC_POLICY_NEEDS_MODEL_DIR),
                            ("takes_objective", GC_POLICY_TAKES_OBJECTIVE),
-                           ("pins_nothing", GC_POLICY_PINS_NOTHING)) if gc_policies[i].flags & bit)
+                           ("pins_nothing", GC_POLICY_PINS_NOTHING),
+                           ("no_workload", GC_POLICY_NO_WORKLOAD)) if gc_policies[i].flags & bit)
     for i in range(gc_n_policies)}
 # What a policy may minimise, in govcore's order: the index is the power of the step time (E t^k).
 OBJECTIVE_NAMES = tuple(gc_objective_name(i).decode() for i in range(GC_OBJECTIVE_COUNT))
@@ -20,6 +21,22 @@ METHOD_KEYS = tuple(gc_method_keys[i].decode() for i in range(GC_N_METHOD_KEYS))
 
 
 MODEL_FORMAT = GC_MODEL_FORMAT
+# The built-in policies compiled in (govcore/policies_builtin.c, tools/gen_policies.py): (board
+# id, energy measure) pairs; the measures in govcore's order (pydvfs.energy.MEASURES, generated
+# from it); the board whose policy an unknown board gets; the margin of the "clearly positive"
+# expected saving, in spreads.
+BUILTIN_POLICIES = tuple((gc_builtin_policies[i].board_id.decode(), gc_builtin_policies[i].measure.decode())
+                         for i in range(gc_n_builtin_policies))
+SAVING_MARGIN_SD = GC_SAVING_MARGIN_SD
+
+
+def energy_measures():
+    """The energy measures govcore's built-in policies were generated for, the default first."""
+    out, i = [], 0
+    while gc_energy_measures[i] != NULL:
+        out.append(gc_energy_measures[i].decode())
+        i += 1
+    return tuple(out)
 
 
 cdef str _cstr(const char *s):
@@ -135,13 +152,25 @@ cdef int _policy(str name) except -1:
 cdef class Tree:
     """A decision-tree policy: the one built in, or one compiled by `pydvfs train` (model_dir)."""
 
-    def __cinit__(self, model_dir=None):
+    def __cinit__(self, model_dir=None, board_id=None, measure=None):
+        """``model_dir`` None: the built-in policy of ``board_id`` (None or unknown: the fallback
+        board's) for ``measure`` (None: the default, module energy); with neither, the tree of
+        policy_tree.c (gc_builtin_tree)."""
         cdef char err[512]
-        cdef bytes d
+        cdef bytes d, bb, mm
+        cdef const gc_tree_model *t
         self.handle = NULL
         err[0] = 0
-        if model_dir is None:
+        if model_dir is None and board_id is None and measure is None:
             self.m = gc_builtin_tree
+        elif model_dir is None:
+            bb = (board_id or "").encode()
+            mm = (measure or energy_measures()[0]).encode()
+            t = gc_builtin_for(bb, mm)
+            if t == NULL:
+                raise errors.InvalidValueError(f"unknown energy measure {measure!r}: expected "
+                                               f"{' or '.join(energy_measures())}")
+            self.m = t[0]
         else:
             d = os.fsencode(model_dir)
             check_tree_load(gc_tree_load(d, &self.m, &self.handle, err, sizeof(err)), err)
@@ -180,6 +209,24 @@ cdef class Tree:
     def levels_mhz(self):
         """The GPU clock table the tree was trained on (empty: not known)."""
         return tuple(self.m.levels_mhz[i] for i in range(self.m.n_levels))
+
+    @property
+    def origin(self):
+        """Where the tree comes from: {"kind": built-in / user folder / ..., "board", "measure",
+        "calibrated"} (None where not known), as govcore's JSON says it."""
+        return {"kind": self.m.origin.decode() or None, "board": self.board_id,
+                "measure": self.m.measure.decode() or None,
+                "calibrated": None if self.m.calibrated < 0 else bool(self.m.calibrated)}
+
+    @property
+    def expected_savings(self):
+        """What the training data says each choice saves against MAXN: {"classes": [(mhz, saving %,
+        spread %)], "ffg": (mhz, saving %, spread %)}; None where not known."""
+        if not self.m.has_savings:
+            return None
+        return {"classes": [(self.m.classes_mhz[i], self.m.class_saving_pct[i], self.m.class_spread_pct[i])
+                            for i in range(self.m.n_classes)],
+                "ffg": (self.m.ffg_mhz, self.m.ffg_saving_pct, self.m.ffg_spread_pct)}
 
     @property
     def default_util_pct(self):
@@ -301,20 +348,31 @@ cdef gc_goal _goal(str objective, max_slowdown_pct) except *:
 
 
 cdef dict _decision(gc_decision *d):
+    cdef char why[512]
+    gc_kept_reason(d, why, sizeof(why))
     return {"proposed_mhz": d.proposed_mhz, "level_hz": d.level_hz, "policy_level_hz": d.policy_level_hz,
             "trade_vs_hz": d.trade_vs_hz, "trade_j_pct": d.trade_j_pct, "trade_s_pct": d.trade_s_pct,
             "cap_hz": d.cap_hz, "clamped_from_hz": d.clamped_from_hz,
-            "mapped_from_mhz": d.mapped_from_mhz if d.mapped_from_mhz > 0 else None}
+            "mapped_from_mhz": d.mapped_from_mhz if d.mapped_from_mhz > 0 else None,
+            "expected_saving_pct": d.expected_saving_pct if d.has_expectation else None,
+            "saving_spread_pct": d.saving_spread_pct if d.has_expectation else None,
+            "kept_from_hz": d.kept_from_hz if d.kept_maxn else 0,
+            "kept_reason": why.decode() or None}
 
 
-def decide(Board board, Tree tree, str policy, tuple workload, Roofline roofline=None, str objective="energy",
+def decide(Board board, Tree tree, str policy, workload, Roofline roofline=None, str objective="energy",
            max_slowdown_pct=None):
-    """The decision of a policy on this board (see _core.pyi); nothing is written."""
-    cdef gc_workload w = _workload(workload)
+    """The decision of a policy on this board (see _core.pyi); nothing is written. ``workload``
+    None: a policy that reads none (ffg, maxn)."""
+    cdef gc_workload w
+    cdef gc_workload *pw = NULL
     cdef int p = _policy(policy)
     cdef gc_goal g = _goal(objective, max_slowdown_pct)
     cdef gc_decision d
-    check(gc_decide_goal(&board.b, &tree.m, _rl(roofline), p, &w, &g, &d), board.b.err)
+    if workload is not None:
+        w = _workload(workload)
+        pw = &w
+    check(gc_decide_goal(&board.b, &tree.m, _rl(roofline), p, pw, &g, &d), board.b.err)
     return _decision(&d)
 
 

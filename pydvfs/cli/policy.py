@@ -104,7 +104,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                                exclude_tasks=name_list(args.exclude_tasks))
     if not args.json:
         print(f"training on {len(curves)} workloads from {args.data} (leave-one-out CV) ...", flush=True)
-    metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data, board_id=args.board)
+    metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data, board_id=args.board,
+                    measure=None if args.energy_column is not None else args.energy)
     metrics["energy_column"] = energy_column(args, df)  # what the labels minimise
     sel = metrics["selected"]
 
@@ -128,6 +129,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from ..energy import DEFAULT_MEASURE
     from ..policy.apply import load_tree
     from ..policy.curves import curves_from_frame, read_dataset
     from ..policy.evaluate import evaluate, format_report
@@ -140,8 +142,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from ..policy.apply import load_roofline
         roofline = load_roofline(args.model_dir)
     # a trained tree is read as data (its policy_tree.c), never loaded as code: evaluate touches no
-    # board, so it runs as root anywhere (the loader's as-root check guards the verbs that pin)
-    tree = load_tree(None) if args.model_dir is None else read_tree(args.model_dir)
+    # board, so it runs as root anywhere (the loader's as-root check guards the verbs that pin).
+    # Without --model-dir: the built-in policy of the dataset's board (one board named in its board
+    # column; else the fallback board's) for the measure scored, compiled into govcore.
+    named = sorted({str(b) for b in df["board"].dropna()}) if "board" in df.columns else []
+    known = named[0] if len(named) == 1 and named[0] in boards() else None
+    measure = args.energy if args.energy_column is None else DEFAULT_MEASURE
+    tree = load_tree(None, known, measure) if args.model_dir is None else read_tree(args.model_dir)
     result = evaluate(curves, tree, roofline)
     result["energy_column"] = energy_column(args, df)  # what the savings are of
     emit(args, result, lambda: format_report(result))
@@ -165,9 +172,12 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     def change():
         d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
-                state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct, **extra)
+                state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct,
+                energy=args.energy, **extra)
         if d.learned_notice():
             print(f"pydvfs apply: {d.learned_notice()}", file=sys.stderr, flush=True)
+        if d.kept_reason:  # the policy did not expect a clear saving: the board's own governor
+            print(f"pydvfs apply: {d.kept_reason}", file=sys.stderr, flush=True)
         if d.mapped_from_mhz is not None:
             print(f"pydvfs apply: {d.mapping_notice(open_device(args.sysfs_root).model)}", file=sys.stderr,
                   flush=True)
@@ -215,7 +225,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "(--data-dir) and show it; damaged records are dropped (docs/store.md)")
     p.add_argument("--tasks", nargs="+", metavar="T", help="train only on these tasks (a,b or a b)")
     p.add_argument("--exclude-tasks", nargs="+", metavar="T", help="leave these tasks out, e.g. for evaluation")
-    add_energy_option(p, "label each workload's best clock by (the built-in policy was trained on cpu-gpu, "
+    add_energy_option(p, "label each workload's best clock by (the built-in policies exist for both measures, "
                          "the paper's measure)")
     p.add_argument("--energy-column", default=None, metavar="COL", help="minimise this column instead")
     p.add_argument("--board", default=None, choices=list(boards()), metavar="ID",
@@ -233,7 +243,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        epilog=examples("pydvfs evaluate --data sweep.csv --model-dir model --tasks MRPC"))
     p.add_argument("--data", required=True, metavar="FILE", help="dataset with the workloads to evaluate on")
     p.add_argument("--model-dir", default=None, metavar="DIR",
-                   help="model folder from `pydvfs train` (default: the built-in tree)")
+                   help="model folder from `pydvfs train` (default: the built-in policy of the dataset's "
+                        "board for --energy)")
     p.add_argument("--tasks", nargs="+", metavar="T", help="evaluate only these tasks (a,b or a b)")
     add_energy_option(p, "score the policies by")
     p.add_argument("--energy-column", default=None, metavar="COL", help="score by this column instead")
@@ -253,10 +264,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_command_argument(p, None)
     add_workload_argument(p, required=True, aliases=True)
     p.add_argument("--policy", default="mlg", choices=_core.POLICY_NAMES, help=policy_help())
-    p.add_argument("--model-dir", default=None, metavar="DIR", help="model folder from `pydvfs train`")
+    p.add_argument("--model-dir", default=None, metavar="DIR",
+                   help="model folder from `pydvfs train` (default: the built-in policy of this board for --energy)")
+    add_energy_option(p, "minimise: the built-in policy of this board for that measure decides")
     add_objective_options(p)
     p.add_argument("--dry-run", action="store_true", help="decide only; write nothing")
-    add_energy_option(p)
     add_above_power_mode(p)
     add_report_output(p)
     add_board_options(p)

@@ -420,9 +420,10 @@ class RemoteBoard:
         return bool(self._conn.request("restore")["restored"])
 
     def apply(self, policy: str, workload: tuple, model: str, model_dir=None, dry_run: bool = False,
-              objective: str = "energy", max_slowdown_pct: float | None = None) -> dict:
+              objective: str = "energy", max_slowdown_pct: float | None = None, energy: str | None = None) -> dict:
         """Decide (and unless dry_run pin) in the daemon; its decision record. The roofline policy
-        and a slowdown bound use the roofline.txt of the installed model folder."""
+        and a slowdown bound use the roofline.txt of the installed model folder; ``energy``: the
+        measure whose built-in policy the daemon takes (None: its default)."""
         is_decoder, util, layers, hidden, seq_len = workload[:5]
         parts = [f"apply policy={policy}", f"model={model}", f"layers={plain_decimal(layers)}",
                  f"hidden={plain_decimal(hidden)}", f"seq_len={plain_decimal(seq_len)}"]
@@ -439,6 +440,8 @@ class RemoteBoard:
             parts.append(f"objective={objective}")
         if max_slowdown_pct is not None:
             parts.append(f"max_slowdown_pct={plain_decimal(max_slowdown_pct)}")
+        if energy is not None:
+            parts.append(f"energy={energy}")
         if model_dir is not None:
             # root loads no code of ours: only a tree installed in the daemon's policy folder
             policy_dir = os.path.realpath(self._conn.request("version")["policy_dir"])

@@ -27,6 +27,7 @@ from typing import Callable
 from .. import _core
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
+from ..energy import DEFAULT_MEASURE
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
@@ -51,14 +52,16 @@ def needs_workload(policy: str) -> bool:
 
 
 def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None,
-                 learned=None) -> tuple[float, str, bool]:
+                 learned=None, measure: str = DEFAULT_MEASURE) -> tuple[float, str, bool]:
     """Where the online search starts: ``start_mhz``, else the clock this board learned for the
     workload from its own runs (``learned``: a :class:`pydvfs.runs.learned.Learned`), else the
-    learned model's clock for the workload, else the tree's fixed-frequency clock (FFG), else the
-    middle of the table. The third value: the model keeps this workload at MAXN (then the model
-    search measures MAXN first and keeps it unless a level is proven better; the clock returned
-    is where its initial design is centred)."""
-    from ..policy.apply import decide, load_tree
+    policy's clock for the workload (mlg), else the policy's fixed clock (ffg), each decided as
+    ``pydvfs apply`` decides it (the board's built-in policy for ``measure``, or ``model_dir``'s
+    tree mapped by govcore's one rule), else the middle of the table. The third value: the
+    policy keeps this workload at MAXN (its class, or a saving it does not clearly expect: then
+    the model search measures MAXN first and keeps it unless a level is proven better; the clock
+    returned is where its initial design is centred, the level the policy would have pinned)."""
+    from ..policy.apply import decide
 
     if start_mhz is not None:
         return dev.snap_mhz(start_mhz), "--start", False
@@ -66,13 +69,18 @@ def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | 
         return dev.snap_mhz(learned.freq_mhz), learned.note(), False
     keeps_maxn = False
     if workload is not None:
-        d = decide(workload, "mlg", model_dir, dev.sysfs_root, dev.state_dir, use_runs=False)  # the tree's
+        d = decide(workload, "mlg", model_dir, dev.sysfs_root, dev.state_dir, energy=measure,
+                   use_runs=False)  # the policy's own (the board's runs were asked above)
         if d.freq_mhz is not None:
             return d.freq_mhz, "mlg", False
         keeps_maxn = True
-    ffg = load_tree(model_dir).ffg_mhz
-    if ffg and ffg > 0:
-        return dev.snap_mhz(ffg), "ffg", keeps_maxn
+        if d.kept_from_mhz is not None:
+            return d.kept_from_mhz, "mlg", True
+    d = decide(None, "ffg", model_dir, dev.sysfs_root, dev.state_dir, energy=measure)  # as `apply --policy ffg`
+    if d.freq_mhz is not None:
+        return d.freq_mhz, "ffg", keeps_maxn
+    if d.kept_from_mhz is not None:
+        return d.kept_from_mhz, "ffg", True
     levels = dev.available_frequencies_mhz
     return levels[len(levels) // 2], "middle of the table", keeps_maxn
 
@@ -106,7 +114,8 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
     learned = None
     if use_runs and start_mhz is None and workload is not None and model_dir is None:
         learned = board_start(dev, workload, levels, objective, data_dir, log, prefix)
-    start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz, learned)
+    measure = objective.energy if objective is not None else DEFAULT_MEASURE
+    start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz, learned, measure)
     if start > levels[-1]:
         start, source = levels[-1], f"{source}, capped at the power mode's GPU cap {cap:g} MHz"
     if len(levels) < len(dev.available_frequencies_mhz) and log is not None:
@@ -114,9 +123,9 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
               "MHz (--above-power-mode lifts the cap)", file=log, flush=True)
     maxn_anchor = keeps_maxn and search_kind == "model"  # the hill climb compares levels only
     if maxn_anchor:
-        source = f"mlg keeps this workload at MAXN; the levels are searched from {start:g} MHz ({source})"
+        source = f"the policy keeps this workload at MAXN; the levels are searched from {start:g} MHz ({source})"
     elif keeps_maxn:
-        source += " (mlg keeps this workload at MAXN)"
+        source += " (the policy keeps this workload at MAXN)"
     return {"start_mhz": None if maxn_anchor else start, "start_source": source, "centre_mhz": start,
             "maxn_anchor": maxn_anchor, "board_max_mhz": cap, "search_levels_mhz": list(levels),
             "learned": None if learned is None else learned.to_dict()}
@@ -182,6 +191,8 @@ def _start_static(dev, policy, workload, model_dir, objective, log, prefix, data
     decision = decide(workload, policy, model_dir, dev.sysfs_root, dev.state_dir, objective=objective.kind,
                       max_slowdown_pct=objective.max_slowdown_pct, energy=objective.energy,
                       data_dir=data_dir, use_runs=use_runs).to_dict()  # the board's runs first (store.md)
+    if decision.get("kept_reason") and log is not None:
+        print(f"{prefix}: {decision['kept_reason']}", file=log, flush=True)
     if decision["freq_mhz"] is None:  # maxn, or a tree that keeps the workload there
         dev.restore()
         return decision, None

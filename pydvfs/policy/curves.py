@@ -90,9 +90,13 @@ class Curve:
         """The training label: the best level, or None (MAXN) where the saving it promises over
         MAXN is not beyond the noise (2 standard deviations) or under 1 %: pinning such a
         workload is a gamble, MAXN is not."""
-        if self.saving_vs_maxn(self.best_mhz) < max(MIN_SAVING, 2.0 * self.saving_noise):
-            return None
-        return self.best_mhz
+        return self.best_mhz if self.clearly_saves(self.best_mhz) else None
+
+    def clearly_saves(self, mhz: float | None) -> bool:
+        """Does a clock save against MAXN beyond the noise (2 standard deviations of the best
+        level's saving) and by at least 1 %? The rule of the labels, and of the gate of a fixed
+        clock (:func:`pydvfs.policy.train.gate_fixed_clock`)."""
+        return mhz is not None and self.saving_vs_maxn(mhz) >= max(MIN_SAVING, 2.0 * self.saving_noise)
 
     def is_hit(self, mhz: float | None) -> bool:
         """Is a choice right, as far as the noise can tell: MAXN where the label is MAXN, else

@@ -32,13 +32,10 @@ def _c_double(x: float) -> str:
     return repr(float(x))
 
 
-def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, source: str,
-              provenance: dict, tool: str = "tools/export_policy.py", classes_mhz=None,
-              board_id: str = "", levels_mhz=()) -> str:
-    """C source for a fitted DecisionTreeClassifier. ``classes_mhz``: the clock (MHz) of each
-    of its classes, in ``clf.classes_`` order (default: the classes are clocks in MHz).
-    ``provenance`` (:func:`pydvfs.policy.manifest.provenance`): data_file, data_sha256 and
-    trained_utc, compiled into the tree so that ``govcore --version`` can name them."""
+def tree_body(clf, feature_names, classes_mhz=None) -> tuple[str, list[float]]:
+    """m2cgen's C scoring function ``static void gc_tree_score(...)`` of a fitted
+    DecisionTreeClassifier, and the clock (MHz) of each of its classes in ``clf.classes_`` order
+    (``classes_mhz``; default: the classes are clocks in MHz)."""
     import m2cgen
 
     classes = [float(c) for c in (clf.classes_ if classes_mhz is None else classes_mhz)]  # 0.0: MAXN
@@ -54,8 +51,29 @@ def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, s
     body, n = re.subn(r"^void gc_tree_score\(", "static void gc_tree_score(", body, flags=re.MULTILINE)
     if n != 1:
         raise ModelError("unexpected m2cgen output (no scoring function found)")
+    return body, classes
+
+
+CONSTANT_BODY = ("static void gc_tree_score(double *input, double *output)\n{\n"
+                 "    (void)input;\n    output[0] = 1.0;\n}")
+
+
+def m2cgen_version() -> str:
+    import m2cgen
+
+    return m2cgen.__version__
+
+
+def tree_to_c(clf, feature_names, default_util_pct, ffg_mhz: float, name: str, source: str,
+              provenance: dict, tool: str = "tools/export_policy.py", classes_mhz=None,
+              board_id: str = "", levels_mhz=()) -> str:
+    """C source for a fitted DecisionTreeClassifier. ``classes_mhz``: the clock (MHz) of each
+    of its classes, in ``clf.classes_`` order (default: the classes are clocks in MHz).
+    ``provenance`` (:func:`pydvfs.policy.manifest.provenance`): data_file, data_sha256 and
+    trained_utc, compiled into the tree so that ``govcore --version`` can name them."""
+    body, classes = tree_body(clf, feature_names, classes_mhz)
     return _model_c(body, feature_names, classes, default_util_pct, ffg_mhz, name,
-                    HEADER.format(tool=tool, source=source, m2c=m2cgen.__version__), provenance,
+                    HEADER.format(tool=tool, source=source, m2c=m2cgen_version()), provenance,
                     board_id, levels_mhz)
 
 
@@ -63,41 +81,43 @@ def constant_to_c(mhz: float, feature_names, default_util_pct, name: str, source
                   provenance: dict, tool: str = "pydvfs train", board_id: str = "", levels_mhz=()) -> str:
     """C source for a policy that always proposes ``mhz``: what a model folder ships when the
     learned tree does not beat the best fixed clock (then ``mhz`` is that clock)."""
-    body = ("static void gc_tree_score(double *input, double *output)\n{\n"
-            "    (void)input;\n    output[0] = 1.0;\n}")
     header = HEADER.format(tool=tool, source=source, m2c="not used").replace(
         "(m2cgen not used)", "(a fixed clock: the learned tree did not beat it)")
-    return _model_c(body, feature_names, [float(mhz)], default_util_pct, mhz, name, header, provenance,
+    return _model_c(CONSTANT_BODY, feature_names, [float(mhz)], default_util_pct, mhz, name, header, provenance,
                     board_id, levels_mhz)
 
 
 def _model_c(body: str, feature_names, classes, default_util_pct, ffg_mhz: float, name: str,
-             header: str, provenance: dict, board_id: str = "", levels_mhz=()) -> str:
+             header: str, provenance: dict, board_id: str = "", levels_mhz=(), prefix: str = "",
+             knows: dict | None = None) -> str:
     """``board_id`` and ``levels_mhz``: the board and GPU clock table the tree was trained on
-    (gc_tree_model.board_id / levels_mhz; docs/policy.md, "On another board")."""
+    (gc_tree_model.board_id / levels_mhz; docs/policy.md, "On another board"). ``prefix``: the
+    tree is one of several in a file (govcore/policies_builtin.c): its names are static and
+    prefixed, and the file's includes are the caller's. ``knows``: origin, measure, calibrated
+    and the per-class and FFG savings with their spreads (gc_tree_model's last fields)."""
     levels = sorted(float(f) for f in levels_mhz)
-    lines = [
-        header,
-        "#include <string.h>",
-        '#include "policy.h"',
-        "",
-        "#ifndef GC_TREE_SYMBOL",
-        "#define GC_TREE_SYMBOL gc_builtin_tree",
-        "#endif",
-        "",
+    score, feats, cls = (f"{prefix}score", f"{prefix}features", f"{prefix}classes") if prefix else (
+        "gc_tree_score", "feature_names", "classes_mhz")
+    if prefix:
+        body = body.replace("gc_tree_score(", f"{score}(")
+    symbol = f"static const gc_tree_model {prefix}tree" if prefix else "const gc_tree_model GC_TREE_SYMBOL"
+    lines = [header] if not prefix else [f"/* {name} */"]
+    if not prefix:
+        lines += ["#include <string.h>", '#include "policy.h"', "", "#ifndef GC_TREE_SYMBOL",
+                  "#define GC_TREE_SYMBOL gc_builtin_tree", "#endif", ""]
+    lines += [
         body.rstrip(),
         "",
-        "static const char *const feature_names[] = {"
-        + ", ".join(_c_string(f) for f in feature_names) + "};",
-        "static const double classes_mhz[] = {" + ", ".join(_c_double(c) for c in classes) + "};",
+        f"static const char *const {feats}[] = {{" + ", ".join(_c_string(f) for f in feature_names) + "};",
+        f"static const double {cls}[] = {{" + ", ".join(_c_double(c) for c in classes) + "};",
         "",
-        "const gc_tree_model GC_TREE_SYMBOL = {",
+        f"{symbol} = {{",
         f"    {_c_string(name)},",
-        "    gc_tree_score,",
+        f"    {score},",
         f"    {len(feature_names)},",
-        "    feature_names,",
+        f"    {feats},",
         f"    {len(classes)},",
-        "    classes_mhz,",
+        f"    {cls},",
         f"    {{{_c_double(default_util_pct[0])}, {_c_double(default_util_pct[1])}}},",
         f"    {_c_double(ffg_mhz)},",
         f"    {_c_string(provenance['data_file'])},",
@@ -106,9 +126,22 @@ def _model_c(body: str, feature_names, classes, default_util_pct, ffg_mhz: float
         f"    {_c_string(board_id)},",
         f"    {len(levels)},",
         "    {" + (", ".join(_c_double(f) for f in levels) or "0") + "},",
-        "};",
-        "",
     ]
+    knows = knows or {"origin": "", "measure": "", "calibrated": -1, "unknown": True}
+    if knows.get("unknown"):  # what the tree knows of its choices is not known: nothing is gated
+        lines += ['    "",', '    "",', "    -1,", "    0,", "    {0},", "    {0},", "    0.0,", "    0.0,"]
+    else:
+        lines += [
+            f"    {_c_string(knows['origin'])},",
+            f"    {_c_string(knows['measure'])},",
+            f"    {int(knows['calibrated'])},",
+            "    1,",
+            "    {" + ", ".join(_c_double(x) for x in knows["class_saving_pct"]) + "},",
+            "    {" + ", ".join(_c_double(x) for x in knows["class_spread_pct"]) + "},",
+            f"    {_c_double(knows['ffg_saving_pct'])},",
+            f"    {_c_double(knows['ffg_spread_pct'])},",
+        ]
+    lines += ["};", ""]
     return "\n".join(lines)
 
 

@@ -18,6 +18,11 @@ for another CPU (a model trained on a laptop, applied on the board).
     board agx-orin                the board the data came from (pydvfs.boards id; - unknown)
     levels_mhz 306.0 408.0 ...    the data's GPU clock table: govcore maps the tree's clock onto
                                   another board's table by it (docs/policy.md, "On another board")
+    measure module                the energy the labels minimise (module, cpu-gpu; - another column)
+    class_saving_pct 0.0 12.3 ... per class: the saving against MAXN (%) its training workloads
+    class_spread_pct 0.0 1.2 ...  had at its clock, and their spread: govcore leaves the board
+    ffg_saving_pct 10.1           to its own governor where the saving is not clearly positive
+    ffg_spread_pct 2.0            (the same of the FFG clock; all four optional)
 """
 from __future__ import annotations
 
@@ -92,9 +97,11 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def write_manifest(model_dir: str | os.PathLike, features: Sequence[str],
                    classes_mhz: Sequence[float], prov: dict, board_id: str | None = None,
-                   levels_mhz: Sequence[float] = ()) -> dict:
-    """Record the folder's policy_tree.c and policy.so (call after both are written), and the
-    board and clock table the tree was trained on."""
+                   levels_mhz: Sequence[float] = (), measure: str | None = None,
+                   knows: dict | None = None) -> dict:
+    """Record the folder's policy_tree.c and policy.so (call after both are written), the
+    board and clock table the tree was trained on, the energy ``measure`` it minimises, and
+    ``knows`` (:func:`pydvfs.policy.train.expected_savings`)."""
     d = Path(model_dir)
     fields = {
         "format": _core.MODEL_FORMAT,
@@ -107,7 +114,11 @@ def write_manifest(model_dir: str | os.PathLike, features: Sequence[str],
         "trained_utc": prov["trained_utc"],
         "board": board_id or "-",
         "levels_mhz": [repr(float(f)) for f in sorted(levels_mhz)],
+        "measure": measure or "-",
     }
+    if knows is not None:
+        fields.update({k: [repr(float(x)) for x in knows[k]] for k in ("class_saving_pct", "class_spread_pct")})
+        fields.update({k: repr(float(knows[k])) for k in ("ffg_saving_pct", "ffg_spread_pct")})
     _write_atomic(d / MANIFEST_NAME, _format(fields))
     return fields
 

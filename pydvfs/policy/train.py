@@ -392,13 +392,63 @@ def ship_decision(curves: Sequence[Curve], tree: Score, rows: Sequence[Score]) -
     return {"shipped": shipped, "reason": reason, "test": test}
 
 
+# ------------------------------------------------------------------ what a policy knows of its choices
+def _sd(xs) -> float:
+    return statistics.stdev(xs) if len(xs) > 1 else 0.0
+
+
+def expected_savings(curves: Sequence[Curve], choices: Sequence, classes_mhz_: Sequence[float],
+                     ffg_mhz: float) -> dict:
+    """What a policy's training data says each of its choices saves against MAXN (%), for
+    govcore's gate (policy.h, GC_SAVING_MARGIN_SD): per class clock (0.0: MAXN), the mean and
+    spread (standard deviation) of the saving at that clock of the workloads the fitted policy
+    sends there (``choices``: its clock per curve, None for MAXN); a class with one workload
+    takes the spread over all workloads of their own choices' savings; a class with none, the
+    saving at its clock over all workloads. And the same of the FFG clock over all workloads."""
+    pooled = _sd([c.saving_vs_maxn(f) * 100 for c, f in zip(curves, choices)])
+    means, spreads, counts = [], [], []
+    for k in classes_mhz_:
+        mhz = class_to_mhz(round(float(k) * 1000.0))
+        group = [c for c, f in zip(curves, choices) if f == mhz]
+        s = [c.saving_vs_maxn(mhz) * 100 for c in (group or curves)]
+        means.append(statistics.fmean(s))
+        spreads.append(_sd(s) if len(s) > 1 else pooled)
+        counts.append(len(group))
+    ffg = [c.saving_vs_maxn(ffg_mhz) * 100 for c in curves]
+    return {"class_saving_pct": means, "class_spread_pct": spreads, "class_workloads": counts,
+            "ffg_saving_pct": statistics.fmean(ffg), "ffg_spread_pct": _sd(ffg)}
+
+
+GATE_TREE = {"max_depth": 3, "min_samples_leaf": 1, "criterion": "gini"}
+
+
+def gate_fixed_clock(curves: Sequence[Curve], mhz: float, features) -> Classifier | None:
+    """A fixed clock (FFG) where the training data says it clearly saves against MAXN
+    (:meth:`Curve.clearly_saves`, the labels' rule), MAXN elsewhere: a small tree (``GATE_TREE``)
+    fitted on those two labels, so that the workloads where the fixed clock loses (a tiny,
+    host-bound model, whose MAXN already idles the GPU) stay with the board's own governor.
+    None where the clock clearly saves for every workload, or for none (then the expected
+    saving of the fixed clock decides, in govcore)."""
+    labels = [mhz_to_class(mhz if c.clearly_saves(mhz) else None) for c in curves]
+    if len(set(labels)) < 2:
+        return None
+    chooser = Classifier("ffg, gated", tree_maker(**GATE_TREE), features)
+    chooser.util = default_util(curves)
+    chooser.constant = None
+    chooser.model = chooser.make()
+    chooser.model.fit([features_of(c, chooser.features, chooser.util) for c in curves], labels)
+    return chooser
+
+
 # ------------------------------------------------------------------ the model folder
 def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | None = None,
-          data_path: str | Path | None = None, board_id: str | None = None) -> dict:
+          data_path: str | Path | None = None, board_id: str | None = None, measure: str | None = None) -> dict:
     """Select, fit on all workloads, and write the model folder. Returns the metrics.
     ``data_path``: the training data file, hashed into the folder's manifest. ``board_id``: the
     board the data came from (pydvfs.boards id; None: unknown), named in the manifest with the
-    data's clock table (docs/policy.md, "On another board")."""
+    data's clock table (docs/policy.md, "On another board"). ``measure``: the energy the labels
+    minimise (module, cpu-gpu; None: another column), named in the manifest with what each
+    choice is expected to save (:func:`expected_savings`)."""
     from .roofline import fit_board, write_roofline
 
     if len(curves) < 3:
@@ -448,7 +498,9 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
     (out / "rules.txt").write_text(rules)
     (out / "policy_tree.c").write_text(c_src)
     compile_policy(out / "policy_tree.c", out / "policy.so", cc)
-    manifest.write_manifest(out, feats, shipped_classes, prov, board_id, meta["levels_mhz"])
+    choices = [chooser.choose(c) for c in curves] if decision["shipped"] == "tree" else [ffg] * len(curves)
+    knows = expected_savings(curves, choices, shipped_classes, ffg)
+    manifest.write_manifest(out, feats, shipped_classes, prov, board_id, meta["levels_mhz"], measure, knows)
     write_roofline(board, out / "roofline.txt", source=source)
     _plot_tree(clf, feats, out)
     metrics = {
@@ -465,6 +517,7 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
                                    "tree_mhz": f, "too_noisy": c.too_noisy}
                           for c, f in zip(curves, tree_score.choices_mhz)},
         "ffg_mhz": ffg,
+        "expected_savings": {"classes_mhz": shipped_classes, **knows, "measure": measure},
         "noise": noise.to_dict(),
         "roofline": board.to_dict(),
         "rules": rules,

@@ -11,30 +11,49 @@ from typing import Iterable, Iterator
 from .. import boards
 from ..dataset import DatasetWriter
 from ..device.fake import ORIN_MODEL
+from ..errors import InvalidValueError
 from .model import DEFAULT_BOARD as ORIN_BOARD
 from .model import ORIN_LEVELS_MHZ, RAILS, default_params, idle_board_power_w, operating_point, simulate_run
 from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_MODELS, get_method, get_workload
 
 
+def maxn_setting(board: str) -> str:
+    """The simulator's setting for MAXN, the board's own governor, on ``board``: the AGX Orin's
+    ``maxn`` mode; on another board podgov over the whole table at the top CPU and EMC clocks
+    (its unconstrained mode)."""
+    return "maxn" if board == ORIN_BOARD else "podgov"
+
+
 def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHARACTERISATION_TASKS,
-               repeats: int = 1, seed: int = 0, freqs_mhz: Iterable[float] = ORIN_LEVELS_MHZ,
+               repeats: int = 1, seed: int = 0, freqs_mhz: Iterable[float] | None = None,
                power_modes: Iterable[str] = (), batch_size: int = 16, epochs: float = 1.0,
                host_bound: bool = False, p=None, knobs=("gpu",), mode_extra: int = 16,
-               methods: Iterable[str] = ("full-fp32",)) -> Iterator[dict]:
+               methods: Iterable[str] = ("full-fp32",), board: str = ORIN_BOARD) -> Iterator[dict]:
     """``methods``: how each pair trains (tags of :data:`METHODS`: full-fp32, lora-bf16,
     qlora-bf16, ...; each not full-fp32 is named ``model/task@tag``).
     ``host_bound``: also every model-task pair as a host-bound run (``HOST_BOUND``: small
     batches, exposed host time), named ``model/task+hostbound``. ``knobs`` with ``emc`` and/or
     ``cpu``: the fixed runs cover a designed subset of the modes (:func:`sweep_modes`: every GPU
     level of ``freqs_mhz`` at the top EMC rate and CPU clock, an L9 design and a Latin hypercube
-    of ``mode_extra`` modes), each row carrying its ``emc_mhz``/``cpu_mhz``."""
+    of ``mode_extra`` modes), each row carrying its ``emc_mhz``/``cpu_mhz``. ``board``: the
+    simulator profile swept (pydvfs/sim/profiles.py; default the calibrated AGX Orin), its whole
+    GPU table unless ``freqs_mhz``; MAXN is the board's unconstrained podgov (on the AGX Orin its
+    ``maxn`` mode). Only the AGX Orin's rails have dataset columns: another board's rows carry
+    its role sums (energy_module_j, energy_cpu_gpu_j)."""
+    from .profiles import profile
+
     p = p or default_params()
+    orin = board == ORIN_BOARD
+    if not orin and tuple(knobs) != ("gpu",):
+        raise InvalidValueError(f"a joint (EMC/CPU) sweep is simulated on the AGX Orin only, not {board}")
+    freqs_mhz = ORIN_LEVELS_MHZ if freqs_mhz is None and orin else freqs_mhz
+    freqs_mhz = profile(board).levels_mhz if freqs_mhz is None else freqs_mhz
     modes = sweep_modes(freqs_mhz, knobs, mode_extra, seed)
-    # the board the simulator stands for, named by the model string its fake board carries: its
-    # rails' roles (the board table) make the module and CPU+GPU energies
-    board = boards.identify(ORIN_MODEL)
-    idle = idle_board_power_w(p)
-    idle_cpu_gpu_w = boards.energies(idle, board)["cpu_gpu"]
+    # the board the simulator stands for (the AGX Orin: named by the model string its fake board
+    # carries): its rails' roles (the board table) make the module and CPU+GPU energies
+    table_board = boards.identify(ORIN_MODEL) if orin else boards.board(board)
+    idle = idle_board_power_w(p, board)
+    idle_cpu_gpu_w = boards.energies(idle, table_board)["cpu_gpu"]
     models, tasks = list(models), list(tasks)
     methods = [get_method(t) for t in methods]
     workloads = [get_workload(m, t, batch_size, epochs, method=me) for m in models for t in tasks for me in methods]
@@ -42,12 +61,13 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
         workloads += [get_workload(m, t, batch_size, epochs, host=HOST_BOUND, method=me)
                       for m in models for t in tasks for me in methods]
     for w in workloads:
-        maxn_op = operating_point(w, "maxn", None, p)
+        maxn_op = operating_point(w, maxn_setting(board), None, p, board=board)
         util_pct = 100.0 * maxn_op.load
         settings = [("fixed", m) for m in modes] + [("maxn", None)] + [(pm, None) for pm in power_modes]
         for setting, mode in settings:
             f, emc, cpu = mode if mode else (None, None, None)
-            op = maxn_op if setting == "maxn" else operating_point(w, setting, f, p, emc_mhz=emc, cpu_mhz=cpu)
+            op = maxn_op if setting == "maxn" else operating_point(w, setting, f, p, emc_mhz=emc, cpu_mhz=cpu,
+                                                                  board=board)
             for r in range(repeats):
                 res = simulate_run(w, setting, f, repeat=r, seed=seed, p=p, op=op)
                 if emc is not None or cpu is not None:  # a mode's own noise draw (the GPU clock's is keyed on it alone)
@@ -61,11 +81,11 @@ def sweep_rows(models: Iterable[str] = PAPER_MODELS, tasks: Iterable[str] = CHAR
                     "batch_size": w.batch_size, "gpu_util_pct": round(util_pct, 2),
                     "freq_mhz": res.freq_mhz, "setting": setting, "repeat": r,
                     "duration_s": res.duration_s,
-                    **{f"energy_j_{rail}": res.energy_j[rail] for rail in RAILS},
+                    **({f"energy_j_{rail}": res.energy_j[rail] for rail in RAILS} if orin else {}),
                     "energy_module_j": e["module"], "energy_cpu_gpu_j": e["cpu_gpu"],
                     "avg_power_w": e["cpu_gpu"] / res.duration_s,
                     "avg_gpu_load_pct": res.avg_gpu_load_pct,
-                    "samples": 0, "sampler_errors": 0, "exit_status": 0, "source": "sim", "board": board.id,
+                    "samples": 0, "sampler_errors": 0, "exit_status": 0, "source": "sim", "board": table_board.id,
                     "emc_mhz": emc, "cpu_mhz": cpu,
                     "idle_power_w": idle_cpu_gpu_w,
                     **_method_columns(w),

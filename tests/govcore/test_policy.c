@@ -120,7 +120,8 @@ static void test_policy_table(void)
             CHECK(strcmp(gc_policies[k].name, e->name) != 0);
     }
     CHECK(strcmp(gc_policies[GC_POLICY_FFG].name, "ffg") == 0);
-    CHECK(gc_policies[GC_POLICY_MAXN].flags == GC_POLICY_PINS_NOTHING);
+    CHECK(gc_policies[GC_POLICY_MAXN].flags == (GC_POLICY_PINS_NOTHING | GC_POLICY_NO_WORKLOAD));
+    CHECK(gc_policies[GC_POLICY_FFG].flags == GC_POLICY_NO_WORKLOAD);
     CHECK(gc_policies[GC_POLICY_ROOFLINE].flags == (GC_POLICY_NEEDS_MODEL_DIR | GC_POLICY_TAKES_OBJECTIVE));
     CHECK(gc_policies[GC_POLICY_MLG].flags == 0 && gc_policies[GC_POLICY_RULES].flags == 0);
     CHECK(gc_policy_of(-1) == NULL && gc_policy_of(gc_n_policies) == NULL);
@@ -143,7 +144,7 @@ static void test_decide_clamps_to_table(void)
 {
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     double classes[1];
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, 60.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_board b;
     gc_decision d;
@@ -184,7 +185,7 @@ static void test_features_match_sklearn_float32(void)
     const char *const names[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len",
                                  "log10_c_tok", "intensity"};
     double cls[1] = {510.0}, x[8];
-    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"t", fixed_score, 7, names, 1, cls, {41.0, 77.0}, 510.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {1, -1.0, 12, 768, 0.1, 0, 0, 0, 0, 0, 0, 0};
     char err[128];
 
@@ -195,7 +196,7 @@ static void test_features_match_sklearn_float32(void)
     CHECK(fabs(x[5] - log10(12.0 * 12 * 768 * 768 + 3.0 * 12 * 0.1 * 768)) < 1e-6);
     {
         const char *const bad[] = {"shoe_size"};
-        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0, "", "", "", "", 0, {0}};
+        gc_tree_model mb = {"t", fixed_score, 1, bad, 1, cls, {0, 0}, 510.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
         CHECK(gc_features(&mb, &w, x, err, sizeof err) == -EINVAL);
         CHECK(strstr(err, "shoe_size") != NULL);
     }
@@ -316,7 +317,7 @@ static void test_roofline_policy_on_13_levels(void)
     const char *root = fake_tree_make(FAKE_JP6, ORIN_13_LEVELS);
     gc_workload w = {0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     double classes[1] = {700.0};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     char path[600], err[256];
     double e, best_e = 1e300, best_mhz = 0;
     gc_roofline r;
@@ -407,7 +408,7 @@ static void test_slowdown_bound_raises_a_policy_level(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {216.75}; /* the tree's choice: level 1 of 13 */
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 0.0};
     double pcts[] = {0.0, 1.0, 5.0, 20.0, 50.0, 100.0, 1e9}, top_s, t;
@@ -457,7 +458,7 @@ static void test_goal_refusals_and_maxn(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {0.0}; /* the tree's MAXN class */
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 522.75, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 3.0};
     gc_decision d;
@@ -512,7 +513,7 @@ static void test_roofline_objectives(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {700.0};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload ws[] = {{0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0}, {0, -1.0, 2, 128, 20, 0, 0, 0, 0, 0, 0, 0}, {1, -1.0, 24, 1024, 128, 0, 0, 0, 0, 0, 0, 0}};
     double pcts[] = {-1.0, 0.0, 2.0, 10.0, 40.0};
     int k, i, p, differs = 0, e_level, want, want_free;
@@ -546,7 +547,7 @@ static void test_apply_goal_pins_the_raised_level(void)
     gc_board b;
     const char *root = roofline_board(&b, &r);
     double classes[1] = {114.75};
-    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 700.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, -1.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_goal g = {GC_OBJECTIVE_ENERGY, 10.0};
     char state_dir[600];
@@ -571,7 +572,8 @@ static void test_foreign_table_mapped_or_declined(void)
     const char *nano = fake_tree_make(FAKE_JP6, "306000000 408000000 510000000 612000000 714000000 "
                                                 "816000000 918000000 1020000000");
     gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 714.0, "", "", "",
-                       "agx-orin", 11, {306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1224, 1300.5}};
+                       "agx-orin", 11, {306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1224, 1300.5},
+                       "", "", -1, 0, {0}, {0}, 0, 0};
     gc_workload w = {0, 50.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_decision d;
     gc_board b;
@@ -603,6 +605,82 @@ static void test_foreign_table_mapped_or_declined(void)
     fake_tree_remove(nano);
 }
 
+/* A tree pins only where its training data expects a clearly positive saving against MAXN
+ * (GC_SAVING_MARGIN_SD spreads); else the board is left to its own governor: nothing pinned,
+ * and the reason in one line. */
+static void test_expected_saving_gate(void)
+{
+    const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+    char state_dir[600], why[GC_ERR_MAX];
+    double classes[1] = {714.0};
+    gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 612.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
+    gc_workload w = {0, 60.0, 12, 768, 64};
+    gc_clock_state st;
+    gc_decision d;
+    gc_board b;
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0); /* no savings known: no gate */
+    CHECK(!d.has_expectation && !d.kept_maxn && d.level_hz == 714000000);
+    m.has_savings = 1;
+    m.class_saving_pct[0] = 10.0;
+    m.class_spread_pct[0] = 4.0;
+    m.ffg_saving_pct = 1.0;
+    m.ffg_spread_pct = 2.0;
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, &w, &d) == 0);
+    CHECK(d.has_expectation && d.expected_saving_pct == 10.0 && d.saving_spread_pct == 4.0);
+    CHECK(!d.kept_maxn && d.level_hz == 714000000);
+    gc_kept_reason(&d, why, sizeof why);
+    CHECK(why[0] == '\0');
+    m.class_spread_pct[0] = 10.0; /* 10 - 1 x 10 is not > 0 */
+    CHECK(gc_apply(&b, &m, NULL, GC_POLICY_MLG, &w, state_dir, &d) == 0);
+    CHECK(d.kept_maxn && d.level_hz == 0 && d.kept_from_hz == 714000000);
+    CHECK(gc_clock_read(&b, &st) == 0); /* nothing pinned */
+    CHECK_EQ_U64(st.min_hz, 306000000);
+    CHECK_EQ_U64(st.max_hz, 1300500000);
+    gc_kept_reason(&d, why, sizeof why);
+    CHECK(strstr(why, "left the board to its own governor") && strstr(why, "714 MHz"));
+    /* ffg reads no workload and has its own expectation */
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, NULL, &d) == 0);
+    CHECK(d.kept_maxn && d.kept_from_hz == 612000000 && d.expected_saving_pct == 1.0);
+    m.ffg_saving_pct = 5.0;
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, NULL, &d) == 0 && d.level_hz == 612000000);
+    CHECK(gc_decide(&b, &m, NULL, GC_POLICY_MLG, NULL, &d) == -EINVAL && strstr(b.err, "needs a workload"));
+    fake_tree_remove(root);
+}
+
+/* One built-in policy per board and measure, each naming where it comes from; a board the table
+ * does not know gets the fallback board's, an unknown measure none. */
+static void test_builtin_policies(void)
+{
+    const char *mm;
+    int i, k;
+
+    CHECK(gc_n_builtin_policies >= 2);
+    CHECK(gc_measure_parse("module", &mm) == 0 && strcmp(mm, gc_energy_measures[0]) == 0);
+    CHECK(gc_measure_parse("watts", &mm) == -EINVAL);
+    for (i = 0; i < gc_n_builtin_policies; i++) {
+        const gc_builtin_policy *p = &gc_builtin_policies[i];
+        const gc_tree_model *t = gc_builtin_for(p->board_id, p->measure);
+
+        CHECK(t == p->tree);
+        CHECK(strcmp(t->board_id, p->board_id) == 0 && strcmp(t->measure, p->measure) == 0);
+        CHECK(strcmp(t->origin, GC_ORIGIN_BUILTIN) == 0 && t->has_savings && t->n_levels > 0);
+        CHECK(t->calibrated == 0 || t->calibrated == 1);
+        for (k = 0; k < t->n_classes; k++)
+            CHECK(t->class_spread_pct[k] >= 0.0);
+    }
+    for (k = 0; gc_energy_measures[k]; k++) {
+        const gc_tree_model *t = gc_builtin_for("no-such-board", gc_energy_measures[k]);
+
+        CHECK(t && strcmp(t->board_id, gc_builtin_fallback_board) == 0);
+        CHECK(gc_builtin_for("", gc_energy_measures[k]) == t);
+    }
+    CHECK(gc_builtin_for(gc_builtin_fallback_board, NULL) == gc_builtin_for(gc_builtin_fallback_board, "module"));
+    CHECK(gc_builtin_for(gc_builtin_fallback_board, "watts") == NULL);
+}
+
 int main(void)
 {
     RUN(test_rules);
@@ -623,5 +701,7 @@ int main(void)
     RUN(test_roofline_objectives);
     RUN(test_apply_goal_pins_the_raised_level);
     RUN(test_foreign_table_mapped_or_declined);
+    RUN(test_expected_saving_gate);
+    RUN(test_builtin_policies);
     return DONE("test_policy");
 }

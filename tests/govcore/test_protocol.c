@@ -67,6 +67,11 @@ static void test_accepted(void)
           rq.workload.tokens_per_step == 1600.5 && strcmp(rq.model, "qwen2.5-0.5b") == 0);
     CHECK(parse("apply model=bert layers=1 hidden=1 seq_len=1", &rq) == 0 && rq.workload.peft == GC_PEFT_NONE &&
           rq.workload.precision == GC_PRECISION_FP32 && rq.workload.rank == 0 && rq.workload.weight_bits == 0);
+    /* the measure whose built-in policy decides: the default (module) unless energy= says */
+    CHECK(parse("apply model=bert layers=1 hidden=1 seq_len=1", &rq) == 0 &&
+          strcmp(rq.measure, gc_energy_measures[0]) == 0);
+    CHECK(parse("apply model=bert layers=1 hidden=1 seq_len=1 energy=cpu-gpu", &rq) == 0 &&
+          strcmp(rq.measure, "cpu-gpu") == 0);
 }
 
 static void test_refused(void)
@@ -98,6 +103,8 @@ static void test_refused(void)
         "apply model=llama layers=2 hidden=64 seq_len=9 precision=fp8",
         "apply model=llama layers=2 hidden=64 seq_len=9 tokens_per_step=0",
         "apply model=llama layers=2 hidden=64 seq_len=9 batch_size=",
+        "apply model=bert layers=1 hidden=1 seq_len=1 energy=watts",
+        "apply model=bert layers=1 hidden=1 seq_len=1 energy=module energy=module",
         "unknown", NULL};
     gc_request rq;
     char err[GC_ERR_MAX], big[GC_REQ_MAX + 2];

@@ -249,6 +249,21 @@ def test_apply_with_a_tree_root_installed(daemon, client_python, group_gid, trai
     assert "tree" in daemon.request("apply model=bert layers=1 hidden=1 seq_len=1 tree=../x")[0]["error"]
 
 
+def test_the_daemon_takes_the_boards_built_in_policy_for_the_measure_asked(daemon):
+    """Without tree=, the daemon decides with the built-in policy of the board it serves, for the
+    measure of energy= (module by default), as `pydvfs apply` and `govcore apply` do locally."""
+    import pydvfs
+
+    req = "apply dry_run=1 model=bert layers=12 hidden=768 seq_len=64"
+    for measure, extra in (("module", ""), ("module", " energy=module"), ("cpu-gpu", " energy=cpu-gpu")):
+        r = daemon.request(req + extra)[0]
+        assert r["origin"]["kind"] == "built-in" and r["origin"]["measure"] == measure, r
+        local = pydvfs.decide({"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64},
+                              sysfs_root=daemon.board.root, energy=measure)
+        assert r["origin"] == local.origin and r["freq_mhz"] == local.freq_mhz and r["model"] == local.model
+    assert "energy measure" in daemon.request(req + " energy=watts")[0]["error"]
+
+
 def test_pydvfs_run_works_unprivileged(daemon, client_python, group_gid):
     p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", "run", "--json", "--policy", "rules", "--workload",
                                "model=bert,layers=12,hidden=768,seq_len=64", "--", "sleep", "0.5"], daemon.sock)

@@ -135,9 +135,14 @@ def test_static_policy_pins_the_learned_clock(cli, orin, tmp_path):
               *train_cmd(orin, progress, 2000))
     assert res.returncode == 0, res.stderr
     r = report(res)
-    assert r["chosen_mhz"] == 714.0 and r["decision"]["policy"] == "mlg"
+    # the AGX Orin's built-in policy for module energy (the default): bert-base's module optimum
+    assert r["chosen_mhz"] == 816.0 and r["decision"]["policy"] == "mlg"
+    assert r["decision"]["origin"] == {"kind": "built-in", "board": "agx-orin", "measure": "module",
+                                       "calibrated": True}
     assert r["steps"] == 2000
-    assert r["j_per_step"] == pytest.approx(sim_j_per_step(freq=714.0), rel=0.04)
+    # within 6 %: at 816 MHz the animated run (real-time ticks, the idle tail) reads 4-5 % above the
+    # steady state on a loaded machine (at 714 MHz it read within 4 %)
+    assert r["j_per_step"] == pytest.approx(sim_j_per_step(freq=816.0), rel=0.06)
     assert r["module_energy_j"] == pytest.approx(r["j_per_step"] * 2000)  # the module's, by default
     assert r["energy_measure"] == "module" and r["board"] == "agx-orin"
     assert r["cpu_gpu_energy_j"] == pytest.approx(sum(r["energy_j"][x] for x in ("VDD_CPU_CV", "VDD_GPU_SOC")))
@@ -148,14 +153,18 @@ def test_static_policy_pins_the_learned_clock(cli, orin, tmp_path):
 
 
 def test_online_starts_where_the_learned_model_points(cli, orin, tmp_path):
-    """With a workload the search starts at mlg's clock (714 MHz for BERT-base), which is the
-    simulated optimum: it checks both neighbours and stays."""
+    """With a workload the search starts at mlg's clock: the AGX Orin's built-in policy for the
+    measure minimised, here CPU+GPU (714 MHz for BERT-base, the simulated CPU+GPU optimum, a
+    sharper one than the module's flat 714-816 MHz bottom): it checks both neighbours and ends
+    on the bottom of the U (612-816 MHz lie within 1.5 % of each other: on a loaded machine the
+    animated run's timing noise can tip the hill climb one level)."""
     progress = tmp_path / "steps"
-    res = cli("run", "--sysfs-root", str(orin.root), "--workload", BERT_BASE, "--search", "hill",
-              "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 5000))
+    res = cli("run", "--sysfs-root", str(orin.root), "--workload", BERT_BASE, "--search", "hill", "--energy",
+              "cpu-gpu", "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 5000))
     assert res.returncode == 0, res.stderr
     out = res.stderr
-    assert "started at 714 MHz (mlg)" in out and "converged on 714 MHz" in out
+    assert "started at 714 MHz (mlg)" in out, out
+    assert any(f"converged on {f} MHz" in out for f in (612, 714, 816)), out
     assert "trajectory" in out and "board     restored" in out
     assert limits(orin) == FULL
 
@@ -300,7 +309,7 @@ def test_read_progress(tmp_path):
 @pytest.mark.parametrize("start", [["--start", "612"], ["--workload", BERT_BASE]], ids=["from-612", "mlg-714-capped"])
 def test_a_power_mode_cap_keeps_the_search_at_or_below_it(cli, orin, tmp_path, start):
     """nvpmodel 30 W caps max_freq at 612 MHz. The search covers only the levels up to the cap
-    (bert-base's optimum, 714 MHz, is above it), a start above it is capped, and the training
+    (bert-base's module optimum, 816 MHz, is above it), a start above it is capped, and the training
     command runs to its end."""
     from pydvfs.device.fake import rewrite_int
 

@@ -24,6 +24,22 @@ WORKLOADS = [BERT, {"model": "bert", "layers": 24, "hidden": 1024, "seq_len": 12
              {"model": "roberta", "layers": 6, "hidden": 768, "seq_len": 13}]
 
 
+@pytest.fixture(scope="module")
+def orin_folder(tmp_path_factory):
+    """A user's model folder trained on the AGX Orin (a fixed 714 MHz of its table): on a board of
+    the table the built-in policy is the board's own, so mapping is for folders like this one."""
+    from pydvfs.policy.export import compile_policy, constant_to_c
+    from pydvfs.policy.manifest import provenance, write_manifest
+
+    d = tmp_path_factory.mktemp("orin-folder")
+    feats, levels = ("is_decoder", "layers"), board_row("agx-orin").gpu_levels_mhz
+    (d / "policy_tree.c").write_text(constant_to_c(714.0, feats, (50.0, 50.0), "orin 714", "test",
+                                                   provenance(None, "test"), board_id="agx-orin", levels_mhz=levels))
+    compile_policy(d / "policy_tree.c", d / "policy.so")
+    write_manifest(d, feats, [714.0], provenance(None, "test"), "agx-orin", levels)
+    return d
+
+
 def fake_of(tmp_path, board_id: str):
     """A fake board with a table board's GPU table and model string (jp6 layout)."""
     row = board_row(board_id)
@@ -45,12 +61,13 @@ def test_same_top_level_is_not_mapped(tmp_path, levels):
 
 
 @pytest.mark.parametrize("policy", ["mlg", "ffg", "rules"])
-def test_on_a_nano_the_clock_is_mapped_by_the_fraction_of_the_top_level(tmp_path, policy, govcore_bin):
+def test_on_a_nano_the_clock_is_mapped_by_the_fraction_of_the_top_level(tmp_path, policy, govcore_bin, orin_folder):
     b = fake_of(tmp_path, "orin-nano-super")
     nano = board_row("orin-nano-super").gpu_levels_mhz
     ratio = nano[-1] / 1300.5
+    assert decide(BERT, policy, sysfs_root=b.root).mapped_from_mhz is None  # the Nano's own built-in policy
     for w in WORKLOADS:
-        d = decide(w, policy, sysfs_root=b.root)
+        d = decide(w, policy, orin_folder, sysfs_root=b.root)
         if d.freq_mhz is None:
             continue  # the tree keeps this workload at MAXN: nothing is pinned
         assert d.freq_mhz in nano  # never a clock the board does not list
@@ -59,7 +76,8 @@ def test_on_a_nano_the_clock_is_mapped_by_the_fraction_of_the_top_level(tmp_path
         assert d.freq_mhz == min(nano, key=lambda f: (abs(f - d.proposed_mhz), f))
         spec = ",".join(f"{k}={v}" for k, v in w.items())
         g = subprocess.run([govcore_bin, "--sysfs-root", str(b.root), "--json", "apply", "--workload", spec,
-                            "--policy", policy, "--dry-run"], capture_output=True, text=True)
+                            "--policy", policy, "--dry-run", "--model-dir", str(orin_folder)],
+                           capture_output=True, text=True)
         assert g.returncode == 0, g.stderr
         gd = json.loads(g.stdout)
         assert (gd["freq_mhz"], gd["mapped_from_mhz"]) == (d.freq_mhz, d.mapped_from_mhz)  # one rule
@@ -67,10 +85,10 @@ def test_on_a_nano_the_clock_is_mapped_by_the_fraction_of_the_top_level(tmp_path
         assert "govcore apply: note: the policy was trained on agx-orin's clock table" in g.stderr
 
 
-def test_apply_on_a_nano_pins_a_listed_clock_and_says_it_was_mapped(tmp_path, cli):
+def test_apply_on_a_nano_pins_a_listed_clock_and_says_it_was_mapped(tmp_path, cli, orin_folder):
     b = fake_of(tmp_path, "orin-nano-super")
     res = cli("apply", "--workload", "model=bert,layers=12,hidden=768,seq_len=64", "--policy", "ffg",
-              "--sysfs-root", str(b.root), "--json")
+              "--sysfs-root", str(b.root), "--json", "--model-dir", str(orin_folder))
     assert res.returncode == 0, res.stderr
     d = json.loads(res.stdout)
     assert d["freq_mhz"] in board_row("orin-nano-super").gpu_levels_mhz

@@ -16,7 +16,8 @@ def test_names_help_and_flags_come_from_one_table():
     assert _core.POLICY_NAMES == ("mlg", "ffg", "rules", "maxn", "roofline")
     assert tuple(_core.POLICY_HELP) == tuple(_core.POLICY_FLAGS) == _core.POLICY_NAMES
     assert all(text and "\n" not in text for text in _core.POLICY_HELP.values())
-    assert _core.POLICY_FLAGS["maxn"] == {"pins_nothing"}
+    assert _core.POLICY_FLAGS["maxn"] == {"pins_nothing", "no_workload"}
+    assert _core.POLICY_FLAGS["ffg"] == {"no_workload"}  # it reads no workload
     assert _core.POLICY_FLAGS["roofline"] == {"needs_model_dir", "takes_objective"}
     assert not _core.POLICY_FLAGS["mlg"] and not _core.POLICY_FLAGS["rules"]
     # what the front ends derive from the flags

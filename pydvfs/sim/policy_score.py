@@ -1,0 +1,95 @@
+"""The built-in policies scored on their own board's simulator (docs/policy.md, "Built-in
+policies"): each board's policy, as compiled into govcore, decides on a fake layout of the board
+(the production path of ``pydvfs apply``), and the simulator says, without noise, what the
+chosen clock costs against MAXN and against the board's best clock.
+
+The truth is the steady state of :func:`pydvfs.sim.model.operating_point` on the board's
+profile: energy per step of the measure at every GPU level, and at MAXN (the board's own
+governor, podgov over the whole table at the top CPU and EMC clocks: the setting of the
+board's characterisation sweep, :func:`pydvfs.sim.sweep.maxn_setting`).
+"""
+from __future__ import annotations
+
+import statistics
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import boards
+from ..energy import ROLE, check_measure
+from .model import default_params, operating_point
+from .sweep import maxn_setting
+from .workloads import EVALUATION_TASKS, PAPER_MODELS, get_workload
+
+
+@dataclass(frozen=True)
+class Truth:
+    """A workload's noise-free energy per step (J) on a board, per GPU level and at MAXN."""
+
+    name: str
+    workload: dict  # as pydvfs.apply takes it (util_pct: the GPU load at MAXN, as a sweep records)
+    energy_j: dict  # measure -> {level MHz: J/step}
+    maxn_j: dict  # measure -> J/step
+
+    def best_mhz(self, measure: str) -> float:
+        e = self.energy_j[measure]
+        return min(e, key=e.__getitem__)
+
+    def vs_maxn_pct(self, measure: str, mhz: float | None) -> float:
+        """Energy at ``mhz`` (None: MAXN) against MAXN's, %: negative is a saving."""
+        e = self.maxn_j[measure] if mhz is None else self.energy_j[measure][mhz]
+        return 100.0 * (e / self.maxn_j[measure] - 1.0)
+
+
+def truth(board_id: str, model: str, task: str, p=None) -> Truth:
+    """The simulated truth of ``model`` on ``task`` on ``board_id``, both measures."""
+    p = p or default_params()
+    w = get_workload(model, task)
+    levels = boards.board(board_id).gpu_levels_mhz
+    maxn = operating_point(w, maxn_setting(board_id), None, p, board=board_id)
+    ops = {f: operating_point(w, "fixed", f, p, board=board_id) for f in levels}
+
+    def per_step(op, measure):
+        return op.role_power_w[ROLE[measure]] * op.t_step_s
+
+    measures = tuple(ROLE)
+    a = w.arch
+    return Truth(w.name, {"model": a.family, "layers": a.layers, "hidden": a.hidden,
+                          "seq_len": w.task.avg_tokens, "util_pct": round(100.0 * maxn.load, 2)},
+                 {m: {f: per_step(op, m) for f, op in ops.items()} for m in measures},
+                 {m: per_step(maxn, m) for m in measures})
+
+
+def held_out(models=PAPER_MODELS, tasks=EVALUATION_TASKS) -> list[tuple[str, str]]:
+    """The workloads the built-in policies were not trained on: every catalogue model on the
+    evaluation tasks."""
+    return [(m, t) for m in models for t in tasks]
+
+
+def score(truths, chosen_mhz, measure: str) -> dict:
+    """Scores of the clocks chosen (None: MAXN) for ``truths``: mean saving vs MAXN, its share of
+    the best clock's, mean and max regret against the best clock, the worst against MAXN."""
+    check_measure(measure)
+    saving = [-t.vs_maxn_pct(measure, f) for t, f in zip(truths, chosen_mhz)]
+    best = [-t.vs_maxn_pct(measure, t.best_mhz(measure)) for t in truths]
+    regret = [100.0 * ((t.maxn_j[measure] if f is None else t.energy_j[measure][f])
+                       / t.energy_j[measure][t.best_mhz(measure)] - 1.0) for t, f in zip(truths, chosen_mhz)]
+    mean_best = statistics.fmean(best)
+    return {"n": len(truths), "saving_pct": statistics.fmean(saving), "best_saving_pct": mean_best,
+            "share_of_best_pct": 100.0 * statistics.fmean(saving) / mean_best if mean_best > 0 else float("nan"),
+            "regret_pct": statistics.fmean(regret), "max_regret_pct": max(regret),
+            "worst_vs_maxn_pct": max(-s for s in saving), "left_at_maxn": sum(f is None for f in chosen_mhz)}
+
+
+def evaluate_builtin(board_id: str, measure: str, workloads=None) -> dict:
+    """The built-in policy of ``board_id`` for ``measure``, deciding (dry run) on a fake layout of
+    the board, scored on its simulator (:func:`score`) over ``workloads`` (default
+    :func:`held_out`)."""
+    from ..device.fake import build_fake_board
+    from ..policy.apply import decide
+
+    truths = [truth(board_id, m, t) for m, t in (workloads or held_out())]
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = build_fake_board(Path(tmp) / board_id, board=board_id)
+        chosen = [decide(t.workload, "mlg", sysfs_root=fake.root, energy=measure).freq_mhz for t in truths]
+    return {"board": board_id, "measure": measure, **score(truths, chosen, measure)}

@@ -35,7 +35,7 @@ from ..progress import read_progress
 from ..sampler import Sampler
 from ..signals import Terminated
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
-from .model_search import CurveParams, CurveSearch
+from .mode_search import CurveParams, CurveSearch
 from .search import HillClimb, SearchParams
 
 STATIC_POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn, roofline
@@ -160,7 +160,7 @@ def search_vf(model_dir) -> tuple:
     the board's own, from a model folder's ``roofline.txt`` (``pydvfs train`` fits it with the
     roofline constants); else None (the curve model's default Orin table, stretched to another
     table's top clock), with why. A damaged roofline.txt is bad input, as for the roofline policy."""
-    from .model_search import DEFAULT_VF_SOURCE
+    from .mode_search import DEFAULT_VF_SOURCE
 
     if model_dir is None:
         return None, DEFAULT_VF_SOURCE

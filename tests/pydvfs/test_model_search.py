@@ -8,7 +8,7 @@ import random
 import pytest
 
 from pydvfs.errors import InvalidValueError
-from pydvfs.governor.model_search import CurveParams, CurveSearch, expected_improvement
+from pydvfs.governor.mode_search import CurveParams, CurveSearch, expected_improvement
 from pydvfs.objective import Objective
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise
 from pydvfs.sim.workloads import get_workload

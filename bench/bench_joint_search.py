@@ -63,43 +63,58 @@ def _workload(wname: str):
     return get_workload(model, task, host=HOST_BOUND) if host else get_workload(model, task)
 
 
-def run_family(boards, runs=FAMILY_RUNS, seeds=3, members=None, window_s=10.0, settle_s=2.0, progress=True) -> dict:
+def _family_row(task) -> dict:
+    """One row of :func:`run_family`: both searches on ``seeds`` runs of one member."""
+    b, wname, minutes, pert, seeds, window_s, settle_s = task
+    w = _workload(wname)
+    res = {"joint": [], "gpu-only": []}
+    for seed in range(seeds):
+        grid = Grid(b, w, pert, run_seed=seed)
+        for name in res:
+            r = replay(grid, make(name, grid), name == "gpu-only", minutes, window_s, settle_s, seed)
+            r["j_settled"] = grid.j[tuple(r["settled"])]
+            res[name].append(r)
+    worse = sum(j["j_settled"] > g["j_settled"] * (1 + 1e-9) for j, g in zip(res["joint"], res["gpu-only"]))
+    row = {"board": b, "workload": wname, "minutes": minutes, "member": pert.name, "seeds": seeds,
+           "joint_worse_than_gpu_only": worse, "searches": {}}
+    for name, rs in res.items():
+        row["searches"][name] = {"gap_pct_worst": max(r["gap_pct"] for r in rs),
+                                 "share_pct_min": min(r["share_pct"] for r in rs),
+                                 "share_pct_mean": statistics.mean(r["share_pct"] for r in rs),
+                                 "probes_max": max(r["probes"] for r in rs),
+                                 "settled": sorted({tuple(r["settled"]) for r in rs})}
+    return row
+
+
+def run_family(boards, runs=FAMILY_RUNS, seeds=3, members=None, window_s=10.0, settle_s=2.0, progress=True,
+               jobs=1) -> dict:
     """Both searches on every simulator of the family (``members``: their names; default all),
     each seed a run with its own per-mode spread and window noise. One row per board, workload,
     run length and member: the worst seed's gap and share, and how often the joint search
-    ended on a mode truly worse than the GPU-only search's on the same run."""
-    rows = []
-    for b in boards:
-        for wname, minutes in runs:
-            w = _workload(wname)
-            for pert in family():
-                if members and pert.name not in members:
-                    continue
-                res = {"joint": [], "gpu-only": []}
-                for seed in range(seeds):
-                    grid = Grid(b, w, pert, run_seed=seed)
-                    for name in res:
-                        r = replay(grid, make(name, grid), name == "gpu-only", minutes, window_s, settle_s, seed)
-                        r["j_settled"] = grid.j[tuple(r["settled"])]
-                        res[name].append(r)
-                worse = sum(j["j_settled"] > g["j_settled"] * (1 + 1e-9) for j, g in zip(res["joint"], res["gpu-only"]))
-                row = {"board": b, "workload": wname, "minutes": minutes, "member": pert.name, "seeds": seeds,
-                       "joint_worse_than_gpu_only": worse, "searches": {}}
-                for name, rs in res.items():
-                    row["searches"][name] = {"gap_pct_worst": max(r["gap_pct"] for r in rs),
-                                             "share_pct_min": min(r["share_pct"] for r in rs),
-                                             "share_pct_mean": statistics.mean(r["share_pct"] for r in rs),
-                                             "probes_max": max(r["probes"] for r in rs),
-                                             "settled": sorted({tuple(r["settled"]) for r in rs})}
-                rows.append(row)
-                if progress:
-                    j, g = row["searches"]["joint"], row["searches"]["gpu-only"]
-                    print(f"{b:16s} {wname:22s} {minutes:4g} min {pert.name:15s} joint gap {j['gap_pct_worst']:5.2f} % "
-                          f"share {j['share_pct_min']:5.1f} % probes {j['probes_max']:2d} | gpu-only gap "
-                          f"{g['gap_pct_worst']:5.2f} % share {g['share_pct_min']:5.1f} % | joint worse {worse}/{seeds}",
-                          flush=True)
+    ended on a mode truly worse than the GPU-only search's on the same run. ``jobs``: worker
+    processes (the rows are independent)."""
+    tasks = [(b, wname, minutes, pert, seeds, window_s, settle_s) for b in boards for wname, minutes in runs
+             for pert in family() if not members or pert.name in members]
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            results = pool.imap(_family_row, tasks)
+            rows = [_say_row(r, progress) for r in results]
+    else:
+        rows = [_say_row(_family_row(t), progress) for t in tasks]
     return {"window_s": window_s, "settle_s": settle_s, "seeds": seeds,
             "members": [m.to_dict() for m in family() if not members or m.name in members], "rows": rows}
+
+
+def _say_row(row: dict, progress: bool) -> dict:
+    if progress:
+        j, g = row["searches"]["joint"], row["searches"]["gpu-only"]
+        print(f"{row['board']:16s} {row['workload']:22s} {row['minutes']:4g} min {row['member']:15s} joint gap "
+              f"{j['gap_pct_worst']:5.2f} % share {j['share_pct_min']:5.1f} % probes {j['probes_max']:2d} | gpu-only "
+              f"gap {g['gap_pct_worst']:5.2f} % share {g['share_pct_min']:5.1f} % | joint worse "
+              f"{row['joint_worse_than_gpu_only']}/{row['seeds']}", flush=True)
+    return row
 
 
 def family_summary(res: dict) -> str:
@@ -238,9 +253,10 @@ def main(argv=None) -> int:
     ap.add_argument("--family", action="store_true",
                     help="replay on every simulator of the perturbed family (10-min runs, 4-min host-bound)")
     ap.add_argument("--members", nargs="+", help="with --family: only these members (names of sim.perturbed.family)")
+    ap.add_argument("--jobs", type=int, default=1, help="with --family: worker processes")
     args = ap.parse_args(argv)
     if args.family:
-        res = run_family(args.boards, FAMILY_RUNS, args.seeds, args.members, args.window, args.settle)
+        res = run_family(args.boards, FAMILY_RUNS, args.seeds, args.members, args.window, args.settle, jobs=args.jobs)
         res["summary_markdown"] = family_summary(res)
         print(res["summary_markdown"])
         out = Path(args.out if args.out != ap.get_default("out") else REPO / "bench" / "results" / "joint_search_family.json")

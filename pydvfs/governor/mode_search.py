@@ -29,7 +29,7 @@ One round (docs/online.md):
 4. **Expected gain vs cost**: probe the mode whose expected improvement over the best measured
    (x the windows left in the run) most exceeds its cost (``samples`` windows at a worse mode);
    a measured mode is re-measured the same way, its spread its standard error. None: re-measure
-   the best and the modes within noise of it to ``samples`` windows, probe the unmeasured
+   the best and the modes within noise of it to ``confirm_samples`` windows, probe the unmeasured
    neighbours of the best (one step along one axis) and of the best GPU-only mode, then resolve
    the guard. Exploration is budgeted against the run's length: with the windows left known
    (``remaining_windows``: ``--steps``, a trainer's ``max_steps``) no new mode is opened once a
@@ -101,7 +101,8 @@ class ModeParams:
     samples: int = 3  # windows per probe after the design
     max_samples: int = 5  # ... at most, when they disagree
     spread_pct: float = 2.5  # "disagree": (max - min) / median above this
-    design_samples: int = 1  # windows per design probe (the fit pools them; re-measuring adds)
+    design_samples: int = 2  # windows per design (and neighbour) probe (the fit pools them; re-measuring adds)
+    confirm_samples: int = 2  # windows the best and the modes within noise of it need before settling
     max_modes: int = 12  # distinct modes probed in a round, the design included
     max_windows: int = 12  # windows per mode at most in a round
     horizon_windows: int = 60  # windows a round's choice serves when the run's length is unknown
@@ -117,9 +118,6 @@ class ModeParams:
     misfit_corr_pct: float = 1.0  # one axis: levels closer than this (% of the clock) deviate alike
     jump_frac: float = 0.3  # one axis: design step from an end of the table, a share of its levels
     bracket_frac: float = 0.08  # one axis: design step around a start inside the table
-    gpu_high: float = 0.70  # modes: design GPU levels as shares of the top clock
-    gpu_mid: float = 0.55
-    gpu_low: float = 0.40
     reprobe_s: float = 1800.0
     drift_pct: float = 5.0
 
@@ -130,6 +128,8 @@ class ModeParams:
              "max_samples must be an integer >= samples"),
             (isinstance(self.design_samples, int) and 1 <= self.design_samples <= self.samples,
              "design_samples must be an integer within 1..samples"),
+            (isinstance(self.confirm_samples, int) and 1 <= self.confirm_samples <= self.max_windows,
+             "confirm_samples must be an integer within 1..max_windows"),
             (isinstance(self.max_modes, int) and self.max_modes >= 8, "max_modes must be an integer >= 8"),
             (isinstance(self.max_windows, int) and self.max_windows >= self.max_samples,
              "max_windows must be an integer >= max_samples"),
@@ -143,8 +143,6 @@ class ModeParams:
             (self.noise_floor_pct > 0 and self.misfit_floor_pct >= 0 and self.spiky_misfit_pct >= 0,
              "noise floors must be > 0 %"),
             (0 < self.jump_frac <= 1 and 0 < self.bracket_frac <= 1, "jump_frac and bracket_frac must be within (0, 1]"),
-            (0 < self.gpu_low < self.gpu_mid < self.gpu_high <= 1,
-             "design shares must satisfy 0 < gpu_low < gpu_mid < gpu_high <= 1"),
             (self.reprobe_s > 0, "reprobe interval must be > 0 s"),
             (self.drift_pct > 0, "drift must be > 0 %"),
         ]
@@ -160,7 +158,6 @@ class ModeParams:
 class CurveParams(ModeParams):
     """The defaults over the GPU's levels alone (a fine table: more windows per level)."""
 
-    design_samples: int = 2
     max_modes: int = 64
     max_windows: int = 20
     reprobe_s: float = 600.0
@@ -292,6 +289,8 @@ class JointModel:
 
         from ..joint_model import VFSet, fit_joint
 
+        if len({c[1:] for c in coords}) == 1:
+            return self._line_fit(coords, time_s, power_w, space)
         try:
             g, e, c = (list(x) for x in zip(*coords))
             fit = fit_joint(g, e, c, time_s, power_w, self.vf or VFSet())
@@ -302,6 +301,23 @@ class JointModel:
         p = fit.power_w(arr[:, 0], arr[:, 1], arr[:, 2])
         zero = [0.0] * len(space)
         return Prediction(list(t), list(p), zero, zero, {"fit": fit.to_dict()})
+
+    def _line_fit(self, coords, time_s, power_w, space) -> Prediction | None:
+        """Every window at one EMC rate and CPU clock: the GPU curve along that line (the joint
+        model's other coefficients rest on nothing yet); the modes off the line are not placed."""
+        rest = coords[0][1:]
+        line = [c for c in space if c[1:] == rest]
+        pred = CurveModel(self.vf.gpu if self.vf is not None else None).fit(coords, time_s, power_w, line)
+        if pred is None:
+            return None
+        at = {c: i for i, c in enumerate(line)}
+        nan = math.nan
+
+        def col(xs):
+            return [xs[at[c]] if c in at else nan for c in space]
+
+        return Prediction(col(pred.time_s), col(pred.power_w), col(pred.energy_rel_sd), col(pred.time_rel_sd),
+                          dict(pred.summary, line=list(rest)))
 
 
 def _coords(m) -> tuple:
@@ -366,8 +382,8 @@ class ModeSearch(SearchBase):
         self.dropped: list = []
         self.fit_summary: dict | None = None
         self.decisions: list[dict] = []
-        self._design = self._design_modes()  # modes: the fixed design (one axis: adaptive, see _design_next)
         self._in_design = True
+        self._scouting = False  # the probe in progress checks a neighbour (design_samples windows)
 
     # -- the two spaces' constructors ----------------------------------------------------------
     @classmethod
@@ -475,7 +491,6 @@ class ModeSearch(SearchBase):
         self.dropped.append(m)
         self.modes = tuple(x for x in self.modes if x != m)
         self._win.pop(m, None)
-        self._design = [x for x in self._design if x != m]
         if self._cur == m:
             self._cur = self._best_measured() or self._snap(m)
         if self._anchor == m:
@@ -577,60 +592,42 @@ class ModeSearch(SearchBase):
         measured = [times[m] for m in self._win if m in times]
         if self._maxn_win:
             measured.append(self._mode_time(MAXN))
-        fastest = min(measured) if measured else min(times.values())
-        return [m for m in self.modes if m in times and self.objective.admissible(times[m], fastest)]
+        known = [t for t in times.values() if t is not None]
+        fastest = min(measured) if measured else min(known, default=math.inf)
+        return [m for m in self.modes if m in times and (times[m] is None or self.objective.admissible(times[m], fastest))]
 
     def _best_measured(self, admissible=None):
         ms = [m for m in self._win if admissible is None or m in admissible]
         return min(ms, key=self._mode_cost) if ms else None
 
     # -- the design --------------------------------------------------------------------------
-    def _design_modes(self) -> list:
-        """Over modes: the L9 design snapped to the grid, the start (and the prior's start)
-        first; a re-search: the held mode and its neighbours. One axis: [] (adaptive)."""
+    def _line(self) -> list:
+        """The modes along the GPU axis through the design's centre (one axis: the table)."""
         if self.axes == 1:
-            return []
-        first = [self.start_mode]
-        if self.prior is not None and self.prior.start is not None:
-            first.append(self._snap(self.prior.start))
-        if self._round > 0:
-            return list(dict.fromkeys(first[:1] + self._neighbours(self.start_mode)))
-        if len({m for m, _, _ in self._prior_obs}) >= 10:  # the prior covers a design already
-            return list(dict.fromkeys(first))
-        p = self.params
-        G, E, C = self._axis(0), self._axis(1), self._axis(2)
-
-        def near(xs, x):
-            return min(xs, key=lambda v: (abs(v - x), v))
-
-        top = G[-1]
-        g3 = [near(G, top * p.gpu_low), near(G, top * p.gpu_mid), near(G, top * p.gpu_high)]
-        e3 = [E[-2] if len(E) > 1 else E[-1], E[-1], E[-1]]
-        c3 = [C[0], C[len(C) // 2], C[-1]]
-        l9 = ((0, 0, 0), (0, 1, 1), (0, 2, 2), (1, 0, 1), (1, 1, 2), (1, 2, 0), (2, 0, 2), (2, 1, 0), (2, 2, 1))
-        out = list(first)
-        for i, j, k in l9:
-            m = self._snap((g3[i], e3[j], c3[k]))
-            if m not in out:
-                out.append(m)
-        return out
+            return list(self.modes)
+        rest = tuple(self._center[1:])
+        return [m for m in self.modes if tuple(m[1:]) == rest]
 
     def _design_next(self):
-        """The next mode of the design, or None once it is measured (or the budget is spent)."""
-        if self.axes > 1:
-            return next((m for m in self._design if m not in self._win), None)
-        measured = sorted(self._win)
-        n = len(self.modes)
+        """The next mode of the design, or None once it is measured: along the GPU axis
+        through the centre (the start, or the held mode in a re-search), the centre and two more
+        (``jump_frac`` of the line at a time from its end, else ``bracket_frac`` either side);
+        first, right after the centre, the prior's start. The other axes are then walked a step
+        at a time from the best (the neighbour check) and by the model where it interpolates."""
+        line = self._line()
+        measured = sorted(m for m in self._win if m in line)
+        n = len(line)
         if self.prior is not None and self.prior.start is not None and self._round == 0:
             ps = self._snap(self.prior.start)
             if ps not in self._win and self._center in self._win:
                 return ps
-        covered = len(set(measured) | {m for m, _, _ in self._prior_obs}) if self._round == 0 else len(measured)
+        covered = len(set(measured) | {m for m, _, _ in self._prior_obs if m in line}) if self._round == 0 \
+            else len(measured)
         if covered >= min(3, n) and self._center in self._win:
             return None
-        if self._center not in self._win:  # after MAXN: the level the design brackets first
+        if self._center not in self._win:  # (after MAXN) the centre first
             return self._center
-        i = self._index(self._center)
+        i = line.index(self._center)
         at_end = self._round == 0 and i in (0, n - 1) and n > 3
         step = max(1, round((n - 1) * self.params.jump_frac)) if at_end else 1
         inward = 1 if i == 0 else -1
@@ -640,13 +637,13 @@ class ModeSearch(SearchBase):
         elif len(measured) == 1:
             candidates = [i + inward * step]
         else:
-            second = self._index(measured[0] if measured[0] != self._center else measured[-1])
-            better = self._mode_cost(self.modes[second]) < self._mode_cost(self._center)
+            second = line.index(measured[0] if measured[0] != self._center else measured[-1])
+            better = self._mode_cost(line[second]) < self._mode_cost(self._center)
             candidates = [second + inward * step] if better else [(i + second) // 2]
-        candidates += list(range(n))  # any unmeasured level, as a last resort
+        candidates += list(range(n))  # any unmeasured mode of the line, as a last resort
         for k in candidates:
-            if 0 <= k < n and self.modes[k] not in self._win:
-                return self.modes[k]
+            if 0 <= k < n and line[k] not in self._win:
+                return line[k]
         return None
 
     def _required(self, m) -> int:
@@ -654,10 +651,11 @@ class ModeSearch(SearchBase):
         for a one-axis start at an end of the table: a scout; ``samples`` for a start inside it,
         which the guard protects); else up to ``samples`` in all, or ``samples`` more."""
         have = len(self._windows(m)) if self._measured(m) else 0
-        if self._in_design and not have:
-            if self.axes == 1 and self._round == 0 and not self._win and (m == self._center or m is MAXN):
-                n = len(self.modes)
-                return 1 if n > 3 and self._index(self._center) in (0, n - 1) else self.params.samples
+        if (self._in_design or self._scouting) and not have:
+            if self._round == 0 and not self._win and (m == self._center or m is MAXN):
+                line = self._line()
+                n = len(line)
+                return 1 if n > 3 and line.index(self._center) in (0, n - 1) else self.params.samples
             return self.params.design_samples
         return self.params.samples - have if have < self.params.samples else self.params.samples
 
@@ -722,10 +720,11 @@ class ModeSearch(SearchBase):
             return None
         k = {"energy": 0, "edp": 1, "ed2p": 2}[self.objective.kind]
         t, pw = pred.time_s, pred.power_w
-        if not all(math.isfinite(x) and x > 0 for x in list(t) + list(pw)):
+        placed = [math.isfinite(t[i]) and t[i] > 0 and math.isfinite(pw[i]) and pw[i] > 0 for i in range(len(t))]
+        index = {m: i for i, m in enumerate(self.modes) if placed[i]}  # the modes the model places
+        if any(m not in index for m in self._win):
             return None
-        cost = [float(pw[i] * t[i] * t[i] ** k) for i in range(len(self.modes))]
-        index = {m: i for i, m in enumerate(self.modes)}
+        cost = [float(pw[i] * t[i] * t[i] ** k) if placed[i] else math.nan for i in range(len(self.modes))]
         measured = list(self._win)
         # what the model leaves unexplained on the measured modes, beyond their window noise
         resid = {m: self._mode_cost(m) / cost[index[m]] - 1.0 for m in measured}
@@ -735,12 +734,16 @@ class ModeSearch(SearchBase):
         floor = (p.spiky_misfit_pct if self.maxn_anchor else p.misfit_floor_pct) / 100.0
         misfit = max(floor, math.sqrt(max(0.0, excess)))
         structured = self._structured_axes(resid, se, floor)
-        ranges = {d: (min(_coords(m)[d] for m in measured), max(_coords(m)[d] for m in measured)) for d in structured}
+        seen = measured + [m for m, _, _ in self._prior_obs]
+        ranges = [(min(_coords(m)[d] for m in seen), max(_coords(m)[d] for m in seen)) for d in range(self.axes)]
+        # no extrapolation along an axis the model misfits with a structure, nor along one not
+        # varied yet (its coefficients rest on nothing measured): those modes are reached by steps
+        fenced = [d for d in range(self.axes) if d in structured or ranges[d][0] == ranges[d][1]]
         out = {}
         for m, i in index.items():
             c = _coords(m)
-            if any(not ranges[d][0] <= c[d] <= ranges[d][1] for d in structured) and m not in self._win:
-                continue  # no extrapolation along an axis the model misfits with a structure
+            if m not in self._win and any(not ranges[d][0] <= c[d] <= ranges[d][1] for d in fenced):
+                continue
             corr = 1.0
             if self.axes == 1 and measured:  # a level next to a measured one deviates alike
                 near = min(abs(m - x) for x in measured)
@@ -752,6 +755,7 @@ class ModeSearch(SearchBase):
         best = min(out, key=lambda m: out[m][0]) if out else None
         self.fit_summary = dict(pred.summary, misfit_pct=100 * misfit, window_noise_pct=100 * noise,
                                 structured_axes=[KNOBS[d] for d in structured],
+                                fenced_axes=[KNOBS[d] for d in fenced],
                                 predicted_best=best if best is None or self.axes == 1 else list(best),
                                 prior_observations=len(self._prior_obs))
         if self.axes == 1:
@@ -803,10 +807,11 @@ class ModeSearch(SearchBase):
             return
         pred = self._predict()
         noise = self._window_noise()
-        times = {m: self._mode_time(m) if m in self._win else (pred[m][2] if pred and m in pred else math.inf)
+        # (a mode the model does not place has no time yet: it is not ruled out by the bound)
+        times = {m: self._mode_time(m) if m in self._win else (pred[m][2] if pred and m in pred else None)
                  for m in self.modes}
-        if pred is None:  # cannot fit: only measured modes count
-            times = {m: self._mode_time(m) for m in self._win}
+        if pred is None:  # cannot fit: only measured modes are placed
+            times = {m: self._mode_time(m) if m in self._win else None for m in self.modes}
         admissible = self._admissible(times) if times else list(self._win)
         best_m = self._best_measured(admissible) or min(self._win, key=self._mode_time)
         best = self._mode_cost(best_m)
@@ -848,16 +853,17 @@ class ModeSearch(SearchBase):
 
     def _probe(self, m, now_s: float, why: str) -> None:
         self._probing = m
+        self._scouting = why.startswith("neighbour")
         self.decisions.append({"t_s": now_s, "probe": m if m is MAXN or self.axes == 1 else list(m),
                                "probe_mhz": m if self.axes == 1 else list(m), "why": why})
 
     def _close_check(self, best_m, noise: float, admissible) -> tuple:
-        """Re-measure the best and the modes within noise of it to ``samples`` windows each."""
+        """Re-measure the best and the modes within noise of it to ``confirm_samples`` windows each."""
         best = self._mode_cost(best_m)
         for m in sorted(self._win, key=self._mode_cost):
             close = m == best_m or self._mode_cost(m) - best <= self.params.z_guard * math.hypot(
                 self._stderr(m, noise), self._stderr(best_m, noise))
-            if m in admissible and close and len(self._win[m]) < self.params.samples:
+            if m in admissible and close and len(self._win[m]) < self.params.confirm_samples:
                 return m, f"re-measure {level_name(m)}: within noise of the best"
         return None, ""
 
@@ -960,9 +966,6 @@ class ModeSearch(SearchBase):
             self._spent = 0
             self._anchor = cur  # a local re-search around the held mode
             self._center = self.start_mode if cur is MAXN else cur
-            if self.axes > 1:
-                self.start_mode = cur
-                self._design = self._design_modes()
             self._in_design = True
             self._probing = cur
             return

@@ -624,7 +624,7 @@ class ModeSearch(SearchBase):
         covered = len(set(measured) | {m for m, _, _ in self._prior_obs if m in line}) if self._round == 0 \
             else len(measured)
         if covered >= min(3, n) and self._center in self._win:
-            return None
+            return self._axis_scout()
         if self._center not in self._win:  # (after MAXN) the centre first
             return self._center
         i = line.index(self._center)
@@ -644,6 +644,23 @@ class ModeSearch(SearchBase):
         for k in candidates:
             if 0 <= k < n and line[k] not in self._win:
                 return line[k]
+        return None
+
+    def _axis_scout(self):
+        """After the line: one step along each axis not varied yet (measured here or in the prior),
+        from the best measured mode, so that the model rests on every axis; None when done."""
+        if self.axes == 1:
+            return None
+        seen = list(self._win) + [m for m, _, _ in self._prior_obs]
+        best = self._best_measured()
+        for d in range(1, self.axes):
+            if len({m[d] for m in seen}) > 1:
+                continue
+            axis = sorted({x[d] for x in self.modes if all(x[o] == best[o] for o in range(3) if o != d)})
+            i = axis.index(best[d])
+            for k in (i - 1, i + 1):  # a step down first: the stock mode is at the top
+                if 0 <= k < len(axis):
+                    return Mode(axis[k] if o == d else best[o] for o in range(3))
         return None
 
     def _required(self, m) -> int:
@@ -880,7 +897,7 @@ class ModeSearch(SearchBase):
         if gpu_best is not None and gpu_best not in close:
             close.append(gpu_best)
         for m in close:
-            for nb in self._neighbours(m):
+            for nb in self._by_trend(m, pred):
                 if nb in self._win or nb not in admissible:
                     continue
                 if self.axes == 1 and abs(nb - m) < self.params.misfit_corr_pct / 100.0 * m:
@@ -892,6 +909,22 @@ class ModeSearch(SearchBase):
                     "the best GPU-only mode" if m == gpu_best and m not in close[:-1] else "a mode within noise of the best"
                 return nb, f"neighbour of {what}, {level_name(m)}"
         return None, ""
+
+    def _by_trend(self, m, pred) -> list:
+        """The neighbours of ``m``, those that continue a measured descent first (the mode one
+        step the other way along the same axis is measured worse than ``m``: go on that way),
+        then by the model's prediction (unplaced ones after the placed)."""
+        here = _coords(m)
+
+        def key(nb):
+            c = _coords(nb)
+            d = next(i for i in range(len(c)) if c[i] != here[i])
+            back = [x for x in self._neighbours(m) if x != nb and _coords(x)[d] != here[d]]
+            trend = any(b in self._win and self._mode_cost(b) > self._mode_cost(m) for b in back)
+            placed = pred is not None and nb in pred
+            return (not trend, not placed, pred[nb][0] if placed else 0.0)
+
+        return sorted(self._neighbours(m), key=key)
 
     def _proven(self, best_m, noise: float) -> tuple:
         """Is ``best_m`` measured better than the anchor beyond the guard? (proven, gain, sd)"""

@@ -107,6 +107,7 @@ class ModeParams:
     max_windows: int = 12  # windows per mode at most in a round
     horizon_windows: int = 60  # windows a round's choice serves when the run's length is unknown
     explore_share: float = 0.3  # share of a run of known length a round may spend off the best mode
+    scout_min_windows: int = 30  # a round of a run shorter than this (known length) stays on the GPU line
     z_guard: float = 2.5  # leave the start only for a gain this many std errors sure
     margin_pct: float = 0.0  # ...and larger than this
     resolution_pct: float = 0.5  # gains smaller than this are not worth a probe
@@ -137,6 +138,8 @@ class ModeParams:
             (isinstance(self.horizon_windows, int) and self.horizon_windows >= 1,
              "the horizon must be an integer >= 1 window"),
             (0 < self.explore_share <= 1, "explore_share must be within (0, 1]"),
+            (isinstance(self.scout_min_windows, int) and self.scout_min_windows >= 0,
+             "scout_min_windows must be an integer >= 0"),
             (self.z_guard >= 0 and math.isfinite(self.z_guard), "z_guard must be a finite number >= 0"),
             (self.margin_pct >= 0 and math.isfinite(self.margin_pct), "margin must be a finite % >= 0"),
             (0 <= self.resolution_pct < 100, "resolution must be within 0..100 %"),
@@ -649,8 +652,9 @@ class ModeSearch(SearchBase):
     def _axis_scout(self):
         """After the line: one step along each axis not varied yet (measured here or in the prior),
         from the best measured mode, so that the model rests on every axis; None when done."""
-        if self.axes == 1:
-            return None
+        left = self.remaining_windows
+        if self.axes == 1 or (left is not None and self._spent + left < self.params.scout_min_windows):
+            return None  # (a short run: a step off the line would not pay back its windows)
         seen = list(self._win) + [m for m, _, _ in self._prior_obs]
         best = self._best_measured()
         for d in range(1, self.axes):

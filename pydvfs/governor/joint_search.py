@@ -102,10 +102,11 @@ def device_modes(dev, gpu_levels_mhz) -> tuple:
 
 
 def joint_setup(dev, gpu_levels_mhz, objective: Objective | None = None, pin_mode=None, restore_mode=None,
-                modes=None, board=None) -> tuple:
+                modes=None, board=None, prior=None) -> tuple:
     """(search, the engine's device, plan fields) of a joint search on ``dev``, from the top mode
     within the caps: through the board's joint pin over its domains' tables (no ``pin_mode``),
-    or through ``pin_mode`` over ``modes`` (default: :func:`mode_grid` of ``board``)."""
+    or through ``pin_mode`` over ``modes`` (default: :func:`mode_grid` of ``board``); ``prior``:
+    what the board recorded before (:class:`~pydvfs.governor.mode_search.SearchPrior`)."""
     caps = None
     if pin_mode is None:
         pin_mode = board_pin_mode(dev)
@@ -113,7 +114,7 @@ def joint_setup(dev, gpu_levels_mhz, objective: Objective | None = None, pin_mod
             modes, caps = device_modes(dev, gpu_levels_mhz)
     elif modes is None:
         modes = mode_grid(gpu_levels_mhz, board)
-    search = JointSearch(modes, max(Mode(m) for m in modes), objective=objective, caps=caps)
+    search = JointSearch(modes, max(Mode(m) for m in modes), objective=objective, caps=caps, prior=prior)
     plan = {"start_mhz": search.start_mode, "centre_mhz": search.start_mode, "maxn_anchor": False,
             "start_source": "the top mode within the power mode's caps", "knobs": list(KNOBS),
             "modes": len(search.modes), "caps_mhz": list(search.caps)}

@@ -150,3 +150,24 @@ def test_the_family_replay_the_joint_search_contains_the_gpu_only_one():
         gpu_only = [m for m in s._win if m[1:] == g.stock[1:]]
         assert s._mode_cost(s.best_mode) <= min(s._mode_cost(m) for m in gpu_only)
         assert g.j[tuple(r["settled"])] < g.j[g.stock] and r["saving_pct"] > 0, r
+
+
+def test_the_prior_reaches_the_search_through_new_search_and_the_governor(powered_orin):
+    orin = powered_orin
+    import pydvfs
+    from pydvfs.governor.loop import new_search
+
+    levels = (306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0, 1300.5)
+    s = new_search("model", levels, 1300.5, prior={"observations": [(714.0, 2.0, 0.1), (510.0, 2.1, 0.12),
+                                                                     (1020.0, 2.3, 0.08)], "start": 714.0})
+    assert s.state()["prior"] == {"observations": 3, "start": 714.0, "source": ""}
+    # the start (the table's top) is a one-window scout; the prior's start comes next
+    assert s.observe(1300.5, 2.5, 1.0, 0.07) == 714.0
+    with pytest.raises(InvalidValueError, match="hill climb"):
+        new_search("hill", levels, 1300.5, prior=[(714.0, 2.0, 0.1)])
+    for bad in ([(714.0, "x", 0.1)], {"policy": "mlg"}):
+        kwargs = {"prior": bad} if isinstance(bad, list) else {"prior": [(714.0, 2.0, 0.1)], **bad}
+        with pytest.raises(InvalidValueError):
+            pydvfs.OnlineGovernor(sysfs_root=orin.root, log=None, **kwargs).start()
+    gov = pydvfs.OnlineGovernor(sysfs_root=orin.root, log=None, start_mhz=918, prior=[(714.0, 2.0, 0.1)])
+    assert gov.prior.observations == ((714.0, 2.0, 0.1),)

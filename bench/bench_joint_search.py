@@ -19,7 +19,7 @@ stock mode as a share of the oracle's (exploration included). Ratios within one 
 
     PYTHONPATH=. python bench/bench_joint_search.py            # ~30 s: 6 workloads per board
     PYTHONPATH=. python bench/bench_joint_search.py --all --seeds 5   # every study workload
-    PYTHONPATH=. python bench/bench_joint_search.py --family          # the perturbed family (minutes)
+    PYTHONPATH=. python bench/bench_joint_search.py --family --jobs 4 --doc docs/online.md  # the family
 
 ``--family``: the same replays on every simulator of :func:`pydvfs.sim.perturbed.family` (the
 CPU power law's exponent, CUDA's spin share, memory time hidden under compute, the EMC's power
@@ -53,6 +53,7 @@ FAMILY_RUNS = (("bert-tiny/SST-2", 10.0), ("bert-base/SST-2", 10.0), ("bert-larg
                ("bert-base/SST-2+host", 4.0))
 __all__ = ["Grid", "make", "replay", "run", "run_family", "family_summary", "summary", "doc_table", "main"]
 MARK = ("<!-- BEGIN generated:joint-search -->", "<!-- END generated:joint-search -->")
+FAMILY_MARK = ("<!-- BEGIN generated:joint-family -->", "<!-- END generated:joint-family -->")
 
 
 def _workload(wname: str):
@@ -229,13 +230,13 @@ def doc_table(res: dict) -> str:
     return "\n".join(out)
 
 
-def write_doc(path: Path, text: str) -> None:
+def write_doc(path: Path, text: str, mark=MARK) -> None:
     doc = path.read_text()
-    if MARK[0] not in doc or MARK[1] not in doc:
-        raise SystemExit(f"bench_joint_search: {path} has no {MARK[0]} ... {MARK[1]} markers")
-    head, rest = doc.split(MARK[0], 1)
-    _, tail = rest.split(MARK[1], 1)
-    path.write_text(head + MARK[0] + "\n" + text + "\n" + MARK[1] + tail)
+    if mark[0] not in doc or mark[1] not in doc:
+        raise SystemExit(f"bench_joint_search: {path} has no {mark[0]} ... {mark[1]} markers")
+    head, rest = doc.split(mark[0], 1)
+    _, tail = rest.split(mark[1], 1)
+    path.write_text(head + mark[0] + "\n" + text + "\n" + mark[1] + tail)
 
 
 def main(argv=None) -> int:
@@ -263,6 +264,9 @@ def main(argv=None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(res, indent=1) + "\n")
         print(f"wrote {out}")
+        if args.doc:  # (docs/online.md)
+            write_doc(Path(args.doc), res["summary_markdown"], FAMILY_MARK)
+            print(f"wrote {args.doc}")
         return 0
     workloads = args.workloads
     if args.all:

@@ -171,3 +171,24 @@ def test_the_prior_reaches_the_search_through_new_search_and_the_governor(powere
             pydvfs.OnlineGovernor(sysfs_root=orin.root, log=None, **kwargs).start()
     gov = pydvfs.OnlineGovernor(sysfs_root=orin.root, log=None, start_mhz=918, prior=[(714.0, 2.0, 0.1)])
     assert gov.prior.observations == ((714.0, 2.0, 0.1),)
+
+
+def test_the_family_bench_reports_the_worst_case_beside_the_default(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "bench_joint_search.py"
+    spec = importlib.util.spec_from_file_location("bench_joint_search", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    res = bench.run_family(["orin-nano-super"], [("bert-base/SST-2+host", 4.0)], 1, ["default", "spin-1.0"],
+                           progress=False)
+    assert [r["member"] for r in res["rows"]] == ["default", "spin-1.0"]
+    for r in res["rows"]:
+        assert set(r["searches"]) == {"joint", "gpu-only"} and 0 <= r["joint_worse_than_gpu_only"] <= 1
+    text = bench.family_summary(res)
+    assert "| orin-nano-super | 4 min host-bound | default |" in text and "| worst of 2 |" in text
+    doc = tmp_path / "d.md"
+    doc.write_text(f"a\n{bench.FAMILY_MARK[0]}\nold\n{bench.FAMILY_MARK[1]}\nb\n")
+    bench.write_doc(doc, text, bench.FAMILY_MARK)
+    assert "old" not in doc.read_text() and "worst of 2" in doc.read_text()

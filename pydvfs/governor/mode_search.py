@@ -14,11 +14,11 @@ One round (docs/online.md):
 
 1. **Start** at the start mode (the stock mode, the model's clock, or MAXN with
    ``maxn_anchor``): it is what the guard protects.
-2. **Design**: enough modes for the model to be fitted: on one axis the start and two more
-   (``jump_frac`` of the table at a time from an end, else its neighbours ``bracket_frac`` of
-   the table away); over modes a 3-level orthogonal array (L9) at ``gpu_low``/``gpu_mid``/
-   ``gpu_high`` of the top GPU clock, the EMC's two top rates and the CPU's lowest, middle and
-   top clocks. Modes the prior already covers are not designed again.
+2. **Design** along the GPU axis through the start (the other clocks at the start's): the start
+   and two more levels (``jump_frac`` of the line at a time from its end, else ``bracket_frac``
+   either side); first after the start, the prior's predicted start. Then, in a run long enough
+   (``scout_min_windows``), one step along each other axis from the best measured mode. Modes
+   the prior already covers are not designed again.
 3. **Fit** the model to every clean window (and the prior's observations, rescaled to this run
    where both measured a mode) and predict every mode's cost with a spread that holds on a board
    the model does not describe: the model's own uncertainty, plus what the fit leaves unexplained
@@ -790,7 +790,7 @@ class ModeSearch(SearchBase):
         out = []
         for d in range(self.axes):
             groups: dict = {}
-            for m, r in resid.items():
+            for m in resid:
                 groups.setdefault(_coords(m)[d], []).append(m)
             if len(groups) < 2:
                 continue

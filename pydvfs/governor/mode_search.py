@@ -1022,8 +1022,8 @@ class ModeSearch(SearchBase):
     def state(self) -> dict:
         one = self.axes == 1
 
-        def js(m):
-            return m if m is MAXN or one else list(m)
+        def js(m):  # (a Mode stays a Mode: hashable here, a list in JSON)
+            return m
 
         out = {"kind": self.model.kind, "axes": self.axes, "phase": self.phase, "round": self._round,
                "start_mhz": js(self.start_mode), "best_mhz": js(self.best_mhz), "target_mhz": js(self.target_mhz),

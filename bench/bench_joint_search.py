@@ -19,6 +19,14 @@ stock mode as a share of the oracle's (exploration included). Ratios within one 
 
     PYTHONPATH=. python bench/bench_joint_search.py            # ~30 s: 6 workloads per board
     PYTHONPATH=. python bench/bench_joint_search.py --all --seeds 5   # every study workload
+    PYTHONPATH=. python bench/bench_joint_search.py --family --jobs 4 --doc docs/online.md  # the family
+
+``--family``: the same replays on every simulator of :func:`pydvfs.sim.perturbed.family` (the
+CPU power law's exponent, CUDA's spin share, memory time hidden under compute, the EMC's power
+split, a per-mode spread fixed per run), 10-min runs of the default workloads and 4-min runs of
+the host-bound one; the summary puts the family's worst case beside the default simulator's,
+and counts the runs where the joint search ended on a mode worse than the GPU-only search's.
+Writes bench/results/joint_search_family.json.
 
 Writes bench/results/joint_search.json (or --out), prints a Markdown table, and with
 ``--doc docs/power-modes.md`` writes the per-workload table between its markers.
@@ -35,27 +43,108 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pydvfs.sim.joint_replay import Grid, make, replay  # noqa: E402
+from pydvfs.sim.perturbed import family  # noqa: E402
 
 BOARDS = ("agx-orin", "orin-nano-super")
 DEFAULT_WORKLOADS = ("bert-tiny/SST-2", "bert-base/SST-2", "bert-large/QNLI", "pythia-160m/MRPC",
                      "pythia-1b/SST-2", "bert-base/SST-2+host")
-__all__ = ["Grid", "make", "replay", "run", "summary", "doc_table", "main"]
+FAMILY_RUNS = (("bert-tiny/SST-2", 10.0), ("bert-base/SST-2", 10.0), ("bert-large/QNLI", 10.0),
+               ("pythia-160m/MRPC", 10.0), ("pythia-1b/SST-2", 10.0), ("bert-base/SST-2+host", 10.0),
+               ("bert-base/SST-2+host", 4.0))
+__all__ = ["Grid", "make", "replay", "run", "run_family", "family_summary", "summary", "doc_table", "main"]
 MARK = ("<!-- BEGIN generated:joint-search -->", "<!-- END generated:joint-search -->")
+FAMILY_MARK = ("<!-- BEGIN generated:joint-family -->", "<!-- END generated:joint-family -->")
+
+
+def _workload(wname: str):
+    from pydvfs.sim.workloads import HOST_BOUND, get_workload
+
+    host = wname.endswith("+host")
+    model, task = (wname[:-5] if host else wname).split("/")
+    return get_workload(model, task, host=HOST_BOUND) if host else get_workload(model, task)
+
+
+def _family_row(task) -> dict:
+    """One row of :func:`run_family`: both searches on ``seeds`` runs of one member."""
+    b, wname, minutes, pert, seeds, window_s, settle_s = task
+    w = _workload(wname)
+    res = {"joint": [], "gpu-only": []}
+    for seed in range(seeds):
+        grid = Grid(b, w, pert, run_seed=seed)
+        for name in res:
+            r = replay(grid, make(name, grid), name == "gpu-only", minutes, window_s, settle_s, seed)
+            r["j_settled"] = grid.j[tuple(r["settled"])]
+            res[name].append(r)
+    worse = sum(j["j_settled"] > g["j_settled"] * (1 + 1e-9) for j, g in zip(res["joint"], res["gpu-only"]))
+    row = {"board": b, "workload": wname, "minutes": minutes, "member": pert.name, "seeds": seeds,
+           "joint_worse_than_gpu_only": worse, "searches": {}}
+    for name, rs in res.items():
+        row["searches"][name] = {"gap_pct_worst": max(r["gap_pct"] for r in rs),
+                                 "share_pct_min": min(r["share_pct"] for r in rs),
+                                 "share_pct_mean": statistics.mean(r["share_pct"] for r in rs),
+                                 "probes_max": max(r["probes"] for r in rs),
+                                 "settled": sorted({tuple(r["settled"]) for r in rs})}
+    return row
+
+
+def run_family(boards, runs=FAMILY_RUNS, seeds=3, members=None, window_s=10.0, settle_s=2.0, progress=True,
+               jobs=1) -> dict:
+    """Both searches on every simulator of the family (``members``: their names; default all),
+    each seed a run with its own per-mode spread and window noise. One row per board, workload,
+    run length and member: the worst seed's gap and share, and how often the joint search
+    ended on a mode truly worse than the GPU-only search's on the same run. ``jobs``: worker
+    processes (the rows are independent)."""
+    tasks = [(b, wname, minutes, pert, seeds, window_s, settle_s) for b in boards for wname, minutes in runs
+             for pert in family() if not members or pert.name in members]
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            results = pool.imap(_family_row, tasks)
+            rows = [_say_row(r, progress) for r in results]
+    else:
+        rows = [_say_row(_family_row(t), progress) for t in tasks]
+    return {"window_s": window_s, "settle_s": settle_s, "seeds": seeds,
+            "members": [m.to_dict() for m in family() if not members or m.name in members], "rows": rows}
+
+
+def _say_row(row: dict, progress: bool) -> dict:
+    if progress:
+        j, g = row["searches"]["joint"], row["searches"]["gpu-only"]
+        print(f"{row['board']:16s} {row['workload']:22s} {row['minutes']:4g} min {row['member']:15s} joint gap "
+              f"{j['gap_pct_worst']:5.2f} % share {j['share_pct_min']:5.1f} % probes {j['probes_max']:2d} | gpu-only "
+              f"gap {g['gap_pct_worst']:5.2f} % share {g['share_pct_min']:5.1f} % | joint worse "
+              f"{row['joint_worse_than_gpu_only']}/{row['seeds']}", flush=True)
+    return row
+
+
+def family_summary(res: dict) -> str:
+    """Per board and run (10-min: the default workloads; 4-min: the host-bound one): the default
+    simulator's worst seed beside the family's worst case."""
+    out = ["| board | runs | simulator | joint: worst gap to the joint best | joint: least share of the oracle's "
+           "saving | GPU-only: least share | joint ended worse than GPU-only |", "|---|---|---|---|---|---|---|"]
+    groups: dict = {}
+    for r in res["rows"]:
+        kind = f"{r['minutes']:g} min" + (" host-bound" if r["minutes"] < 10 else "")
+        groups.setdefault((r["board"], kind), []).append(r)
+    for (b, kind), rows in groups.items():
+        for label, sel in (("default", [r for r in rows if r["member"] == "default"]),
+                           (f"worst of {len({r['member'] for r in rows})}", rows)):
+            if not sel:
+                continue
+            j = [r["searches"]["joint"] for r in sel]
+            g = [r["searches"]["gpu-only"] for r in sel]
+            out.append(f"| {b} | {kind} | {label} | {max(x['gap_pct_worst'] for x in j):.2f} % "
+                       f"| {min(x['share_pct_min'] for x in j):.0f} % | {min(x['share_pct_min'] for x in g):.0f} % "
+                       f"| {sum(r['joint_worse_than_gpu_only'] for r in sel)}/{sum(r['seeds'] for r in sel)} |")
+    return "\n".join(out)
 
 
 def run(boards, workloads, minutes_list, seeds, window_s=10.0, settle_s=2.0, progress=True) -> dict:
-    from pydvfs.sim.workloads import get_workload
-
     rows = []
     for b in boards:
         for wname in workloads:
-            host = None
-            if wname.endswith("+host"):
-                from pydvfs.sim.workloads import HOST_BOUND
-                wname, host = wname[:-5], HOST_BOUND
-            model, task = wname.split("/")
-            w = get_workload(model, task, host=host) if host else get_workload(model, task)
-            grid = Grid(b, w)
+            grid = Grid(b, _workload(wname))
             for minutes in minutes_list:
                 row = {"board": b, "workload": grid.name, "minutes": minutes, "modes": len(grid.modes),
                        "best_mode": list(grid.best), "gpu_only_best": list(grid.gpu_best),
@@ -141,13 +230,13 @@ def doc_table(res: dict) -> str:
     return "\n".join(out)
 
 
-def write_doc(path: Path, text: str) -> None:
+def write_doc(path: Path, text: str, mark=MARK) -> None:
     doc = path.read_text()
-    if MARK[0] not in doc or MARK[1] not in doc:
-        raise SystemExit(f"bench_joint_search: {path} has no {MARK[0]} ... {MARK[1]} markers")
-    head, rest = doc.split(MARK[0], 1)
-    _, tail = rest.split(MARK[1], 1)
-    path.write_text(head + MARK[0] + "\n" + text + "\n" + MARK[1] + tail)
+    if mark[0] not in doc or mark[1] not in doc:
+        raise SystemExit(f"bench_joint_search: {path} has no {mark[0]} ... {mark[1]} markers")
+    head, rest = doc.split(mark[0], 1)
+    _, tail = rest.split(mark[1], 1)
+    path.write_text(head + mark[0] + "\n" + text + "\n" + mark[1] + tail)
 
 
 def main(argv=None) -> int:
@@ -162,7 +251,23 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="every study workload (36, slow)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "joint_search.json"))
     ap.add_argument("--doc", help="write the table into this Markdown file between its markers")
+    ap.add_argument("--family", action="store_true",
+                    help="replay on every simulator of the perturbed family (10-min runs, 4-min host-bound)")
+    ap.add_argument("--members", nargs="+", help="with --family: only these members (names of sim.perturbed.family)")
+    ap.add_argument("--jobs", type=int, default=1, help="with --family: worker processes")
     args = ap.parse_args(argv)
+    if args.family:
+        res = run_family(args.boards, FAMILY_RUNS, args.seeds, args.members, args.window, args.settle, jobs=args.jobs)
+        res["summary_markdown"] = family_summary(res)
+        print(res["summary_markdown"])
+        out = Path(args.out if args.out != ap.get_default("out") else REPO / "bench" / "results" / "joint_search_family.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(res, indent=1) + "\n")
+        print(f"wrote {out}")
+        if args.doc:  # (docs/online.md)
+            write_doc(Path(args.doc), res["summary_markdown"], FAMILY_MARK)
+            print(f"wrote {args.doc}")
+        return 0
     workloads = args.workloads
     if args.all:
         from pydvfs.sim.study import study_workloads

@@ -53,7 +53,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pydvfs.governor.model_search import CurveParams, CurveSearch  # noqa: E402
+from pydvfs.governor.mode_search import CurveParams, CurveSearch  # noqa: E402
 from pydvfs.governor.search import HillClimb, SearchParams  # noqa: E402
 from pydvfs.package_data import package_file  # noqa: E402
 from pydvfs.sim.joint_replay import window_noise  # noqa: E402

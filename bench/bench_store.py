@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pydvfs.device.fake import build_fake_board  # noqa: E402
-from pydvfs.governor.model_search import MAXN, CurveParams, CurveSearch  # noqa: E402
+from pydvfs.governor.mode_search import MAXN, CurveParams, CurveSearch  # noqa: E402
 from pydvfs.objective import Objective  # noqa: E402
 from pydvfs.policy.apply import decide, load_tree  # noqa: E402
 from pydvfs.runs.learned import learn  # noqa: E402

@@ -17,7 +17,7 @@ from .. import governor_status
 from ..energy import of as energy_of
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
 from ..objective import Objective
-from .model_search import MAXN, level_name
+from .mode_search import MAXN, level_name
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,11 @@ class OnlineGovernor:
     in this run, if known (the model search then weighs a probe's gain over what is left of the
     run; settable until the first window closes: the framework callbacks set it from the
     trainer). ``model_dir``: a folder from ``pydvfs train``; its ``roofline.txt`` gives the
-    model search the board's V/f curve. ``log``: where status lines go (None: nowhere).
+    model search the board's V/f curve. ``prior``: what this board recorded of past runs, data
+    for the online search (a :class:`pydvfs.governor.mode_search.SearchPrior`, or a list of
+    (clock or mode, J/step, s/step) observations, or a dict with ``observations`` and ``start``):
+    the fit starts from it and the design skips what it covers; the search still settles only
+    on what it measured in this run. ``log``: where status lines go (None: nowhere).
     ``data_dir``: the board's store of run records (docs/store.md; None: ``PYDVFS_DATA_DIR`` or
     the default); an online run starts from the clock this board learned for the workload
     (``use_runs``) and is recorded there at :meth:`close` (``record=False``: not).
@@ -83,7 +87,7 @@ class OnlineGovernor:
                  window: WindowParams | dict | float | None = None, search_options: dict | None = None,
                  total_steps: int | None = None, log=sys.stderr, clock: Callable[[], float] = time.monotonic,
                  above_power_mode: bool = False, knobs="gpu", pin_mode: Callable | None = None,
-                 restore_mode: Callable | None = None, modes=None, data_dir=None, record: bool = True,
+                 restore_mode: Callable | None = None, modes=None, prior=None, data_dir=None, record: bool = True,
                  use_runs: bool = True):
         if policy not in POLICIES:
             raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
@@ -91,8 +95,11 @@ class OnlineGovernor:
             raise InvalidValueError(f"policy {policy} needs a workload (a pydvfs.Workload, a dict, or a "
                                     "Hugging Face model with seq_len)")
         if policy != "online" and (start_mhz is not None or search is not None or search_options
-                                   or total_steps is not None):
-            raise InvalidValueError("start_mhz, search, search_options and total_steps are for policy 'online'")
+                                   or total_steps is not None or prior is not None):
+            raise InvalidValueError("start_mhz, search, search_options, total_steps and prior are for policy 'online'")
+        from .mode_search import SearchPrior
+
+        self.prior = SearchPrior.of(prior)  # what the board recorded before: data for the search
         from .joint_search import parse_knobs
 
         self.knobs = parse_knobs(knobs) if isinstance(knobs, str) else parse_knobs(",".join(knobs))
@@ -144,7 +151,7 @@ class OnlineGovernor:
                                          "pydvfs", self.search_kind, self.objective, self.data_dir, self.use_runs)
                 searcher = new_search(self.search_kind, self._plan["search_levels_mhz"],
                                       self._plan["centre_mhz"], self.search_params, self.objective,
-                                      self._plan["maxn_anchor"], self.model_dir) if self.knobs == ("gpu",) \
+                                      self._plan["maxn_anchor"], self.model_dir, self.prior) if self.knobs == ("gpu",) \
                     else self._joint_search()
             self._install_handlers()
             atexit.register(self.close)
@@ -268,7 +275,8 @@ class OnlineGovernor:
         from .joint_search import joint_setup
 
         search, self._mode_dev, plan = joint_setup(self.dev, self._plan["search_levels_mhz"], self.objective,
-                                                   self._pin_mode, self._restore_mode, self._modes, self.dev.board)
+                                                   self._pin_mode, self._restore_mode, self._modes, self.dev.board,
+                                                   self.prior)
         self._plan.update(plan)
         return search
 

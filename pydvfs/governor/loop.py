@@ -37,7 +37,7 @@ from ..sampler import Sampler
 from ..signals import Terminated
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
 from .forecast import per_work
-from .model_search import CurveParams, CurveSearch
+from .mode_search import CurveParams, CurveSearch
 from .search import HillClimb, SearchParams
 
 STATIC_POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn, roofline
@@ -218,7 +218,7 @@ def search_vf(model_dir) -> tuple:
     the board's own, from a model folder's ``roofline.txt`` (``pydvfs train`` fits it with the
     roofline constants); else None (the curve model's default Orin table, stretched to another
     table's top clock), with why. A damaged roofline.txt is bad input, as for the roofline policy."""
-    from .model_search import DEFAULT_VF_SOURCE
+    from .mode_search import DEFAULT_VF_SOURCE
 
     if model_dir is None:
         return None, DEFAULT_VF_SOURCE
@@ -235,11 +235,13 @@ def search_vf(model_dir) -> tuple:
 
 
 def new_search(kind: str, levels_mhz, start_mhz: float, params=None, objective: Objective | None = None,
-               maxn_anchor: bool = False, model_dir=None):
+               maxn_anchor: bool = False, model_dir=None, prior=None):
     """The search of kind ``kind`` (see SEARCHES) over ``levels_mhz`` from ``start_mhz``;
     ``maxn_anchor``: the model search measures MAXN first and keeps it unless a level is
     proven better (the hill climb compares levels only: it starts at ``start_mhz``); the model
-    search fits with the V/f curve of ``model_dir`` if it has one (:func:`search_vf`)."""
+    search fits with the V/f curve of ``model_dir`` if it has one (:func:`search_vf`); ``prior``:
+    what the board recorded before (:class:`~pydvfs.governor.mode_search.SearchPrior`, or what
+    ``SearchPrior.of`` takes), for the model search (the hill climb takes none)."""
     objective = objective or Objective()
     if kind == "hill":
         if objective.max_slowdown_pct is not None:
@@ -247,6 +249,8 @@ def new_search(kind: str, levels_mhz, start_mhz: float, params=None, objective: 
                                     "the hill climb does not fit step times")
         if params is not None and not isinstance(params, SearchParams):
             params = SearchParams(**{k: v for k, v in params.to_dict().items() if k in SearchParams.__dataclass_fields__})
+        if prior is not None:
+            raise InvalidValueError("a prior is for the model search (--search model): the hill climb takes none")
         return HillClimb(levels_mhz, start_mhz, params, 0.0)
     if kind == "model":
         if params is not None and not isinstance(params, CurveParams):
@@ -254,7 +258,7 @@ def new_search(kind: str, levels_mhz, start_mhz: float, params=None, objective: 
                                                if k in ("samples", "reprobe_s", "margin_pct")})
         vf, vf_source = search_vf(model_dir)
         return CurveSearch(levels_mhz, start_mhz, params, 0.0, objective, vf=vf, vf_source=vf_source,
-                           maxn_anchor=maxn_anchor)
+                           maxn_anchor=maxn_anchor, prior=prior)
     raise InvalidValueError(f"unknown search {kind!r}: expected {', '.join(SEARCHES)}")
 
 

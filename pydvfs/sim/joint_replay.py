@@ -12,22 +12,31 @@ from __future__ import annotations
 import random
 
 from ..governor.joint_search import JointParams, JointSearch
-from ..governor.model_search import CurveParams, CurveSearch
+from ..governor.mode_search import CurveParams, CurveSearch
 
 
 class Grid:
-    """A workload's modes on one board: true module J/step and s/step per (gpu, emc, cpu)."""
+    """A workload's modes on one board: true module J/step and s/step per (gpu, emc, cpu).
 
-    def __init__(self, board: str, workload):
+    ``pert``: the simulator of the perturbed family (:mod:`pydvfs.sim.perturbed`; default: the
+    default simulator); ``run_seed``: the run whose per-mode spread (fixed for the run) applies."""
+
+    def __init__(self, board: str, workload, pert=None, run_seed: int = 0):
         from .joint import full_sweep
-        from .model import default_params, operating_point, power_modes
+        from .model import operating_point, power_modes
+        from .perturbed import DEFAULT, mode_factors, perturbed_params
         from .profiles import profile
 
-        p = default_params()
+        self.pert = pert or DEFAULT
+        p = perturbed_params(self.pert)
         self.board, self.name = board, workload.name
         pts = full_sweep(workload, board, p)
-        self.j = {(m.gpu_mhz, m.emc_mhz, m.cpu_mhz): m.module_j for m in pts}
-        self.s = {(m.gpu_mhz, m.emc_mhz, m.cpu_mhz): m.t_step_s for m in pts}
+        self.j, self.s = {}, {}
+        for m in pts:
+            key = (m.gpu_mhz, m.emc_mhz, m.cpu_mhz)
+            tf, pf = mode_factors(self.pert, key, run_seed)
+            self.j[key] = m.module_j * tf * pf
+            self.s[key] = m.t_step_s * tf
         self.modes = sorted(self.j)
         prof = profile(board)
         self.stock = max(self.modes)  # every clock at its top
@@ -39,7 +48,6 @@ class Grid:
             op = operating_point(workload, k, None, p, board=board)
             self.nvpmodel[k] = {"module_j": op.role_power_w["module"] * op.t_step_s, "t_s": op.t_step_s}
         self.calibrated = prof.calibrated
-
 
 
 def window_noise(rng: random.Random) -> tuple:

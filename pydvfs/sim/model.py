@@ -7,7 +7,8 @@ One training step at GPU clock ``f`` (all times in seconds):
 - ``t_lat(f)   = kernels * lat_cycles / f``: per-kernel fill/drain latency, clock-scaled, low activity;
 - ``t_mem      = bytes / bandwidth``: element-wise and optimizer traffic; scales with the EMC
   rate (1/f_emc), not with the GPU clock;
-- ``t_gpu(f)   = t_comp + t_lat + t_mem`` (GPU busy);
+- ``t_gpu(f)   = t_comp + t_lat + t_mem - mem_overlap x min(t_comp, t_mem)`` (GPU busy; the
+  calibrated model hides none of the memory time under compute);
 - ``t_launch   = kernels * launch_s`` (CPU dispatch, overlaps the GPU: the step takes the smooth
   maximum of the two) and ``t_serial`` (data collation, ``loss.item()``, scheduler: exposed); both
   scale with 1/f_cpu (and the board's host speed per MHz).
@@ -107,6 +108,7 @@ class SimParams:
     act_bytes_per_token_dim: float = 200.0  # element-wise traffic per token x hidden x layer
     attn_bytes_per_score: float = 24.0  # softmax / mask / dropout traffic per attention score
     dram_efficiency: float = 0.6  # achieved / peak bandwidth
+    mem_overlap: float = 0.0  # share of the memory time compute hides (0: they add, as calibrated)
     # CPU side
     launch_us_per_kernel: float = 22.0  # eager PyTorch dispatch at CPU_MAX_MHZ
     serial_ms_per_step: float = 6.0  # collation, loss.item(), scheduler, logging
@@ -441,13 +443,14 @@ def clock_state(sw: StepWork, freq_mhz: float, p: SimParams, scales: PowerScales
     f_hz = freq_mhz * 1e6
     t_comp = sw.flops / (2.0 * prof.cuda_cores * f_hz * sw.eff)
     t_lat = sw.kernels * p.lat_cycles_per_kernel / f_hz
-    t_gpu = t_comp + t_lat + sw.t_mem_s
+    # memory traffic overlapped with compute is hidden under it (mem_overlap 0: none is)
+    t_gpu = t_comp + t_lat + sw.t_mem_s - p.mem_overlap * min(t_comp, sw.t_mem_s)
     t_step = _smoothmax(t_gpu, sw.t_launch_s, p.smoothmax_p) + sw.t_serial_s
     v = voltage_v(freq_mhz, p, prof.top_mhz)
     vmax = p.v_max_mv / 1000.0
     leak = p.leak_w_at_vmax * (v / vmax) ** p.leak_exp * sc.gpu
     dyn_full = p.cdyn_w_per_v2_ghz * v * v * (freq_mhz / 1000.0) * sc.gpu
-    act_busy = (sw.act_comp * t_comp + p.act_lat * t_lat + p.act_mem * sw.t_mem_s) / t_gpu
+    act_busy = min(1.0, (sw.act_comp * t_comp + p.act_lat * t_lat + p.act_mem * sw.t_mem_s) / t_gpu)
     gbps_busy = sw.bytes / t_gpu / 1e9
     # lower CPU clock, lower voltage: a core's power ~ (f/f_max)^cpu_vf_exp
     cpu_scale = (sw.cpu_mhz / prof.cpu_max_mhz) ** p.cpu_vf_exp

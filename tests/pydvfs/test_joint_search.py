@@ -104,7 +104,7 @@ def test_params_and_inputs_are_checked():
     with pytest.raises(InvalidValueError):
         JointParams(max_modes=3)
     with pytest.raises(InvalidValueError):
-        JointParams(gpu_low=0.7, gpu_mid=0.6)
+        JointParams(explore_share=0.0)
     g = grid("agx-orin", "bert-base/SST-2")
     s = JointSearch(g.modes, g.stock)
     with pytest.raises(InvalidValueError):

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from pydvfs.errors import InvalidValueError
-from pydvfs.governor.model_search import CurveParams, CurveSearch, expected_improvement
+from pydvfs.governor.mode_search import CurveParams, CurveSearch, expected_improvement
 from pydvfs.objective import Objective
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise
 from pydvfs.sim.workloads import get_workload
@@ -169,7 +169,7 @@ def test_a_spike_window_is_left_out_of_a_levels_cost_and_a_few_windows_do_not_se
     for t, j in enumerate((1.00, 1.001, 1.30, 0.999, 1.0), start=1):  # one interference spike: +30 %
         s.observe(714.0, j, float(t), 0.1)
     # the probe's windows: the spike is outside the band around their median, the rest are averaged
-    assert s._level_cost(714.0) == pytest.approx(1.0, abs=1e-3)
+    assert s._mode_cost(714.0) == pytest.approx(1.0, abs=1e-3)
     # five nearly equal windows do not make the search believe its windows are 0.1 % precise:
     # the prior (1.5 %, worth 4 windows) still weighs about half
     assert 0.9 < 100 * s._window_noise() < 1.5

@@ -18,7 +18,7 @@ import pydvfs
 from pydvfs.device import open_device
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.engine import OnlineEngine, WindowParams
-from pydvfs.governor.model_search import CurveParams, CurveSearch
+from pydvfs.governor.mode_search import CurveParams, ModeSearch
 from pydvfs.governor.search import HillClimb
 
 FULL = (306000000, 1300500000)  # the jp6 fake board's own (min, max)
@@ -49,7 +49,7 @@ class ClockedSampler:
                                cpu_gpu_energy_j=energy_j["VDD_GPU_SOC"] + energy_j["VDD_CPU_CV"], board="agx-orin")
 
 
-class Recording(CurveSearch):
+class Recording(ModeSearch):
     """The model search, recording what it was told before each window: (remaining windows,
     the level it favoured then, the count of windows fed before)."""
 
@@ -89,7 +89,7 @@ def test_the_engine_tells_the_search_the_windows_left(orin, s_step, total):
     dev = open_device(orin.root)
     sampler = ClockedSampler()
     w = WindowParams(min_window_s=10.0, min_steps=20, settle_s=0.0)
-    search = Recording(dev.available_frequencies_mhz, 714.0, CurveParams(reprobe_s=math.inf))
+    search = Recording.gpu(dev.available_frequencies_mhz, 714.0, CurveParams(reprobe_s=math.inf))
     engine = OnlineEngine(dev, sampler, search, w, "the test", None, total_steps=total)
     try:
         dev.pin(714.0)
@@ -111,7 +111,7 @@ def test_the_windows_left_are_counted_at_the_favoured_level(orin):
     dev = open_device(orin.root)
     sampler = ClockedSampler()
     w = WindowParams(min_window_s=1.0, min_steps=5, settle_s=0.0)
-    search = Recording(dev.available_frequencies_mhz, 1300.5, CurveParams(reprobe_s=math.inf))
+    search = Recording.gpu(dev.available_frequencies_mhz, 1300.5, CurveParams(reprobe_s=math.inf))
     total = 100_000
     engine = OnlineEngine(dev, sampler, search, w, "the test", None, total_steps=total)
 
@@ -140,7 +140,7 @@ def test_an_unknown_or_overrun_length_leaves_the_default_horizon(orin):
         dev.pin(714.0)
         for total, expect_none_after in ((None, 0), (40, 40)):
             sampler = ClockedSampler()
-            search = Recording(dev.available_frequencies_mhz, 714.0, CurveParams(reprobe_s=math.inf))
+            search = Recording.gpu(dev.available_frequencies_mhz, 714.0, CurveParams(reprobe_s=math.inf))
             engine = OnlineEngine(dev, sampler, search, w, "the test", None, total_steps=total)
             engine.pinned_mhz = 714.0
             drive(engine, sampler, 120, lambda mhz: 0.1)

@@ -79,9 +79,11 @@ def test_joint_online_governor_pins_modes_and_restores_every_domain(tmp_path):
     assert r["restored"] and (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
     assert all(path.read_text() == text for path, text in originals.items())  # every domain put back
     assert r["search"]["kind"] == "joint" and r["knobs"] == ["gpu", "emc", "cpu"]
-    assert 10 <= r["search"]["probed_modes"] <= 12
+    assert 5 <= r["search"]["probed_modes"] <= 12
     assert pinned[0] == (1300.5, 3199.0, 2201.6)  # from the top mode
-    assert {m[1] for m in pinned} >= {2133.0, 3199.0} and len({m[2] for m in pinned}) >= 3
+    line = list(dict.fromkeys(pinned))[:3]  # the GPU line first (EMC and CPU at the top), then steps off it
+    assert all(m[1:] == (3199.0, 2201.6) for m in line) and len({m[0] for m in line}) == 3
+    assert {m[1] for m in pinned} >= {2133.0, 3199.0} and len({m[2] for m in pinned}) >= 2
     # the board answered the EMC and CPU clocks: a window's s/step follows the mode the sim computes
     w = get_workload("bert-base", "SST-2")
     for win in r["trajectory"]:
@@ -121,9 +123,9 @@ def test_run_knobs_on_the_animated_board_pins_modes_and_restores_every_domain(cl
     assert res.returncode == 0, res.stderr
     r = report(res)
     assert r["search_kind"] == "joint" and r["knobs"] == ["gpu", "emc", "cpu"] and r["restored"]
-    assert 10 <= r["search"]["probed_modes"] <= 12
+    assert 5 <= r["search"]["probed_modes"] <= 12
     modes = {tuple(w["freq_mhz"]) for w in r["trajectory"]}
-    assert {m[1] for m in modes} >= {2133.0, 3199.0} and len({m[2] for m in modes}) >= 3
+    assert {m[1] for m in modes} >= {2133.0, 3199.0} and len({m[2] for m in modes}) >= 2
     w = get_workload("bert-base", "SST-2")
     for win in r["trajectory"]:  # the board answered each mode govcore pinned
         assert win["s_per_step"] == pytest.approx(mode_point(w, *win["freq_mhz"]).t_step_s / SCALE, rel=0.35)

@@ -612,7 +612,7 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
                  "(got %g, %g, %g, %g)", w->layers, w->hidden, w->seq_len, w->gpu_util_pct);
         return -EINVAL;
     }
-    if (gc_method_check(w, b->err, sizeof b->err) < 0)
+    if (w && gc_method_check(w, b->err, sizeof b->err) < 0)
         return -EINVAL;
     if (d->goal.objective != GC_OBJECTIVE_ENERGY &&
         !(e->flags & (GC_POLICY_TAKES_OBJECTIVE | GC_POLICY_PINS_NOTHING))) {

@@ -139,8 +139,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     curves = curves_from_frame(df, energy_column(args, df), tasks=name_list(args.tasks))
     roofline = None
     if args.model_dir is not None and (Path(args.model_dir) / "roofline.txt").is_file():
+        from ..errors import BoardPermissionError, PolicyLoadError
         from ..policy.apply import load_roofline
-        roofline = load_roofline(args.model_dir)
+
+        try:
+            roofline = load_roofline(args.model_dir)
+        except (PolicyLoadError, BoardPermissionError) as e:
+            # as root, the folder's files get the loader's checks (a user's link must not make root
+            # read a file of its choosing); the tree is still scored, as data, without the curve
+            print(f"pydvfs evaluate: the roofline policy is left out: {e}", file=sys.stderr, flush=True)
     # a trained tree is read as data (its policy_tree.c), never loaded as code: evaluate touches no
     # board, so it runs as root anywhere (the loader's as-root check guards the verbs that pin).
     # Without --model-dir: the built-in policy of the dataset's board (one board named in its board
@@ -172,8 +179,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     def change():
         d = run(workload, policy=args.policy, model_dir=args.model_dir, sysfs_root=args.sysfs_root,
-                state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct,
-                energy=args.energy, **extra)
+                state_dir=args.state_dir, objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct, **extra)
         if d.learned_notice():
             print(f"pydvfs apply: {d.learned_notice()}", file=sys.stderr, flush=True)
         if d.kept_reason:  # the policy did not expect a clear saving: the board's own governor

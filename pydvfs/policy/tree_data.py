@@ -37,6 +37,10 @@ _OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a
 # gc_tree_model's fields in the order of its initialiser (govcore/policy.h; export._model_c)
 _FIELDS = ("name", "score", "n_features", "feature_names", "n_classes", "classes_mhz", "default_util_pct",
            "ffg_mhz", "data_file", "data_sha256", "trained_utc", "board_id", "n_levels", "levels_mhz")
+# ...then what the tree knows of its own choices (export.py writes them; a folder trained before
+# they existed has the fields above only)
+_KNOWS_FIELDS = ("origin", "measure", "calibrated", "has_savings", "class_saving_pct", "class_spread_pct",
+                 "ffg_saving_pct", "ffg_spread_pct")
 
 
 class TreeSourceError(PolicyLoadError):
@@ -272,9 +276,10 @@ def parse_tree_c(text: str) -> TreeData:
     if body is None or model is None or set(arrays) != {"feature_names", "classes_mhz"}:
         raise TreeSourceError("no m2cgen scoring function, feature names, class clocks and gc_tree_model "
                               "initialiser found")
-    if len(model) != len(_FIELDS):
-        raise TreeSourceError(f"the gc_tree_model initialiser has {len(model)} fields, expected {len(_FIELDS)}")
-    m = dict(zip(_FIELDS, model))
+    if len(model) not in (len(_FIELDS), len(_FIELDS) + len(_KNOWS_FIELDS)):
+        raise TreeSourceError(f"the gc_tree_model initialiser has {len(model)} fields, expected {len(_FIELDS)} "
+                              f"or {len(_FIELDS) + len(_KNOWS_FIELDS)}")
+    m = dict(zip(_FIELDS + _KNOWS_FIELDS, model))
     names, classes = tuple(arrays["feature_names"]), tuple(float(c) for c in arrays["classes_mhz"])
     if m["n_features"] != len(names) or m["n_classes"] != len(classes) \
             or (m["n_levels"] and m["n_levels"] != len(m["levels_mhz"])):

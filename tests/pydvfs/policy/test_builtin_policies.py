@@ -22,6 +22,7 @@ from pydvfs.device import open_device
 from pydvfs.device.fake import build_fake_board
 from pydvfs.energy import MEASURES
 from pydvfs.governor.loop import plan_online
+from pydvfs.objective import Objective
 from pydvfs.policy.apply import decide
 from pydvfs.policy.export import compile_policy, constant_to_c
 from pydvfs.policy.manifest import provenance, write_manifest
@@ -115,7 +116,7 @@ def test_online_start_without_a_workload_is_apply_ffg_on_every_board(tmp_path, b
             ffg = decide(None, "ffg", model_dir, fake.root, energy=measure)
             with_wl = decide(BERT, "ffg", model_dir, fake.root, energy=measure)  # ffg reads no workload
             assert (with_wl.freq_mhz, with_wl.kept_from_mhz) == (ffg.freq_mhz, ffg.kept_from_mhz)
-            plan = plan_online(dev, None, model_dir, search_kind="model", measure=measure)
+            plan = plan_online(dev, None, model_dir, search_kind="model", objective=Objective(energy=measure))
             assert plan["start_mhz"] == ffg.freq_mhz, (model_dir, measure, plan, ffg)
             assert plan["centre_mhz"] == (ffg.freq_mhz if ffg.freq_mhz is not None else ffg.kept_from_mhz)
             if model_dir is not None and board_row(board_id).gpu_levels_mhz[-1] != 1300.5:

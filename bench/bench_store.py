@@ -1,7 +1,7 @@
 """The board that learns from its own runs (issue 26 item 3, docs/store.md), replayed window by
 window on the simulator (no board time): online runs of the catalogue's workloads are recorded
-in a real store (pydvfs.runs.store, a temp folder) from the replayed windows, and ``apply``'s
-board-learned choice (pydvfs.runs.learned) is scored on the simulator's true module energy.
+in a real store (pydvfs.policy.store, a temp folder) from the replayed windows, and ``apply``'s
+board-learned choice (pydvfs.policy.learned) is scored on the simulator's true module energy.
 
 Per board of the table (its simulator profile and clock table):
 
@@ -45,8 +45,8 @@ from pydvfs.device.fake import build_fake_board  # noqa: E402
 from pydvfs.governor.mode_search import MAXN, CurveParams, CurveSearch  # noqa: E402
 from pydvfs.objective import Objective  # noqa: E402
 from pydvfs.policy.apply import decide, load_tree  # noqa: E402
-from pydvfs.runs.learned import learn  # noqa: E402
-from pydvfs.runs.store import RunStore, make_record  # noqa: E402
+from pydvfs.policy.learned import learn  # noqa: E402
+from pydvfs.policy.store import RunStore, make_record  # noqa: E402
 from pydvfs.sim.joint_replay import window_noise  # noqa: E402
 from pydvfs.sim.model import default_params, operating_point, power_modes  # noqa: E402
 from pydvfs.sim.profiles import profile  # noqa: E402

@@ -3,11 +3,11 @@
 #define _GNU_SOURCE /* O_PATH */
 #endif
 #include "lock.h"
-#include "state.h"
 #include "sysfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +27,102 @@ static void set_err(gc_board *b, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(b->err, sizeof b->err, fmt, ap);
     va_end(ap);
+}
+
+/* The private folders (the lock folder here, the state folder in state.c): created 0700, owned
+ * by the caller, writable by no one else, and no folder above them another user can change. */
+int gc_mkdir_p(const char *dir)
+{
+    char tmp[GC_PATH_MAX], *p;
+
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* Every folder above dir: owned by root or us, and not writable by others unless sticky. */
+static int check_ancestors(gc_board *b, const char *dir, const char *what)
+{
+    char real[PATH_MAX], *slash;
+    struct stat st;
+
+    if (!realpath(dir, real))
+        return 0; /* the folder itself was opened and checked; nothing more to learn */
+    while ((slash = strrchr(real, '/')) != NULL) {
+        if (slash == real)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+        if (stat(real, &st) < 0)
+            break;
+        if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+            ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
+            set_err(b, "refusing %s %s: %s above it can be changed by another user "
+                       "(owner uid %u, mode %03o); use a private folder", what, dir, real,
+                    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+            return -GC_ESTATE;
+        }
+        if (slash == real)
+            break;
+    }
+    return 0;
+}
+
+int gc_private_dir_open(gc_board *b, const char *dir, int create, const char *what, int *dfd)
+{
+    struct stat st;
+    int rc, fd;
+
+    *dfd = -1;
+    if (dir[0] != '/') {
+        set_err(b, "%s %s is not an absolute path", what, dir);
+        return -EINVAL;
+    }
+    if (create && (rc = gc_mkdir_p(dir)) < 0) {
+        set_err(b, "cannot create %s %s: %s", what, dir, strerror(-rc));
+        return rc;
+    }
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        rc = -errno;
+        if (rc == -ENOENT)
+            return rc;
+        if (rc == -ELOOP || rc == -ENOTDIR) {
+            set_err(b, "refusing %s %s: it is a symbolic link or not a folder", what, dir);
+            return -GC_ESTATE;
+        }
+        set_err(b, "cannot open %s %s: %s", what, dir, strerror(-rc));
+        return rc;
+    }
+    if (fstat(fd, &st) < 0) {
+        rc = -errno;
+        set_err(b, "cannot stat %s %s: %s", what, dir, strerror(-rc));
+        goto close_fd;
+    }
+    if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        set_err(b, "refusing %s %s: it must be owned by you (uid %u) and writable by no "
+                   "one else (owner uid %u, mode %03o)", what, dir, (unsigned)geteuid(),
+                (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        rc = -GC_ESTATE;
+        goto close_fd;
+    }
+    if ((rc = check_ancestors(b, dir, what)) < 0)
+        goto close_fd;
+    *dfd = fd;
+    return 0;
+
+close_fd:
+    close(fd);
+    return rc;
 }
 
 void gc_lock_init(gc_lock *lk)

@@ -69,4 +69,10 @@ int gc_original_find(gc_board *b, char *path, size_t len);
 int gc_original_mark(gc_board *b, const char *state_path);
 void gc_original_unmark(gc_board *b, const char *state_path);
 
+/* Open dir (absolute; created with its missing parents, mode 0700, if create) as a private
+ * folder: owned by us, writable by no one else, and every folder above it owned by root or us
+ * and not writable by others unless sticky. what names it in messages ("state folder"). Used for
+ * the lock folder and the state folder (state.c). Same returns as gc_state_open. */
+int gc_private_dir_open(gc_board *b, const char *dir, int create, const char *what, int *dfd);
+
 #endif

@@ -609,3 +609,156 @@ void gc_tree_close(void *handle)
 }
 
 #endif
+
+/* roofline.txt, the board's time and power curves fitted by `pydvfs train`, read as data with the
+ * checks every file of a model folder gets (gc_model_file_open). */
+#define RL_MAX_FILE 65536
+#define RL_MAX_LINE 4096
+
+/* A whole-string finite number; -EINVAL otherwise. */
+static int rl_number(const char *s, double *out)
+{
+    char *end;
+
+    if (!*s || isspace((unsigned char)*s))
+        return -EINVAL;
+    errno = 0;
+    *out = strtod(s, &end);
+    if (errno || *end || !isfinite(*out))
+        return -EINVAL;
+    return 0;
+}
+
+/* A comma-separated list of finite numbers, 1..GC_ROOFLINE_MAX_VF of them. */
+static int rl_list(char *s, double *out, int *n)
+{
+    char *tok, *save = NULL;
+
+    *n = 0;
+    for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n >= GC_ROOFLINE_MAX_VF || rl_number(tok, &out[*n]) < 0)
+            return -EINVAL;
+        (*n)++;
+    }
+    return *n > 0 ? 0 : -EINVAL;
+}
+
+static const char *const rl_keys[] = {"version", "k_gauge", "q_gcyc",   "m_s",     "h0_s",
+                                      "h1_s",    "p_idle_w", "c_w",     "c_idle_w", "e_mem_j",
+                                      "vf_mhz",  "vf_v",    NULL};
+
+int gc_roofline_load(const char *path, gc_roofline *out, char *err, size_t len)
+{
+    double *scalar[] = {NULL, &out->k_gauge, &out->q_gcyc, &out->m_s, &out->h0_s, &out->h1_s,
+                        &out->p_idle_w, &out->c_w, &out->c_idle_w, &out->e_mem_j};
+    char line[RL_MAX_LINE + 2];
+    int seen[12] = {0}, n_line = 0, n_v = 0, i, k, rc = -EINVAL;
+    double version = 0;
+    size_t total = 0;
+    FILE *f;
+
+    memset(out, 0, sizeof *out);
+    /* a model folder's file: the checks policy.so gets (as root: no one else's folder, no link,
+     * no fifo), so that its first line never shows a file the caller could not read */
+    {
+        char dir[GC_PATH_MAX];
+        const char *slash = strrchr(path, '/');
+        int fd;
+
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == path)
+            snprintf(dir, sizeof dir, "/");
+        else
+            snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+        if ((rc = gc_model_file_open(dir, slash ? slash + 1 : path, &fd, err, len)) < 0) {
+            if (rc == -ENOENT)
+                snprintf(err, len, "cannot read the roofline model %s: %s (run `pydvfs train` to "
+                         "make one)", path, strerror(ENOENT));
+            return rc == -ENOENT ? -ENOENT : rc;
+        }
+        if (!(f = fdopen(fd, "r"))) {
+            rc = -errno;
+            close(fd);
+            snprintf(err, len, "cannot read the roofline model %s: %s", path, strerror(-rc));
+            return rc;
+        }
+        rc = -EINVAL;
+    }
+    while (fgets(line, sizeof line, f)) {
+        size_t l = strlen(line);
+        char *eq, *value;
+
+        n_line++;
+        total += l;
+        if (total > RL_MAX_FILE || (l > RL_MAX_LINE && line[l - 1] != '\n')) {
+            snprintf(err, len, "%s:%d: file or line too long for a roofline model", path, n_line);
+            goto close_file;
+        }
+        if (l && line[l - 1] == '\n')
+            line[--l] = 0;
+        if (l == 0 || line[0] == '#')
+            continue;
+        eq = strchr(line, '=');
+        if (!eq) {
+            snprintf(err, len, "%s:%d: expected key=value", path, n_line);
+            goto close_file;
+        }
+        *eq = 0;
+        value = eq + 1;
+        for (k = 0; rl_keys[k] && strcmp(rl_keys[k], line) != 0; k++)
+            ;
+        if (!rl_keys[k] || seen[k]) {
+            snprintf(err, len, "%s:%d: %s key '%s'", path, n_line, rl_keys[k] ? "repeated" : "unknown",
+                     line);
+            goto close_file;
+        }
+        seen[k] = 1;
+        if (k == 10 || k == 11) {
+            int *count = k == 10 ? &out->n_vf : &n_v;
+
+            if (rl_list(value, k == 10 ? out->vf_mhz : out->vf_v, count) < 0) {
+                snprintf(err, len, "%s:%d: %s must be 1..%d comma-separated numbers", path, n_line,
+                         line, GC_ROOFLINE_MAX_VF);
+                goto close_file;
+            }
+        } else if (rl_number(value, k == 0 ? &version : scalar[k]) < 0 ||
+                   (k > 0 && *scalar[k] < 0.0)) {
+            snprintf(err, len, "%s:%d: %s must be a finite number >= 0, got '%s'", path, n_line,
+                     line, value);
+            goto close_file;
+        }
+    }
+    if (ferror(f)) {
+        snprintf(err, len, "%s: read error", path);
+        rc = -EIO;
+        goto close_file;
+    }
+    for (k = 0; rl_keys[k]; k++)
+        if (!seen[k]) {
+            snprintf(err, len, "%s: missing key '%s'", path, rl_keys[k]);
+            goto close_file;
+        }
+    if (version != 1.0) {
+        snprintf(err, len, "%s: roofline format version %g, this build reads version 1", path,
+                 version);
+        goto close_file;
+    }
+    if (!(out->k_gauge > 0.0)) {
+        snprintf(err, len, "%s: k_gauge must be > 0", path);
+        goto close_file;
+    }
+    if (n_v != out->n_vf) {
+        snprintf(err, len, "%s: vf_mhz and vf_v differ in length", path);
+        goto close_file;
+    }
+    for (i = 0; i < out->n_vf; i++)
+        if (!(out->vf_v[i] > 0.0) || (i > 0 && !(out->vf_mhz[i] > out->vf_mhz[i - 1]))) {
+            snprintf(err, len, "%s: the V/f table needs ascending clocks and voltages > 0", path);
+            goto close_file;
+        }
+    rc = 0;
+close_file:
+    fclose(f);
+    return rc;
+}

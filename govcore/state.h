@@ -33,11 +33,6 @@ typedef struct gc_state_file {
     char path[GC_PATH_MAX];         /* folder/name, for messages */
 } gc_state_file;
 
-/* Open dir (absolute; created with its missing parents, mode 0700, if create) as a private
- * folder: owned by us, writable by no one else, and every folder above it owned by root or us
- * and not writable by others unless sticky. what names it in messages ("state folder"). Used for
- * the state folder and the lock folder (lock.c). Same returns as gc_state_open. */
-int gc_private_dir_open(gc_board *b, const char *dir, int create, const char *what, int *dfd);
 
 /* Open (creating it, mode 0700, if create) the state folder and check that no one else can
  * steer it. -ENOENT if it does not exist and create is 0; -GC_ESTATE (with b->err) if it is not

@@ -142,7 +142,7 @@ def learned_text(r: dict) -> str:
 def _status_once(args: argparse.Namespace, dev) -> None:
     st = dev.status()
     st["live"] = live_power(dev.sysfs_root) if dev.rails else None
-    from ..runs.learned import runs_count
+    from ..policy.learned import runs_count
 
     learned = runs_count(dev.board_id, getattr(args, "data_dir", None))
     if learned["warning"]:

@@ -48,8 +48,8 @@ def cmd_train_from_runs(args: argparse.Namespace) -> int:
     and show it; damaged records are dropped from the store."""
     from ..errors import InvalidValueError
     from ..objective import Objective
-    from ..runs.learned import describe_shape, learned_table
-    from ..runs.store import RunStore
+    from ..policy.learned import describe_shape, learned_table
+    from ..policy.store import RunStore
 
     if args.data is not None or args.out is not None or args.tasks or args.exclude_tasks:
         raise InvalidValueError("--from-runs refits from the board's own run records: it takes no --data, --out, "

@@ -151,7 +151,9 @@ class OnlineGovernor:
                                          "pydvfs", self.search_kind, self.objective, self.data_dir, self.use_runs)
                 searcher = new_search(self.search_kind, self._plan["search_levels_mhz"],
                                       self._plan["centre_mhz"], self.search_params, self.objective,
-                                      self._plan["maxn_anchor"], self.model_dir, self.prior) if self.knobs == ("gpu",) \
+                                      self._plan["maxn_anchor"], self.model_dir,
+                                      self.prior if self.prior is not None else self._plan["prior"]) \
+                    if self.knobs == ("gpu",) \
                     else self._joint_search()
             self._install_handlers()
             atexit.register(self.close)
@@ -265,7 +267,7 @@ class OnlineGovernor:
             if self.engine is not None:
                 self.engine.say_outcome()
                 if self.record:  # what this board measured (docs/store.md)
-                    from ..runs.store import record_run
+                    from ..policy.store import record_run
 
                     record_run(report, self.dev, self.workload, self.front_end, self.data_dir, self.log, "pydvfs")
             return report

@@ -54,7 +54,7 @@ def needs_workload(policy: str) -> bool:
 def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None,
                  learned=None, measure: str = DEFAULT_MEASURE) -> tuple[float, str, bool]:
     """Where the online search starts: ``start_mhz``, else the clock this board learned for the
-    workload from its own runs (``learned``: a :class:`pydvfs.runs.learned.Learned`), else the
+    workload from its own runs (``learned``: a :class:`pydvfs.policy.learned.Learned`), else the
     policy's clock for the workload (mlg), else the policy's fixed clock (ffg), each decided as
     ``pydvfs apply`` decides it (the board's built-in policy for ``measure``, or ``model_dir``'s
     tree mapped by govcore's one rule), else the middle of the table. The third value: the
@@ -128,13 +128,15 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
         source += " (the policy keeps this workload at MAXN)"
     return {"start_mhz": None if maxn_anchor else start, "start_source": source, "centre_mhz": start,
             "maxn_anchor": maxn_anchor, "board_max_mhz": cap, "search_levels_mhz": list(levels),
-            "learned": None if learned is None else learned.to_dict()}
+            "learned": None if learned is None else learned.to_dict(),
+            # the board's record as data for the model search (the hill climb takes none)
+            "prior": None if learned is None or search_kind != "model" else learned.prior()}
 
 
 def board_start(dev, workload, levels, objective: Objective | None, data_dir, log, prefix: str):
     """The clock this board learned for ``workload`` from its own runs (the store under
     ``data_dir``; docs/store.md), said on ``log``; None where it has none near."""
-    from ..runs.learned import board_learned
+    from ..policy.learned import board_learned
 
     learned = board_learned(dev.board_id, workload, levels, objective, data_dir, log, prefix)
     if learned is not None and log is not None:
@@ -383,7 +385,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         report.update(plan, search_kind=search_kind)
         if tuple(knobs) == ("gpu",):
             searcher = new_search(search_kind, plan["search_levels_mhz"], plan["centre_mhz"], search, objective,
-                                  plan["maxn_anchor"], model_dir)
+                                  plan["maxn_anchor"], model_dir, plan["prior"])  # the board's record: data
             search_dev = dev
         else:  # the whole mode (docs/power-modes.md): through the board's joint pin
             from .joint_search import joint_setup
@@ -469,7 +471,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         report.update(online_outcome(report, energy))
         engine.say_outcome()
         if record:  # what this board measured, for apply and the next run's start (docs/store.md)
-            from ..runs.store import record_run
+            from ..policy.store import record_run
 
             record_run(report, dev, workload, "pydvfs run", data_dir, log, "pydvfs run")
     else:

@@ -36,10 +36,9 @@ def load_tree(model_dir: str | os.PathLike | None = None, board_id: str | None =
     return _trees[key]
 
 
-# The origins a decision's policy can have (gc_tree_model.origin): one built into govcore for
-# the board and measure, a user's model folder, and (the board's own store of runs) a tree the
-# board learned; see origin_line.
-ORIGINS = ("built-in", "user folder", "board-learned")
+# A decision's origin: the tree's (gc_tree_model.origin: built into govcore for the board and
+# measure, or a user's model folder), or the board's own store of runs (learned.ORIGIN,
+# GC_ORIGIN_BOARD_LEARNED); see origin_line.
 
 
 def origin_line(origin: dict) -> str:
@@ -168,15 +167,16 @@ class Decision:
 
 def learned_origin(learned: dict) -> dict:
     """The decision's origin where the board's own runs chose the clock."""
-    from ..runs.learned import ORIGIN
+    from .learned import ORIGIN
 
     return {"kind": ORIGIN, "board": learned["board"], "measure": learned["measure"], "runs": learned["runs"]}
 
 
 def learned_note(learned: dict) -> str:
-    from ..runs.learned import Learned
+    from .learned import Learned
 
-    return Learned(**{**learned, "neighbours": tuple(learned["neighbours"])}).note()
+    return Learned(**{**learned, "neighbours": tuple(learned["neighbours"]),
+                      "curve": tuple(tuple(c) for c in learned.get("curve", ()))}).note()
 
 
 def _learned_decision(board, wl: Workload, goal, policy: str, sysfs_root, state_dir, pin: bool,
@@ -184,7 +184,7 @@ def _learned_decision(board, wl: Workload, goal, policy: str, sysfs_root, state_
     """The default policy on a board that learned from its own runs (docs/store.md): the clock
     its runs voted for this workload, pinned as any pin (the power mode's cap obeyed); None
     where the store has no workload near this one (the tree decides)."""
-    from ..runs.learned import board_learned
+    from .learned import board_learned
 
     levels = [hz_to_mhz(f) for f in board.freqs_hz]
     learned = board_learned(board.board_id or None, wl, levels, goal, data_dir, prefix="pydvfs apply")

@@ -1,4 +1,4 @@
-"""Issue 26 item 3: the board learns from its own runs (pydvfs/runs/, docs/store.md).
+"""Issue 26 item 3: the board learns from its own runs (pydvfs/policy/, docs/store.md).
 
 On a fake Orin Nano Super, :class:`pydvfs.OnlineGovernor` runs four workloads with the
 simulator's module J/step and s/step at whatever clock the board holds (a sampler whose windows
@@ -25,8 +25,8 @@ from pydvfs import boards
 from pydvfs.device.fake import build_fake_board
 from pydvfs.errors import StoreError
 from pydvfs.objective import Objective
-from pydvfs.runs.learned import learn
-from pydvfs.runs.store import FORMAT, RunStore, check_record
+from pydvfs.policy.learned import learn
+from pydvfs.policy.store import FORMAT, RunStore, check_record
 from pydvfs.sim.model import default_params, operating_point
 from pydvfs.sim.profiles import profile
 from pydvfs.sim.workloads import get_workload
@@ -172,6 +172,9 @@ def test_the_board_learns_from_four_runs_and_apply_and_a_fifth_run_use_it(nano, 
     r = online_run(nano, *FIFTH, seed=5)
     assert r["start_mhz"] == learned and "learned on this board from 4 runs" in r["start_source"]
     assert r["learned"]["freq_mhz"] == learned
+    # ...and the model search was given the nearest shape's measured clocks as data (issue 30 item 4)
+    assert r["prior"]["observations"] and "learned on this board" in r["prior"]["source"]
+    assert {f for f, _, _ in r["prior"]["observations"]} <= set(r["search_levels_mhz"])
     assert len((nano.data / f"runs-{BOARD}.jsonl").read_text().splitlines()) == 5
 
     # status counts the runs; train --from-runs shows the refit
@@ -256,7 +259,7 @@ def test_a_damaged_record_is_skipped_with_one_line(tmp_path, capsys):
     assert [r["workload"]["layers"] for r in loaded.records] == [12, 24]
     assert len(loaded.skipped) == 3 and "line 2: not JSON" in loaded.warning()
     assert "\n" not in loaded.warning()
-    d = pydvfs.runs.learned.board_learned(BOARD, {"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64},
+    d = pydvfs.policy.learned.board_learned(BOARD, {"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64},
                                           profile(BOARD).levels_mhz, data_dir=tmp_path / "runs")
     assert d.freq_mhz == 714.0 and d.runs == 2
     err = capsys.readouterr().err.strip().splitlines()

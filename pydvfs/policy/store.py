@@ -3,7 +3,7 @@
 Every ``pydvfs run --policy online`` and every :class:`pydvfs.OnlineGovernor` run (the Hugging
 Face and Lightning callbacks included) appends one record: the board, the energy measure, the
 workload and its features, J/step and s/step at each clock (or MAXN) it probed, the clock it
-settled on. ``apply`` and the online search's start read them back (:mod:`pydvfs.runs.learned`).
+settled on. ``apply`` and the online search's start read them back (:mod:`pydvfs.policy.learned`).
 
 Where: ``--data-dir`` / ``data_dir=``, else ``PYDVFS_DATA_DIR``, else ``/var/lib/pydvfs`` as
 root and ``$XDG_DATA_HOME/pydvfs`` (``~/.local/share/pydvfs``) otherwise. One file per board,
@@ -166,7 +166,7 @@ _workloads: dict = {}  # a record's workload dict (as a key) -> its validated Wo
 def workload_of(wl: dict):
     """The :class:`~pydvfs.policy.workload.Workload` of a record's workload dict, validated once
     per distinct dict (a store repeats a few shapes hundreds of times)."""
-    from ..policy.workload import Workload
+    from .workload import Workload
 
     try:
         key = tuple(sorted(wl.items()))
@@ -385,7 +385,7 @@ def make_record(report: dict, board_id: str, board_model: str, levels_mhz, workl
     wl = None
     if workload is not None:
         from ..errors import InvalidValueError
-        from ..policy.workload import Workload
+        from .workload import Workload
 
         try:
             wl = Workload.from_any(workload).to_dict()

@@ -1,5 +1,5 @@
 """The board-learned policy: the clock this board measured best for the workloads nearest the
-one asked about, refit from the store (:mod:`pydvfs.runs.store`) on every read.
+one asked about, refit from the store (:mod:`pydvfs.policy.store`) on every read.
 
 The fit (docs/store.md):
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 from ..levels import nearest_level
 from ..objective import Objective
-from ..policy.workload import Workload
 from .store import workload_of
+from .workload import Workload
 
 K = 3  # shapes that vote
 MAX_DISTANCE = 2.0  # farther shapes are not "of similar shape" (2.0: a factor of 4 in one dimension)
@@ -102,6 +102,13 @@ class Learned:
     neighbours: tuple = ()
     board: str | None = None
     data_dir: str | None = None
+    curve: tuple = ()  # the nearest shape's measured clocks: (MHz, J/step, s/step), MAXN left out
+
+    def prior(self) -> dict:
+        """What the online search is given of it (a SearchPrior's fields): the nearest shape's
+        measured clocks as observations (the search rescales them to this run where both measured
+        a clock, and settles only on what this run measured)."""
+        return {"observations": [list(c) for c in self.curve], "source": self.note()}
 
     def note(self) -> str:
         """What the one-line notices say after the clock."""
@@ -115,7 +122,8 @@ class Learned:
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "runs": self.runs, "shapes": self.shapes, "measure": self.measure,
-                "board": self.board, "data_dir": self.data_dir, "neighbours": list(self.neighbours)}
+                "board": self.board, "data_dir": self.data_dir, "neighbours": list(self.neighbours),
+                "curve": [list(c) for c in self.curve]}
 
 
 def describe_shape(w: dict) -> str:
@@ -147,8 +155,11 @@ def learn(records: list[dict], workload, levels_mhz, objective: Objective | None
         votes[best] = votes.get(best, 0.0) + 1.0 / (d + 0.25) ** 2
     top = max(votes.values())
     winner = next(best for _, _, best in near if votes[best] == top)  # a tie: the nearest's
+    nearest = near[0][1].curve()
     return Learned(freq_mhz=nearest_level(sorted(levels_mhz), winner), runs=runs,
                    shapes=known, measure=objective.energy,
+                   curve=tuple((f, j, t) for f, (j, t) in sorted(nearest.items(), key=lambda kv: kv[0] or 0)
+                               if f is not None),
                    neighbours=tuple({"workload": s.workload.to_dict(), "distance": round(d, 3), "best_mhz": best,
                                      "runs": s.runs} for d, s, best in near))
 

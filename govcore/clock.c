@@ -167,22 +167,6 @@ static int record_pin(gc_board *b, const char *state_dir, uint64_t level_hz)
     return rc;
 }
 
-/* Append ", what" (or "what" first) to a list of what is left. */
-static void add_left(char *list, size_t len, const char *fmt, ...)
-{
-    size_t n = strlen(list);
-    va_list ap;
-
-    if (n && n + 2 < len) {
-        memcpy(list + n, "; ", 3);
-        n += 2;
-    }
-    if (n + 1 >= len)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(list + n, len - n, fmt, ap);
-    va_end(ap);
-}
 
 /* Best effort, in the safe order: write what can be written even where something cannot be
  * read, and say exactly what is still not as saved. A saved value the board no longer offers (a
@@ -216,7 +200,7 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
     /* the governor first: podgov moves the clock within min..max, so set the range last */
     if (saved.governor[0] && !gc_governor_known(b, saved.governor)) {
         gc_printable(saved.governor, shown, sizeof shown);
-        add_left(gone, sizeof gone, "governor (saved \"%s\" is not one this board offers)", shown);
+        gc_list_append(gone, sizeof gone, "governor (saved \"%s\" is not one this board offers)", shown);
     } else if (saved.governor[0]) {
         devfreq_file(b, "governor", gov_path, sizeof gov_path);
         if (gc_sysfs_read(b->sysfs_root, gov_path, gov_now, sizeof gov_now) < 0 ||
@@ -226,7 +210,7 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
                 first_rc = rc;
                 snprintf(first_err, sizeof first_err, "cannot write governor %s to %s: %s",
                          saved.governor, gov_path, gc_sysfs_strerror(rc));
-                add_left(retry, sizeof retry, "governor");
+                gc_list_append(retry, sizeof retry, "governor");
             }
         }
     }
@@ -256,17 +240,17 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
             max_ok = max_use && now.max_hz == saved.max_hz;
         }
         if (!min_use)
-            add_left(gone, sizeof gone, "min_freq (saved %g MHz is not %s)",
+            gc_list_append(gone, sizeof gone, "min_freq (saved %g MHz is not %s)",
                      gc_hz_to_mhz(saved.min_hz), gc_level_known(b, saved.min_hz) ?
                      "at most the saved max" : "a level of this board");
         else if (!min_ok)
-            add_left(retry, sizeof retry, "min_freq");
+            gc_list_append(retry, sizeof retry, "min_freq");
         if (!max_use)
-            add_left(gone, sizeof gone, "max_freq (saved %g MHz is not %s)",
+            gc_list_append(gone, sizeof gone, "max_freq (saved %g MHz is not %s)",
                      gc_hz_to_mhz(saved.max_hz), gc_level_known(b, saved.max_hz) ?
                      "at least the saved min" : "a level of this board");
         else if (!max_ok)
-            add_left(retry, sizeof retry, "max_freq");
+            gc_list_append(retry, sizeof retry, "max_freq");
     }
     /* every clock domain saved with the GPU (EMC, CPU policies), best effort */
     if (dom_lines[0]) {
@@ -274,13 +258,13 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
          * record and is named; every other is put back */
         if ((rc = gc_domains_load_each(&ds, b->sysfs_root, dom_lines, dst, kept, sizeof kept,
                                        dom_left, sizeof dom_left)) < 0) {
-            add_left(gone, sizeof gone, "clock domains (%s)", rc == -ENOSPC ? "too many" : ds.err);
+            gc_list_append(gone, sizeof gone, "clock domains (%s)", rc == -ENOSPC ? "too many" : ds.err);
         } else if ((rc = gc_domains_restore(&ds, dst)) < 0) {
             if (!first_rc) {
                 first_rc = rc;
                 snprintf(first_err, sizeof first_err, "%s", ds.err);
             }
-            add_left(retry, sizeof retry, "clock domains");
+            gc_list_append(retry, sizeof retry, "clock domains");
         }
     }
     if (retry[0]) {

@@ -811,22 +811,6 @@ int gc_domains_parse_done(gc_domains *ds, gc_domain_state *st)
     return 0;
 }
 
-/* Append "; text" (or text first) to a list. */
-static void list_add(char *list, size_t len, const char *fmt, ...)
-{
-    size_t n = strnlen(list, len);
-    va_list ap;
-
-    if (n && n + 2 < len) {
-        memcpy(list + n, "; ", 3);
-        n += 2;
-    }
-    if (n + 1 >= len)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(list + n, len - n, fmt, ap);
-    va_end(ap);
-}
 
 int gc_domains_load_each(gc_domains *ds, const char *sysfs_root, const char *lines,
                          gc_domain_state *st, char *kept, size_t kept_len, char *left, size_t left_len)
@@ -863,12 +847,12 @@ int gc_domains_load_each(gc_domains *ds, const char *sysfs_root, const char *lin
             snprintf(mark, sizeof mark, " %s ", name);
             if (!strstr(foreign, mark) && strlen(foreign) + strlen(mark) < sizeof foreign) {
                 strcat(foreign, mark);
-                list_add(left, left_len, "%s (%s)", name, i < 0 ? "the board has no such clock "
+                gc_list_append(left, left_len, "%s (%s)", name, i < 0 ? "the board has no such clock "
                          "domain now" : ds->d[i].why);
             }
         } else if (gc_domains_parse(ds, line, eq + 1, st) < 0) {
             if (!bad[i])
-                list_add(left, left_len, "%s (its saved line %s is damaged or repeated)", name, line);
+                gc_list_append(left, left_len, "%s (its saved line %s is damaged or repeated)", name, line);
             bad[i] = 1;
         }
         if (i < 0 || !ds->d[i].writable || bad[i]) {
@@ -885,7 +869,7 @@ int gc_domains_load_each(gc_domains *ds, const char *sysfs_root, const char *lin
             char one[GC_DOMAINS_RECORD_MAX] = "";
             gc_domain_state only[GC_MAX_DOMAINS];
 
-            list_add(left, left_len, "%s (%s)", ds->d[i].name, why);
+            gc_list_append(left, left_len, "%s (%s)", ds->d[i].name, why);
             /* its lines as saved, kept for a later restore */
             memset(only, 0, sizeof only);
             only[i] = st[i];

@@ -46,5 +46,8 @@ const char *gc_sysfs_strerror(int rc);
 /* Board text made safe to show: printable ASCII kept, other bytes as \xNN, cut at len - 1
  * with "..." when truncated. */
 void gc_printable(const char *text, char *out, size_t len);
+/* Append "; text" (or text first) to a list of what was left or refused, within len (cut short
+ * rather than overflow). */
+void gc_list_append(char *list, size_t len, const char *fmt, ...);
 
 #endif

@@ -2,8 +2,10 @@
 #include "sysfs.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -60,4 +62,20 @@ int gc_sysfs_exists(const char *root, const char *path)
         return 0;
     close(fd);
     return 1;
+}
+
+void gc_list_append(char *list, size_t len, const char *fmt, ...)
+{
+    size_t n = strnlen(list, len);
+    va_list ap;
+
+    if (n && n + 2 < len) {
+        memcpy(list + n, "; ", 3);
+        n += 2;
+    }
+    if (n + 1 >= len)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(list + n, len - n, fmt, ap);
+    va_end(ap);
 }

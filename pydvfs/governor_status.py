@@ -29,7 +29,7 @@ import math
 import os
 import time
 
-from .progress import _create_tmp
+from .progress import replace_atomically
 
 FORMAT = 1
 STATUS_ENV = "PYDVFS_GOVERNOR_STATUS"
@@ -56,21 +56,7 @@ def write_status(path: str | os.PathLike, record: dict) -> None:
     """Replace ``path`` with ``record`` (plus format, pid, uid, time), atomically."""
     data = {"format": FORMAT, "pid": os.getpid(), "uid": os.getuid(), "updated_unix_s": time.time(),
             **_clean(dict(record))}
-    folder, name = os.path.split(os.path.abspath(os.fspath(path)))
-    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        tmp, fd = _create_tmp(dfd, name)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(data, fh, sort_keys=True)
-                fh.write("\n")
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dfd)
-            raise
-    finally:
-        os.close(dfd)
+    replace_atomically(path, json.dumps(data, sort_keys=True) + "\n")
 
 
 def remove_status(path: str | os.PathLike) -> None:

@@ -22,7 +22,13 @@ TMP_TRIES = 100  # names tried for the temporary file before giving up
 
 def write_progress(path: str | os.PathLike, steps: float, tokens: float | None = None) -> None:
     """Replace ``path`` with ``int(steps)`` (and ``int(tokens)``), atomically (readers never
-    see a partial file).
+    see a partial file)."""
+    replace_atomically(path, f"{int(steps)}\n" if tokens is None else f"{int(steps)} {int(tokens)}\n")
+
+
+def replace_atomically(path: str | os.PathLike, text: str) -> None:
+    """Replace ``path`` with ``text``, atomically: the one writer of the small files other
+    processes read while they change (the progress file, the governor's status file).
 
     The folder may be one others can write (a user's, while the writer runs as root): the
     temporary file is created with O_EXCL|O_NOFOLLOW relative to the opened folder, so a
@@ -34,7 +40,7 @@ def write_progress(path: str | os.PathLike, steps: float, tokens: float | None =
         tmp, fd = _create_tmp(dfd, name)
         try:
             with os.fdopen(fd, "w") as fh:
-                fh.write(f"{int(steps)}\n" if tokens is None else f"{int(steps)} {int(tokens)}\n")
+                fh.write(text)
             os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         except BaseException:
             with contextlib.suppress(OSError):

@@ -614,7 +614,7 @@ static void test_expected_saving_gate(void)
     char state_dir[600], why[GC_ERR_MAX];
     double classes[1] = {714.0};
     gc_tree_model m = {"test", fixed_score, 1, one_feature, 1, classes, {50, 50}, 612.0, "", "", "", "", 0, {0}, "", "", -1, 0, {0}, {0}, 0, 0};
-    gc_workload w = {0, 60.0, 12, 768, 64};
+    gc_workload w = {0, 60.0, 12, 768, 64, 0, 0, 0, 0, 0, 0, 0};
     gc_clock_state st;
     gc_decision d;
     gc_board b;

@@ -80,6 +80,7 @@ cdef extern from "govcore.h" nogil:
 cdef extern from "domain.h" nogil:
     enum:
         GC_MAX_DOMAINS
+        GC_DOMAINS_RECORD_MAX
         GC_DOMAIN_EMC
         GC_DOMAIN_CPU
 
@@ -119,6 +120,9 @@ cdef extern from "domain.h" nogil:
 
 
 # The power mode in force and the GPU cap a pin obeys (govcore/powermode.h).
+    int gc_state_load_domains(gc_board *b, const char *state_dir, char *lines, size_t len)
+    int gc_domains_record_names(const char *lines, char *out, size_t len)
+
 cdef extern from "powermode.h" nogil:
     ctypedef struct gc_power_mode:
         int id                     # -1 unknown

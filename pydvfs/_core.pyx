@@ -347,6 +347,19 @@ cdef class Board:
                 "from_saved": bool(cap.from_saved),
                 "nvpmodel_clk_cap_mhz": gc_hz_to_mhz(cap.clk_cap_hz) if cap.clk_cap_hz else None}
 
+    def saved_domains(self, state_dir=None):
+        """The clock domains beside the GPU's that the saved state holds (["emc", "cpu0", ...];
+        [] for none or no saved state), as a restore would put them back."""
+        cdef char lines[GC_DOMAINS_RECORD_MAX]
+        cdef char names[GC_ERR_MAX]
+        cdef bytes d = _opt(state_dir)
+        cdef const char *c_dir = d
+        if gc_state_load_domains(&self.b, c_dir, lines, sizeof(lines)) < 0:
+            return []
+        if gc_domains_record_names(lines, names, sizeof(names)) < 0:
+            return []
+        return names.decode("utf-8", "replace").split()
+
     def restore(self, state_dir=None):
         """Put the saved state back; True if there was one. A state that no longer matches the
         board: what it still offers is written, the state removed, and StateFileError names what

@@ -229,6 +229,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     from ..device import RestoreForcedWarning
 
     dev = open_device(args.sysfs_root, args.state_dir)
+    domains = dev.saved_domains()  # to name them once they are back, as govcore restore does
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RestoreForcedWarning)
         restored = dev.restore(force=args.force)
@@ -246,13 +247,15 @@ def cmd_restore(args: argparse.Namespace) -> int:
             lo, hi = lo_hz / 1e6, hi_hz / 1e6
         except PydvfsError:
             lo = hi = gov = None
-    data = {"restored": restored, "governor": gov, "min_mhz": lo, "max_mhz": hi}
+    domains = domains if restored else []
+    data = {"restored": restored, "governor": gov, "min_mhz": lo, "max_mhz": hi, "domains": domains}
     if not restored:
         text = "nothing to restore (no saved state for this board)"
     elif lo is None:
         text = "restored the saved clock state (the clock cannot be read back now)"
     else:
-        text = f"restored governor {gov or '(unknown)'}, min {_fmt(lo)} MHz, max {_fmt(hi)} MHz"
+        text = f"restored governor {gov or '(unknown)'}, min {_fmt(lo)} MHz, max {_fmt(hi)} MHz" \
+            + (f"; and {', '.join(domains)}" if domains else "")
     emit(args, data, text)
     return 0
 

@@ -406,6 +406,15 @@ class Device:
                     raise
             return self._restore(force)
 
+    def saved_domains(self) -> list[str]:
+        """The clock domains beside the GPU's that the saved state holds (["emc", "cpu0", ...]):
+        what a restore puts back with the GPU; [] for none, or through the daemon."""
+        names = getattr(self._board, "saved_domains", None)
+        try:
+            return names(self.state_dir) if names is not None else []
+        except PydvfsError:
+            return []
+
     def _has_state(self) -> bool:
         try:
             return self._board.saved_state(self.state_dir) is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,19 +91,25 @@ def test_a_moved_policy_is_named_and_force_drops_it(nano, cli, govcore_bin):
 
 
 @pytest.mark.parametrize("json_out", [False, True])
-def test_restore_names_every_domain_it_put_back(nano, govcore_bin, json_out):
+@pytest.mark.parametrize("front", ["govcore", "pydvfs"])
+def test_restore_names_every_domain_it_put_back(nano, govcore_bin, json_out, front):
+    """After a joint pin, `restore` names every domain it put back, in both front ends (issue 27
+    item 16: it named only the GPU)."""
     root = str(nano.root)
+    def restore(*extra):  # govcore takes its options before the verb, pydvfs after it
+        if front == "govcore":
+            return [govcore_bin, "--sysfs-root", root, *extra, "restore"]
+        return [sys.executable, "-m", "pydvfs", "restore", "--sysfs-root", root, *extra]
+
     p = subprocess.run([govcore_bin, "--sysfs-root", root, "pin", "612", "--emc", "665.6", "--cpu", "1036.8"],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    p = subprocess.run([govcore_bin, "--sysfs-root", root, *(["--json"] if json_out else []), "restore"],
-                       capture_output=True, text=True)
+    p = subprocess.run(restore(*(["--json"] if json_out else [])), capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     if json_out:
         assert json.loads(p.stdout)["domains"] == ["emc", "cpu0", "cpu4"]
     else:
         assert "restored governor" in p.stdout and "and emc, cpu0, cpu4" in p.stdout
     # nothing saved: nothing named
-    p = subprocess.run([govcore_bin, "--sysfs-root", root, *(["--json"] if json_out else []), "restore"],
-                       capture_output=True, text=True)
+    p = subprocess.run(restore(*(["--json"] if json_out else [])), capture_output=True, text=True)
     assert (json.loads(p.stdout)["domains"] == [] if json_out else "emc" not in p.stdout)

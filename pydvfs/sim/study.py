@@ -264,12 +264,36 @@ def _module_curve(w, b: str, p) -> dict:
     return out
 
 
+def _maxn_j_per_step(w, b: str, p) -> float:
+    """Module energy per step under MAXN, the board's own governor."""
+    from .sweep import maxn_setting
+
+    o = operating_point(w, maxn_setting(b), None, p, board=b)
+    return o.role_power_w["module"] * o.t_step_s
+
+
+def _builtin_picks(b: str, workloads: list) -> list:
+    """The clock the board's built-in policy for module energy pins for each workload (``apply``'s
+    decision on a fake layout of board ``b``, the board's store left out; None: MAXN, the board's
+    own governor, where the policy does not clearly expect a saving)."""
+    import tempfile
+
+    from ..device.fake import build_fake_board
+    from ..policy.apply import decide
+
+    with tempfile.TemporaryDirectory(prefix="pydvfs-study-") as tmp:
+        fake = build_fake_board(f"{tmp}/{b}", board=b)
+        return [decide(w, "mlg", None, fake.root, energy="module", use_runs=False).freq_mhz for w in workloads]
+
+
 def finetune_study(boards=None, models=None, tasks=None, methods=None, p=None) -> dict:
     """Per board, decoder, task and training method (full / LoRA / QLoRA in fp32 and bf16): the
     pinned GPU clock of least module energy (EMC and CPU at the top), its energy per step and per
     real token, the saving against the top clock; and what choosing the clock with a wrong
     description of the method costs: the module energy at the optimum of the described method,
-    on the true method's curve, over the true optimum's (noise-free steady state)."""
+    on the true method's curve, over the true optimum's (noise-free steady state); and what the
+    board's built-in policy for module energy pins for it (``builtin_mhz``, None: MAXN), its
+    regret against the optimum and its saving against MAXN."""
     from .workloads import METHODS, SFT_MODELS
 
     p = p or default_params()
@@ -299,7 +323,17 @@ def finetune_study(boards=None, models=None, tasks=None, methods=None, p=None) -
                         "wrong_cost_pct": {d: round(_pct(c[best[d]][0], c[f][0]), 3) for d in methods},
                         "memory_gb": round(memory_need_gb(get_workload(m, t, method=me)), 2),
                         "fits": fits(get_workload(m, t, method=me), b),
+                        "maxn_j_per_step": _maxn_j_per_step(get_workload(m, t, method=me), b, p),
+                        "curve": c,
                     })
+        picks = _builtin_picks(b, [get_workload(r["model"], r["task"], method=r["method"]).workload() for r in rows])
+        for r, pick in zip(rows, picks):
+            c = r.pop("curve")
+            maxn = r.pop("maxn_j_per_step")
+            e = maxn if pick is None else c[pick][0]
+            r.update(builtin_mhz=pick, builtin_regret_pct=round(_pct(e, c[r["best_mhz"]][0]), 3),
+                     builtin_saving_vs_maxn_pct=round(-_pct(e, maxn), 3),
+                     best_saving_vs_maxn_pct=round(-_pct(c[r["best_mhz"]][0], maxn), 3))
         matrix = {me: {d: [r["wrong_cost_pct"][d] for r in rows if r["method"] == me] for d in methods}
                   for me in methods}
         out["boards"][b] = {
@@ -339,6 +373,13 @@ def finetune_markdown(res: dict, table_task: str = "QNLI") -> str:
             f"{sum(v) / len(v):.1f} %" for v in top.values()) + " |")
         lines.append("| *optimum moved from full-fp32's* | " + " | ".join(
             f"{r['moved'][me]} of {n_pairs}" for me in methods) + " |")
+        reg = {me: [x for x in r["rows"] if x["method"] == me] for me in methods}
+        lines.append("| *built-in policy (module): regret, mean (max)* | " + " | ".join(
+            f"{sum(x['builtin_regret_pct'] for x in v) / len(v):.1f} ({max(x['builtin_regret_pct'] for x in v):.1f}) %"
+            for v in reg.values()) + " |")
+        lines.append("| *built-in vs best saving against MAXN, mean* | " + " | ".join(
+            f"{sum(x['builtin_saving_vs_maxn_pct'] for x in v) / len(v):.1f} / "
+            f"{sum(x['best_saving_vs_maxn_pct'] for x in v) / len(v):.1f} %" for v in reg.values()) + " |")
         lines += ["", "Choosing with the wrong description: mean (max) module energy over the true "
                   "optimum, % — rows: how it truly trains; columns: how it was described.", "",
                   "| truly \\ described | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]

@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -49,17 +51,21 @@ PAPER_ENERGY = ("--energy", PAPER_MEASURE)
 
 
 def run_verb(*args: str) -> dict:
-    """Run a pydvfs verb in this process with --json; return its JSON output."""
+    """Run a pydvfs verb in this process with --json; return its JSON output (a verb that wraps
+    a command writes it to ``-o FILE``: the command keeps standard output)."""
     from .cli import main
 
     args = [str(a) for a in args]
     cut = args.index("--") if "--" in args else len(args)  # options go before a command
     buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main([*args[:cut], "--json", *args[cut:]])
-    if rc != 0:
-        raise PydvfsError(f"`pydvfs {' '.join(args)}` failed (exit {rc})")
-    return json.loads(buf.getvalue())
+    with tempfile.TemporaryDirectory(prefix="pydvfs-demo-") as tmp:
+        report = os.path.join(tmp, "report.json")
+        extra = ["-o", report] if cut < len(args) else []
+        with contextlib.redirect_stdout(buf):
+            rc = main([*args[:cut], "--json", *extra, *args[cut:]])
+        if rc != 0:
+            raise PydvfsError(f"`pydvfs {' '.join(args)}` failed (exit {rc})")
+        return json.loads(Path(report).read_text() if extra else buf.getvalue())
 
 
 def stage_board(ctx: DemoContext) -> dict:

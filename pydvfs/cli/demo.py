@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -15,6 +16,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     ctx = DemoContext(out_dir=Path(args.out).resolve(), seed=args.seed, quick=args.quick)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    # the simulated board's own store of runs lives in the demo's folder (docs/store.md): the demo
+    # writes nothing outside it, and no earlier run of this machine changes its decisions
+    os.environ["PYDVFS_DATA_DIR"] = str(ctx.path("board-runs"))
     t0 = time.monotonic()
     for name, stage in STAGES:
         ctx.say(f"--- {name} ---")

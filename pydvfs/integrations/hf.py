@@ -63,7 +63,7 @@ class GovernorCallback(TrainerCallback):
         if self.governor is not None and self.governor.started and self.report is None:
             return
         self._go_first(inspect.currentframe())
-        if str(getattr(args, "include_num_input_tokens_seen", "no")).lower() in ("no", "false"):
+        if args is not None and str(getattr(args, "include_num_input_tokens_seen", "no")).lower() in ("no", "false"):
             args.include_num_input_tokens_seen = "non_padding"  # the real tokens of each step, for J/token
         self._tokens_seen = int(getattr(state, "num_input_tokens_seen", 0) or 0)
         dataset = getattr(train_dataloader, "dataset", None)

@@ -13,6 +13,7 @@ from pydvfs.boards import boards
 from pydvfs.cli import main
 from pydvfs.cli.fake_board import joint_pin_example
 from pydvfs.device.fake_domains import CPUFREQ_DIR, EMC_DIR, cpu_levels_khz
+from pydvfs.progress import read_progress
 
 BOARDS = tuple(boards())
 
@@ -71,4 +72,4 @@ def test_animate_runs_every_board_of_the_table(argv, tmp_path, capsys):
                "--time-scale", "1000", "--progress-file", str(steps)])
     err = capsys.readouterr().err
     assert rc == 0, err
-    assert int(steps.read_text()) == 20 and "its 20 steps are done" in err, err
+    assert read_progress(steps) == 20 and "its 20 steps are done" in err, err

@@ -80,6 +80,8 @@ class Board:
         """id, name, gpu_max_mhz (None where not known) and unknown (why) of the nvpmodel mode."""
     def gpu_cap(self, state_dir: str | None = None) -> dict[str, Any]:
         """cap_mhz, devfreq_max_mhz, from_saved, nvpmodel_clk_cap_mhz (govcore/powermode.h)."""
+    def saved_domains(self, state_dir: str | None = None) -> list[str]:
+        """The clock domains beside the GPU's that the saved state holds (as a restore puts them back)."""
     def restore(self, state_dir: str | None = None) -> bool: ...
     def domains(self, emc_table_hz: tuple[int, ...] = ()) -> list[dict[str, Any]]:
         """The EMC and each cpufreq policy: name, kind, available, why, levels_hz, cap_hz,

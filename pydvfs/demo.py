@@ -50,6 +50,25 @@ PAPER_MEASURE = "cpu-gpu"
 PAPER_ENERGY = ("--energy", PAPER_MEASURE)
 
 
+@contextlib.contextmanager
+def _command_output_discarded(on: bool):
+    """A wrapped command keeps standard output (issue 27 item 11): the demo's simulated training
+    job would print into the demo's own --json output, so its fd 1 is /dev/null meanwhile."""
+    if not on:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
 def run_verb(*args: str) -> dict:
     """Run a pydvfs verb in this process with --json; return its JSON output (a verb that wraps
     a command writes it to ``-o FILE``: the command keeps standard output)."""
@@ -61,7 +80,7 @@ def run_verb(*args: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="pydvfs-demo-") as tmp:
         report = os.path.join(tmp, "report.json")
         extra = ["-o", report] if cut < len(args) else []
-        with contextlib.redirect_stdout(buf):
+        with contextlib.redirect_stdout(buf), _command_output_discarded(bool(extra)):
             rc = main([*args[:cut], "--json", *extra, *args[cut:]])
         if rc != 0:
             raise PydvfsError(f"`pydvfs {' '.join(args)}` failed (exit {rc})")

@@ -123,6 +123,40 @@ def _walk(top_fd: int, parts: list[str], create: bool = False) -> int:
     return fd
 
 
+def _follow(cur: list[str], path: str, look, hops: int = 0) -> str | None:
+    """Walk ``path`` from the folder ``cur`` (its components) one component at a time, the way
+    the kernel resolves it: ``look(here)`` says what stands at ``here`` (the components so far,
+    joined by "/"): "" for a folder or file (walked into), a link's target (walked in its place;
+    an absolute one from the top), None where the walk stops (nothing there, unreadable). The
+    path reached; None where the walk stops or passes ``MAX_LINK_HOPS`` links (``hops`` met
+    already); ".." where a ".." climbs above the top."""
+    cur = list(cur)
+    todo = path.split("/")
+    while todo:
+        name = todo.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if not cur:
+                return ".."
+            cur.pop()
+            continue
+        here = "/".join(cur + [name])
+        target = look(here)
+        if target is None:
+            return None
+        if not target:
+            cur.append(name)
+            continue
+        hops += 1
+        if hops > MAX_LINK_HOPS:
+            return None
+        if target.startswith("/"):
+            cur = []
+        todo = target.split("/") + todo
+    return "/".join(cur)
+
+
 class _Capture:
     def __init__(self, root: str):
         self.root = os.path.realpath(root)
@@ -150,45 +184,25 @@ class _Capture:
         return self._in_parent(rel, lambda name, fd: os.open(name, flags, dir_fd=fd))
 
     def resolve(self, rel: str) -> str | None:
-        """The real path of ``rel`` (relative to the root), walking one component at a time and
+        """The real path of ``rel`` (relative to the root), walked by :func:`_follow` and
         recording every symlink met as a link; None where it does not exist or leaves the root."""
-        parts = [p for p in rel.split("/") if p]
-        cur: list[str] = []
-        hops = 0
-        while parts:
-            name = parts.pop(0)
-            if name == ".":
-                continue
-            if name == "..":
-                if not cur:
-                    return None
-                cur.pop()
-                continue
-            here = "/".join(cur + [name])
+        def look(here: str) -> str | None:
             try:
                 st = self._in_parent(here, lambda n, fd: os.lstat(n, dir_fd=fd))
-            except OSError:
-                return None
-            if not stat.S_ISLNK(st.st_mode):
-                cur.append(name)
-                continue
-            hops += 1
-            if hops > MAX_LINK_HOPS:
-                return None
-            try:
+                if not stat.S_ISLNK(st.st_mode):
+                    return ""
                 target = self._in_parent(here, lambda n, fd: os.readlink(n, dir_fd=fd))
             except OSError:
                 return None
+            rel_target = target
             if target.startswith("/"):  # absolute on the board: under the root here
-                rel_target = posixpath.relpath(posixpath.normpath(target), "/" + "/".join(cur))
-                parts = [p for p in target.split("/") if p] + parts
-                cur = []
-            else:
-                rel_target = target
-                parts = [p for p in target.split("/") if p] + parts
+                rel_target = posixpath.relpath(posixpath.normpath(target), "/" + posixpath.dirname(here))
             if here not in self.entries and self._fits(here, rel_target):
                 self.entries[here] = {"link": rel_target}
-        return "/".join(cur)
+            return target
+
+        real = _follow([], rel, look)
+        return None if real == ".." else real
 
     def listdir(self, rel: str) -> list[str]:
         real = self.resolve(rel)
@@ -420,36 +434,17 @@ def _safe_rel(path: str) -> bool:
 
 def _link_leaves_tree(entries: dict, folders: set, link_path: str) -> bool:
     """Whether the link at ``link_path`` leaves the tree when the kernel resolves it in the tree
-    rebuilt from ``entries``: its target walked one component at a time from the link's folder,
-    every link met (the tree's own) substituted, a ``..`` at the top climbing out. A walk that
-    meets a missing entry, a file with more to walk or too many links stops there, inside (the
-    kernel stops with ENOENT, ENOTDIR or ELOOP)."""
-    cur = link_path.split("/")[:-1]
-    todo = entries[link_path]["link"].split("/")
-    hops = 1
-    while todo:
-        name = todo.pop(0)
-        if name in ("", "."):
-            continue
-        if name == "..":
-            if not cur:
-                return True
-            cur.pop()
-            continue
-        here = "/".join(cur + [name])
+    rebuilt from ``entries``: its target walked by :func:`_follow` from the link's folder, every
+    link met (the tree's own) substituted. A walk that meets a missing entry, a file with more to
+    walk or too many links stops there, inside (the kernel stops with ENOENT, ENOTDIR or ELOOP)."""
+    def look(here: str) -> str | None:
         e = entries.get(here)
         if e is None:
-            if here not in folders:
-                return False
-            cur.append(name)
-        elif "link" in e:
-            hops += 1
-            if hops > MAX_LINK_HOPS or e["link"].startswith("/"):
-                return False
-            todo = e["link"].split("/") + todo
-        else:
-            return False  # a file: the walk ends here (ENOTDIR if more follows)
-    return False
+            return "" if here in folders else None
+        link = e.get("link", "")  # a file: the walk ends at the next component (ENOTDIR)
+        return None if link.startswith("/") else link
+
+    return _follow(link_path.split("/")[:-1], entries[link_path]["link"], look, hops=1) == ".."
 
 
 def _bad_capture(path, why: str) -> InvalidValueError:

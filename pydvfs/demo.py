@@ -1,8 +1,10 @@
 """``pydvfs demo``: the whole pipeline on a simulated AGX Orin, ending in a report.
 
 Each stage is a function ``stage(ctx) -> dict``: it prints what it does and returns what the
-report shows. Stages run the same verbs a user runs (through :func:`run_verb`, with ``--json``),
-on the simulated board: nothing here is special to the demo except the choice of inputs.
+report shows. Stages run the same verbs a user runs (through :meth:`DemoContext.verb`, with
+``--json``), on the simulated board: nothing here is special to the demo except the choice of
+inputs. The command line that runs the demo hands it its own dispatcher (``DemoContext.cli``):
+the demo sits below the command line and does not import it.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ class DemoContext:
     out_dir: Path
     seed: int
     quick: bool
+    cli: Callable[[list[str]], int]  # the command line's main(argv) -> exit status: runs a verb
     results: dict = field(default_factory=dict)
 
     def say(self, text: str) -> None:
@@ -39,6 +42,21 @@ class DemoContext:
 
     def rel(self, path: Path) -> str:
         return str(Path(path).relative_to(self.out_dir))
+
+    def verb(self, *args: str) -> dict:
+        """Run a pydvfs verb in this process with --json; return its JSON output (a verb that wraps
+        a command writes it to ``-o FILE``: the command keeps standard output)."""
+        args = [str(a) for a in args]
+        cut = args.index("--") if "--" in args else len(args)  # options go before a command
+        buf = io.StringIO()
+        with tempfile.TemporaryDirectory(prefix="pydvfs-demo-") as tmp:
+            report = os.path.join(tmp, "report.json")
+            extra = ["-o", report] if cut < len(args) else []
+            with contextlib.redirect_stdout(buf), _command_output_discarded(bool(extra)):
+                rc = self.cli([*args[:cut], "--json", *extra, *args[cut:]])
+            if rc != 0:
+                raise PydvfsError(f"`pydvfs {' '.join(args)}` failed (exit {rc})")
+            return json.loads(Path(report).read_text() if extra else buf.getvalue())
 
 
 # One energy per figure, named (issue 26): the demo labels, trains, scores, governs and measures by
@@ -67,24 +85,6 @@ def _command_output_discarded(on: bool):
         os.dup2(saved, 1)
         os.close(saved)
         os.close(null)
-
-
-def run_verb(*args: str) -> dict:
-    """Run a pydvfs verb in this process with --json; return its JSON output (a verb that wraps
-    a command writes it to ``-o FILE``: the command keeps standard output)."""
-    from .cli import main
-
-    args = [str(a) for a in args]
-    cut = args.index("--") if "--" in args else len(args)  # options go before a command
-    buf = io.StringIO()
-    with tempfile.TemporaryDirectory(prefix="pydvfs-demo-") as tmp:
-        report = os.path.join(tmp, "report.json")
-        extra = ["-o", report] if cut < len(args) else []
-        with contextlib.redirect_stdout(buf), _command_output_discarded(bool(extra)):
-            rc = main([*args[:cut], "--json", *extra, *args[cut:]])
-        if rc != 0:
-            raise PydvfsError(f"`pydvfs {' '.join(args)}` failed (exit {rc})")
-        return json.loads(Path(report).read_text() if extra else buf.getvalue())
 
 
 def stage_board(ctx: DemoContext) -> dict:
@@ -124,11 +124,11 @@ def stage_characterise(ctx: DemoContext) -> dict:
                               ("evaluation", EVALUATION_TASKS, ctx.seed)):
         csv = ctx.path(f"{name}.csv")
         csv.unlink(missing_ok=True)
-        r = run_verb("sweep", "--sim", "--out", csv, "--repeats", repeats, "--seed", seed, "--tasks", *tasks)
+        r = ctx.verb("sweep", "--sim", "--out", csv, "--repeats", repeats, "--seed", seed, "--tasks", *tasks)
         ctx.say(f"{name}: {r['rows']} simulated runs ({len(r['best_mhz'])} workloads x 11 clocks + MAXN "
                 f"x {repeats}) -> {ctx.rel(csv)}")
         out[name] = {"csv": ctx.rel(csv), "rows": r["rows"], "tasks": list(tasks)}
-    a = run_verb("analyse", "--data", ctx.path("characterisation.csv"), "--out", ctx.path("ucurves"),
+    a = ctx.verb("analyse", "--data", ctx.path("characterisation.csv"), "--out", ctx.path("ucurves"),
                  "--energy", DEMO_ENERGY)
     out["energy_measure"] = DEMO_ENERGY
     out["analysis"] = s = _ucurve_summary(a["workloads"], ctx.path("characterisation.csv"))
@@ -165,7 +165,7 @@ def _ucurve_summary(workloads: list, csv: Path) -> dict:
 
 def stage_train(ctx: DemoContext) -> dict:
     """Paper A steps 3-4: the tree, chosen by leave-one-out CV (energy regret), exported to C."""
-    m = run_verb("train", "--data", ctx.path("characterisation.csv"), "--out", ctx.path("model"),
+    m = ctx.verb("train", "--data", ctx.path("characterisation.csv"), "--out", ctx.path("model"),
                  "--energy", DEMO_ENERGY)
     sel = m["selected"]
     ctx.say(m["noise"]["advice"])
@@ -189,7 +189,7 @@ def stage_evaluate(ctx: DemoContext) -> dict:
     data, the built-in policies in C), by the demo's energy; each decision's time from the data."""
     from .replication import evaluation_breakdown
 
-    r = run_verb("evaluate", "--data", ctx.path("evaluation.csv"), "--model-dir", ctx.path("model"),
+    r = ctx.verb("evaluate", "--data", ctx.path("evaluation.csv"), "--model-dir", ctx.path("model"),
                  "--energy", DEMO_ENERGY)
     breakdown = evaluation_breakdown(r, ctx.path("evaluation.csv"))  # adds each pick's time_penalty_pct
     s = r["summary"]
@@ -352,7 +352,7 @@ def stage_online(ctx: DemoContext) -> dict:
     # half-second windows: shorter ones on a loaded machine scatter by more than the 1-2 % that
     # separates the levels next to the optimum (the model search then cannot tell them apart)
     steps, scale = (30000, 400) if ctx.quick else (60000, 400)
-    r = run_verb("run", "--policy", "online", "--start", "1300.5", "--sysfs-root", root,
+    r = ctx.verb("run", "--policy", "online", "--start", "1300.5", "--sysfs-root", root,
                  "--state-dir", ctx.path("state"), "--progress-file", progress,
                  "--window", "0.5", "--min-steps", "100", "--settle", "0.05", "--rate", "1000",
                  "--energy", DEMO_ENERGY, "--",  # the demo's measure, as the simulator's truth below
@@ -410,7 +410,7 @@ def stage_joint(ctx: DemoContext) -> dict:
                 f"{j['gap_pct']:.2f} % from the best of {row['modes']} modes)")
     sweep_dir = ctx.path("modes")
     shutil.rmtree(sweep_dir, ignore_errors=True)
-    sw = run_verb("sweep", "--sim", "--knobs", "gpu,emc,cpu", "--models", "bert-base", "--tasks", "SST-2",
+    sw = ctx.verb("sweep", "--sim", "--knobs", "gpu,emc,cpu", "--models", "bert-base", "--tasks", "SST-2",
                   "--out", sweep_dir / "modes.csv", "--plot", sweep_dir / "plots")
     heat = next((p for p in sw["plots"] if p.endswith("_modes.png")), None)
     return {"board": "agx-orin", "minutes": 60.0, "workloads": rows, "energy_measure": "module",
@@ -446,7 +446,7 @@ def stage_real_data(ctx: DemoContext) -> dict:
         if not path.is_file():
             ctx.say(f"{name}: {path} not found, skipped")
             continue
-        a = run_verb("analyse", "--data", path, "--out", ctx.path("real", name), *extra)
+        a = ctx.verb("analyse", "--data", path, "--out", ctx.path("real", name), *extra)
         out[name] = [{"workload": w["workload"], "knob": w["knob"], "sweet_spot": w["sweet_spot"],
                       "top": w["top"], "savings_vs_top_pct": w["savings_vs_top_pct"],
                       "time_penalty_vs_top_pct": w["time_penalty_vs_top_pct"], "flags": w["flags"]}
@@ -462,10 +462,10 @@ def stage_roofline(ctx: DemoContext) -> dict:
     """Paper B: the roofline energy law on a simulated multi-GPU sweep and on real A100 data."""
     sim = ctx.path("roofline", "multigpu.csv")
     sim.parent.mkdir(parents=True, exist_ok=True)
-    run_verb("roofline", "simulate", "--out", sim, "--seed", ctx.seed)
-    fit_sim = run_verb("roofline", "fit", "--data", sim, "--plot", ctx.path("roofline", "sim"))
+    ctx.verb("roofline", "simulate", "--out", sim, "--seed", ctx.seed)
+    fit_sim = ctx.verb("roofline", "fit", "--data", sim, "--plot", ctx.path("roofline", "sim"))
     real = package_file("roofline", "data", "mlenergy_a100.csv")
-    fit_real = run_verb("roofline", "fit", "--data", real, "--plot", ctx.path("roofline", "a100"))
+    fit_real = ctx.verb("roofline", "fit", "--data", real, "--plot", ctx.path("roofline", "a100"))
     ctx.say("roofline law fitted on the simulated 8-GPU sweep and on real A100 runs")
     return {"simulated": fit_sim, "a100": fit_real,
             "plots": sorted(ctx.rel(p) for p in ctx.path("roofline").rglob("*.png"))}
@@ -485,8 +485,8 @@ def stage_replication(ctx: DemoContext) -> dict:
     d.mkdir(parents=True, exist_ok=True)
     n = rep.protocol_dataset(ctx.path("characterisation.csv"), d / "characterisation.csv", PAPER_A_MODELS)
     rep.protocol_dataset(ctx.path("evaluation.csv"), d / "evaluation.csv", PAPER_A_MODELS)
-    m = run_verb("train", "--data", d / "characterisation.csv", "--out", d / "model", *PAPER_ENERGY)
-    e = run_verb("evaluate", "--data", d / "evaluation.csv", "--model", d / "model", *PAPER_ENERGY)
+    m = ctx.verb("train", "--data", d / "characterisation.csv", "--out", d / "model", *PAPER_ENERGY)
+    e = ctx.verb("evaluate", "--data", d / "evaluation.csv", "--model", d / "model", *PAPER_ENERGY)
     metrics = json.loads((d / "model" / "metrics.json").read_text())
     out["protocol"] = {
         "models": list(PAPER_A_MODELS), "configurations": n, "selected": m["selected"],
@@ -499,9 +499,9 @@ def stage_replication(ctx: DemoContext) -> dict:
     # (module) model; the ledger sets the demo's module figures beside it
     x = ctx.path("paper-extended")
     x.mkdir(parents=True, exist_ok=True)
-    mx = run_verb("train", "--data", ctx.path("characterisation.csv"), "--out", x / "model", *PAPER_ENERGY)
+    mx = ctx.verb("train", "--data", ctx.path("characterisation.csv"), "--out", x / "model", *PAPER_ENERGY)
     ext = json.loads((x / "model" / "metrics.json").read_text())
-    ev = run_verb("evaluate", "--data", ctx.path("evaluation.csv"), "--model-dir", x / "model", *PAPER_ENERGY)
+    ev = ctx.verb("evaluate", "--data", ctx.path("evaluation.csv"), "--model-dir", x / "model", *PAPER_ENERGY)
     main_ev = ctx.results.get("evaluate", {})
     out["extended"] = {
         "energy_measure": PAPER_MEASURE, "selected": mx["selected"], "summary": ev["summary"],
@@ -516,7 +516,7 @@ def stage_replication(ctx: DemoContext) -> dict:
     # host-bound workloads: does a tree with the selected hyper-parameters meet util <= 22 % -> 1020?
     hb = ctx.path("hostbound.csv")
     hb.unlink(missing_ok=True)
-    run_verb("sweep", "--sim", "--out", hb, "--repeats", 1, "--seed", ctx.seed, "--host-bound")
+    ctx.verb("sweep", "--sim", "--out", hb, "--repeats", 1, "--seed", ctx.seed, "--host-bound")
     out["host_bound"] = hb_out = rep.host_bound_branch(hb, ext["selected"]["params"])
     ctx.say(f"host-bound: {hb_out['low_util']} workloads at <= 22 % utilisation, best clocks "
             f"{hb_out['low_util_best_mhz']} MHz; the tree "

@@ -14,7 +14,9 @@ from .common import emit, seed
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..report import write_report
 
-    ctx = DemoContext(out_dir=Path(args.out).resolve(), seed=args.seed, quick=args.quick)
+    from . import main  # the stages run the verbs a user runs, through this same command line
+
+    ctx = DemoContext(out_dir=Path(args.out).resolve(), seed=args.seed, quick=args.quick, cli=main)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     # the simulated board's own store of runs lives in the demo's folder (docs/store.md): the demo
     # writes nothing outside it, and no earlier run of this machine changes its decisions

@@ -9,11 +9,12 @@ import time
 from report_numbers import NUM, _from_results, _numbers
 
 from pydvfs import report
+from pydvfs.cli import main
 from pydvfs.demo import DemoContext, stage_joint
 
 
 def test_joint_stage_shows_gpu_only_beside_joint(tmp_path):
-    ctx = DemoContext(out_dir=tmp_path, seed=0, quick=True)
+    ctx = DemoContext(out_dir=tmp_path, seed=0, quick=True, cli=main)
     t0 = time.monotonic()
     res = stage_joint(ctx)
     res["seconds"] = round(time.monotonic() - t0, 2)

@@ -812,6 +812,33 @@ int gc_domains_parse_done(gc_domains *ds, gc_domain_state *st)
 }
 
 
+/* The start of reading a saved record's clock domains: the domains of the board under
+ * sysfs_root opened, st cleared, the record's lines copied into text (GC_DOMAINS_RECORD_MAX
+ * bytes) for strtok_r. */
+static int record_begin(gc_domains *ds, const char *sysfs_root, const char *lines,
+                        gc_domain_state *st, char *text)
+{
+    int rc;
+
+    memset(st, 0, sizeof *st * GC_MAX_DOMAINS);
+    if ((rc = gc_domains_open(ds, sysfs_root, NULL, 0)) < 0)
+        return rc;
+    if (snprintf(text, GC_DOMAINS_RECORD_MAX, "%s", lines) >= GC_DOMAINS_RECORD_MAX) {
+        set_err(ds, "the saved state's clock domains are too long; check the clocks by hand and "
+                    "delete it");
+        return -GC_ESTATE;
+    }
+    return 0;
+}
+
+/* A saved record's line that is not "domain.key=value". */
+static int record_damaged(gc_domains *ds)
+{
+    set_err(ds, "the saved state's clock domains are damaged; check the clocks by hand and "
+                "delete it");
+    return -GC_ESTATE;
+}
+
 int gc_domains_load_each(gc_domains *ds, const char *sysfs_root, const char *lines,
                          gc_domain_state *st, char *kept, size_t kept_len, char *left, size_t left_len)
 {
@@ -820,23 +847,14 @@ int gc_domains_load_each(gc_domains *ds, const char *sysfs_root, const char *lin
     int bad[GC_MAX_DOMAINS] = {0}, rc, i;
     size_t used = 0;
 
-    memset(st, 0, sizeof *st * GC_MAX_DOMAINS);
     kept[0] = left[0] = '\0';
-    if ((rc = gc_domains_open(ds, sysfs_root, NULL, 0)) < 0)
+    if ((rc = record_begin(ds, sysfs_root, lines, st, text)) < 0)
         return rc;
-    if (snprintf(text, sizeof text, "%s", lines) >= (int)sizeof text) {
-        set_err(ds, "the saved state's clock domains are too long; check the clocks by hand and "
-                    "delete it");
-        return -GC_ESTATE;
-    }
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char *eq = strchr(line, '='), *dot = strchr(line, '.'), name[GC_NAME_MAX + 2];
 
-        if (!eq || !dot || dot > eq || (size_t)(dot - line) >= GC_NAME_MAX || !gc_domains_is_key(line)) {
-            set_err(ds, "the saved state's clock domains are damaged; check the clocks by hand "
-                        "and delete it");
-            return -GC_ESTATE;
-        }
+        if (!eq || !dot || dot > eq || (size_t)(dot - line) >= GC_NAME_MAX || !gc_domains_is_key(line))
+            return record_damaged(ds);
         *eq = '\0';
         snprintf(name, sizeof name, "%.*s", (int)(dot - line), line);
         i = gc_domain_find(ds, name);
@@ -892,22 +910,13 @@ int gc_domains_load_record(gc_domains *ds, const char *sysfs_root, const char *l
     char text[GC_DOMAINS_RECORD_MAX], *line, *save = NULL;
     int rc;
 
-    memset(st, 0, sizeof *st * GC_MAX_DOMAINS);
-    if ((rc = gc_domains_open(ds, sysfs_root, NULL, 0)) < 0)
+    if ((rc = record_begin(ds, sysfs_root, lines, st, text)) < 0)
         return rc;
-    if (snprintf(text, sizeof text, "%s", lines) >= (int)sizeof text) {
-        set_err(ds, "the saved state's clock domains are too long; check the clocks by hand and "
-                    "delete it");
-        return -GC_ESTATE;
-    }
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char *eq = strchr(line, '=');
 
-        if (!eq) {
-            set_err(ds, "the saved state's clock domains are damaged; check the clocks by hand "
-                        "and delete it");
-            return -GC_ESTATE;
-        }
+        if (!eq)
+            return record_damaged(ds);
         *eq = '\0';
         rc = gc_domains_parse(ds, line, eq + 1, st);
         if (rc == 0) {

@@ -25,9 +25,11 @@ from .. import signals
 from ..command import stop_command
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
-from .common import emit, examples
+from .common import emit, examples, int_range
 
 LEVEL_TABLES = ("11", "13")
+MAX_TIME_SCALE = 1e6    # simulated seconds per real second: a larger one is a typo
+MAX_STEPS = 10_000_000  # --steps: a longer animation is a typo, not a plan
 LAYOUT_BOARD = {"jp4": "agx-xavier", "jp5": "agx-orin", "jp6": "agx-orin"}  # --layout's older names
 
 
@@ -74,6 +76,10 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
     board_id = args.board or LAYOUT_BOARD[args.layout or "jp5"]
     if board_id != "agx-orin" and args.levels == "13":
         raise InvalidValueError("--levels 13 is an AGX Orin table; this board has its own")
+    if args.animate:  # refused here, in one line, before a tree is laid out (not by the process later)
+        from ..sim.workloads import get_workload
+
+        get_workload(args.animate, args.task)
     levels = ORIN_13_LEVELS_HZ if args.levels == "13" else None
     # every clock domain the table gives the board (the EMC's BPMP folder, the cpufreq policies),
     # so that the joint pin (`pin MHZ --emc .. --cpu ..`) can be tried on it
@@ -142,6 +148,20 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
     return 0 if proc.returncode in (0, 130) else proc.returncode
 
 
+def time_scale(text: str) -> float:
+    """argparse type of --time-scale: simulated seconds per real second, > 0 and finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= MAX_TIME_SCALE:
+        raise argparse.ArgumentTypeError(f"must be > 0 and at most {MAX_TIME_SCALE:g}: {text!r}")
+    return value
+
+
+time_scale.__name__ = "time scale"
+
+
 def animation_end(rc: int, stdout: str, real_s: float) -> str:
     """One line: when the animation ended and why (its steps done, interrupted, or failed)."""
     try:
@@ -206,8 +226,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--animate", metavar="MODEL", help="simulate fine-tuning MODEL (e.g. bert-base, pythia-160m) "
                                                       "on the board's simulator profile (every board of the table)")
     g.add_argument("--task", default="SST-2", help="GLUE task of the animation (default SST-2)")
-    g.add_argument("--time-scale", type=float, default=100.0, metavar="K",
-                   help="simulated seconds per real second (default 100)")
-    g.add_argument("--steps", type=int, default=0, metavar="N", help="stop after N steps (default: the whole run)")
+    g.add_argument("--time-scale", type=time_scale, default=100.0, metavar="K",
+                   help=f"simulated seconds per real second, > 0 and at most {MAX_TIME_SCALE:g} (default 100)")
+    g.add_argument("--steps", type=int_range(1, MAX_STEPS), default=None, metavar="N",
+                   help=f"stop after N steps, 1..{MAX_STEPS} (default: the whole run)")
     g.add_argument("--progress-file", metavar="F", help="where the animation writes its step count")
     p.set_defaults(func=cmd_fake_board)

@@ -73,3 +73,24 @@ def test_animate_runs_every_board_of_the_table(argv, tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 0, err
     assert read_progress(steps) == 20 and "its 20 steps are done" in err, err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--animate", "nope"], "unknown model 'nope'"),
+    (["--animate", "bert-tiny", "--task", "NOPE"], "unknown task 'NOPE'"),
+    (["--animate", "bert-tiny", "--steps", "-1"], "--steps: must be within 1.."),
+    (["--animate", "bert-tiny", "--time-scale", "0"], "--time-scale: must be > 0"),
+    (["--animate", "bert-tiny", "--time-scale", "nan"], "--time-scale: must be > 0"),
+])
+def test_a_bad_animation_is_refused_before_the_board_is_laid_out(argv, says, tmp_path, capsys):
+    """An unknown model or task, --steps -1 or --time-scale 0 laid the tree out, then failed in
+    the simulated process seconds later in several lines (or, --steps -1, "ran" and exited 0):
+    now one line, exit 2, and no tree."""
+    root = tmp_path / "b"
+    try:
+        rc = main(["fake-board", str(root), *argv])
+    except SystemExit as e:  # argparse's refusal
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, err
+    assert not root.exists()

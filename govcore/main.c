@@ -102,7 +102,7 @@ static const char usage_text[] =
     "  --sysfs-root DIR  resolve every board path under DIR (env PYDVFS_SYSFS_ROOT; default /)\n"
     "  --state-dir DIR   folder of saved clock states (env PYDVFS_STATE_DIR)\n"
     "  --json            machine-readable output\n"
-    "  --version         version, git describe and the built-in tree's provenance\n";
+    "  --version         version, git describe and the built-in policies\n";
 
 /* The usage, then the policies from their table (policy.c's gc_policies). */
 static void print_usage(void)
@@ -113,27 +113,6 @@ static void print_usage(void)
     printf("\npolicies (apply --policy P):\n");
     for (i = 0; i < gc_n_policies; i++)
         printf("  %-12s  %s\n", gc_policies[i].name, gc_policies[i].help);
-}
-
-/* The same lines as `pydvfs --version` (pydvfs/version.py). */
-static int print_version(void)
-{
-    const gc_tree_model *t = &gc_builtin_tree;
-
-    printf("govcore %s", gc_version);
-    if (gc_git_describe[0])
-        printf(" (git %s)", gc_git_describe);
-    printf("\ntree      %s\n", t->name);
-    printf("data      %s", t->data_file && t->data_file[0] ? t->data_file : "?");
-    if (t->data_sha256 && t->data_sha256[0])
-        printf(" (sha256 %s)", t->data_sha256);
-    printf("\ntrained   %s\n", t->trained_utc && t->trained_utc[0] ? t->trained_utc : "?");
-    printf("tree hash sha256 %s (its policy_tree.c)\n",
-           gc_builtin_tree_sha256[0] ? gc_builtin_tree_sha256 : "?");
-    printf("build     %s\n", gc_can_load_policies
-                                 ? "dynamic: --model-dir loads a trained policy.so"
-                                 : "static, tree compiled in: no loader, no --model-dir");
-    return 0;
 }
 
 /* One line on stderr, whatever the message quotes (an argument, a board file's text): control
@@ -149,6 +128,21 @@ static int fail(const char *fmt, ...)
     gc_printable(msg, shown, sizeof shown);
     fprintf(stderr, "govcore: error: %s\n", shown);
     return EXIT_USAGE;
+}
+
+/* The same lines as `pydvfs --version` (pydvfs/version.py): after the first, gc_version_text's. */
+static int print_version(void)
+{
+    char text[GC_VERSION_TEXT_MAX];
+
+    printf("govcore %s", gc_version);
+    if (gc_git_describe[0])
+        printf(" (git %s)", gc_git_describe);
+    printf("\n");
+    if (gc_version_text(text, sizeof text) < 0)
+        return fail("the version text does not fit in %d bytes", GC_VERSION_TEXT_MAX);
+    fputs(text, stdout);
+    return 0;
 }
 
 static int fail_board(const gc_board *b, int rc)

@@ -222,6 +222,13 @@ extern const char gc_builtin_tree_sha256[];
 extern const char gc_version[];
 extern const char gc_git_describe[];
 extern const int gc_can_load_policies;
+/* The lines of `--version` after its first ("PROG VERSION (git ...)"), each ending in '\n':
+ * what decides the clock in this build, read from what is compiled in (the built-in policies of
+ * policies_builtin.c with that file's SHA-256, or the one tree of a release built with its own
+ * POLICY) and how the build loads policies. govcore and pydvfs print these same lines.
+ * -ENOSPC if they do not fit in len (GC_VERSION_TEXT_MAX always does). */
+#define GC_VERSION_TEXT_MAX 4096
+int gc_version_text(char *out, size_t len);
 
 /* The family of a model type name (case-insensitive): *is_decoder = 0 for encoders (bert,
  * roberta, deberta, ...), 1 for decoders (pythia, gpt, llama, ...). -EINVAL if unknown. */

@@ -357,6 +357,9 @@ cdef extern from "policy.h" nogil:
     const char gc_version[]
     const char gc_git_describe[]       # "" unless built from a clone
     const int gc_can_load_policies     # 0 in the static release (no dlopen)
+    enum:
+        GC_VERSION_TEXT_MAX
+    int gc_version_text(char *out, size_t len)  # --version's lines after the first
     int GC_MODEL_FORMAT                # the model folder manifest's format version
     int gc_model_family(const char *model, int *is_decoder)
     int gc_policy_parse(const char *name, int *policy)

@@ -178,7 +178,7 @@ class Roofline:
 
 MODEL_FORMAT: int  # policy.h GC_MODEL_FORMAT: the model folder manifest's format
 def build_info() -> dict[str, object]:
-    """version, git_describe, builtin_tree_sha256, can_load_policies."""
+    """version, git_describe, builtin_tree_sha256, can_load_policies, version_text."""
 def raise_for(rc: int, message: str) -> None:
     """Raise the pydvfs error for a govcore code (0 or -errno); nothing for rc >= 0."""
 

@@ -44,11 +44,15 @@ cdef str _cstr(const char *s):
 
 
 def build_info():
-    """What this extension was built from: version, git describe, and the built-in tree's
-    SHA-256 (of its policy_tree.c)."""
+    """What this extension was built from: version, git describe, the built-in tree's SHA-256
+    (of its policy_tree.c), and the lines of ``--version`` after its first (govcore's
+    gc_version_text: the built-in policies and the build)."""
+    cdef char text[GC_VERSION_TEXT_MAX]
+    if gc_version_text(text, sizeof(text)) < 0:
+        raise RuntimeError(f"the version text does not fit in {GC_VERSION_TEXT_MAX} bytes")
     return {"version": gc_version.decode(), "git_describe": gc_git_describe.decode(),
             "builtin_tree_sha256": gc_builtin_tree_sha256.decode(),
-            "can_load_policies": bool(gc_can_load_policies)}
+            "can_load_policies": bool(gc_can_load_policies), "version_text": text.decode()}
 
 
 cdef int check_tree_load(int rc, const char *detail) except -1:

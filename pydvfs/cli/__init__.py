@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_common_options(parser, suppress=False)
     parser.add_argument("--version", action=_VersionAction,
-                        help="print the version, git describe and the built-in tree's provenance")
+                        help="print the version, git describe and the built-in policies")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     common = add_common_options(argparse.ArgumentParser(add_help=False), suppress=True)

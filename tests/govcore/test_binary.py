@@ -94,15 +94,30 @@ def test_binary_links_only_libc(native):
     assert all(n.startswith(allowed) or "ld-linux" in n for n in names), names
 
 
-def test_version_names_the_same_tree_as_pydvfs(native, cli):
+def test_version_names_the_built_in_policies_as_pydvfs_does(native, cli):
+    """Both --version say what decides the clock: the built-in policies compiled in (read from
+    policies_builtin.c's table, not a list of their own), each board with its measures and its
+    data's hash, and that file's SHA-256: the same lines after the first."""
+    from pydvfs import _core
+
     c = run(native, "--version")
     py = cli("--version")
     assert c.returncode == 0 and py.returncode == 0, c.stderr + py.stderr
     c_lines, py_lines = c.stdout.splitlines(), py.stdout.splitlines()
     assert c_lines[0].startswith(f"govcore {__version__}") and py_lines[0].startswith(f"pydvfs {__version__}")
-    assert c_lines[1:] == py_lines[1:]  # tree, data, trained, tree hash, build
-    tree_sha = hashlib.sha256((GOVCORE / "policy_tree.c").read_bytes()).hexdigest()
-    assert f"tree hash sha256 {tree_sha} (its policy_tree.c)" in c_lines
+    assert c_lines[1:] == py_lines[1:]  # policies, a line a board, the fallback, build
+    sha = hashlib.sha256((GOVCORE / "policies_builtin.c").read_bytes()).hexdigest()
+    pairs = _core.BUILTIN_POLICIES
+    assert c_lines[1] == (f"policies  {len(pairs)} built-in trees, one per board and energy measure "
+                          f"(policies_builtin.c, sha256 {sha}):")
+    boards = list(dict.fromkeys(b for b, _ in pairs))
+    for board, line in zip(boards, c_lines[2:2 + len(boards)]):
+        measures = [m for b, m in pairs if b == board]
+        data = _core.Tree(None, board_id=board, measure=measures[0]).provenance["data_sha256"]
+        assert line.startswith(f"          {board}: {', '.join(measures)} (data sha256 {data[:12]}"), line
+    assert c_lines[2 + len(boards)].startswith("          any other board: ")
+    assert c_lines[3 + len(boards)].startswith("build     dynamic") and len(c_lines) == 4 + len(boards)
+    assert "policy_tree.c" not in c.stdout  # the one tree is not what applies
 
 
 def test_one_source_list_and_warning_set(native):

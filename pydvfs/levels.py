@@ -20,3 +20,13 @@ def nearest_level(levels: Iterable[L], value: float) -> L:
 def nearest_index(levels: list, value: float) -> int:
     """Index of :func:`nearest_level` in ``levels``."""
     return min(range(len(levels)), key=lambda i: (abs(levels[i] - value), levels[i]))
+
+
+def near_table(levels: list, value: float) -> bool:
+    """Whether ``value`` lies within one level's step of the table's ends (``levels`` ascending),
+    as govcore's ``gc_check_near_table`` asks before ``pin`` without ``--nearest``: further out
+    it is a typo (99999 for 999), not a clock to snap."""
+    if len(levels) < 2:
+        return True
+    lo, hi = levels[0], levels[-1]
+    return lo - (levels[1] - lo) <= value <= hi + (hi - levels[-2])

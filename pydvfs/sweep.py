@@ -22,7 +22,7 @@ from .device import mhz_to_hz, open_device
 from .energy import of as energy_of
 from .energy import unknown_reason
 from .errors import CommandError, InvalidValueError
-from .levels import nearest_level
+from .levels import near_table, nearest_level
 from .policy.workload import Workload
 from .sampler import Sampler
 from .signals import terminate_as_exception
@@ -63,7 +63,8 @@ def parse_workload(spec: str) -> dict:
 
 def parse_freqs(text: str, levels_mhz: Sequence[float]) -> list[float]:
     """``all`` or a list of MHz (``510,714`` or ``510 714``), each by govcore's one grammar of a
-    clock and snapped to the board's table (duplicates dropped)."""
+    clock and snapped to the board's table (duplicates dropped); one more than a level outside
+    the table is refused, as ``pin`` without ``--nearest`` refuses it."""
     if text.strip() == "all":
         return list(levels_mhz)
     parts = [p for p in re.split(r"[, ]+", text) if p]
@@ -75,6 +76,9 @@ def parse_freqs(text: str, levels_mhz: Sequence[float]) -> list[float]:
             mhz = mhz_to_hz(part) / 1e6
         except InvalidValueError as e:
             raise InvalidValueError(f"--freqs: {e}") from None
+        if not near_table(levels_mhz, mhz):
+            raise InvalidValueError(f"--freqs: {mhz:g} MHz is outside the board's table ({levels_mhz[0]:g}.."
+                                    f"{levels_mhz[-1]:g} MHz) by more than one level")
         level = nearest_level(levels_mhz, mhz)
         if level not in out:
             out.append(level)

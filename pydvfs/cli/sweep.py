@@ -109,7 +109,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--seed", type=seed, default=0, help="seed of the run order / the simulator")
     g = p.add_argument_group("board sweep")
     add_workload_argument(g, required=False, help_extra="; and name, task, heads, params, batch_size")
-    g.add_argument("--freqs", default="all", help="'all' (default) or MHz list, snapped to the board's table")
+    g.add_argument("--freqs", default="all", help="'all' (default) or MHz list, snapped to the board's table (one more than a level "
+                        "outside it is refused, as by pin)")
     g.add_argument("--settle", type=float, default=2.0, metavar="S", help="seconds between pinning and the run")
     g.add_argument("--idle", type=float, default=5.0, metavar="S", help="seconds of idle-power baseline first")
     g.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")

@@ -54,6 +54,33 @@ def test_freq_lists_take_commas_or_spaces():
             parse_freqs(bad, [306.0, 714.0])
 
 
+def test_sweep_freqs_refuse_a_clock_pin_refuses(tmp_path):
+    """`sweep --freqs 99999` swept 1300.5 MHz and exited 0 where `pin 99999` refuses the typo:
+    the sweep's rule (levels.near_table) answers as govcore's gc_check_near_table, held here
+    against the board's own pin without --nearest on each side of both ends."""
+    from pydvfs.device import open_device
+    from pydvfs.device.fake import build_fake_board
+
+    root = build_fake_board(tmp_path / "b", "jp5").root
+    dev = open_device(root, str(tmp_path / "st"))
+    levels = dev.available_frequencies_mhz
+    step_lo, step_hi = levels[1] - levels[0], levels[-1] - levels[-2]
+    for mhz in (levels[0] - step_lo - 1, levels[0] - step_lo, levels[-1] + step_hi, levels[-1] + step_hi + 1, 99999):
+        try:
+            dev.pin(mhz, nearest=False)
+            pinned = True
+        except InvalidValueError:
+            pinned = False
+        finally:
+            dev.restore()
+        if pinned:
+            assert parse_freqs(f"{mhz:g}", levels) == [dev.snap_mhz(mhz)]
+        else:
+            with pytest.raises(InvalidValueError, match="--freqs: .* outside the board's table"):
+                parse_freqs(f"{mhz:g}", levels)
+    assert not pinned  # 99999: refused by both
+
+
 def _pydvfs(capsys, *argv) -> tuple[int, str, str]:
     """The pydvfs CLI in this process (the table has 33 cases: a process each would take half a
     minute on a busy machine)."""

@@ -375,6 +375,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     window = window or WindowParams()
     log = log or sys.stderr
     progress = Path(progress_file) if progress_file else None
+    if progress is not None and not progress.parent.is_dir():  # CMD could never write its count there
+        raise InvalidValueError(f"--progress-file {progress}: no folder {progress.parent} to write the step count in")
     dev = open_device(sysfs_root, state_dir, above_power_mode)
     reconnects = remote.reconnects()
 

@@ -284,6 +284,8 @@ def test_bad_input_is_one_line_and_leaves_the_board(cli, orin, tmp_path):
         ["run", *root, *p, "--policy", "turbo", "--", "true"],
         ["run", *root, *p, "--", "/no/such/program"],
         ["run", "--sysfs-root", str(tmp_path / "nothing"), *p, "--", "true"],
+        # a progress file in no folder: the run went on, and said only that no probe finished
+        ["run", *root, "--progress-file", str(tmp_path / "no" / "steps"), "--", "true"],
     ]
     for args in cases:
         res = cli(*args)

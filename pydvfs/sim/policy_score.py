@@ -41,10 +41,11 @@ class Truth:
         return 100.0 * (e / self.maxn_j[measure] - 1.0)
 
 
-def truth(board_id: str, model: str, task: str, p=None) -> Truth:
-    """The simulated truth of ``model`` on ``task`` on ``board_id``, both measures."""
+def truth(board_id: str, model: str, task: str, p=None, method: str = "full-fp32") -> Truth:
+    """The simulated truth of ``model`` on ``task`` on ``board_id``, both measures; ``method``:
+    how it trains (a tag of pydvfs.sim.workloads.METHODS), in the workload as `--workload` says it."""
     p = p or default_params()
-    w = get_workload(model, task)
+    w = get_workload(model, task, method=method)
     levels = boards.board(board_id).gpu_levels_mhz
     maxn = operating_point(w, maxn_setting(board_id), None, p, board=board_id)
     ops = {f: operating_point(w, "fixed", f, p, board=board_id) for f in levels}
@@ -55,7 +56,8 @@ def truth(board_id: str, model: str, task: str, p=None) -> Truth:
     measures = tuple(ROLE)
     a = w.arch
     return Truth(w.name, {"model": a.family, "layers": a.layers, "hidden": a.hidden,
-                          "seq_len": w.task.avg_tokens, "util_pct": round(100.0 * maxn.load, 2)},
+                          "seq_len": w.task.avg_tokens, "util_pct": round(100.0 * maxn.load, 2),
+                          **{k: v for k, v in w.workload().method_columns().items() if v is not None}},
                  {m: {f: per_step(op, m) for f, op in ops.items()} for m in measures},
                  {m: per_step(maxn, m) for m in measures})
 

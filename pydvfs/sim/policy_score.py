@@ -84,8 +84,8 @@ def score(truths, chosen_mhz, measure: str) -> dict:
 
 
 def evaluate_builtin(board_id: str, measure: str, workloads=None) -> dict:
-    """The built-in policy of ``board_id`` for ``measure``, deciding (dry run) on a fake layout of
-    the board, scored on its simulator (:func:`score`) over ``workloads`` (default
+    """The built-in policy of ``board_id`` for ``measure``, deciding (dry run, the host's runs left
+    out) on a fake layout of the board, scored on its simulator (:func:`score`) over ``workloads`` (default
     :func:`held_out`)."""
     from ..device.fake import build_fake_board
     from ..policy.apply import decide
@@ -93,5 +93,7 @@ def evaluate_builtin(board_id: str, measure: str, workloads=None) -> dict:
     truths = [truth(board_id, m, t) for m, t in (workloads or held_out())]
     with tempfile.TemporaryDirectory() as tmp:
         fake = build_fake_board(Path(tmp) / board_id, board=board_id)
-        chosen = [decide(t.workload, "mlg", sysfs_root=fake.root, energy=measure).freq_mhz for t in truths]
+        # the policy alone: runs the host's store holds (PYDVFS_DATA_DIR) would make it board-learned
+        chosen = [decide(t.workload, "mlg", sysfs_root=fake.root, energy=measure, use_runs=False).freq_mhz
+                  for t in truths]
     return {"board": board_id, "measure": measure, **score(truths, chosen, measure)}

@@ -7,36 +7,36 @@
 /* builtin: Jetson AGX Orin, module energy, JetPack 5/6/7 clock table (calibrated) */
 static void gcp_agx_orin_module_score(double * input, double * output) {
     double var0[3];
-    if (input[5] <= 7.345322370529175) {
-        if (input[3] <= 192.0) {
-            memcpy(var0, (double[]){1.0, 0.0, 0.0}, 3 * sizeof(double));
+    if (input[9] <= 24.0) {
+        if (input[4] <= 32.19499969482422) {
+            memcpy(var0, (double[]){0.0, 0.7777777777777778, 0.2222222222222222}, 3 * sizeof(double));
         } else {
-            memcpy(var0, (double[]){0.0, 0.75, 0.25}, 3 * sizeof(double));
+            memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
         }
     } else {
-        if (input[5] <= 7.933604717254639) {
-            memcpy(var0, (double[]){0.0, 0.2, 0.8}, 3 * sizeof(double));
+        if (input[2] <= 7.0) {
+            memcpy(var0, (double[]){0.2, 0.6, 0.2}, 3 * sizeof(double));
         } else {
-            memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+            memcpy(var0, (double[]){0.0, 0.020833333333333332, 0.9791666666666666}, 3 * sizeof(double));
         }
     }
     memcpy(output, var0, 3 * sizeof(double));
 }
 
-static const char *const gcp_agx_orin_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity"};
+static const char *const gcp_agx_orin_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
 static const double gcp_agx_orin_module_classes[] = {0.0, 714.0, 816.0};
 
 static const gc_tree_model gcp_agx_orin_module_tree = {
     "builtin: Jetson AGX Orin, module energy, JetPack 5/6/7 clock table (calibrated)",
     gcp_agx_orin_module_score,
-    7,
+    10,
     gcp_agx_orin_module_features,
     3,
     gcp_agx_orin_module_classes,
-    {95.38000000000001, 98.42000000000002},
+    {95.38000000000001, 99.48},
     714.0,
-    "simulated Jetson AGX Orin characterisation (calibrated profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "31e7874dbd6dece02db6cdee9f6c90ef4f2c529b2089472283a3cf98edeeaea0",
+    "simulated Jetson AGX Orin characterisation (calibrated profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "114b091a92289c43a9ec4e327b08ad473e2ec393b290722e48715c08ffbcfbeb",
     "seeded (seed 0)",
     "agx-orin",
     11,
@@ -45,16 +45,16 @@ static const gc_tree_model gcp_agx_orin_module_tree = {
     "module",
     1,
     1,
-    {0.0, 19.882221826453716, 18.43280144713279},
-    {0.0, 2.0714355106981377, 0.9785095660012277},
-    17.317140227774086,
-    5.168835507395148,
+    {0.0, 20.16800639222983, 17.75530524151024},
+    {0.0, 5.7381428168213615, 1.0895495568311448},
+    18.623479031319103,
+    4.254840973579578,
 };
 
 /* builtin: Jetson AGX Orin, CPU+GPU energy, JetPack 5/6/7 clock table (calibrated) */
 static void gcp_agx_orin_cpu_gpu_score(double * input, double * output) {
     double var0[2];
-    if (input[2] <= 3.0) {
+    if (input[6] <= 2403.8399658203125) {
         memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
     } else {
         memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
@@ -62,20 +62,20 @@ static void gcp_agx_orin_cpu_gpu_score(double * input, double * output) {
     memcpy(output, var0, 2 * sizeof(double));
 }
 
-static const char *const gcp_agx_orin_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
+static const char *const gcp_agx_orin_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
 static const double gcp_agx_orin_cpu_gpu_classes[] = {0.0, 714.0};
 
 static const gc_tree_model gcp_agx_orin_cpu_gpu_tree = {
     "builtin: Jetson AGX Orin, CPU+GPU energy, JetPack 5/6/7 clock table (calibrated)",
     gcp_agx_orin_cpu_gpu_score,
-    5,
+    10,
     gcp_agx_orin_cpu_gpu_features,
     2,
     gcp_agx_orin_cpu_gpu_classes,
-    {95.38000000000001, 98.42000000000002},
+    {95.38000000000001, 99.48},
     714.0,
-    "simulated Jetson AGX Orin characterisation (calibrated profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "31e7874dbd6dece02db6cdee9f6c90ef4f2c529b2089472283a3cf98edeeaea0",
+    "simulated Jetson AGX Orin characterisation (calibrated profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "114b091a92289c43a9ec4e327b08ad473e2ec393b290722e48715c08ffbcfbeb",
     "seeded (seed 0)",
     "agx-orin",
     11,
@@ -84,16 +84,16 @@ static const gc_tree_model gcp_agx_orin_cpu_gpu_tree = {
     "cpu-gpu",
     1,
     1,
-    {0.0, 27.061390000412278},
-    {0.0, 1.492221825030871},
-    24.8239919212607,
-    7.685741435225512,
+    {0.0, 27.47007171175215},
+    {0.0, 2.4503249293517406},
+    26.56148975638019,
+    5.492407875366183,
 };
 
 /* builtin: Jetson Orin Nano (Super), module energy, JetPack 5/6 clock table (estimate) */
 static void gcp_orin_nano_super_module_score(double * input, double * output) {
     double var0[2];
-    if (input[1] <= 59.10499954223633) {
+    if (input[6] <= 1632.5849609375) {
         memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
     } else {
         memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
@@ -101,20 +101,20 @@ static void gcp_orin_nano_super_module_score(double * input, double * output) {
     memcpy(output, var0, 2 * sizeof(double));
 }
 
-static const char *const gcp_orin_nano_super_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
+static const char *const gcp_orin_nano_super_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
 static const double gcp_orin_nano_super_module_classes[] = {0.0, 612.0};
 
 static const gc_tree_model gcp_orin_nano_super_module_tree = {
     "builtin: Jetson Orin Nano (Super), module energy, JetPack 5/6 clock table (estimate)",
     gcp_orin_nano_super_module_score,
-    5,
+    10,
     gcp_orin_nano_super_module_features,
     2,
     gcp_orin_nano_super_module_classes,
-    {97.44, 99.15000000000002},
+    {97.44, 99.71999999999997},
     612.0,
-    "simulated Jetson Orin Nano (Super) characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "761b34ad7d04a8d33ed5f22bdb64ccd1f84d9a5a756b2a72946201adc68fea0b",
+    "simulated Jetson Orin Nano (Super) characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "ffcd2a7c5b895ea4476d0a28a25334a0ec24084976ee57e3195263d2116f182a",
     "seeded (seed 0)",
     "orin-nano-super",
     8,
@@ -123,16 +123,16 @@ static const gc_tree_model gcp_orin_nano_super_module_tree = {
     "module",
     0,
     1,
-    {0.0, 14.276275073860104},
-    {2.6397648122528725, 1.159892927780582},
-    14.013527721353558,
-    1.9473610737692881,
+    {0.0, 14.929467952869976},
+    {2.886986767591819, 2.4340743347489298},
+    14.817111313211692,
+    2.644675652359942,
 };
 
 /* builtin: Jetson Orin Nano (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate) */
 static void gcp_orin_nano_super_cpu_gpu_score(double * input, double * output) {
     double var0[2];
-    if (input[1] <= 59.10499954223633) {
+    if (input[6] <= 1632.5849609375) {
         memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
     } else {
         memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
@@ -140,20 +140,20 @@ static void gcp_orin_nano_super_cpu_gpu_score(double * input, double * output) {
     memcpy(output, var0, 2 * sizeof(double));
 }
 
-static const char *const gcp_orin_nano_super_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
+static const char *const gcp_orin_nano_super_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
 static const double gcp_orin_nano_super_cpu_gpu_classes[] = {0.0, 510.0};
 
 static const gc_tree_model gcp_orin_nano_super_cpu_gpu_tree = {
     "builtin: Jetson Orin Nano (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate)",
     gcp_orin_nano_super_cpu_gpu_score,
-    5,
+    10,
     gcp_orin_nano_super_cpu_gpu_features,
     2,
     gcp_orin_nano_super_cpu_gpu_classes,
-    {97.44, 99.15000000000002},
+    {97.44, 99.71999999999997},
     510.0,
-    "simulated Jetson Orin Nano (Super) characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "761b34ad7d04a8d33ed5f22bdb64ccd1f84d9a5a756b2a72946201adc68fea0b",
+    "simulated Jetson Orin Nano (Super) characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "ffcd2a7c5b895ea4476d0a28a25334a0ec24084976ee57e3195263d2116f182a",
     "seeded (seed 0)",
     "orin-nano-super",
     8,
@@ -162,10 +162,10 @@ static const gc_tree_model gcp_orin_nano_super_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {0.0, 36.88987502853357},
-    {6.325013539407718, 1.5062783960173507},
-    35.978369236440884,
-    5.666956038494002,
+    {0.0, 37.176897184524925},
+    {4.489894632100116, 2.2038187729417875},
+    36.809105732621276,
+    4.120266483224203,
 };
 
 /* builtin: Jetson Orin NX (Super), module energy, JetPack 5/6 clock table (estimate) */
@@ -179,20 +179,20 @@ static void gcp_orin_nx_module_score(double * input, double * output) {
     memcpy(output, var0, 2 * sizeof(double));
 }
 
-static const char *const gcp_orin_nx_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity"};
+static const char *const gcp_orin_nx_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
 static const double gcp_orin_nx_module_classes[] = {0.0, 714.0};
 
 static const gc_tree_model gcp_orin_nx_module_tree = {
     "builtin: Jetson Orin NX (Super), module energy, JetPack 5/6 clock table (estimate)",
     gcp_orin_nx_module_score,
-    7,
+    10,
     gcp_orin_nx_module_features,
     2,
     gcp_orin_nx_module_classes,
-    {97.54, 99.18},
+    {97.54, 99.73},
     714.0,
-    "simulated Jetson Orin NX (Super) characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "f9271c0f5332edca46ce347dd25fec8b39354a92bed33034ff62be7f394fca2c",
+    "simulated Jetson Orin NX (Super) characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "fc1a59e8334df0af2d8978d2282efd213ded31ed94450a50c3e450f52fa43f18",
     "seeded (seed 0)",
     "orin-nx",
     10,
@@ -201,20 +201,20 @@ static const gc_tree_model gcp_orin_nx_module_tree = {
     "module",
     0,
     1,
-    {0.0, 18.83426356035767},
-    {3.3641521541479524, 1.2275909332790222},
-    18.430085907043036,
-    2.7101416306426436,
+    {0.0, 19.376284145795143},
+    {3.0753346151916943, 2.3121835389129153},
+    19.208590633519986,
+    2.795894025504017,
 };
 
 /* builtin: Jetson Orin NX (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate) */
 static void gcp_orin_nx_cpu_gpu_score(double * input, double * output) {
     double var0[3];
-    if (input[1] <= 95.25) {
-        if (input[0] <= 0.5) {
-            if (input[3] <= 192.0) {
-                if (input[4] <= 32.19499969482422) {
-                    memcpy(var0, (double[]){1.0, 0.0, 0.0}, 3 * sizeof(double));
+    if (input[9] <= 24.0) {
+        if (input[1] <= 98.71000289916992) {
+            if (input[3] <= 736.0) {
+                if (input[1] <= 95.39999771118164) {
+                    memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
                 } else {
                     memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
                 }
@@ -222,28 +222,64 @@ static void gcp_orin_nx_cpu_gpu_score(double * input, double * output) {
                 memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
             }
         } else {
-            memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+            if (input[7] <= 0.0020224489271640778) {
+                if (input[8] <= 10.0) {
+                    memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+                } else {
+                    memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+                }
+            } else {
+                if (input[7] <= 0.0031748327892273664) {
+                    if (input[4] <= 52.15500068664551) {
+                        if (input[1] <= 99.72500228881836) {
+                            memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+                        } else {
+                            memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+                        }
+                    } else {
+                        memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+                    }
+                } else {
+                    memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+                }
+            }
         }
     } else {
-        memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+        if (input[1] <= 95.25) {
+            if (input[2] <= 5.0) {
+                if (input[1] <= 73.20000076293945) {
+                    if (input[5] <= 5.620854377746582) {
+                        memcpy(var0, (double[]){1.0, 0.0, 0.0}, 3 * sizeof(double));
+                    } else {
+                        memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+                    }
+                } else {
+                    memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+                }
+            } else {
+                memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+            }
+        } else {
+            memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+        }
     }
     memcpy(output, var0, 3 * sizeof(double));
 }
 
-static const char *const gcp_orin_nx_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
+static const char *const gcp_orin_nx_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
 static const double gcp_orin_nx_cpu_gpu_classes[] = {0.0, 510.0, 612.0};
 
 static const gc_tree_model gcp_orin_nx_cpu_gpu_tree = {
     "builtin: Jetson Orin NX (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate)",
     gcp_orin_nx_cpu_gpu_score,
-    5,
+    10,
     gcp_orin_nx_cpu_gpu_features,
     3,
     gcp_orin_nx_cpu_gpu_classes,
-    {97.54, 99.18},
+    {97.54, 99.73},
     612.0,
-    "simulated Jetson Orin NX (Super) characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "f9271c0f5332edca46ce347dd25fec8b39354a92bed33034ff62be7f394fca2c",
+    "simulated Jetson Orin NX (Super) characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "fc1a59e8334df0af2d8978d2282efd213ded31ed94450a50c3e450f52fa43f18",
     "seeded (seed 0)",
     "orin-nx",
     10,
@@ -252,16 +288,16 @@ static const gc_tree_model gcp_orin_nx_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {0.0, 43.16120753493792, 41.35003052583152},
-    {7.068916685695346, 2.362795649709743, 0.7866207525375544},
-    40.60728902424169,
-    6.006822319956061,
+    {0.0, 44.15433916893571, 40.74178597731473},
+    {4.858778475989609, 1.6708223160519808, 1.1702227618911822},
+    41.30252880383539,
+    4.202110272924969,
 };
 
 /* builtin: Jetson AGX Thor, module energy, JetPack 7 clock table (estimate) */
 static void gcp_thor_module_score(double * input, double * output) {
     double var0[2];
-    if (input[2] <= 3.0) {
+    if (input[6] <= 2403.8399658203125) {
         memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
     } else {
         memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
@@ -269,20 +305,20 @@ static void gcp_thor_module_score(double * input, double * output) {
     memcpy(output, var0, 2 * sizeof(double));
 }
 
-static const char *const gcp_thor_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
+static const char *const gcp_thor_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
 static const double gcp_thor_module_classes[] = {0.0, 945.0};
 
 static const gc_tree_model gcp_thor_module_tree = {
     "builtin: Jetson AGX Thor, module energy, JetPack 7 clock table (estimate)",
     gcp_thor_module_score,
-    5,
+    10,
     gcp_thor_module_features,
     2,
     gcp_thor_module_classes,
-    {96.42999999999999, 98.78},
+    {96.42999999999999, 99.59000000000002},
     945.0,
-    "simulated Jetson AGX Thor characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "61b7366ab1a48c8c7bfc8347f9ab11809863be08b73eded5388ab75f5be92660",
+    "simulated Jetson AGX Thor characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "9b855cf1931d581cb3688762bac15a2bddba709a35fa5ec31bbf1982e878a8ce",
     "seeded (seed 0)",
     "thor",
     13,
@@ -291,10 +327,10 @@ static const gc_tree_model gcp_thor_module_tree = {
     "module",
     0,
     1,
-    {0.0, 11.694997330295056},
-    {0.0, 1.5769223278233395},
-    10.95500627602165,
-    3.063558349321296,
+    {0.0, 11.865105855797378},
+    {0.0, 2.8417470750134566},
+    11.563439149904603,
+    3.2912600999315926,
 };
 
 /* builtin: Jetson AGX Thor, CPU+GPU energy, JetPack 7 clock table (estimate) */
@@ -308,20 +344,20 @@ static void gcp_thor_cpu_gpu_score(double * input, double * output) {
     memcpy(output, var0, 2 * sizeof(double));
 }
 
-static const char *const gcp_thor_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
+static const char *const gcp_thor_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
 static const double gcp_thor_cpu_gpu_classes[] = {0.0, 840.0};
 
 static const gc_tree_model gcp_thor_cpu_gpu_tree = {
     "builtin: Jetson AGX Thor, CPU+GPU energy, JetPack 7 clock table (estimate)",
     gcp_thor_cpu_gpu_score,
-    5,
+    10,
     gcp_thor_cpu_gpu_features,
     2,
     gcp_thor_cpu_gpu_classes,
-    {96.42999999999999, 98.78},
+    {96.42999999999999, 99.59000000000002},
     840.0,
-    "simulated Jetson AGX Thor characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "61b7366ab1a48c8c7bfc8347f9ab11809863be08b73eded5388ab75f5be92660",
+    "simulated Jetson AGX Thor characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "9b855cf1931d581cb3688762bac15a2bddba709a35fa5ec31bbf1982e878a8ce",
     "seeded (seed 0)",
     "thor",
     13,
@@ -330,45 +366,45 @@ static const gc_tree_model gcp_thor_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {0.0, 19.58092013921703},
-    {0.0, 3.1352525729070395},
-    18.734369236730437,
-    4.693167085349262,
+    {0.0, 20.16352332382658},
+    {0.0, 3.400203030388056},
+    19.811956225396177,
+    4.1097649088349035,
 };
 
 /* builtin: Jetson AGX Xavier, module energy, JetPack 4/5 clock table (estimate) */
 static void gcp_agx_xavier_module_score(double * input, double * output) {
-    double var0[3];
-    if (input[1] <= 95.95999908447266) {
-        if (input[1] <= 74.21500015258789) {
-            memcpy(var0, (double[]){0.6666666666666666, 0.3333333333333333, 0.0}, 3 * sizeof(double));
-        } else {
-            memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
-        }
+    double var0[2];
+    if (input[1] <= 65.5250015258789) {
+        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
     } else {
-        if (input[2] <= 7.0) {
-            memcpy(var0, (double[]){0.0, 0.25, 0.75}, 3 * sizeof(double));
+        if (input[8] <= 24.0) {
+            if (input[6] <= 16281.21044921875) {
+                memcpy(var0, (double[]){0.16666666666666666, 0.8333333333333334}, 2 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+            }
         } else {
-            memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+            memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
         }
     }
-    memcpy(output, var0, 3 * sizeof(double));
+    memcpy(output, var0, 2 * sizeof(double));
 }
 
-static const char *const gcp_agx_xavier_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
-static const double gcp_agx_xavier_module_classes[] = {0.0, 905.25, 1032.75};
+static const char *const gcp_agx_xavier_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
+static const double gcp_agx_xavier_module_classes[] = {0.0, 1032.75};
 
 static const gc_tree_model gcp_agx_xavier_module_tree = {
     "builtin: Jetson AGX Xavier, module energy, JetPack 4/5 clock table (estimate)",
     gcp_agx_xavier_module_score,
-    5,
+    10,
     gcp_agx_xavier_module_features,
-    3,
+    2,
     gcp_agx_xavier_module_classes,
-    {98.06999999999996, 99.36999999999999},
-    905.25,
-    "simulated Jetson AGX Xavier characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "6699ead854c1b164cf76f7d74237b3abb2d147f211235017be8ab3f8d2b5a7b5",
+    {98.06999999999996, 99.92000000000002},
+    1032.75,
+    "simulated Jetson AGX Xavier characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "d3f01dcc8128d956ae70ef42a35d4ca9fbd0896fb83aa6e63348c52fe7c14a50",
     "seeded (seed 0)",
     "agx-xavier",
     14,
@@ -377,16 +413,16 @@ static const gc_tree_model gcp_agx_xavier_module_tree = {
     "module",
     0,
     1,
-    {0.0, 6.07210002523626, 5.142743648535889},
-    {0.0, 1.934882261870332, 0.8663906558237122},
-    5.177454114765699,
-    1.274616801575778,
+    {0.0, 4.785691244723786},
+    {0.0, 1.054989984050822},
+    4.77752051485471,
+    1.0448665107134194,
 };
 
 /* builtin: Jetson AGX Xavier, CPU+GPU energy, JetPack 4/5 clock table (estimate) */
 static void gcp_agx_xavier_cpu_gpu_score(double * input, double * output) {
     double var0[2];
-    if (input[1] <= 60.35499954223633) {
+    if (input[6] <= 1632.5849609375) {
         memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
     } else {
         memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
@@ -394,20 +430,20 @@ static void gcp_agx_xavier_cpu_gpu_score(double * input, double * output) {
     memcpy(output, var0, 2 * sizeof(double));
 }
 
-static const char *const gcp_agx_xavier_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
+static const char *const gcp_agx_xavier_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
 static const double gcp_agx_xavier_cpu_gpu_classes[] = {0.0, 675.75};
 
 static const gc_tree_model gcp_agx_xavier_cpu_gpu_tree = {
     "builtin: Jetson AGX Xavier, CPU+GPU energy, JetPack 4/5 clock table (estimate)",
     gcp_agx_xavier_cpu_gpu_score,
-    5,
+    10,
     gcp_agx_xavier_cpu_gpu_features,
     2,
     gcp_agx_xavier_cpu_gpu_classes,
-    {98.06999999999996, 99.36999999999999},
+    {98.06999999999996, 99.92000000000002},
     675.75,
-    "simulated Jetson AGX Xavier characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "6699ead854c1b164cf76f7d74237b3abb2d147f211235017be8ab3f8d2b5a7b5",
+    "simulated Jetson AGX Xavier characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "d3f01dcc8128d956ae70ef42a35d4ca9fbd0896fb83aa6e63348c52fe7c14a50",
     "seeded (seed 0)",
     "agx-xavier",
     14,
@@ -416,23 +452,27 @@ static const gc_tree_model gcp_agx_xavier_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {0.0, 30.85276420209475},
-    {5.368022401381966, 1.5633361057969508},
-    30.31608799470304,
-    3.5697281829319305,
+    {0.0, 30.413729654999223},
+    {3.433426812525022, 1.2360683702690731},
+    30.203937333676933,
+    2.339198927207716,
 };
 
 /* builtin: Jetson Nano, module energy, JetPack 4 clock table (estimate) */
 static void gcp_nano_module_score(double * input, double * output) {
     double var0[2];
-    if (input[4] <= 52.15500068664551) {
+    if (input[7] <= 0.5038580247201025) {
         memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
     } else {
-        if (input[0] <= 0.5) {
-            memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+        if (input[9] <= 24.0) {
+            if (input[2] <= 20.0) {
+                memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.875, 0.125}, 2 * sizeof(double));
+            }
         } else {
-            if (input[2] <= 9.0) {
-                memcpy(var0, (double[]){0.5, 0.5}, 2 * sizeof(double));
+            if (input[5] <= 7.345322370529175) {
+                memcpy(var0, (double[]){0.9333333333333333, 0.06666666666666667}, 2 * sizeof(double));
             } else {
                 memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
             }
@@ -441,20 +481,20 @@ static void gcp_nano_module_score(double * input, double * output) {
     memcpy(output, var0, 2 * sizeof(double));
 }
 
-static const char *const gcp_nano_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
-static const double gcp_nano_module_classes[] = {0.0, 844.8};
+static const char *const gcp_nano_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
+static const double gcp_nano_module_classes[] = {0.0, 921.6};
 
 static const gc_tree_model gcp_nano_module_tree = {
     "builtin: Jetson Nano, module energy, JetPack 4 clock table (estimate)",
     gcp_nano_module_score,
-    5,
+    10,
     gcp_nano_module_features,
     2,
     gcp_nano_module_classes,
-    {99.26000000000005, 99.76000000000005},
-    844.8,
-    "simulated Jetson Nano characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "4000b58406bb32c2a9e32832ebcc1cb6815ed5b810efe8b0ff81aca9e349ab57",
+    {99.26000000000005, 99.96999999999996},
+    921.6,
+    "simulated Jetson Nano characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "d8a091cad60043e7708f6ed0c64b9d57edb601d80e3b75e2272d203856208225",
     "seeded (seed 0)",
     "nano",
     12,
@@ -463,10 +503,10 @@ static const gc_tree_model gcp_nano_module_tree = {
     "module",
     0,
     1,
-    {0.0, -0.2085340412627926},
-    {0.0, 1.2940352492401757},
-    -0.2085340412627926,
-    1.2940352492401757,
+    {0.0, 2.496502115759136},
+    {0.0, 0.26315442897427366},
+    0.010986503757036569,
+    1.17166014383344,
 };
 
 /* builtin: Jetson Nano, CPU+GPU energy, JetPack 4 clock table (estimate) */
@@ -476,20 +516,20 @@ static void gcp_nano_cpu_gpu_score(double *input, double *output)
     output[0] = 1.0;
 }
 
-static const char *const gcp_nano_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len"};
+static const char *const gcp_nano_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
 static const double gcp_nano_cpu_gpu_classes[] = {614.4};
 
 static const gc_tree_model gcp_nano_cpu_gpu_tree = {
     "builtin: Jetson Nano, CPU+GPU energy, JetPack 4 clock table (estimate)",
     gcp_nano_cpu_gpu_score,
-    5,
+    10,
     gcp_nano_cpu_gpu_features,
     1,
     gcp_nano_cpu_gpu_classes,
-    {99.26000000000005, 99.76000000000005},
+    {99.26000000000005, 99.96999999999996},
     614.4,
-    "simulated Jetson Nano characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC)",
-    "4000b58406bb32c2a9e32832ebcc1cb6815ed5b810efe8b0ff81aca9e349ab57",
+    "simulated Jetson Nano characterisation (estimate profile; seed 0, 3 repeats; tasks SST-2/QNLI/MRPC; 9 decoders x 6 training methods)",
+    "d8a091cad60043e7708f6ed0c64b9d57edb601d80e3b75e2272d203856208225",
     "seeded (seed 0)",
     "nano",
     12,
@@ -498,10 +538,10 @@ static const gc_tree_model gcp_nano_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {14.944495160243044},
-    {1.2139722426691641},
-    14.944495160243044,
-    1.2139722426691641,
+    {14.528573081429384},
+    {1.091992825034739},
+    14.528573081429384,
+    1.091992825034739,
 };
 
 

@@ -3,11 +3,13 @@
 
 For every board of pydvfs/data/boards.json that has a simulator profile (pydvfs/sim/profiles.py)
 and every measure of pydvfs/energy.py (module, the default, and cpu-gpu), it simulates the
-board's characterisation sweep (every catalogue model on the characterisation tasks x every GPU
-level of the board's table + MAXN, seeded noise, ``--repeats`` repeats), trains the tree as
-`pydvfs train` does (features from pydvfs/policy/features.py through train.FEATURE_SETS,
-hyper-parameters by leave-one-out CV, shipped only where it beats the best fixed clock beyond the
-noise), and records what each decision is expected to save against MAXN (per class: the mean
+board's characterisation sweep (every paper model on the characterisation tasks, full fp32, and
+every supervised fine-tuning decoder of issue 28 with each training method of the catalogue,
+full / LoRA / QLoRA x fp32 / bf16, on one characterisation task each, in turn: sft_pairs() x
+every GPU level of the board's table + MAXN, seeded noise, ``--repeats`` repeats), trains the
+tree as `pydvfs train` does (the method features set of train.FEATURE_SETS, so that the tree sees
+how a workload trains; hyper-parameters by leave-one-out CV, shipped only where it beats the best
+fixed clock beyond the noise), and records what each decision is expected to save against MAXN (per class: the mean
 and spread of the saving at the class clock of the training workloads the tree sends there).
 
     python tools/gen_policies.py            # or `make policies`: rewrite the C and the manifests
@@ -24,10 +26,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,6 +45,31 @@ FALLBACK_BOARD = "agx-orin"  # a board the table does not know gets this board's
 REPEATS = 3
 SEED = 0
 ORIGIN = "built-in"  # GC_ORIGIN_BUILTIN (govcore/policy.h)
+# The trees see how a workload trains (pydvfs/policy/features.py METHOD_FEATURES), beside the
+# paper's and the roofline features: a LoRA bf16 job and a full fp32 one may get different clocks.
+FEATURE_SET = "method"
+
+
+def sft_pairs(tasks) -> list[tuple[str, str]]:
+    """The decoders' (model, task) pairs of the training sweep: each decoder on one of ``tasks``
+    in turn, so that every decoder and every task is covered while the LOOCV, quadratic in the
+    number of workloads, stays affordable (the decoders' method variants, not their tasks, are
+    what moves their optimum: docs/finetune.md)."""
+    from pydvfs.sim.workloads import SFT_MODELS
+
+    return [(m, tasks[i % len(tasks)]) for i, m in enumerate(SFT_MODELS)]
+
+
+def sweep(out: Path, board_id: str, tasks, repeats: int, seed: int) -> int:
+    """The board's training sweep: the paper's models, full fp32, and the decoders' pairs with
+    every training method of the catalogue (full / LoRA / QLoRA x fp32 / bf16)."""
+    from pydvfs.dataset import write_rows
+    from pydvfs.sim.sweep import sweep_rows
+    from pydvfs.sim.workloads import METHODS
+
+    kw = {"board": board_id, "repeats": repeats, "seed": seed}
+    sft = (sweep_rows(models=[m], tasks=[t], methods=list(METHODS), **kw) for m, t in sft_pairs(tasks))
+    return write_rows(out, itertools.chain(sweep_rows(tasks=tasks, **kw), *sft))
 
 
 def train_one(board_id: str, measure: str, data: Path, source: str, tasks) -> dict:
@@ -63,7 +92,7 @@ def train_one(board_id: str, measure: str, data: Path, source: str, tasks) -> di
     )
 
     curves = curves_from_frame(read_dataset(data), COLUMN[measure], tasks=tasks)
-    best, _ = select_tree(curves)
+    best, _ = select_tree(curves, (FEATURE_SET,))
     ffg_score = score("ffg (best fixed clock)", curves, loocv(FixedClock, curves))
     test = paired_test(curves, best, ffg_score)
     params = {k: v for k, v in best.params.items() if k != "features"}
@@ -103,8 +132,7 @@ def generate(repeats: int, seed: int, only=None) -> tuple[str, dict]:
     from pydvfs.energy import DEFAULT_MEASURE, LABEL, MEASURES
     from pydvfs.policy.export import CONSTANT_BODY, _c_string, _model_c, m2cgen_version, tree_body
     from pydvfs.sim.profiles import board_ids, profile
-    from pydvfs.sim.sweep import write_sweep
-    from pydvfs.sim.workloads import CHARACTERISATION_TASKS, PAPER_MODELS
+    from pydvfs.sim.workloads import CHARACTERISATION_TASKS, METHODS, PAPER_MODELS
 
     assert MEASURES[0] == DEFAULT_MEASURE  # gc_energy_measures[0] is the default
     table = [b for b in boards() if b in board_ids() and (not only or b in only)]
@@ -114,10 +142,12 @@ def generate(repeats: int, seed: int, only=None) -> tuple[str, dict]:
         kind = "calibrated" if prof.calibrated else "estimate"
         with tempfile.TemporaryDirectory() as tmp:
             data = Path(tmp) / "sweep.csv"
-            write_sweep(data, board=board_id, tasks=CHARACTERISATION_TASKS, repeats=repeats, seed=seed)
+            sweep(data, board_id, CHARACTERISATION_TASKS, repeats, seed)
             sha = hashlib.sha256(data.read_bytes()).hexdigest()
+            pairs = sft_pairs(CHARACTERISATION_TASKS)
             source = (f"simulated {row.name} characterisation ({kind} profile; seed {seed}, {repeats} repeats; "
-                      f"tasks {'/'.join(CHARACTERISATION_TASKS)})")
+                      f"tasks {'/'.join(CHARACTERISATION_TASKS)}; {len(pairs)} decoders x "
+                      f"{len(METHODS)} training methods)")
             for measure in MEASURES:
                 r = train_one(board_id, measure, data, source, CHARACTERISATION_TASKS)
                 m = r["meta"]
@@ -140,7 +170,8 @@ def generate(repeats: int, seed: int, only=None) -> tuple[str, dict]:
                     "levels_mhz": list(row.gpu_levels_mhz), "measure": measure, "calibrated": prof.calibrated,
                     "origin": ORIGIN, "name": name,
                     "data": {"source": source, "sha256": sha, "seed": seed, "repeats": repeats,
-                             "tasks": list(CHARACTERISATION_TASKS), "models": list(PAPER_MODELS)},
+                             "tasks": list(CHARACTERISATION_TASKS), "models": list(PAPER_MODELS),
+                             "sft_pairs": [list(p) for p in pairs], "sft_methods": list(METHODS)},
                     **m}
                 print(f"{board_id:16s} {measure:8s} {m['shipped']:4s} classes {m['classes_mhz']} "
                       f"LOOCV regret {m['loocv']['mean_regret_pct']:.2f} % saving {m['loocv']['mean_saving_pct']:.2f} % "
@@ -216,11 +247,12 @@ def main(argv=None) -> int:
         DOC.write_text(doc_with(table))
         print(table)
         return 0
+    t0 = time.monotonic()
     code, manifests = generate(args.repeats, args.seed)
     OUT_C.write_text(code)
     OUT_JSON.write_text(json.dumps(manifests, indent=1) + "\n")
-    print(f"wrote {OUT_C.relative_to(REPO)} and {OUT_JSON.relative_to(REPO)}: rebuild (make ext binary), "
-          "then `python tools/gen_policies.py --docs`")
+    print(f"wrote {OUT_C.relative_to(REPO)} and {OUT_JSON.relative_to(REPO)} in {time.monotonic() - t0:.0f} s: "
+          "rebuild (make ext binary), then `python tools/gen_policies.py --docs`")
     return 0
 
 

@@ -61,13 +61,15 @@ class Curve:
         """The clock of the lowest measured mean (what a label was before the fit)."""
         return self.freqs_mhz[min(range(len(self.energy_j)), key=self.energy_j.__getitem__)]
 
-    @property
+    # best_mhz, best_energy_j, saving_noise and label_mhz are cached: a curve is immutable, and
+    # leave-one-out CV asks each curve for its label once per fold (N^2 fits of the curve's noise).
+    @cached_property
     def best_mhz(self) -> float:
         """The energy-optimal level: the argmin of the fitted curve over the measured levels."""
         e = self.fitted_energy_j
         return self.freqs_mhz[min(range(len(e)), key=e.__getitem__)]
 
-    @property
+    @cached_property
     def best_energy_j(self) -> float:
         return min(self.fitted_energy_j)
 
@@ -78,14 +80,14 @@ class Curve:
             return (self.best_mhz,)
         return self.fit.within_noise_mhz(self.freqs_mhz)
 
-    @property
+    @cached_property
     def saving_noise(self) -> float:
         """Std of the saving of the best level over MAXN (fit and MAXN mean), relative."""
         fit_sd = 0.0 if self.fit is None else float(self.fit.energy_std_j([self.best_mhz])[0])
         fit_sd = 0.0 if math.isnan(fit_sd) else fit_sd
         return (fit_sd**2 + self.maxn_std_j**2) ** 0.5 / self.maxn_energy_j
 
-    @property
+    @cached_property
     def label_mhz(self) -> float | None:
         """The training label: the best level, or None (MAXN) where the saving it promises over
         MAXN is not beyond the noise (2 standard deviations) or under 1 %: pinning such a

@@ -41,10 +41,11 @@ class Truth:
         return 100.0 * (e / self.maxn_j[measure] - 1.0)
 
 
-def truth(board_id: str, model: str, task: str, p=None) -> Truth:
-    """The simulated truth of ``model`` on ``task`` on ``board_id``, both measures."""
+def truth(board_id: str, model: str, task: str, p=None, method: str = "full-fp32") -> Truth:
+    """The simulated truth of ``model`` on ``task`` on ``board_id``, both measures; ``method``:
+    how it trains (a tag of pydvfs.sim.workloads.METHODS), in the workload as `--workload` says it."""
     p = p or default_params()
-    w = get_workload(model, task)
+    w = get_workload(model, task, method=method)
     levels = boards.board(board_id).gpu_levels_mhz
     maxn = operating_point(w, maxn_setting(board_id), None, p, board=board_id)
     ops = {f: operating_point(w, "fixed", f, p, board=board_id) for f in levels}
@@ -55,7 +56,8 @@ def truth(board_id: str, model: str, task: str, p=None) -> Truth:
     measures = tuple(ROLE)
     a = w.arch
     return Truth(w.name, {"model": a.family, "layers": a.layers, "hidden": a.hidden,
-                          "seq_len": w.task.avg_tokens, "util_pct": round(100.0 * maxn.load, 2)},
+                          "seq_len": w.task.avg_tokens, "util_pct": round(100.0 * maxn.load, 2),
+                          **{k: v for k, v in w.workload().method_columns().items() if v is not None}},
                  {m: {f: per_step(op, m) for f, op in ops.items()} for m in measures},
                  {m: per_step(maxn, m) for m in measures})
 
@@ -82,8 +84,8 @@ def score(truths, chosen_mhz, measure: str) -> dict:
 
 
 def evaluate_builtin(board_id: str, measure: str, workloads=None) -> dict:
-    """The built-in policy of ``board_id`` for ``measure``, deciding (dry run) on a fake layout of
-    the board, scored on its simulator (:func:`score`) over ``workloads`` (default
+    """The built-in policy of ``board_id`` for ``measure``, deciding (dry run, the host's runs left
+    out) on a fake layout of the board, scored on its simulator (:func:`score`) over ``workloads`` (default
     :func:`held_out`)."""
     from ..device.fake import build_fake_board
     from ..policy.apply import decide
@@ -91,5 +93,7 @@ def evaluate_builtin(board_id: str, measure: str, workloads=None) -> dict:
     truths = [truth(board_id, m, t) for m, t in (workloads or held_out())]
     with tempfile.TemporaryDirectory() as tmp:
         fake = build_fake_board(Path(tmp) / board_id, board=board_id)
-        chosen = [decide(t.workload, "mlg", sysfs_root=fake.root, energy=measure).freq_mhz for t in truths]
+        # the policy alone: runs the host's store holds (PYDVFS_DATA_DIR) would make it board-learned
+        chosen = [decide(t.workload, "mlg", sysfs_root=fake.root, energy=measure, use_runs=False).freq_mhz
+                  for t in truths]
     return {"board": board_id, "measure": measure, **score(truths, chosen, measure)}

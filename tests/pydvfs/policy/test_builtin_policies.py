@@ -174,3 +174,41 @@ def test_docs_table_is_current():
     r = subprocess.run([sys.executable, str(REPO / "tools" / "gen_policies.py"), "--check"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+# issue 28: decoders fine-tuned today, on a task the policies were not trained on, each way they train
+DECODERS = ("qwen2.5-0.5b", "llama-3.2-1b", "smollm2-360m")
+METHODS = ("full-fp32", "full-bf16", "lora-fp32", "lora-bf16", "qlora-bf16")
+
+
+def test_the_policies_read_how_a_workload_trains():
+    """Every built-in is trained with the method features (trainable share, weight and compute
+    bits) on the decoders' full / LoRA / QLoRA x fp32 / bf16 rows, so govcore computes them."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from gen_policies import FEATURE_SET, sft_pairs
+
+    from pydvfs.policy.features import METHOD_FEATURES
+    from pydvfs.sim.workloads import METHODS as CATALOGUE_METHODS
+
+    assert set(METHOD_FEATURES) <= set(FEATURE_SETS[FEATURE_SET])
+    for (b, measure) in _core.BUILTIN_POLICIES:
+        tree, m = _core.Tree(None, b, measure), MANIFESTS[f"{b}/{measure}"]
+        assert tuple(tree.feature_names) == FEATURE_SETS[FEATURE_SET] and m["features"] == list(tree.feature_names)
+        assert m["data"]["sft_pairs"] == [list(p) for p in sft_pairs(m["data"]["tasks"])]
+        assert m["data"]["sft_methods"] == list(CATALOGUE_METHODS)
+        assert m["n_workloads"] == len(m["data"]["models"]) * len(m["data"]["tasks"]) \
+            + len(m["data"]["sft_pairs"]) * len(CATALOGUE_METHODS)
+
+
+@pytest.mark.parametrize("board_id", ["agx-orin", "orin-nano-super", "thor"])
+def test_apply_on_the_decoders_methods_is_near_the_optimum_and_never_above_maxn(tmp_path, board_id):
+    """`apply --workload model=qwen2.5-0.5b,...,peft=lora,rank=16,precision=bf16` picks for that job:
+    on held-out decoder workloads of every method the built-in's clock is never above MAXN and
+    within a level's worth of the best clock (module energy, the default measure)."""
+    fake = build_fake_board(tmp_path / board_id, board=board_id)
+    truths = [truth(board_id, m, "RTE", method=me) for m in DECODERS for me in METHODS]
+    picks = [decide(t.workload, "mlg", None, fake.root, energy="module", use_runs=False).freq_mhz for t in truths]
+    for t, f in zip(truths, picks):
+        assert t.vs_maxn_pct("module", f) <= 0.0, (t.name, t.workload, f)
+    s = score(truths, picks, "module")
+    assert s["max_regret_pct"] <= 2.0 and s["regret_pct"] <= 1.0, s

@@ -79,6 +79,26 @@ def test_pydvfs_and_govcore_give_the_same_parse_and_decision(cli, board, govcore
     pydvfs.restore(sysfs_root=board.root)
 
 
+def test_the_built_in_policy_picks_for_how_the_job_trains(cli, board, govcore_bin):
+    """The AGX Orin's built-in policy is trained on the decoders' method rows with the method
+    features: a LoRA bf16 job gets its own optimum (bf16 GEMMs: a level lower than fp32), its fp32
+    twin its own, the same clock in pydvfs and govcore (the daemon: tests/govcore/test_serve.py)."""
+    from pydvfs.sim.policy_score import truth
+
+    chosen = {}
+    for method, extra in (("lora-fp32", ""), ("lora-bf16", ",precision=bf16")):
+        best = truth("agx-orin", "qwen2.5-0.5b", "RTE", method=method).best_mhz("module")
+        spec = f"model=qwen2.5-0.5b,layers=24,hidden=896,seq_len=70.2,peft=lora,rank=16{extra}"
+        args = ["apply", "--workload", spec, "--dry-run", "--json", "--sysfs-root", str(board.root)]
+        py, c = cli(*args), subprocess.run([govcore_bin, *args], capture_output=True, text=True)
+        assert py.returncode == 0 and c.returncode == 0, (py.stderr, c.stderr)
+        a, b = json.loads(py.stdout), json.loads(c.stdout)
+        assert a["freq_mhz"] == b["freq_mhz"] == best, (method, a["freq_mhz"], b["freq_mhz"], best)
+        assert a["origin"]["kind"] == "built-in" and a["features"]["compute_bits"] == (16 if extra else 32)
+        chosen[method] = a["freq_mhz"]
+    assert chosen["lora-bf16"] < chosen["lora-fp32"]
+
+
 def test_c_and_python_method_features_agree():
     import numpy as np
 

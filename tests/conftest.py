@@ -1,9 +1,12 @@
 """Fixtures shared by every test: fake boards in temp dirs, never the host's /sys."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,6 +37,17 @@ if os.geteuid() == 0:
         TEST_TMP = Path("/run/pydvfs-tests") if _written_only_by_root(Path("/run")) else Path("/var/lib/pydvfs-tests")
     TEST_TMP.mkdir(mode=0o755, parents=True, exist_ok=True)
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(TEST_TMP))
+
+# The session's own record, state and lock folders and an empty sysfs root, set before any
+# fixture runs: module- and session-scoped fixtures start their processes before _hermetic_env
+# (per test) points these at fresh folders, and a run they start must not record into the host's
+# /var/lib/pydvfs (as root) or reach its /run or /sys.
+_SESSION_DIRS = Path(tempfile.mkdtemp(prefix="pydvfs-session-", dir=TEST_TMP if TEST_TMP.is_dir() else None))
+atexit.register(shutil.rmtree, _SESSION_DIRS, True)
+for _var, _name in (("PYDVFS_DATA_DIR", "runs"), ("PYDVFS_STATE_DIR", "state"), ("PYDVFS_LOCK_DIR", "locks"),
+                    ("PYDVFS_SYSFS_ROOT", "empty-root")):
+    (_SESSION_DIRS / _name).mkdir(mode=0o700)
+    os.environ[_var] = str(_SESSION_DIRS / _name)
 
 
 @pytest.fixture(scope="session")

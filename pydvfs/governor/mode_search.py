@@ -103,7 +103,6 @@ class ModeParams:
     spread_pct: float = 2.5  # "disagree": (max - min) / median above this
     design_samples: int = 2  # windows per design (and neighbour) probe (the fit pools them; re-measuring adds)
     confirm_samples: int = 2  # windows the best and the modes within noise of it need before settling
-    close_z: float = 2.5  # "within noise of the best": within this many standard errors
     max_modes: int = 12  # distinct modes probed in a round, the design included
     max_windows: int = 12  # windows per mode at most in a round
     horizon_windows: int = 60  # windows a round's choice serves when the run's length is unknown
@@ -640,8 +639,9 @@ class ModeSearch(SearchBase):
         if covered >= min(3, n) and self._center in self._win:
             if self.axes > 1 and measured:  # the GPU-only search's choice: the line's best and its neighbours
                 j = line.index(min(measured, key=self._mode_cost))
+                known = set(self._win) | ({m for m, _, _ in self._prior_obs} if self._round == 0 else set())
                 for k in (j - 1, j + 1):
-                    if 0 <= k < n and line[k] not in self._win:
+                    if 0 <= k < n and line[k] not in known:
                         return line[k]
             return self._axis_scout()
         if self._center not in self._win:  # (after MAXN) the centre first
@@ -907,7 +907,7 @@ class ModeSearch(SearchBase):
         """Re-measure the best and the modes within noise of it to ``confirm_samples`` windows each."""
         best = self._mode_cost(best_m)
         for m in sorted(self._win, key=self._mode_cost):
-            close = m == best_m or self._mode_cost(m) - best <= self.params.close_z * math.hypot(
+            close = m == best_m or self._mode_cost(m) - best <= self.params.z_guard * math.hypot(
                 self._stderr(m, noise), self._stderr(best_m, noise))
             if m in admissible and close and len(self._win[m]) < self.params.confirm_samples:
                 return m, f"re-measure {level_name(m)}: within noise of the best"

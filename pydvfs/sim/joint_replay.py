@@ -31,13 +31,17 @@ class Grid:
         p = perturbed_params(self.pert)
         self.board, self.name = board, workload.name
         pts = full_sweep(workload, board, p)
-        self.j, self.s = {}, {}
+        self.j, self.s, smooth = {}, {}, {}
         for m in pts:
             key = (m.gpu_mhz, m.emc_mhz, m.cpu_mhz)
             tf, pf = mode_factors(self.pert, key, run_seed)
             self.j[key] = m.module_j * tf * pf
             self.s[key] = m.t_step_s * tf
+            smooth[key] = m.module_j
         self.modes = sorted(self.j)
+        # the best mode of the member's physics without the run's per-mode spread: what knowing
+        # the physics exactly, and nothing of this run's spread, would choose (a yardstick)
+        self.smooth_best = min(self.modes, key=smooth.get)
         prof = profile(board)
         self.stock = max(self.modes)  # every clock at its top
         self.levels = sorted({m[0] for m in self.modes})

@@ -1039,10 +1039,17 @@ class ModeSearch(SearchBase):
         if self._measured(cur) and len(self._windows(cur)) < p.max_windows:
             self._windows(cur).append(w)
             self._spent += 1
-            rival = self._best_measured(self._admissible({m: self._mode_time(m) for m in self._win}))
+            admissible = self._admissible({m: self._mode_time(m) for m in self._win})
+            rival = self._best_measured(admissible)
             if rival is not None and rival != cur and \
                     self._mode_cost(rival) < self._mode_cost(cur) * (1 - p.resolution_pct / 100):
                 self.reprobe_reasons.append((now_s, f"verify: {level_name(rival)} measured better"))
+            elif not self._gpu_only(cur) and cur in admissible and self._settle_choice(cur, admissible) != cur:
+                rival = self._settle_choice(cur, admissible)  # never held worse than the best GPU-only mode
+                self.reprobe_reasons.append((now_s, f"verify: the GPU-only {level_name(rival)} measured better"))
+            else:
+                rival = None
+            if rival is not None:
                 self.phase = self.SEARCH
                 self._hold_costs = []
                 self._decide(now_s)

@@ -637,7 +637,8 @@ class ModeSearch(SearchBase):
         covered = len(set(measured) | {m for m, _, _ in self._prior_obs if m in line}) if self._round == 0 \
             else len(measured)
         if covered >= min(3, n) and self._center in self._win:
-            if self.axes > 1 and measured:  # the GPU-only search's choice: the line's best and its neighbours
+            if self.axes > 1 and measured and len(self._win) < self.params.max_modes:
+                # the GPU-only search's choice: the line's best and its neighbours
                 j = line.index(min(measured, key=self._mode_cost))
                 known = set(self._win) | ({m for m, _, _ in self._prior_obs} if self._round == 0 else set())
                 for k in (j - 1, j + 1):

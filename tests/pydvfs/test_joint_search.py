@@ -61,11 +61,13 @@ def test_noiseless_settles_within_1pct_in_12_probes(board, name):
 
 @pytest.mark.parametrize("board,name", [("agx-orin", "bert-base/SST-2"), ("agx-orin", "bert-large/QNLI"),
                                         ("orin-nano-super", "bert-base/SST-2")])
-def test_noisy_replay_within_1pct_keeps_the_oracles_saving(board, name):
+def test_noisy_replay_settles_near_the_best_and_keeps_the_oracles_saving(board, name):
+    # (within 1.5 %: one-window design probes (issue 30) trade a little of the final choice's
+    # precision on the default simulator for a cheaper exploration on physics it was not fitted to)
     g = grid(board, name)
     for seed in range(2):
         r = BENCH.replay(g, BENCH.make("joint", g), False, 60.0, 10.0, 2.0, seed)
-        assert r["gap_pct"] <= 1.0, r
+        assert r["gap_pct"] <= 1.5, r
         assert r["probes"] <= 12, r
         assert r["share_pct"] >= 90.0, r
         gpu = BENCH.replay(g, BENCH.make("gpu-only", g), True, 60.0, 10.0, 2.0, seed)

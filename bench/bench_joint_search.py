@@ -19,14 +19,19 @@ stock mode as a share of the oracle's (exploration included). Ratios within one 
 
     PYTHONPATH=. python bench/bench_joint_search.py            # ~30 s: 6 workloads per board
     PYTHONPATH=. python bench/bench_joint_search.py --all --seeds 5   # every study workload
-    PYTHONPATH=. python bench/bench_joint_search.py --family --jobs 4 --doc docs/online.md  # the family
+    PYTHONPATH=. python bench/bench_joint_search.py --family --warm --jobs 2 --doc docs/online.md  # the family
 
 ``--family``: the same replays on every simulator of :func:`pydvfs.sim.perturbed.family` (the
 CPU power law's exponent, CUDA's spin share, memory time hidden under compute, the EMC's power
 split, a per-mode spread fixed per run), 10-min runs of the default workloads and 4-min runs of
 the host-bound one; the summary puts the family's worst case beside the default simulator's,
-and counts the runs where the joint search ended on a mode worse than the GPU-only search's.
-Writes bench/results/joint_search_family.json.
+and counts the runs where the joint search ended on a mode worse than the GPU-only search's,
+and, as a yardstick, how far the best mode of the member's physics without the run's per-mode
+spread is from the run's best. ``--warm`` replays each run also given what a run has in
+production (the built-in policy's GPU clock for the workload on that board, decided on a fake
+layout of the board by :func:`pydvfs.governor.loop.choose_start`: the joint search's prior
+start, the GPU-only search's centre). ``--workloads`` with ``--family``: only those (10-min
+runs; 4-min runs of the host-bound ones). Writes bench/results/joint_search_family.json.
 
 Writes bench/results/joint_search.json (or --out), prints a Markdown table, and with
 ``--doc docs/power-modes.md`` writes the per-workload table between its markers.
@@ -284,7 +289,10 @@ def main(argv=None) -> int:
                     help="with --family: also replay each run given the built-in policy's GPU clock (production's start)")
     args = ap.parse_args(argv)
     if args.family:
-        res = run_family(args.boards, FAMILY_RUNS, args.seeds, args.members, args.window, args.settle, jobs=args.jobs,
+        runs = FAMILY_RUNS
+        if args.workloads != ap.get_default("workloads"):  # a part of the family: 10-min runs, 4-min host-bound
+            runs = tuple((w, 4.0 if w.endswith("+host") else 10.0) for w in args.workloads)
+        res = run_family(args.boards, runs, args.seeds, args.members, args.window, args.settle, jobs=args.jobs,
                          warm=args.warm)
         res["summary_markdown"] = family_summary(res)
         print(res["summary_markdown"])

@@ -16,9 +16,12 @@ One round (docs/online.md):
    ``maxn_anchor``): it is what the guard protects.
 2. **Design** along the GPU axis through the start (the other clocks at the start's): the start
    and two more levels (``jump_frac`` of the line at a time from its end, else ``bracket_frac``
-   either side); first after the start, the prior's predicted start. Then, in a run long enough
-   (``scout_min_windows``), one step along each other axis from the best measured mode. Modes
-   the prior already covers are not designed again.
+   either side; the prior's predicted start, probed first after the start, bracketed where it
+   beats the start); over whole modes, the line's best and its two neighbours (what the GPU-only
+   search would choose). Then, in a run long enough (``scout_min_windows``), one step along
+   each other axis from the line's best, down by at least ``scout_frac`` of the clock (one
+   level's step is within the per-mode spread of a real board). Modes the prior already covers
+   are not designed again.
 3. **Fit** the model to every clean window (and the prior's observations, rescaled to this run
    where both measured a mode) and predict every mode's cost with a spread that holds on a board
    the model does not describe: the model's own uncertainty, plus what the fit leaves unexplained
@@ -30,14 +33,16 @@ One round (docs/online.md):
    (x the windows left in the run) most exceeds its cost (``samples`` windows at a worse mode);
    a measured mode is re-measured the same way, its spread its standard error. None: re-measure
    the best and the modes within noise of it to ``confirm_samples`` windows, probe the unmeasured
-   neighbours of the best (one step along one axis) and of the best GPU-only mode, then resolve
-   the guard. Exploration is budgeted against the run's length: with the windows left known
+   neighbours of the best (one step along one axis) and of the best GPU-only mode, those that
+   continue a measured descent first (the nearest mode measured the other way is worse), then
+   resolve the guard. Exploration is budgeted against the run's length: with the windows left known
    (``remaining_windows``: ``--steps``, a trainer's ``max_steps``) no new mode is opened once a
    round has spent ``explore_share`` of the run on modes other than the best measured.
 5. **Settle** on the measured mode of least cost; never on a mode measured worse than the best
    GPU-only mode measured (the EMC and CPU at the start's), never on one not measured, and away
    from the start only for a gain beyond ``z_guard`` standard errors. **Hold** it, its windows
-   joining its estimate (a rival measured better resumes the search); a drift of its cost or
+   joining its estimate (a rival measured better, or the best GPU-only mode measured better than
+   a held mode off the GPU line, resumes the search); a drift of its cost or
    ``reprobe_s`` starts a local round around it.
 
 Objectives (:class:`~pydvfs.objective.Objective`): the cost is J/step x (s/step)^k; a slowdown

@@ -955,8 +955,11 @@ class ModeSearch(SearchBase):
             c = _coords(nb)
             d = next(i for i in range(len(c)) if c[i] != here[i])
             side = 1 if c[d] > here[d] else -1
-            back = [x for x in self._win if all(_coords(x)[o] == here[o] for o in range(len(c)) if o != d)
-                    and (here[d] - _coords(x)[d]) * side > 0]
+            if self.axes == 1:  # a fine table: the level one step the other way
+                back = [x for x in self._neighbours(m) if x != nb and x in self._win]
+            else:  # a coarse axis the scout may have stepped over: the nearest measured the other way
+                back = [x for x in self._win if all(_coords(x)[o] == here[o] for o in range(len(c)) if o != d)
+                        and (here[d] - _coords(x)[d]) * side > 0]
             near = min(back, key=lambda x: abs(_coords(x)[d] - here[d]), default=None)
             trend = near is not None and self._mode_cost(near) > self._mode_cost(m)
             placed = pred is not None and nb in pred

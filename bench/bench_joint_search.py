@@ -19,14 +19,19 @@ stock mode as a share of the oracle's (exploration included). Ratios within one 
 
     PYTHONPATH=. python bench/bench_joint_search.py            # ~30 s: 6 workloads per board
     PYTHONPATH=. python bench/bench_joint_search.py --all --seeds 5   # every study workload
-    PYTHONPATH=. python bench/bench_joint_search.py --family --jobs 4 --doc docs/online.md  # the family
+    PYTHONPATH=. python bench/bench_joint_search.py --family --warm --jobs 2 --doc docs/online.md  # the family
 
 ``--family``: the same replays on every simulator of :func:`pydvfs.sim.perturbed.family` (the
 CPU power law's exponent, CUDA's spin share, memory time hidden under compute, the EMC's power
 split, a per-mode spread fixed per run), 10-min runs of the default workloads and 4-min runs of
 the host-bound one; the summary puts the family's worst case beside the default simulator's,
-and counts the runs where the joint search ended on a mode worse than the GPU-only search's.
-Writes bench/results/joint_search_family.json.
+and counts the runs where the joint search ended on a mode worse than the GPU-only search's,
+and, as a yardstick, how far the best mode of the member's physics without the run's per-mode
+spread is from the run's best. ``--warm`` replays each run also given what a run has in
+production (the built-in policy's GPU clock for the workload on that board, decided on a fake
+layout of the board by :func:`pydvfs.governor.loop.choose_start`: the joint search's prior
+start, the GPU-only search's centre). ``--workloads`` with ``--family``: only those (10-min
+runs; 4-min runs of the host-bound ones). Writes bench/results/joint_search_family.json.
 
 Writes bench/results/joint_search.json (or --out), prints a Markdown table, and with
 ``--doc docs/power-modes.md`` writes the per-workload table between its markers.
@@ -65,19 +70,34 @@ def _workload(wname: str):
 
 
 def _family_row(task) -> dict:
-    """One row of :func:`run_family`: both searches on ``seeds`` runs of one member."""
-    b, wname, minutes, pert, seeds, window_s, settle_s = task
+    """One row of :func:`run_family`: both searches on ``seeds`` runs of one member, from the
+    stock mode alone ("joint", "gpu-only") and, with ``warm``, also given the built-in policy's
+    GPU clock as production gives it ("joint (warm)", "gpu-only (warm)")."""
+    b, wname, minutes, pert, seeds, window_s, settle_s, warm = task
     w = _workload(wname)
-    res = {"joint": [], "gpu-only": []}
+    names = [("joint", False), ("gpu-only", False)] + ([("joint (warm)", True), ("gpu-only (warm)", True)] if warm else [])
+    res: dict = {name: [] for name, _ in names}
+    grids = []
     for seed in range(seeds):
         grid = Grid(b, w, pert, run_seed=seed)
-        for name in res:
-            r = replay(grid, make(name, grid), name == "gpu-only", minutes, window_s, settle_s, seed)
+        grids.append(grid)
+        for name, hot in names:
+            kind = name.split(" ")[0]
+            r = replay(grid, make(kind, grid, hot), kind == "gpu-only", minutes, window_s, settle_s, seed)
             r["j_settled"] = grid.j[tuple(r["settled"])]
             res[name].append(r)
-    worse = sum(j["j_settled"] > g["j_settled"] * (1 + 1e-9) for j, g in zip(res["joint"], res["gpu-only"]))
+
+    def worse(a, b):
+        return sum(j["j_settled"] > g["j_settled"] * (1 + 1e-9) for j, g in zip(res[a], res[b]))
+
     row = {"board": b, "workload": wname, "minutes": minutes, "member": pert.name, "seeds": seeds,
-           "joint_worse_than_gpu_only": worse, "searches": {}}
+           "joint_worse_than_gpu_only": worse("joint", "gpu-only"),
+           # the gap of the best mode of the member's physics without the run's spread (a yardstick)
+           "smooth_best_gap_pct_worst": max(100 * (g.j[g.smooth_best] / g.j[g.best] - 1) for g in grids),
+           "searches": {}}
+    if warm:
+        row["policy_mhz"] = grids[0].policy_mhz
+        row["joint_worse_than_gpu_only_warm"] = worse("joint (warm)", "gpu-only (warm)")
     for name, rs in res.items():
         row["searches"][name] = {"gap_pct_worst": max(r["gap_pct"] for r in rs),
                                  "share_pct_min": min(r["share_pct"] for r in rs),
@@ -88,13 +108,13 @@ def _family_row(task) -> dict:
 
 
 def run_family(boards, runs=FAMILY_RUNS, seeds=3, members=None, window_s=10.0, settle_s=2.0, progress=True,
-               jobs=1) -> dict:
+               jobs=1, warm=False) -> dict:
     """Both searches on every simulator of the family (``members``: their names; default all),
     each seed a run with its own per-mode spread and window noise. One row per board, workload,
     run length and member: the worst seed's gap and share, and how often the joint search
     ended on a mode truly worse than the GPU-only search's on the same run. ``jobs``: worker
-    processes (the rows are independent)."""
-    tasks = [(b, wname, minutes, pert, seeds, window_s, settle_s) for b in boards for wname, minutes in runs
+    processes (the rows are independent); ``warm``: also from the built-in policy's clock."""
+    tasks = [(b, wname, minutes, pert, seeds, window_s, settle_s, warm) for b in boards for wname, minutes in runs
              for pert in family() if not members or pert.name in members]
     if jobs > 1:
         import multiprocessing
@@ -104,39 +124,49 @@ def run_family(boards, runs=FAMILY_RUNS, seeds=3, members=None, window_s=10.0, s
             rows = [_say_row(r, progress) for r in results]
     else:
         rows = [_say_row(_family_row(t), progress) for t in tasks]
-    return {"window_s": window_s, "settle_s": settle_s, "seeds": seeds,
+    return {"window_s": window_s, "settle_s": settle_s, "seeds": seeds, "warm": warm,
             "members": [m.to_dict() for m in family() if not members or m.name in members], "rows": rows}
 
 
 def _say_row(row: dict, progress: bool) -> dict:
     if progress:
-        j, g = row["searches"]["joint"], row["searches"]["gpu-only"]
-        print(f"{row['board']:16s} {row['workload']:22s} {row['minutes']:4g} min {row['member']:15s} joint gap "
-              f"{j['gap_pct_worst']:5.2f} % share {j['share_pct_min']:5.1f} % probes {j['probes_max']:2d} | gpu-only "
-              f"gap {g['gap_pct_worst']:5.2f} % share {g['share_pct_min']:5.1f} % | joint worse "
-              f"{row['joint_worse_than_gpu_only']}/{row['seeds']}", flush=True)
+        for suffix in ("", " (warm)"):
+            if "joint" + suffix not in row["searches"]:
+                continue
+            j, g = row["searches"]["joint" + suffix], row["searches"]["gpu-only" + suffix]
+            worse = row["joint_worse_than_gpu_only" + suffix.replace(" (warm)", "_warm")]
+            print(f"{row['board']:16s} {row['workload']:22s} {row['minutes']:4g} min {row['member']:15s}{suffix[1:-1]:>5s} "
+                  f"joint gap {j['gap_pct_worst']:5.2f} % share {j['share_pct_min']:5.1f} % probes {j['probes_max']:2d} "
+                  f"| gpu-only gap {g['gap_pct_worst']:5.2f} % share {g['share_pct_min']:5.1f} % | joint worse "
+                  f"{worse}/{row['seeds']}", flush=True)
     return row
 
 
 def family_summary(res: dict) -> str:
     """Per board and run (10-min: the default workloads; 4-min: the host-bound one): the default
-    simulator's worst seed beside the family's worst case."""
-    out = ["| board | runs | simulator | joint: worst gap to the joint best | joint: least share of the oracle's "
-           "saving | GPU-only: least share | joint ended worse than GPU-only |", "|---|---|---|---|---|---|---|"]
+    simulator's worst seed beside the family's worst case, from the stock mode alone and (where
+    replayed) given the built-in policy's GPU clock too (a warm start, as production has it)."""
+    out = ["| board | runs | simulator | start | joint: worst gap to the joint best | joint: least share of the "
+           "oracle's saving | GPU-only: least share | joint ended worse than GPU-only | the physics' best without "
+           "the run's spread: worst gap |", "|---|---|---|---|---|---|---|---|---|"]
     groups: dict = {}
     for r in res["rows"]:
         kind = f"{r['minutes']:g} min" + (" host-bound" if r["minutes"] < 10 else "")
         groups.setdefault((r["board"], kind), []).append(r)
+    starts = [("", "stock mode")] + ([(" (warm)", "+ policy's clock")] if res.get("warm") else [])
     for (b, kind), rows in groups.items():
         for label, sel in (("default", [r for r in rows if r["member"] == "default"]),
                            (f"worst of {len({r['member'] for r in rows})}", rows)):
             if not sel:
                 continue
-            j = [r["searches"]["joint"] for r in sel]
-            g = [r["searches"]["gpu-only"] for r in sel]
-            out.append(f"| {b} | {kind} | {label} | {max(x['gap_pct_worst'] for x in j):.2f} % "
-                       f"| {min(x['share_pct_min'] for x in j):.0f} % | {min(x['share_pct_min'] for x in g):.0f} % "
-                       f"| {sum(r['joint_worse_than_gpu_only'] for r in sel)}/{sum(r['seeds'] for r in sel)} |")
+            for suffix, start in starts:
+                j = [r["searches"]["joint" + suffix] for r in sel]
+                g = [r["searches"]["gpu-only" + suffix] for r in sel]
+                worse = sum(r["joint_worse_than_gpu_only" + ("_warm" if suffix else "")] for r in sel)
+                out.append(f"| {b} | {kind} | {label} | {start} | {max(x['gap_pct_worst'] for x in j):.2f} % "
+                           f"| {min(x['share_pct_min'] for x in j):.0f} % | {min(x['share_pct_min'] for x in g):.0f} % "
+                           f"| {worse}/{sum(r['seeds'] for r in sel)} "
+                           f"| {max(r.get('smooth_best_gap_pct_worst', 0.0) for r in sel):.2f} % |")
     return "\n".join(out)
 
 
@@ -255,9 +285,15 @@ def main(argv=None) -> int:
                     help="replay on every simulator of the perturbed family (10-min runs, 4-min host-bound)")
     ap.add_argument("--members", nargs="+", help="with --family: only these members (names of sim.perturbed.family)")
     ap.add_argument("--jobs", type=int, default=1, help="with --family: worker processes")
+    ap.add_argument("--warm", action="store_true",
+                    help="with --family: also replay each run given the built-in policy's GPU clock (production's start)")
     args = ap.parse_args(argv)
     if args.family:
-        res = run_family(args.boards, FAMILY_RUNS, args.seeds, args.members, args.window, args.settle, jobs=args.jobs)
+        runs = FAMILY_RUNS
+        if args.workloads != ap.get_default("workloads"):  # a part of the family: 10-min runs, 4-min host-bound
+            runs = tuple((w, 4.0 if w.endswith("+host") else 10.0) for w in args.workloads)
+        res = run_family(args.boards, runs, args.seeds, args.members, args.window, args.settle, jobs=args.jobs,
+                         warm=args.warm)
         res["summary_markdown"] = family_summary(res)
         print(res["summary_markdown"])
         out = Path(args.out if args.out != ap.get_default("out") else REPO / "bench" / "results" / "joint_search_family.json")

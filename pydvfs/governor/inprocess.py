@@ -41,6 +41,7 @@ from .forecast import forecast, per_work
 from .loop import (
     POLICIES,
     default_search,
+    joint_start,
     needs_workload,
     new_search,
     online_outcome,
@@ -278,7 +279,7 @@ class OnlineGovernor:
 
         search, self._mode_dev, plan = joint_setup(self.dev, self._plan["search_levels_mhz"], self.objective,
                                                    self._pin_mode, self._restore_mode, self._modes, self.dev.board,
-                                                   self.prior)
+                                                   self.prior, **joint_start(self._plan))
         self._plan.update(plan)
         return search
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..errors import InvalidValueError
 from ..objective import Objective
-from .mode_search import KNOBS, JointParams, JointSearch, Mode, mode_name, within_caps
+from .mode_search import KNOBS, JointParams, JointSearch, Mode, SearchPrior, level_name, mode_name, within_caps
 
 
 def parse_knobs(text: str) -> tuple:
@@ -102,11 +102,15 @@ def device_modes(dev, gpu_levels_mhz) -> tuple:
 
 
 def joint_setup(dev, gpu_levels_mhz, objective: Objective | None = None, pin_mode=None, restore_mode=None,
-                modes=None, board=None, prior=None) -> tuple:
+                modes=None, board=None, prior=None, start_gpu_mhz: float | None = None, start_source: str = "") -> tuple:
     """(search, the engine's device, plan fields) of a joint search on ``dev``, from the top mode
     within the caps: through the board's joint pin over its domains' tables (no ``pin_mode``),
     or through ``pin_mode`` over ``modes`` (default: :func:`mode_grid` of ``board``); ``prior``:
-    what the board recorded before (:class:`~pydvfs.governor.mode_search.SearchPrior`)."""
+    what the board recorded before (:class:`~pydvfs.governor.mode_search.SearchPrior`);
+    ``start_gpu_mhz``: the GPU clock the online plan starts from (the board's record, the
+    built-in policy: :func:`pydvfs.governor.loop.choose_start`, said by ``start_source``),
+    probed right after the top mode with the EMC and CPU at the top's (the prior's start, unless
+    ``prior`` names one)."""
     caps = None
     if pin_mode is None:
         pin_mode = board_pin_mode(dev)
@@ -114,9 +118,17 @@ def joint_setup(dev, gpu_levels_mhz, objective: Objective | None = None, pin_mod
             modes, caps = device_modes(dev, gpu_levels_mhz)
     elif modes is None:
         modes = mode_grid(gpu_levels_mhz, board)
-    search = JointSearch(modes, max(Mode(m) for m in modes), objective=objective, caps=caps, prior=prior)
+    top = max(Mode(m) for m in modes)
+    prior = SearchPrior.of(prior)
+    if start_gpu_mhz is not None and (prior is None or prior.start is None):
+        prior = SearchPrior(prior.observations if prior else (), (float(start_gpu_mhz),) + tuple(top[1:]),
+                            start_source or (prior.source if prior else ""))
+    search = JointSearch(modes, top, objective=objective, caps=caps, prior=prior)
+    source = "the top mode within the power mode's caps"
+    if search.prior_start is not None:
+        source += f", then {level_name(search.prior_start)} ({search.prior.source or 'the prior'})"
     plan = {"start_mhz": search.start_mode, "centre_mhz": search.start_mode, "maxn_anchor": False,
-            "start_source": "the top mode within the power mode's caps", "knobs": list(KNOBS),
+            "start_source": source, "knobs": list(KNOBS),
             "modes": len(search.modes), "caps_mhz": list(search.caps)}
     return search, ModeDevice(dev, pin_mode, restore_mode), plan
 

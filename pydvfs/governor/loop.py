@@ -51,6 +51,9 @@ def needs_workload(policy: str) -> bool:
     return policy != "online" and "pins_nothing" not in _core.POLICY_FLAGS[policy]
 
 
+MIDDLE = "middle of the table"  # choose_start's last resort
+
+
 def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | None = None,
                  learned=None, measure: str = DEFAULT_MEASURE) -> tuple[float, str, bool]:
     """Where the online search starts: ``start_mhz``, else the clock this board learned for the
@@ -82,7 +85,7 @@ def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | 
     if d.kept_from_mhz is not None:
         return d.kept_from_mhz, "ffg", True
     levels = dev.available_frequencies_mhz
-    return levels[len(levels) // 2], "middle of the table", keeps_maxn
+    return levels[len(levels) // 2], MIDDLE, keeps_maxn
 
 
 def board_cap_mhz(dev) -> float:
@@ -131,6 +134,15 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
             "learned": None if learned is None else learned.to_dict(),
             # the board's record as data for the model search (the hill climb takes none)
             "prior": None if learned is None or search_kind != "model" else learned.prior()}
+
+
+def joint_start(plan: dict) -> dict:
+    """What a joint search takes of the online plan: the GPU clock the plan starts from (the
+    board's record, the built-in policy, --start), probed right after the top mode; none where
+    the plan only fell back to the middle of the table (a guess, not worth a window)."""
+    if MIDDLE in plan["start_source"]:
+        return {}
+    return {"start_gpu_mhz": plan["centre_mhz"], "start_source": plan["start_source"]}
 
 
 def board_start(dev, workload, levels, objective: Objective | None, data_dir, log, prefix: str):
@@ -392,7 +404,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         else:  # the whole mode (docs/power-modes.md): through the board's joint pin
             from .joint_search import joint_setup
 
-            searcher, search_dev, joint_plan = joint_setup(dev, plan["search_levels_mhz"], objective)
+            searcher, search_dev, joint_plan = joint_setup(dev, plan["search_levels_mhz"], objective,
+                                                           **joint_start(plan))
             report.update(joint_plan, search_kind="joint")
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)  # fails before any change
     if online:  # a search cannot minimise an energy the board's rails do not give

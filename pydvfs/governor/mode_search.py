@@ -16,9 +16,12 @@ One round (docs/online.md):
    ``maxn_anchor``): it is what the guard protects.
 2. **Design** along the GPU axis through the start (the other clocks at the start's): the start
    and two more levels (``jump_frac`` of the line at a time from its end, else ``bracket_frac``
-   either side); first after the start, the prior's predicted start. Then, in a run long enough
-   (``scout_min_windows``), one step along each other axis from the best measured mode. Modes
-   the prior already covers are not designed again.
+   either side; the prior's predicted start, probed first after the start, bracketed where it
+   beats the start); over whole modes, the line's best and its two neighbours (what the GPU-only
+   search would choose). Then, in a run long enough (``scout_min_windows``), one step along
+   each other axis from the line's best, down by at least ``scout_frac`` of the clock (one
+   level's step is within the per-mode spread of a real board). Modes the prior already covers
+   are not designed again.
 3. **Fit** the model to every clean window (and the prior's observations, rescaled to this run
    where both measured a mode) and predict every mode's cost with a spread that holds on a board
    the model does not describe: the model's own uncertainty, plus what the fit leaves unexplained
@@ -30,14 +33,16 @@ One round (docs/online.md):
    (x the windows left in the run) most exceeds its cost (``samples`` windows at a worse mode);
    a measured mode is re-measured the same way, its spread its standard error. None: re-measure
    the best and the modes within noise of it to ``confirm_samples`` windows, probe the unmeasured
-   neighbours of the best (one step along one axis) and of the best GPU-only mode, then resolve
-   the guard. Exploration is budgeted against the run's length: with the windows left known
+   neighbours of the best (one step along one axis) and of the best GPU-only mode, those that
+   continue a measured descent first (the nearest mode measured the other way is worse), then
+   resolve the guard. Exploration is budgeted against the run's length: with the windows left known
    (``remaining_windows``: ``--steps``, a trainer's ``max_steps``) no new mode is opened once a
    round has spent ``explore_share`` of the run on modes other than the best measured.
 5. **Settle** on the measured mode of least cost; never on a mode measured worse than the best
    GPU-only mode measured (the EMC and CPU at the start's), never on one not measured, and away
    from the start only for a gain beyond ``z_guard`` standard errors. **Hold** it, its windows
-   joining its estimate (a rival measured better resumes the search); a drift of its cost or
+   joining its estimate (a rival measured better, or the best GPU-only mode measured better than
+   a held mode off the GPU line, resumes the search); a drift of its cost or
    ``reprobe_s`` starts a local round around it.
 
 Objectives (:class:`~pydvfs.objective.Objective`): the cost is J/step x (s/step)^k; a slowdown
@@ -108,6 +113,7 @@ class ModeParams:
     horizon_windows: int = 60  # windows a round's choice serves when the run's length is unknown
     explore_share: float = 0.3  # share of a run of known length a round may spend off the best mode
     scout_min_windows: int = 30  # a round of a run shorter than this (known length) stays on the GPU line
+    scout_frac: float = 0.0  # the first step along the EMC and CPU axes: at least this share of the clock
     z_guard: float = 2.5  # leave the start only for a gain this many std errors sure
     margin_pct: float = 0.0  # ...and larger than this
     resolution_pct: float = 0.5  # gains smaller than this are not worth a probe
@@ -168,7 +174,12 @@ class CurveParams(ModeParams):
 
 @dataclass(frozen=True)
 class JointParams(ModeParams):
-    """The defaults over whole modes."""
+    """The defaults over whole modes: one window per design and neighbour probe (the joint fit
+    pools them; a mode within noise of the best is re-measured anyway), and a first step along
+    the EMC and CPU axes of about a third of the clock."""
+
+    design_samples: int = 1
+    scout_frac: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -443,6 +454,11 @@ class ModeSearch(SearchBase):
     best_mode = best_mhz
 
     @property
+    def prior_start(self):
+        """The prior's predicted start, snapped to the space (probed right after the start), or None."""
+        return self._snap(self.prior.start) if self.prior is not None and self.prior.start is not None else None
+
+    @property
     def probed_modes(self) -> int:
         """Distinct modes probed over every round."""
         return len({p.freq_mhz for p in self.probes})
@@ -620,13 +636,19 @@ class ModeSearch(SearchBase):
         line = self._line()
         measured = sorted(m for m in self._win if m in line)
         n = len(line)
-        if self.prior is not None and self.prior.start is not None and self._round == 0:
-            ps = self._snap(self.prior.start)
-            if ps not in self._win and self._center in self._win:
-                return ps
+        ps = self.prior_start
+        if ps is not None and self._round == 0 and ps not in self._win and self._center in self._win:
+            return ps
         covered = len(set(measured) | {m for m, _, _ in self._prior_obs if m in line}) if self._round == 0 \
             else len(measured)
         if covered >= min(3, n) and self._center in self._win:
+            if self.axes > 1 and measured and len(self._win) < self.params.max_modes:
+                # the GPU-only search's choice: the line's best and its neighbours
+                j = line.index(min(measured, key=self._mode_cost))
+                known = set(self._win) | ({m for m, _, _ in self._prior_obs} if self._round == 0 else set())
+                for k in (j - 1, j + 1):
+                    if 0 <= k < n and line[k] not in known:
+                        return line[k]
             return self._axis_scout()
         if self._center not in self._win:  # (after MAXN) the centre first
             return self._center
@@ -634,7 +656,12 @@ class ModeSearch(SearchBase):
         at_end = self._round == 0 and i in (0, n - 1) and n > 3
         step = max(1, round((n - 1) * self.params.jump_frac)) if at_end else 1
         inward = 1 if i == 0 else -1
-        if not at_end:  # bracket the start (about 10 % of the table either side on a fine one)
+        if self._round == 0 and ps in line and ps in self._win and ps != self._center:
+            # a predicted start measured: bracket it if it beats the centre, else between the two
+            j, d = line.index(ps), max(1, round(n * self.params.bracket_frac))
+            better = self._mode_cost(ps) < self._mode_cost(self._center)
+            candidates = [j + inward * d, j - inward * d] if better else [(i + j) // 2]
+        elif not at_end:  # bracket the start (about 10 % of the table either side on a fine one)
             d = max(1, round(n * self.params.bracket_frac))
             candidates = [i - d, i + d, i - 1, i + 1]
         elif len(measured) == 1:
@@ -656,13 +683,17 @@ class ModeSearch(SearchBase):
         if self.axes == 1 or (left is not None and self._spent + left < self.params.scout_min_windows):
             return None  # (a short run: a step off the line would not pay back its windows)
         seen = list(self._win) + [m for m, _, _ in self._prior_obs]
-        best = self._best_measured()
+        line = self._line()  # from the line's best: each axis's step alone, not one on top of another
+        best = min((m for m in self._win if m in line), key=self._mode_cost, default=None) or self._best_measured()
         for d in range(1, self.axes):
             if len({m[d] for m in seen}) > 1:
                 continue
             axis = sorted({x[d] for x in self.modes if all(x[o] == best[o] for o in range(3) if o != d)})
             i = axis.index(best[d])
-            for k in (i - 1, i + 1):  # a step down first: the stock mode is at the top
+            # a step down first (the stock mode is at the top) of about scout_frac of the clock:
+            # a neighbour one small step away differs by less than the per-mode spread
+            down = [k for k in range(i) if axis[k] <= axis[i] * (1 - self.params.scout_frac)]
+            for k in (down[-1] if down else i - 1, i + 1):
                 if 0 <= k < len(axis):
                     return Mode(axis[k] if o == d else best[o] for o in range(3))
         return None
@@ -915,16 +946,22 @@ class ModeSearch(SearchBase):
         return None, ""
 
     def _by_trend(self, m, pred) -> list:
-        """The neighbours of ``m``, those that continue a measured descent first (the mode one
-        step the other way along the same axis is measured worse than ``m``: go on that way),
+        """The neighbours of ``m``, those that continue a measured descent first (the nearest
+        mode measured the other way along the same axis is worse than ``m``: go on that way),
         then by the model's prediction (unplaced ones after the placed)."""
         here = _coords(m)
 
         def key(nb):
             c = _coords(nb)
             d = next(i for i in range(len(c)) if c[i] != here[i])
-            back = [x for x in self._neighbours(m) if x != nb and _coords(x)[d] != here[d]]
-            trend = any(b in self._win and self._mode_cost(b) > self._mode_cost(m) for b in back)
+            side = 1 if c[d] > here[d] else -1
+            if self.axes == 1:  # a fine table: the level one step the other way
+                back = [x for x in self._neighbours(m) if x != nb and x in self._win]
+            else:  # a coarse axis the scout may have stepped over: the nearest measured the other way
+                back = [x for x in self._win if all(_coords(x)[o] == here[o] for o in range(len(c)) if o != d)
+                        and (here[d] - _coords(x)[d]) * side > 0]
+            near = min(back, key=lambda x: abs(_coords(x)[d] - here[d]), default=None)
+            trend = near is not None and self._mode_cost(near) > self._mode_cost(m)
             placed = pred is not None and nb in pred
             return (not trend, not placed, pred[nb][0] if placed else 0.0)
 
@@ -1011,10 +1048,17 @@ class ModeSearch(SearchBase):
         if self._measured(cur) and len(self._windows(cur)) < p.max_windows:
             self._windows(cur).append(w)
             self._spent += 1
-            rival = self._best_measured(self._admissible({m: self._mode_time(m) for m in self._win}))
+            admissible = self._admissible({m: self._mode_time(m) for m in self._win})
+            rival = self._best_measured(admissible)
             if rival is not None and rival != cur and \
                     self._mode_cost(rival) < self._mode_cost(cur) * (1 - p.resolution_pct / 100):
                 self.reprobe_reasons.append((now_s, f"verify: {level_name(rival)} measured better"))
+            elif not self._gpu_only(cur) and cur in admissible and self._settle_choice(cur, admissible) != cur:
+                rival = self._settle_choice(cur, admissible)  # never held worse than the best GPU-only mode
+                self.reprobe_reasons.append((now_s, f"verify: the GPU-only {level_name(rival)} measured better"))
+            else:
+                rival = None
+            if rival is not None:
                 self.phase = self.SEARCH
                 self._hold_costs = []
                 self._decide(now_s)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 
 from ..governor.joint_search import JointParams, JointSearch
-from ..governor.mode_search import CurveParams, CurveSearch
+from ..governor.mode_search import CurveParams, CurveSearch, SearchPrior
 
 
 class Grid:
@@ -31,13 +31,17 @@ class Grid:
         p = perturbed_params(self.pert)
         self.board, self.name = board, workload.name
         pts = full_sweep(workload, board, p)
-        self.j, self.s = {}, {}
+        self.j, self.s, smooth = {}, {}, {}
         for m in pts:
             key = (m.gpu_mhz, m.emc_mhz, m.cpu_mhz)
             tf, pf = mode_factors(self.pert, key, run_seed)
             self.j[key] = m.module_j * tf * pf
             self.s[key] = m.t_step_s * tf
+            smooth[key] = m.module_j
         self.modes = sorted(self.j)
+        # the best mode of the member's physics without the run's per-mode spread: what knowing
+        # the physics exactly, and nothing of this run's spread, would choose (a yardstick)
+        self.smooth_best = min(self.modes, key=smooth.get)
         prof = profile(board)
         self.stock = max(self.modes)  # every clock at its top
         self.levels = sorted({m[0] for m in self.modes})
@@ -48,6 +52,15 @@ class Grid:
             op = operating_point(workload, k, None, p, board=board)
             self.nvpmodel[k] = {"module_j": op.role_power_w["module"] * op.t_step_s, "t_s": op.t_step_s}
         self.calibrated = prof.calibrated
+        self._params = p
+        self._workload = workload
+
+    @property
+    def policy_mhz(self) -> float:
+        """The built-in policy's GPU clock for this workload on this board (:func:`policy_start`)."""
+        if not hasattr(self, "_policy_mhz"):
+            self._policy_mhz = policy_start(self.board, self._workload, self._params)[0]
+        return self._policy_mhz
 
 
 def window_noise(rng: random.Random) -> tuple:
@@ -97,12 +110,49 @@ def replay(grid: Grid, search, gpu_only: bool, minutes: float, window_s: float, 
             "t_rel": grid.s[settled] / grid.s[grid.stock], "j_rel": grid.j[settled] / base}
 
 
-def make(name: str, grid: Grid):
+_FAKE_BOARDS: dict = {}
+
+
+def policy_start(board: str, workload, p=None) -> tuple:
+    """(GPU MHz, source): where production starts a run of ``workload`` on ``board`` without a
+    record of its own runs (:func:`pydvfs.governor.loop.choose_start`: the board's built-in
+    policy deciding on a fake layout of the board, as ``pydvfs apply`` decides), the workload
+    described as the policy's scoring describes it (:func:`pydvfs.sim.policy_score.truth`: its
+    GPU load at MAXN measured on the simulator ``p``, perturbed or not)."""
+    import tempfile
+    from pathlib import Path
+
+    from ..device import open_device
+    from ..device.fake import build_fake_board
+    from ..governor.loop import choose_start
+    from .model import default_params, operating_point
+    from .sweep import maxn_setting
+
+    if board not in _FAKE_BOARDS:  # one fake layout per board and process (read only)
+        tmp = tempfile.TemporaryDirectory(prefix="pydvfs-replay-")
+        fake = build_fake_board(Path(tmp.name) / board, board=board)
+        _FAKE_BOARDS[board] = (tmp, open_device(fake.root, str(Path(tmp.name) / "state")))
+    dev = _FAKE_BOARDS[board][1]
+    maxn = operating_point(workload, maxn_setting(board), None, p or default_params(), board=board)
+    a = workload.arch
+    desc = {"model": a.family, "layers": a.layers, "hidden": a.hidden, "seq_len": workload.task.avg_tokens,
+            "util_pct": round(100.0 * maxn.load, 2)}
+    mhz, source, _ = choose_start(dev, desc)
+    return mhz, source
+
+
+def make(name: str, grid: Grid, warm: bool = False):
+    """The search ``name`` ("joint", "gpu-only") from the stock mode; ``warm``: given the start a
+    run has in production (:func:`policy_start`: the built-in policy's GPU clock), as the joint
+    search's prior start (the EMC and CPU at the stock mode's) and as the GPU-only search's centre."""
+    start = grid.policy_mhz if warm else None
     if name == "joint":
-        return JointSearch(grid.modes, grid.stock, JointParams(reprobe_s=float("inf")))
-    return CurveSearch(grid.levels, grid.stock[0], CurveParams(reprobe_s=float("inf")))
+        prior = SearchPrior(start=(start,) + tuple(grid.stock[1:]), source="the built-in policy") if warm else None
+        return JointSearch(grid.modes, grid.stock, JointParams(reprobe_s=float("inf")), prior=prior)
+    prior = SearchPrior(start=start, source="the built-in policy") if warm else None
+    return CurveSearch(grid.levels, grid.stock[0], CurveParams(reprobe_s=float("inf")), prior=prior)
 
 
 
 
-__all__ = ["Grid", "make", "replay"]
+__all__ = ["Grid", "make", "policy_start", "replay"]

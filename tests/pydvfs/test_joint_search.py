@@ -61,11 +61,13 @@ def test_noiseless_settles_within_1pct_in_12_probes(board, name):
 
 @pytest.mark.parametrize("board,name", [("agx-orin", "bert-base/SST-2"), ("agx-orin", "bert-large/QNLI"),
                                         ("orin-nano-super", "bert-base/SST-2")])
-def test_noisy_replay_within_1pct_keeps_the_oracles_saving(board, name):
+def test_noisy_replay_settles_near_the_best_and_keeps_the_oracles_saving(board, name):
+    # (within 1.5 %: one-window design probes (issue 30) trade a little of the final choice's
+    # precision on the default simulator for a cheaper exploration on physics it was not fitted to)
     g = grid(board, name)
     for seed in range(2):
         r = BENCH.replay(g, BENCH.make("joint", g), False, 60.0, 10.0, 2.0, seed)
-        assert r["gap_pct"] <= 1.0, r
+        assert r["gap_pct"] <= 1.5, r
         assert r["probes"] <= 12, r
         assert r["share_pct"] >= 90.0, r
         gpu = BENCH.replay(g, BENCH.make("gpu-only", g), True, 60.0, 10.0, 2.0, seed)
@@ -137,3 +139,23 @@ def test_bench_writes_results_and_doc_table(tmp_path):
     text = doc.read_text()
     assert "old" not in text and "joint search" in text and text.endswith("after\n")
     assert "bert-base/SST-2" in text and "25w" in text
+
+
+def test_the_plans_gpu_clock_is_the_joint_searchs_warm_start():
+    """Production gives the joint search the online plan's GPU clock (the board's record, the
+    built-in policy) as its prior's start, the EMC and CPU at the top mode's: probed right after
+    the top mode; the middle-of-the-table fallback is no start (issue 30 item 4)."""
+    from pydvfs.governor.joint_search import joint_setup
+    from pydvfs.governor.loop import MIDDLE, joint_start
+
+    modes = [(g, e, c) for g in (306.0, 612.0, 918.0, 1300.5) for e in (2133.0, 3199.0) for c in (1113.6, 2201.6)]
+    plan = {"centre_mhz": 600.0, "start_source": "mlg"}
+    search, _, info = joint_setup(None, None, pin_mode=lambda *m: None, modes=modes, **joint_start(plan))
+    assert search.prior_start == (612.0, 3199.0, 2201.6)
+    assert "612/3199/2201.6 (mlg)" in info["start_source"]
+    assert search.target_mode == (1300.5, 3199.0, 2201.6)
+    assert search.observe((1300.5, 3199.0, 2201.6), 10.0, 10.0, 0.1) == (612.0, 3199.0, 2201.6)
+    assert joint_start({"centre_mhz": 612.0, "start_source": MIDDLE}) == {}
+    own, _, _ = joint_setup(None, None, pin_mode=lambda *m: None, modes=modes, prior={"start": (918.0, 2133.0, 1113.6)},
+                            **joint_start(plan))
+    assert own.prior_start == (918.0, 2133.0, 1113.6)  # a prior's own start wins

@@ -179,12 +179,18 @@ def test_the_family_bench_reports_the_worst_case_beside_the_default(tmp_path):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     res = bench.run_family(["orin-nano-super"], [("bert-base/SST-2+host", 4.0)], 1, ["default", "spin-1.0"],
-                           progress=False)
+                           progress=False, warm=True)
     assert [r["member"] for r in res["rows"]] == ["default", "spin-1.0"]
     for r in res["rows"]:
-        assert set(r["searches"]) == {"joint", "gpu-only"} and 0 <= r["joint_worse_than_gpu_only"] <= 1
+        assert set(r["searches"]) == {"joint", "gpu-only", "joint (warm)", "gpu-only (warm)"}
+        assert 0 <= r["joint_worse_than_gpu_only"] <= 1 and 0 <= r["joint_worse_than_gpu_only_warm"] <= 1
+        # the warm start is the built-in policy's clock (production's start), a level of the board
+        assert r["policy_mhz"] in (306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0)
+        assert r["smooth_best_gap_pct_worst"] >= 0.0
+    assert res["rows"][0]["smooth_best_gap_pct_worst"] == 0.0  # the default simulator has no spread
     text = bench.family_summary(res)
-    assert "| orin-nano-super | 4 min host-bound | default |" in text and "| worst of 2 |" in text
+    assert "| orin-nano-super | 4 min host-bound | default | stock mode |" in text and "| worst of 2 |" in text
+    assert "| default | + policy's clock |" in text
     doc = tmp_path / "d.md"
     doc.write_text(f"a\n{bench.FAMILY_MARK[0]}\nold\n{bench.FAMILY_MARK[1]}\nb\n")
     bench.write_doc(doc, text, bench.FAMILY_MARK)

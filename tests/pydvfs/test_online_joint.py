@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import subprocess
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -35,6 +36,16 @@ def add_domains(root: Path) -> dict:
         path.write_text(text)
     return files
 
+
+
+def assert_windows_follow_the_modes(trajectory, w):
+    """Each window's s/step follows the mode the simulator computes for it. A busy machine
+    slows the simulated job at every mode alike (never speeds it), so each window is compared
+    with the run's median ratio to the simulator, which must itself be a plausible slowdown."""
+    ratios = [win["s_per_step"] / (mode_point(w, *win["freq_mhz"]).t_step_s / SCALE) for win in trajectory]
+    slowdown = statistics.median(ratios)
+    assert 0.8 <= slowdown <= 3.0, ratios
+    assert all(rt == pytest.approx(slowdown, rel=0.35) for rt in ratios), ratios
 
 def test_joint_online_governor_pins_modes_and_restores_every_domain(tmp_path):
     orin = build_fake_board(tmp_path / "board", "jp6")
@@ -86,10 +97,7 @@ def test_joint_online_governor_pins_modes_and_restores_every_domain(tmp_path):
     assert {m[1] for m in pinned} >= {2133.0, 3199.0} and len({m[2] for m in pinned}) >= 2
     # the board answered the EMC and CPU clocks: a window's s/step follows the mode the sim computes
     w = get_workload("bert-base", "SST-2")
-    for win in r["trajectory"]:
-        g, e, c = win["freq_mhz"]
-        t = mode_point(w, g, e, c).t_step_s / SCALE
-        assert win["s_per_step"] == pytest.approx(t, rel=0.35)
+    assert_windows_follow_the_modes(r["trajectory"], w)
     # it settled on a mode that saves against the top one (truth: the simulator's, noiseless)
     chosen = tuple(r["chosen_mhz"])
     assert mode_point(w, *chosen).module_j < mode_point(w, 1300.5, 3199.0, 2201.6).module_j
@@ -127,8 +135,7 @@ def test_run_knobs_on_the_animated_board_pins_modes_and_restores_every_domain(cl
     modes = {tuple(w["freq_mhz"]) for w in r["trajectory"]}
     assert {m[1] for m in modes} >= {2133.0, 3199.0} and len({m[2] for m in modes}) >= 2
     w = get_workload("bert-base", "SST-2")
-    for win in r["trajectory"]:  # the board answered each mode govcore pinned
-        assert win["s_per_step"] == pytest.approx(mode_point(w, *win["freq_mhz"]).t_step_s / SCALE, rel=0.35)
+    assert_windows_follow_the_modes(r["trajectory"], w)  # the board answered each mode govcore pinned
     assert mode_point(w, *r["chosen_mhz"]).module_j < mode_point(w, 1300.5, 3199.0, 2201.6).module_j
     assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
     after = {p: p.read_text().strip() for p in before}

@@ -113,6 +113,7 @@ class ModeParams:
     horizon_windows: int = 60  # windows a round's choice serves when the run's length is unknown
     explore_share: float = 0.3  # share of a run of known length a round may spend off the best mode
     scout_min_windows: int = 30  # a round of a run shorter than this (known length) stays on the GPU line
+    long_run_windows: int = 180  # a run of known length this long (30 min of 10-s windows) designs with 2 windows
     scout_frac: float = 0.0  # the first step along the EMC and CPU axes: at least this share of the clock
     z_guard: float = 2.5  # leave the start only for a gain this many std errors sure
     margin_pct: float = 0.0  # ...and larger than this
@@ -141,6 +142,8 @@ class ModeParams:
             (isinstance(self.max_windows, int) and self.max_windows >= self.max_samples,
              "max_windows must be an integer >= max_samples"),
             (self.spread_pct > 0, "spread must be > 0 %"),
+            (isinstance(self.long_run_windows, int) and self.long_run_windows >= 1,
+             "long_run_windows must be an integer >= 1"),
             (isinstance(self.horizon_windows, int) and self.horizon_windows >= 1,
              "the horizon must be an integer >= 1 window"),
             (0 < self.explore_share <= 1, "explore_share must be within (0, 1]"),
@@ -708,8 +711,16 @@ class ModeSearch(SearchBase):
                 line = self._line()
                 n = len(line)
                 return 1 if n > 3 and line.index(self._center) in (0, n - 1) else self.params.samples
-            return self.params.design_samples
+            return self._design_windows()
         return self.params.samples - have if have < self.params.samples else self.params.samples
+
+    def _design_windows(self) -> int:
+        """``design_samples``; at least two in a run known to be long (``long_run_windows`` or more
+        in all): there the second window costs little of the run and a sharper design pays."""
+        left, p = self.remaining_windows, self.params
+        if left is not None and self._spent + left >= p.long_run_windows:
+            return max(p.design_samples, min(2, p.samples))
+        return p.design_samples
 
     def _probe_done(self, m) -> bool:
         n = len(self._pending)

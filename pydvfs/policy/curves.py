@@ -78,14 +78,16 @@ class Curve:
             return (self.best_mhz,)
         return self.fit.within_noise_mhz(self.freqs_mhz)
 
-    @property
+    # cached (the curve is frozen): training asks every curve's label once per fit, thousands of
+    # times in leave-one-out CV, and each asks the fit for its standard deviation
+    @cached_property
     def saving_noise(self) -> float:
         """Std of the saving of the best level over MAXN (fit and MAXN mean), relative."""
         fit_sd = 0.0 if self.fit is None else float(self.fit.energy_std_j([self.best_mhz])[0])
         fit_sd = 0.0 if math.isnan(fit_sd) else fit_sd
         return (fit_sd**2 + self.maxn_std_j**2) ** 0.5 / self.maxn_energy_j
 
-    @property
+    @cached_property
     def label_mhz(self) -> float | None:
         """The training label: the best level, or None (MAXN) where the saving it promises over
         MAXN is not beyond the noise (2 standard deviations) or under 1 %: pinning such a

@@ -177,9 +177,10 @@ def test_the_sdists_wheel_in_a_venv_with_extras_trains_applies_and_runs_the_demo
     assert_installed_copy(venv, cwd)
     assert sh([venv / "pydvfs", "--version"], cwd).stdout.startswith(f"pydvfs {__version__}")
 
-    # the one quick demo of the test suite: the main job end to end, from the installed copy
+    # the one quick demo of the test suite: the main job end to end, from the installed copy (about
+    # 6 min of CPU; on a machine loaded three times over it took 18 min, past the old 15-min limit)
     demo = timings.run("demo --quick", lambda: sh(
-        [venv / "pydvfs", "demo", "--quick", "--out", cwd / "demo", "--json"], cwd, timeout=900))
+        [venv / "pydvfs", "demo", "--quick", "--out", cwd / "demo", "--json"], cwd, timeout=2400))
     check_quick_demo(cwd / "demo", json.loads(demo.stdout), demo.stderr)
 
     model = cwd / "demo" / "model"  # trained by the demo's `pydvfs train` with the installed headers

@@ -100,7 +100,9 @@ def test_tree_that_fits_noise_does_not_ship(tmp_path):
     def optimum(layers, s, levels):
         return table.setdefault((layers, s), rnd.choice((612.0, 714.0)))
 
-    synthetic.write(tmp_path / "rnd.csv", tasks=("sst2", "rte"), optimum=optimum)
+    # one task's 8 workloads: random labels send the tree search to its deepest trees, and the
+    # leave-one-out selection over them grows with the square of the workloads
+    synthetic.write(tmp_path / "rnd.csv", tasks=("sst2",), optimum=optimum)
     curves = curves_from_frame(read_dataset(tmp_path / "rnd.csv"))
     metrics = train(curves, tmp_path / "m", source="random labels")
     assert metrics["shipped"] == "ffg", metrics["ship_reason"]

@@ -133,3 +133,16 @@ def trained(syn_csv, tmp_path_factory):
     curves = curves_from_frame(read_dataset(syn_csv), tasks=["sst2", "qnli", "mrpc"])
     metrics = train(curves, out, source="synthetic", data_path=syn_csv)
     return out, metrics
+
+
+@pytest.fixture(scope="session")
+def sdist(tmp_path_factory) -> Path:
+    """The sdist, built once from this checkout (PEP 517, setuptools' backend), for every test
+    that installs pydvfs as a user would (tests/test_packaging.py, tests/test_pythons.py)."""
+    out = tmp_path_factory.mktemp("sdist")
+    build = "from setuptools import build_meta as b; import sys; print(b.build_sdist(sys.argv[1]))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    res = subprocess.run([sys.executable, "-c", build, str(out)], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=600, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return out / res.stdout.strip().splitlines()[-1]

@@ -11,7 +11,8 @@
   Python API through it (tests/govcore/test_serve.py's client, here as root from the venv).
 
 The three venvs are built and tested at once (most of the time is pip waiting on the network
-and the C compiler). One sdist serves all three.
+and the C compiler). One sdist serves all three (tests/conftest.py's, which
+tests/test_packaging.py installs too).
 """
 from __future__ import annotations
 
@@ -112,13 +113,6 @@ def install_and_test(exe: str, sdist: Path, work: Path) -> dict:
     return {"venv": venv, "cwd": cwd, "where": where, "imports": imports, "version": version, "tests": tests,
             "seconds": {"venv + pip install sdist": round(installed - t0, 1),
                         "core tests": round(done - installed, 1), "total": round(done - t0, 1)}}
-
-
-@pytest.fixture(scope="module")
-def sdist(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("sdist")
-    build = "from setuptools import build_meta as b; import sys; print(b.build_sdist(sys.argv[1]))"
-    return out / sh([sys.executable, "-c", build, out], REPO).stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="module")

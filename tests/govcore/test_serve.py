@@ -211,20 +211,11 @@ def test_unprivileged_client_governs_through_the_daemon(daemon, client_python, g
     assert p.communicate(timeout=60) and p.returncode == 2
 
 
-@pytest.fixture(scope="module")
-def trained_model(tmp_path_factory):
-    """A model folder from `pydvfs train` on the policy tests' synthetic data."""
-    sys.path.insert(0, str(REPO / "tests" / "pydvfs" / "policy"))
-    import synthetic
-
-    from pydvfs.policy.curves import curves_from_frame, read_dataset
-    from pydvfs.policy.train import train
-
-    csv = tmp_path_factory.mktemp("syn") / "syn.csv"
-    synthetic.write(csv)
-    out = tmp_path_factory.mktemp("model")
-    train(curves_from_frame(read_dataset(csv), tasks=["sst2", "qnli", "mrpc"]), out, source="synthetic")
-    return out
+@pytest.fixture
+def trained_model(trained):
+    """A model folder from `pydvfs train` on the policy tests' synthetic data: the session's one
+    (tests/conftest.py's ``trained``: the same data, tasks and training; copied, never changed)."""
+    return trained[0]
 
 
 def test_apply_with_a_tree_root_installed(daemon, client_python, group_gid, trained_model):

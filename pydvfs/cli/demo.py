@@ -13,7 +13,6 @@ from .common import emit, seed
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..report import write_report
-
     from . import main  # the stages run the verbs a user runs, through this same command line
 
     ctx = DemoContext(out_dir=Path(args.out).resolve(), seed=args.seed, quick=args.quick, cli=main)

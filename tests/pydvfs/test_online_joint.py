@@ -4,8 +4,8 @@ clocks its tree holds, every domain is put back at the end; `run --knobs` parsin
 from __future__ import annotations
 
 import io
-import subprocess
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path

@@ -10,6 +10,7 @@ probability 5 % a spike stretches its time by 5-15 % at the same power; each mod
 from __future__ import annotations
 
 import random
+from functools import cached_property
 
 from ..governor.joint_search import JointParams, JointSearch
 from ..governor.mode_search import CurveParams, CurveSearch, SearchPrior
@@ -55,12 +56,10 @@ class Grid:
         self._params = p
         self._workload = workload
 
-    @property
+    @cached_property
     def policy_mhz(self) -> float:
         """The built-in policy's GPU clock for this workload on this board (:func:`policy_start`)."""
-        if not hasattr(self, "_policy_mhz"):
-            self._policy_mhz = policy_start(self.board, self._workload, self._params)[0]
-        return self._policy_mhz
+        return policy_start(self.board, self._workload, self._params)[0]
 
 
 def window_noise(rng: random.Random) -> tuple:

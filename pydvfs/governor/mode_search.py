@@ -1061,15 +1061,15 @@ class ModeSearch(SearchBase):
             self._spent += 1
             admissible = self._admissible({m: self._mode_time(m) for m in self._win})
             rival = self._best_measured(admissible)
+            why = None
             if rival is not None and rival != cur and \
                     self._mode_cost(rival) < self._mode_cost(cur) * (1 - p.resolution_pct / 100):
-                self.reprobe_reasons.append((now_s, f"verify: {level_name(rival)} measured better"))
-            elif not self._gpu_only(cur) and cur in admissible and self._settle_choice(cur, admissible) != cur:
-                rival = self._settle_choice(cur, admissible)  # never held worse than the best GPU-only mode
-                self.reprobe_reasons.append((now_s, f"verify: the GPU-only {level_name(rival)} measured better"))
-            else:
-                rival = None
-            if rival is not None:
+                why = f"verify: {level_name(rival)} measured better"
+            elif not self._gpu_only(cur) and cur in admissible and \
+                    (gpu_rival := self._settle_choice(cur, admissible)) != cur:  # never held worse than it
+                why = f"verify: the GPU-only {level_name(gpu_rival)} measured better"
+            if why:
+                self.reprobe_reasons.append((now_s, why))
                 self.phase = self.SEARCH
                 self._hold_costs = []
                 self._decide(now_s)

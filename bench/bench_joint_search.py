@@ -26,8 +26,10 @@ CPU power law's exponent, CUDA's spin share, memory time hidden under compute, t
 split, a per-mode spread fixed per run), 10-min runs of the default workloads and 4-min runs of
 the host-bound one; the summary puts the family's worst case beside the default simulator's,
 and counts the runs where the joint search ended on a mode worse than the GPU-only search's,
-and, as a yardstick, how far the best mode of the member's physics without the run's per-mode
-spread is from the run's best. ``--warm`` replays each run also given what a run has in
+and, as yardsticks, how far the best mode of the member's physics without the run's per-mode
+spread is from the run's best, and what a search that knows that physics exactly
+(:class:`KnowsPhysics`: the six modes it puts best, a window each, the best three confirmed) keeps
+in the same windows. ``--warm`` replays each run also given what a run has in
 production (the built-in policy's GPU clock for the workload on that board, decided on a fake
 layout of the board by :func:`pydvfs.governor.loop.choose_start`: the joint search's prior
 start, the GPU-only search's centre). ``--workloads`` with ``--family``: only those (10-min
@@ -69,6 +71,39 @@ def _workload(wname: str):
     return get_workload(model, task, host=HOST_BOUND) if host else get_workload(model, task)
 
 
+class KnowsPhysics:
+    """A yardstick, not a search for a board: it knows the member's exact physics without the
+    run's per-mode spread (``Grid.smooth``), measures the stock mode and then the ``k`` modes that
+    physics puts best, a window each, brings the ``top`` best measured to ``1 + confirm`` windows
+    and settles on the least mean. What a run's windows allow when the model is exactly right:
+    the rest of the gap is the per-mode spread and the window noise. Replayed by :func:`replay`
+    like the searches (the same windows, noise and settle time)."""
+
+    def __init__(self, grid, k=6, top=3, confirm=2):
+        self.plan = [grid.stock] + sorted(grid.modes, key=grid.smooth.get)[:k]
+        self.top, self.confirm = top, confirm
+        self.win: dict = {}
+        self.remaining_windows = None
+        self.target_mode = self.plan[0]
+
+    @property
+    def best_mode(self):
+        return min(self.win, key=lambda m: statistics.fmean(self.win[m]))
+
+    @property
+    def probed_modes(self) -> int:
+        return len(self.win)
+
+    def observe(self, mode, j, t, s):
+        self.win.setdefault(tuple(mode), []).append(j)
+        todo = [m for m in self.plan if m not in self.win]
+        if not todo:
+            top = sorted(self.plan[1:], key=lambda m: self.win[m][0])[:self.top]
+            todo = [m for m in top if len(self.win[m]) < 1 + self.confirm]
+        self.target_mode = todo[0] if todo else self.best_mode
+        return self.target_mode
+
+
 def _family_row(task) -> dict:
     """One row of :func:`run_family`: both searches on ``seeds`` runs of one member, from the
     stock mode alone ("joint", "gpu-only") and, with ``warm``, also given the built-in policy's
@@ -86,6 +121,8 @@ def _family_row(task) -> dict:
             r = replay(grid, make(kind, grid, hot), kind == "gpu-only", minutes, window_s, settle_s, seed)
             r["j_settled"] = grid.j[tuple(r["settled"])]
             res[name].append(r)
+        res.setdefault("knows the physics", []).append(
+            replay(grid, KnowsPhysics(grid), False, minutes, window_s, settle_s, seed))
 
     def worse(a, b):
         return sum(j["j_settled"] > g["j_settled"] * (1 + 1e-9) for j, g in zip(res[a], res[b]))
@@ -148,7 +185,8 @@ def family_summary(res: dict) -> str:
     replayed) given the built-in policy's GPU clock too (a warm start, as production has it)."""
     out = ["| board | runs | simulator | start | joint: worst gap to the joint best | joint: least share of the "
            "oracle's saving | GPU-only: least share | joint ended worse than GPU-only | the physics' best without "
-           "the run's spread: worst gap |", "|---|---|---|---|---|---|---|---|---|"]
+           "the run's spread: worst gap | a search that knows the physics: worst gap / least share |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     groups: dict = {}
     for r in res["rows"]:
         kind = f"{r['minutes']:g} min" + (" host-bound" if r["minutes"] < 10 else "")
@@ -166,8 +204,16 @@ def family_summary(res: dict) -> str:
                 out.append(f"| {b} | {kind} | {label} | {start} | {max(x['gap_pct_worst'] for x in j):.2f} % "
                            f"| {min(x['share_pct_min'] for x in j):.0f} % | {min(x['share_pct_min'] for x in g):.0f} % "
                            f"| {worse}/{sum(r['seeds'] for r in sel)} "
-                           f"| {max(r.get('smooth_best_gap_pct_worst', 0.0) for r in sel):.2f} % |")
+                           f"| {max(r.get('smooth_best_gap_pct_worst', 0.0) for r in sel):.2f} % "
+                           f"| {_knows(sel)} |")
     return "\n".join(out)
+
+
+def _knows(rows) -> str:
+    k = [r["searches"]["knows the physics"] for r in rows if "knows the physics" in r["searches"]]
+    if not k:
+        return "-"
+    return f"{max(x['gap_pct_worst'] for x in k):.2f} % / {min(x['share_pct_min'] for x in k):.0f} %"
 
 
 def run(boards, workloads, minutes_list, seeds, window_s=10.0, settle_s=2.0, progress=True) -> dict:

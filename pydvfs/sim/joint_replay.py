@@ -40,8 +40,9 @@ class Grid:
             self.s[key] = m.t_step_s * tf
             smooth[key] = m.module_j
         self.modes = sorted(self.j)
-        # the best mode of the member's physics without the run's per-mode spread: what knowing
-        # the physics exactly, and nothing of this run's spread, would choose (a yardstick)
+        # the member's physics without the run's per-mode spread (module J/step), and its best
+        # mode: what knowing the physics exactly, and nothing of this run's spread, would choose
+        self.smooth = smooth
         self.smooth_best = min(self.modes, key=smooth.get)
         prof = profile(board)
         self.stock = max(self.modes)  # every clock at its top

@@ -210,7 +210,9 @@ def test_the_family_bench_reports_the_worst_case_beside_the_default(tmp_path):
                            progress=False, warm=True)
     assert [r["member"] for r in res["rows"]] == ["default", "spin-1.0"]
     for r in res["rows"]:
-        assert set(r["searches"]) == {"joint", "gpu-only", "joint (warm)", "gpu-only (warm)"}
+        assert set(r["searches"]) == {"joint", "gpu-only", "joint (warm)", "gpu-only (warm)", "knows the physics"}
+        # the yardstick that knows the member's physics measures 7 modes and settles on one of them
+        assert r["searches"]["knows the physics"]["probes_max"] == 7
         assert 0 <= r["joint_worse_than_gpu_only"] <= 1 and 0 <= r["joint_worse_than_gpu_only_warm"] <= 1
         # the warm start is the built-in policy's clock (production's start), a level of the board
         assert r["policy_mhz"] in (306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0)
@@ -218,7 +220,7 @@ def test_the_family_bench_reports_the_worst_case_beside_the_default(tmp_path):
     assert res["rows"][0]["smooth_best_gap_pct_worst"] == 0.0  # the default simulator has no spread
     text = bench.family_summary(res)
     assert "| orin-nano-super | 4 min host-bound | default | stock mode |" in text and "| worst of 2 |" in text
-    assert "| default | + policy's clock |" in text
+    assert "| default | + policy's clock |" in text and "a search that knows the physics" in text
     doc = tmp_path / "d.md"
     doc.write_text(f"a\n{bench.FAMILY_MARK[0]}\nold\n{bench.FAMILY_MARK[1]}\nb\n")
     bench.write_doc(doc, text, bench.FAMILY_MARK)

@@ -28,7 +28,7 @@ def register(sub, common) -> None:
         epilog=examples("pydvfs exporter --sysfs-root /tmp/orin",
                         "pydvfs exporter --listen 0.0.0.0:9450 --governor-status /run/pydvfs/governor",
                         "pydvfs exporter --once --sysfs-root /tmp/orin | promtool check metrics"))
-    p.add_argument("--listen", metavar="HOST:PORT", default=DEFAULT_LISTEN,
+    p.add_argument("--listen", metavar="HOST:PORT", default=None,
                    help=f"address and port to serve on (default {DEFAULT_LISTEN}; 0.0.0.0:9450 for a fleet)")
     p.add_argument("--board-name", metavar="NAME", default=None,
                    help="the board label of every metric (default: the host name)")
@@ -41,15 +41,18 @@ def register(sub, common) -> None:
                    help="a governor's status file, or a folder of them (*.json): what `pydvfs run` "
                         "writes where PYDVFS_GOVERNOR_STATUS names a file")
     p.add_argument("--once", action="store_true",
-                   help="print one scrape in the text format on stdout and exit (after a second of sampling)")
+                   help="print one scrape in the text format on stdout and exit (after a second of sampling); "
+                        "listens nowhere, so it takes no --listen")
     add_board_options(p, state=True)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..exporter import BoardCollector, parse_listen, serve
+    from ..exporter import DEFAULT_LISTEN, BoardCollector, parse_listen, serve
 
-    host, port = parse_listen(args.listen)
+    if args.once and args.listen is not None:  # (it would never bind: a bad address went unnoticed)
+        raise InvalidValueError("--once prints one scrape on stdout and listens nowhere: drop --listen")
+    host, port = parse_listen(args.listen or DEFAULT_LISTEN)
     try:
         import prometheus_client  # noqa: F401
     except ImportError as e:

@@ -28,9 +28,7 @@ One round (docs/online.md):
    on the modes measured *beyond window noise* (at least ``misfit_floor_pct``). A misfit with a
    structure along one axis (the residuals' means at the axis's measured values differ beyond
    noise) stops extrapolation along it: modes beyond the measured range of that axis are not
-   probed on the model's word (only step by step, as neighbours). Over whole modes the model
-   reaches one level beyond the measured range of any axis, no further, and a mode it proposes
-   is measured once (``design_samples``), again only if it comes out within noise of the best.
+   probed on the model's word (only step by step, as neighbours).
 4. **Expected gain vs cost**: probe the mode whose expected improvement over the best measured
    (x the windows left in the run) most exceeds its cost (``samples`` windows at a worse mode);
    a measured mode is re-measured the same way, its spread its standard error. None: re-measure
@@ -53,7 +51,6 @@ one's by more than the bound.
 """
 from __future__ import annotations
 
-import bisect
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
@@ -709,10 +706,7 @@ class ModeSearch(SearchBase):
         for a one-axis start at an end of the table: a scout; ``samples`` for a start inside it,
         which the guard protects); else up to ``samples`` in all, or ``samples`` more."""
         have = len(self._windows(m)) if self._measured(m) else 0
-        # over whole modes every first probe is a design probe: a new mode the model proposes is
-        # measured once, and again only if it comes out within noise of the best (the EI's
-        # re-measure); a wrong prediction then costs one window, not three
-        if (self._in_design or self._scouting or self.axes > 1) and not have:
+        if (self._in_design or self._scouting) and not have:
             if self._round == 0 and not self._win and (m == self._center or m is MAXN):
                 line = self._line()
                 n = len(line)
@@ -808,16 +802,10 @@ class ModeSearch(SearchBase):
         # no extrapolation along an axis the model misfits with a structure, nor along one not
         # varied yet (its coefficients rest on nothing measured): those modes are reached by steps
         fenced = [d for d in range(self.axes) if d in structured or ranges[d][0] == ranges[d][1]]
-        # over whole modes the model reaches one level beyond the measured range of an axis, no
-        # further: a coarse axis's next level is a large step (a third of the EMC's rate), and a
-        # model wrong there places a far mode confidently wrong (the EMC's lowest rate: +30-140 %)
-        reach = [self._reach(d, ranges[d]) for d in range(self.axes)] if self.axes > 1 else None
         out = {}
         for m, i in index.items():
             c = _coords(m)
             if m not in self._win and any(not ranges[d][0] <= c[d] <= ranges[d][1] for d in fenced):
-                continue
-            if m not in self._win and reach and any(not reach[d][0] <= c[d] <= reach[d][1] for d in range(3)):
                 continue
             corr = 1.0
             if self.axes == 1 and measured:  # a level next to a measured one deviates alike
@@ -836,13 +824,6 @@ class ModeSearch(SearchBase):
         if self.axes == 1:
             self.fit_summary["predicted"] = {f"{m:g}": cost[i] for m, i in index.items()}
         return out
-
-    def _reach(self, d: int, measured: tuple) -> tuple:
-        """The range of axis ``d`` the model may place modes in: ``measured`` (lo, hi) and one
-        level of the axis beyond either end."""
-        axis = self._axis(d)
-        lo, hi = bisect.bisect_left(axis, measured[0]), bisect.bisect_right(axis, measured[1]) - 1
-        return axis[max(0, lo - 1)], axis[min(len(axis) - 1, hi + 1)]
 
     def _structured_axes(self, resid: dict, se: dict, floor: float) -> list:
         """The axes along which the residuals have a structure: their means at two of the

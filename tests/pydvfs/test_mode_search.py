@@ -105,34 +105,6 @@ def test_a_structured_misfit_stops_extrapolation_along_its_axis():
     assert pred and all(m[0] >= 510.0 for m in pred)
 
 
-def test_the_model_reaches_one_level_beyond_what_was_measured_and_a_new_mode_costs_one_window():
-    # (issue 30: on emc-dram-heavy a fit over the EMC's top two rates proposed its lowest rate,
-    # +33 % on that member, and measured it for three windows)
-    g = Grid("orin-nano-super", get_workload("bert-large", "QNLI"), member("emc-dram-heavy"), run_seed=1)
-    s = JointSearch(g.modes, g.stock, JointParams(reprobe_s=math.inf))
-    emcs = sorted({m[1] for m in g.modes})
-    proposed = run(g, s, 60, left=60)
-    seen = [g.stock]
-    for d in s.decisions:  # every mode the model proposed is next to the range measured before it
-        m = tuple(d["probe"])
-        if d["why"].startswith("model"):
-            for k in range(3):
-                axis = sorted({x[k] for x in g.modes})
-                lo, hi = axis.index(min(x[k] for x in seen)), axis.index(max(x[k] for x in seen))
-                assert lo - 1 <= axis.index(m[k]) <= hi + 1, (m, d)
-        seen.append(m)
-    assert any(d["why"].startswith("model") for d in s.decisions)
-    assert min(m[1] for m in proposed) >= emcs[-3]
-    # a mode the model proposed (not the design) and that measured worse than the best by far
-    # more than the noise was measured once
-    model_probes = [tuple(d["probe"]) for d in s.decisions if d.get("why", "").startswith("model")]
-    best = s._mode_cost(s.best_mode)
-    far = [m for m in model_probes if s._mode_cost(m) > best * 1.08]
-    assert all(len(s._win[m]) == 1 for m in far), [(m, len(s._win[m])) for m in far]
-    pred = s._predict()
-    assert pred and all(m in s._win or m[1] >= emcs[-3] for m in pred)
-
-
 def test_a_short_run_explores_less():
     g = Grid("agx-orin", get_workload("pythia-1b", "SST-2"))
     spent = {}

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.once and args.listen is not None:  # (it would never bind: a bad address went unnoticed)
         raise InvalidValueError("--once prints one scrape on stdout and listens nowhere: drop --listen")
-    host, port = parse_listen(args.listen or DEFAULT_LISTEN)
+    host, port = parse_listen(DEFAULT_LISTEN if args.listen is None else args.listen)
     try:
         import prometheus_client  # noqa: F401
     except ImportError as e:

@@ -331,6 +331,8 @@ def test_bad_listen_address_is_one_line(cli):
     res = cli("exporter", "--listen", "127.0.0.1:99999")
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "port" in res.stderr
     # --once listens nowhere: an address beside it is refused, not silently ignored
+    res = cli("exporter", "--listen", "")  # empty: refused, not taken for the default
+    assert res.returncode == 2 and "HOST:PORT" in res.stderr
     res = cli("exporter", "--once", "--listen", "203.0.113.1:9450")
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "--once" in res.stderr and not res.stdout
 

@@ -111,7 +111,7 @@ def _family_row(task) -> dict:
     b, wname, minutes, pert, seeds, window_s, settle_s, warm = task
     w = _workload(wname)
     names = [("joint", False), ("gpu-only", False)] + ([("joint (warm)", True), ("gpu-only (warm)", True)] if warm else [])
-    res: dict = {name: [] for name, _ in names}
+    res: dict = {name: [] for name, _ in names} | {"knows the physics": []}
     grids = []
     for seed in range(seeds):
         grid = Grid(b, w, pert, run_seed=seed)
@@ -121,8 +121,7 @@ def _family_row(task) -> dict:
             r = replay(grid, make(kind, grid, hot), kind == "gpu-only", minutes, window_s, settle_s, seed)
             r["j_settled"] = grid.j[tuple(r["settled"])]
             res[name].append(r)
-        res.setdefault("knows the physics", []).append(
-            replay(grid, KnowsPhysics(grid), False, minutes, window_s, settle_s, seed))
+        res["knows the physics"].append(replay(grid, KnowsPhysics(grid), False, minutes, window_s, settle_s, seed))
 
     def worse(a, b):
         return sum(j["j_settled"] > g["j_settled"] * (1 + 1e-9) for j, g in zip(res[a], res[b]))
@@ -210,9 +209,7 @@ def family_summary(res: dict) -> str:
 
 
 def _knows(rows) -> str:
-    k = [r["searches"]["knows the physics"] for r in rows if "knows the physics" in r["searches"]]
-    if not k:
-        return "-"
+    k = [r["searches"]["knows the physics"] for r in rows]
     return f"{max(x['gap_pct_worst'] for x in k):.2f} % / {min(x['share_pct_min'] for x in k):.0f} %"
 
 

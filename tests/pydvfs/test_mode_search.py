@@ -183,7 +183,7 @@ def test_the_family_bench_reports_the_worst_case_beside_the_default(tmp_path):
     assert [r["member"] for r in res["rows"]] == ["default", "spin-1.0"]
     for r in res["rows"]:
         assert set(r["searches"]) == {"joint", "gpu-only", "joint (warm)", "gpu-only (warm)", "knows the physics"}
-        # the yardstick that knows the member's physics measures 7 modes and settles on one of them
+        # the yardstick that knows the member's physics measures the stock mode and its 6 best
         assert r["searches"]["knows the physics"]["probes_max"] == 7
         assert 0 <= r["joint_worse_than_gpu_only"] <= 1 and 0 <= r["joint_worse_than_gpu_only_warm"] <= 1
         # the warm start is the built-in policy's clock (production's start), a level of the board

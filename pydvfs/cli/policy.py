@@ -80,8 +80,10 @@ def cmd_train_from_runs(args: argparse.Namespace) -> int:
         for sh in table:
             clocks = ", ".join("MAXN" if c["freq_mhz"] is None else f"{c['freq_mhz']:g}" for c in sh["clocks"])
             best = "no best (one clock measured)" if sh["best_mhz"] is None else f"{sh['best_mhz']:g} MHz"
+            aside = ", ".join("MAXN" if f is None else f"{f:g}" for f in sh["set_aside_mhz"])
+            aside = f"; {aside} measured by too few runs, not compared" if aside else ""
             lines.append(f"  {describe_shape(sh['workload'])}: {best} ({sh['runs']} run{'s' * (sh['runs'] != 1)}; "
-                         f"measured {clocks})")
+                         f"measured {clocks}{aside})")
         lines.append("apply (default policy) and run --policy online use it for workloads of a similar shape")
         return "\n".join(lines)
 

@@ -12,7 +12,7 @@ import pytest
 from pydvfs.cli import main
 from pydvfs.device.fake import build_fake_board
 from pydvfs.errors import StoreError
-from pydvfs.policy.learned import board_learned
+from pydvfs.policy.learned import board_learned, learn, learned_table
 from pydvfs.policy.store import FORMAT, MAX_BYTES, MAX_RUNS, RunStore, check_record
 from pydvfs.sim.profiles import profile
 
@@ -257,3 +257,57 @@ def test_a_link_above_the_store_owned_by_another_user_is_refused(tmp_path, targe
     mine.symlink_to(own)
     RunStore(mine / "store").append(record())
     assert (own / "store" / f"runs-{BOARD}.jsonl").exists()
+
+
+# -- item 6: one record cannot steer the learned clock --------------------------------------
+def run_of(curve: dict, **workload) -> dict:
+    """A record of one run that measured ``curve`` (MHz -> J/step; s/step 100/f)."""
+    r = record(**workload)
+    r["probes"] = [{"freq_mhz": f, "j_per_step": j, "s_per_step": 100.0 / f, "windows": 3} for f, j in curve.items()]
+    return r
+
+
+GENUINE = {408.0: 1.10, 510.0: 1.00, 612.0: 1.05}  # best 510
+
+
+def test_one_record_adding_a_clock_does_not_outvote_ten_runs():
+    levels = profile(BOARD).levels_mhz
+    runs = [run_of({f: j * (1 + 0.01 * i) for f, j in GENUINE.items()}) for i in range(10)]
+    hostile = run_of({510.0: 1.0, 918.0: 0.001})
+    got = learn(runs + [hostile], SHAPE, levels)
+    assert got.freq_mhz == 510.0
+    assert 918.0 not in {f for f, _, _ in got.curve}  # not given to the online search as data either
+    table = learned_table(runs + [hostile])
+    assert table[0]["best_mhz"] == 510.0 and table[0]["set_aside_mhz"] == [918.0]
+    assert {c["freq_mhz"]: c["runs"] for c in table[0]["clocks"]} == {408.0: 10, 510.0: 11, 612.0: 10}
+    # a noisy partial run that measured one clock low moves nothing either
+    partial = run_of({612.0: 0.5, 714.0: 0.4})
+    assert learn(runs + [partial], SHAPE, levels).freq_mhz == 510.0
+
+
+def test_one_exact_shape_record_does_not_outvote_ten_near_shape_runs():
+    levels = profile(BOARD).levels_mhz
+    near = [run_of(GENUINE, seq_len=72.0) for _ in range(10)]  # distance 0.17 from SHAPE
+    exact = run_of({816.0: 1.0, 918.0: 0.9})
+    assert learn(near + [exact], SHAPE, levels).freq_mhz == 510.0
+    assert learn(near[:1] + [exact], SHAPE, levels).freq_mhz == 918.0  # one run each: the nearer wins
+
+
+def test_two_runs_meet_in_the_middle_not_at_the_upper_one():
+    levels = profile(BOARD).levels_mhz
+    a, b = run_of({612.0: 0.5, 714.0: 1.0}), run_of({612.0: 1.2, 714.0: 1.0})
+    for runs in ([a, b], [b, a]):
+        got = learn(runs, SHAPE, levels)
+        assert got.freq_mhz == 612.0  # 0.85 on average against 1.0
+        assert dict((f, j) for f, j, _ in got.curve) == pytest.approx({612.0: 0.85, 714.0: 1.0})
+
+
+def test_runs_are_compared_clock_to_clock_not_across_their_scales():
+    """Two runs of one shape at different J/step scales (another dataset's padding, a warmer
+    board), one measuring 612 and 714, the other 612 and 816: 714 is best in the run that
+    measured it, 816 is worse than 612 in its; a per-clock median across runs reads the
+    second run's scale as 816's merit."""
+    levels = profile(BOARD).levels_mhz
+    runs = [run_of({612.0: 1.0, 714.0: 0.95, 816.0: 1.02}), run_of({612.0: 2.0, 714.0: 1.9, 816.0: 2.04}),
+            run_of({612.0: 0.5, 816.0: 0.51})]
+    assert learn(runs, SHAPE, levels).freq_mhz == 714.0

@@ -9,11 +9,11 @@ Where: ``--data-dir`` / ``data_dir=``, else ``PYDVFS_DATA_DIR``, else ``/var/lib
 root and ``$XDG_DATA_HOME/pydvfs`` (``~/.local/share/pydvfs``) otherwise. One file per board,
 ``runs-<board id>.jsonl``: one JSON object per line, data only (nothing in it is ever run or
 unpickled). Owned and private as the clock-state folder is (govcore/state.c): the folder is
-created 0700, must be owned by this user and writable by no one else, is never reached through a
-symbolic link (O_NOFOLLOW), and no folder above it may be changed by another user; files are
+created 0700, must be owned by this user and writable by no one else, is never itself a symbolic
+link (O_NOFOLLOW), and no folder or link above it may be changed by another user; files are
 created 0600 relative to the opened folder, with O_NOFOLLOW. A file holds at most
-:data:`MAX_RUNS` records (the oldest are dropped); a damaged line is skipped with a one-line
-warning.
+:data:`MAX_RUNS` records (the oldest are dropped) and is read to :data:`MAX_BYTES` at most; a
+damaged line (checked strictly: :func:`check_record`) is skipped with a one-line warning.
 """
 from __future__ import annotations
 

@@ -284,7 +284,7 @@ class RunStore:
     # -- the folder -------------------------------------------------------------------------
     def _open_dir(self, create: bool) -> int | None:
         """The opened, checked folder (None where it does not exist and ``create`` is off)."""
-        _check_ancestors(self.path)  # before anything is made below them
+        _check_ancestors(self.path)  # before anything is made or read below them
         if create:
             _mkdir_private(self.path)
         try:

@@ -40,10 +40,10 @@ from .forecast import per_work
 from .mode_search import CurveParams, CurveSearch
 from .search import HillClimb, SearchParams
 
-STATIC_POLL_S = 0.1  # how often a static policy's run reads the progress file
 STATIC_POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn, roofline
 SEARCHES = ("model", "hill")  # the online searches; the first is the default
 POLICIES = ("online",) + STATIC_POLICIES
+STATIC_POLL_S = 0.1  # how often a static policy's run reads the progress file
 
 
 def needs_workload(policy: str) -> bool:

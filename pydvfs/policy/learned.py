@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from statistics import median
 
 from ..levels import nearest_level
 from ..objective import Objective
@@ -41,12 +42,6 @@ def distance(a: Workload, b: Workload) -> float:
     and 1 for another model family (encoder/decoder)."""
     d2 = sum(math.log2(x / y) ** 2 for x, y in ((a.layers, b.layers), (a.hidden, b.hidden), (a.seq_len, b.seq_len)))
     return math.sqrt(d2 + (0.0 if a.is_decoder == b.is_decoder else 1.0))
-
-
-def _median(values) -> float:
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
 @dataclass
@@ -80,7 +75,7 @@ class Shape:
             return {}
         ref = max(levels, key=lambda f: (n[f], f or 0.0))
         base = [run[ref] for run in self.measured if ref in run]
-        j_ref, s_ref = _median(j for j, _ in base), _median(s for _, s in base)
+        j_ref, s_ref = median(j for j, _ in base), median(s for _, s in base)
         out = {}
         for f in n:
             if 2 * n[f] <= n[ref]:
@@ -88,7 +83,7 @@ class Shape:
             pairs = [(run[f][0] / run[ref][0], run[f][1] / run[ref][1]) for run in self.measured
                      if f in run and ref in run]
             if pairs:
-                out[f] = (j_ref * _median(j for j, _ in pairs), s_ref * _median(s for _, s in pairs))
+                out[f] = (j_ref * median(j for j, _ in pairs), s_ref * median(s for _, s in pairs))
         return out
 
     def set_aside(self) -> list:

@@ -140,7 +140,7 @@ def _number(v, what: str, positive: bool = True) -> float:
     except OverflowError:  # an integer too large for a float
         ok = False
     if not ok:
-        raise ValueError(f"{what} is not a positive number")
+        raise ValueError(f"{what} is not a {'positive' if positive else 'finite'} number")
     return float(v)
 
 
@@ -155,21 +155,6 @@ def _no_duplicates(pairs: list) -> dict:
 def _loads(line: bytes):
     """A record's line as JSON (ValueError where it is not, or names a key twice)."""
     return json.loads(line.decode("utf-8"), object_pairs_hook=_no_duplicates)
-
-
-def _check_text(v, where: str) -> None:
-    """Every string in ``v`` printable (no control character or terminal escape: a workload's
-    name and model are shown on the terminal) and at most MAX_TEXT characters."""
-    if isinstance(v, str):
-        if len(v) > MAX_TEXT or not v.isprintable():
-            raise ValueError(f"{where} holds a control character or is over {MAX_TEXT} characters")
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            _check_text(k, where)
-            _check_text(x, f"{where} {k}")
-    elif isinstance(v, list):
-        for x in v:
-            _check_text(x, where)
 
 
 @functools.lru_cache(maxsize=None)
@@ -194,7 +179,6 @@ def _check_workload(wl) -> None:
 
     if not isinstance(wl, dict):
         raise ValueError("workload is not an object")
-    _check_text(wl, "workload")
     types = _workload_types()
     for k, v in wl.items():
         if k not in types:
@@ -204,7 +188,10 @@ def _check_workload(wl) -> None:
             continue
         if isinstance(v, bool) or not isinstance(v, kinds):
             raise ValueError(f"workload: {k} is not a {'number' if float in kinds else kinds[0].__name__}")
-        if isinstance(v, (int, float)):
+        if isinstance(v, str) and (len(v) > MAX_TEXT or not v.isprintable()):
+            # shown on the terminal (a name, a model): no control character or terminal escape
+            raise ValueError(f"workload: {k} holds a control character or is over {MAX_TEXT} characters")
+        if not isinstance(v, str):
             _number(v, f"workload: {k}", positive=False)
     try:
         workload_of(wl)

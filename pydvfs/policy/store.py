@@ -124,14 +124,17 @@ class Loaded:
     records: list[dict] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "line N: why", one per damaged line
     path: str = ""
+    unread_bytes: int = 0  # the file's first bytes, beyond the last MAX_RUNS lines, not read
 
     def warning(self) -> str | None:
-        """One line for all damaged lines, or None."""
+        """One line for all damaged lines and an unread part, or None."""
+        unread = (f"its first {self.unread_bytes} bytes, over the bound of {MAX_RUNS} records, were not read"
+                  if self.unread_bytes else "")
         if not self.skipped:
-            return None
+            return f"{self.path}: {unread}" if unread else None
         more = f" (and {len(self.skipped) - 3} more)" if len(self.skipped) > 3 else ""
         return (f"skipped {len(self.skipped)} damaged run record(s) in {self.path}: "
-                f"{'; '.join(self.skipped[:3])}{more}")
+                f"{'; '.join(self.skipped[:3])}{more}{'; ' + unread if unread else ''}")
 
 
 def _number(v, what: str, positive: bool = True) -> float:
@@ -336,25 +339,27 @@ class RunStore:
     # -- reading ----------------------------------------------------------------------------
     @staticmethod
     def _read(fd: int) -> tuple[bytes, int]:
-        """The last :data:`MAX_BYTES` of the file from its first whole line (bounded, whatever
-        its size: a store never holds more than MAX_RUNS lines of MAX_LINE_BYTES), and how many
-        bytes before them were not read."""
+        """The file's last :data:`MAX_RUNS` whole lines within its last :data:`MAX_BYTES`
+        (bounded, whatever its size: a store never holds more than MAX_RUNS lines of
+        MAX_LINE_BYTES), and how many bytes before them were not read."""
         size = os.fstat(fd).st_size
         skip = max(0, size - MAX_BYTES)
         os.lseek(fd, skip, os.SEEK_SET)
         with os.fdopen(os.dup(fd), "rb") as fh:
             data = fh.read(MAX_BYTES)
-        if skip:
-            cut = data.find(b"\n") + 1  # the line cut in two is not read either
-            skip, data = skip + cut, data[cut:]
-        return data, skip
+        cut = data.find(b"\n") + 1 if skip else 0  # the line cut in two is not read either
+        end = len(data) - 1
+        for _ in range(MAX_RUNS):  # back to the newline before the MAX_RUNS-th line from the end
+            end = data.rfind(b"\n", cut, end)
+            if end < 0:
+                break
+        else:
+            cut = end + 1
+        return data[cut:], skip + cut
 
     @staticmethod
-    def _parse(data: bytes, path: str, board_id: str | None = None, skipped_bytes: int = 0) -> Loaded:
-        out = Loaded(path=path)
-        if skipped_bytes:
-            out.skipped.append(f"its first {skipped_bytes} bytes, over the bound of {MAX_RUNS} records, "
-                               "were not read")
+    def _parse(data: bytes, path: str, board_id: str | None = None, unread_bytes: int = 0) -> Loaded:
+        out = Loaded(path=path, unread_bytes=unread_bytes)
         for n, line in enumerate(data.split(b"\n"), 1):
             if not line.strip():
                 continue
@@ -364,7 +369,7 @@ class RunStore:
                 out.records.append(check_record(_loads(line), board_id))
             except (ValueError, UnicodeDecodeError, RecursionError, OverflowError) as e:
                 why = "not JSON" if isinstance(e, json.JSONDecodeError) else str(e) or type(e).__name__
-                out.skipped.append(f"line {n}: {why}" if not skipped_bytes else f"a line: {why}")
+                out.skipped.append(f"line {n}: {why}" if not unread_bytes else f"a line: {why}")
         return out
 
     def load(self, board_id: str) -> Loaded:
@@ -383,12 +388,12 @@ class RunStore:
                 raise StoreError(f"cannot read {path}: {e.strerror}") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)
-                data, skipped = self._read(fd)
+                data, unread = self._read(fd)
             finally:
                 os.close(fd)
         finally:
             os.close(dfd)
-        return self._parse(data, path, board_id, skipped)
+        return self._parse(data, path, board_id, unread)
 
     # -- writing ----------------------------------------------------------------------------
     def append(self, record: dict, max_runs: int = MAX_RUNS) -> str:
@@ -408,8 +413,8 @@ class RunStore:
                 raise StoreError(f"cannot write {path}: {e.strerror}") from None
             try:  # one writer at a time; readers wait for a whole line
                 os.write(fd, line)
-                data, skipped = self._read(fd)
-                if skipped or data.count(b"\n") > max_runs:
+                data, unread = self._read(fd)
+                if unread or data.count(b"\n") > max_runs:
                     loaded = self._parse(data, path, record["board"])
                     self._rewrite(dfd, name, loaded.records[-max_runs:])
             finally:
@@ -451,9 +456,9 @@ class RunStore:
             except FileNotFoundError:
                 return Loaded(path=path)
             try:
-                data, skipped = self._read(fd)
-                loaded = self._parse(data, path, board_id, skipped)
-                if loaded.skipped:
+                data, unread = self._read(fd)
+                loaded = self._parse(data, path, board_id, unread)
+                if loaded.skipped or loaded.unread_bytes:
                     self._rewrite(dfd, name, loaded.records)
             finally:
                 os.close(fd)

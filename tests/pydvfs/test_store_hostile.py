@@ -221,7 +221,17 @@ def test_a_huge_store_is_read_only_to_its_bound(tmp_path, monkeypatch):
     # the next append bounds the file again: MAX_RUNS records, the newest
     RunStore(folder).append(record(name="last"))
     loaded = RunStore(folder).load(BOARD)
-    assert len(loaded.records) == MAX_RUNS and names(loaded)[-1] == "last" and not loaded.skipped
+    assert len(loaded.records) == MAX_RUNS and names(loaded)[-1] == "last" and loaded.warning() is None
+
+
+def test_more_than_max_runs_short_lines_are_not_all_parsed(tmp_path):
+    folder = tmp_path / "runs"
+    RunStore(folder).append(record(name="first"))
+    with open(folder / f"runs-{BOARD}.jsonl", "a") as fh:
+        fh.writelines(line(record(name=f"n{i}")) for i in range(MAX_RUNS + 100))
+    loaded = RunStore(folder).load(BOARD)
+    assert names(loaded) == [f"n{i}" for i in range(100, MAX_RUNS + 100)]
+    assert "were not read" in loaded.warning() and not loaded.skipped
 
 
 # -- item 10: a link above the store owned by another user is refused -----------------------

@@ -26,8 +26,8 @@
 #define GC_NVPMODEL_CONF_MAX (256 * 1024) /* a larger nvpmodel.conf is not one */
 
 typedef struct gc_power_mode {
-    int id;                         /* the mode in force; -1 unknown */
-    char name[GC_NAME_MAX];         /* its NAME= in nvpmodel.conf; "" unknown */
+    int id;                         /* the mode in force; -1 unknown (and so where name is) */
+    char name[GC_NAME_MAX];         /* its NAME= in nvpmodel.conf; "" unknown (and id -1) */
     uint64_t gpu_max_hz;            /* its `GPU MAX_FREQ` in nvpmodel.conf; 0: none or unknown */
     char why[GC_ERR_MAX];           /* one line where id or name is unknown */
 } gc_power_mode;

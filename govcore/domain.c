@@ -169,7 +169,8 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
     snprintf(d->name, sizeof d->name, "emc");
     board_path(ds, GC_EMC_DIR, d->dir, sizeof d->dir);
     if (!gc_sysfs_exists(ds->sysfs_root, d->dir)) {
-        unavailable(d, "no BPMP debugfs clock %s (debugfs not mounted, or not an Orin)", d->dir);
+        unavailable(d, "no BPMP debugfs clock %s (debugfs not mounted, not readable without root, or "
+                       "not an Orin)", d->dir);
         return;
     }
     if ((rc = check_files(ds->sysfs_root, d, files, sizeof files / sizeof *files,

@@ -14,7 +14,9 @@ replaced atomically (written beside the file, then renamed over it, as the progr
 ("search", "hold") or "static" (a one-off policy) or "fallback". ``saved_estimate_j``: the
 energy the measured windows saved against the reference's J/step (``saved_reference``:
 "maxn" where the search measured MAXN, else "start_clock"), an estimate as the run's report
-gives it. A record whose ``pid`` no longer runs is stale: readers skip it.
+gives it. A record whose ``pid`` no longer runs is stale: readers skip it. A record counts only
+for a process of the file's owner (anyone may write a file naming pid 1), and only with every
+field of its type (:func:`load_status`): the folder is writable by every governed user.
 
 Where: the path in ``$PYDVFS_GOVERNOR_STATUS`` (a file), set for ``pydvfs run`` and any
 program using :class:`pydvfs.OnlineGovernor` or a trainer callback. The exporter reads every

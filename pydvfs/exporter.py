@@ -483,7 +483,7 @@ class BoardCollector:
             put("governor_saved_estimate_joules", r.get("saved_estimate_j"), ref)
 
 
-MAX_CONNECTIONS = 32      # open at once (a thread each); one more is closed at once
+MAX_CONNECTIONS = 32      # served at once (a thread each); more wait in the listen queue
 REQUEST_TIMEOUT_S = 10.0  # to send the request and take the reply (Prometheus' default scrape timeout)
 INDEX = b'<html><body><a href="/metrics">/metrics</a>: pydvfs exporter (docs/metrics.md)</body></html>\n'
 
@@ -520,7 +520,7 @@ def _server_classes():
 
     class Server(socketserver.ThreadingMixIn, WSGIServer):
         daemon_threads = True
-        request_queue_size = 64
+        request_queue_size = 128
 
         def __init__(self, addr, family, max_connections: int, request_timeout_s: float):
             self.address_family = family
@@ -529,8 +529,10 @@ def _server_classes():
             super().__init__(addr, Handler)
 
         def process_request(self, request, client_address):
-            if not self._slots.acquire(blocking=False):
-                self.shutdown_request(request)  # over the bound: closed, no thread
+            # over the bound, the next connection waits for a slot (the others wait unaccepted in
+            # the listen queue), at most a request's time: then it is closed, no thread started
+            if not self._slots.acquire(timeout=self.request_timeout_s):
+                self.shutdown_request(request)
                 return
             try:
                 super().process_request(request, client_address)
@@ -573,8 +575,8 @@ def wsgi_app(registry):
 def serve(collector: BoardCollector, host: str, port: int, max_connections: int = MAX_CONNECTIONS,
           request_timeout_s: float = REQUEST_TIMEOUT_S):
     """Serve /metrics on host:port with only this collector (and prometheus_client's process
-    collector), in a thread: at most ``max_connections`` at once (more are closed at once), each
-    closed ``request_timeout_s`` after it opened. Returns (server, thread)."""
+    collector), in a thread: at most ``max_connections`` at once (more wait their turn), each
+    closed ``request_timeout_s`` after it is taken up, whatever it sent. Returns (server, thread)."""
     from prometheus_client import CollectorRegistry, ProcessCollector
 
     registry = CollectorRegistry(auto_describe=False)

@@ -197,8 +197,8 @@ def test_idle_connections_are_bounded_and_timed_out(rig):
             idle.append(s)
         time.sleep(0.3)
         assert threading.active_count() <= threads + 4  # one thread per allowed connection at most
-        for s in idle:  # each closed: at once over the bound, else at the deadline
-            s.settimeout(10)
+        for s in idle:  # each closed at its deadline, those over the bound after their turn
+            s.settimeout(30)
             assert s.recv(1024) == b""
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
             assert r.status == 200 and b"pydvfs_board_info" in r.read()

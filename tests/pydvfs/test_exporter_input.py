@@ -130,7 +130,7 @@ def test_an_unknown_power_mode_is_not_exported(rig):
     assert mode["id"] is None and "garbled" in mode["unknown"]
 
 
-def test_an_unprivileged_exporter_exports_the_cpu_clocks_and_says_what_it_cannot_read(rig, tmp_path):
+def test_an_unprivileged_exporter_exports_the_cpu_clocks_and_says_what_it_cannot_read(rig, tmp_path, test_tmp):
     """As nobody (the shipped unit's user is unprivileged): cpufreq is world-readable, so the CPU
     clocks and the GPU cap are exported; the EMC's debugfs (root's) is said once, not dropped in
     silence. Before: only the GPU's clock, min and max."""
@@ -138,7 +138,7 @@ def test_an_unprivileged_exporter_exports_the_cpu_clocks_and_says_what_it_cannot
         pytest.skip("needs root to become nobody")
     from pydvfs.exporter import BoardCollector
 
-    root = Path(tempfile.mkdtemp(prefix="exporter-nobody-"))
+    root = Path(tempfile.mkdtemp(prefix="exporter-nobody-", dir=test_tmp))  # a folder nobody may traverse
     try:
         root.chmod(0o755)
         fb = build_fake_board(root / "b", board="orin-nano-super", clock_domains=True)

@@ -149,9 +149,11 @@ static int check_files(const char *root, gc_domain *d, const char *const *files,
         file_of(d, files[k], path, sizeof path);
         if (opens(root, path, O_WRONLY))
             continue;
-        unavailable(d, "%s is missing, not a regular file or not writable (%s)", path, hint);
-        if (!opens(root, path, O_RDONLY))
+        if (!opens(root, path, O_RDONLY)) {
+            unavailable(d, "%s is missing, not a regular file or not writable (%s)", path, hint);
             return -1;
+        }
+        unavailable(d, "%s is not writable (%s)", path, hint);
         all = 0;
     }
     return all;

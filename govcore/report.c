@@ -18,7 +18,7 @@ int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
         int i;
 
         for (i = 0; i < st->domains.n; i++)
-            st->dom_now[i].saved = st->domains.d[i].writable &&
+            st->dom_now[i].saved = st->domains.d[i].readable &&
                                    gc_domain_read(&st->domains, i, &st->dom_now[i]) == 0;
     }
     if (gc_gpu_load_permille(b, &st->load_permille) < 0)
@@ -653,15 +653,21 @@ void gc_print_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now)
                     d->n_levels ? gc_hz_to_mhz(d->levels_hz[d->n_levels - 1]) : 0.0);
             if (d->cap_hz)
                 fprintf(f, ", cap %g MHz", gc_hz_to_mhz(d->cap_hz));
-            fprintf(f, ")%s\n", d->available ? "" : "; no table of rates: cannot be pinned");
+            fprintf(f, ")");
         } else {
             gc_printable(st->governor, shown, sizeof shown);
-            fprintf(f, "%-9s %s, min %g max %g MHz%s (CPUs %s; %d levels %g..%g MHz)\n", d->name,
+            fprintf(f, "%-9s %s, min %g max %g MHz%s (CPUs %s; %d levels %g..%g MHz)", d->name,
                     shown, gc_hz_to_mhz(st->min_hz), gc_hz_to_mhz(st->max_hz),
                     st->min_hz == st->max_hz ? ", pinned" : "", d->related_cpus, d->n_levels,
                     d->n_levels ? gc_hz_to_mhz(d->levels_hz[0]) : 0.0,
                     d->n_levels ? gc_hz_to_mhz(d->levels_hz[d->n_levels - 1]) : 0.0);
         }
+        if (st->saved && !d->available) { /* shown (readable), not pinnable here: why */
+            gc_printable(d->why, shown, sizeof shown);
+            fprintf(f, "; cannot be pinned: %s", shown);
+        }
+        if (st->saved)
+            fputc('\n', f);
     }
 }
 

@@ -90,6 +90,7 @@ cdef extern from "domain.h" nogil:
         char dir[GC_PATH_MAX]
         int policy
         char related_cpus[GC_NAME_MAX]
+        int readable               # shown (its state can be read)
         int writable               # restorable
         int available              # pinnable (writable, with a table)
         char why[256]              # why not available

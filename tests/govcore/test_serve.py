@@ -383,7 +383,11 @@ def test_sigterm_restores_the_board(daemon):
         assert daemon.stop(signal.SIGTERM) == 0
     assert _state(daemon.board) == ORIGINAL
     assert not daemon.sock.exists()
-    daemon.start()  # for the fixture's clean stop
+    assert not Path(f"{daemon.sock}.lock").exists()  # its one-instance lock file went with it
+    daemon.extra = ["--idle-timeout", "0"]
+    daemon.start()  # for the fixture's clean stop; 0 is never, and the log says so (not "after 0 s")
+    serving = [line for line in daemon.log.read_text().splitlines() if "serving " in line][-1]
+    assert "idle connections never closed" in serving, serving
 
 
 def test_pin_through_the_daemon_follows_the_rules_of_a_direct_pin(daemon, asan_govcore, tmp_path):

@@ -1,0 +1,139 @@
+"""pydvfs on a real Slurm cluster (tests/pydvfs/integrations/slurm_cluster.py): the SPANK plugin
+(govcore/spank_pydvfs.c) and `pydvfs sweep --slurm`. One cluster for the module; every job has
+a timeout."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+from slurm_cluster import REPO, missing, start, stop
+
+pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
+
+WORKLOAD = "model=bert,layers=12,hidden=768,seq_len=128"
+
+
+@pytest.fixture(scope="module")
+def cluster(test_tmp):
+    subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "spank"], check=True, capture_output=True, timeout=300)
+    c = start(test_tmp, REPO / "govcore" / "build" / "spank_pydvfs.so")
+    # The time-limit job first: Slurm's limits are whole minutes, checked every 30 s, so it runs
+    # on n4 while the other tests use n1-n3 (test_time_limit_restores checks it last).
+    c.timed_job = c.sbatch("-w", "n4", "--time=1", "--dvfs=auto", "-o", "timed-%j.out", "--wrap", "sleep 600")
+    yield c
+    stop(c)
+
+
+def _devfreq(c, node: str) -> str:
+    b = c.boards[node]
+    return str(b.devfreq_dir)
+
+
+def _wait_for(pred, timeout: float = 30, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def _energy(c, job: int, step: str, node: str) -> dict:
+    return json.loads((c.dir / "work" / f"slurm-{job}.{step}.{node}.dvfs.json").read_text())
+
+
+def _policy_level_hz(govcore_bin, c, node: str, *args: str) -> int:
+    out = subprocess.run([govcore_bin, "--sysfs-root", str(c.boards[node].root), "apply", *args,
+                          "--dry-run", "--json"], capture_output=True, text=True, check=True, timeout=60).stdout
+    return round(json.loads(out)["freq_mhz"] * 1e6)
+
+
+def _assert_restored(c, node: str, original: tuple[int, int]) -> None:
+    assert c.board_files(node) == original
+    assert not any((c.dir / "state" / node).glob("*")), "state left behind"
+
+
+def test_auto_pins_each_node_and_restores(cluster, govcore_bin):
+    c = cluster
+    nodes = ("n1", "n2")
+    original = {n: c.board_files(n) for n in nodes}
+    want_hz = _policy_level_hz(govcore_bin, c, "n1", "--workload", WORKLOAD)
+    assert want_hz != original["n1"][1]
+    read = f"echo $SLURMD_NODENAME $(cat {c.dir}/boards/$SLURMD_NODENAME/{c.boards['n1'].devfreq_dir.relative_to(c.boards['n1'].root)}/max_freq)"
+    job = c.sbatch("-N2", "-w", "n1,n2", "--dvfs=auto", f"--dvfs-workload={WORKLOAD}", "-o", "auto-%j.out",
+                   "--wrap", f"srun sh -c '{read}'; echo batch; {read}")
+    assert c.wait(job) == "COMPLETED"
+    lines = (c.dir / "work" / f"auto-{job}.out").read_text().split("\n")
+    seen = {tuple(line.split()) for line in lines if line.startswith("n")}
+    assert seen == {("n1", str(want_hz)), ("n2", str(want_hz))}, lines
+    for n in nodes:
+        _assert_restored(c, n, original[n])
+    outer, inner, n2 = (_energy(c, job, s, n) for s, n in (("batch", "n1"), ("0", "n1"), ("0", "n2")))
+    assert outer["governed"] and outer["restored"] and outer["policy"] == "mlg"
+    assert n2["governed"] and n2["restored"] and n2["level_mhz"] * 1e6 == want_hz
+    assert not inner["governed"]  # the batch step owns n1's board; its srun step only measures
+    # the fake rails hold a constant power: every window's energy is that power times its length
+    watts = [e["module_j"] / e["duration_s"] for e in (outer, inner, n2)]
+    assert min(watts) > 0 and max(watts) / min(watts) < 1.05, watts
+    # the epilog finds the energy files through the environment
+    env = (c.dir / "epilog" / f"{job}.n2").read_text()
+    assert f"SPANK_PYDVFS_ENERGY_DIR={c.dir / 'work'}" in env.splitlines()
+
+
+def test_scancel_mid_step_restores(cluster):
+    c = cluster
+    original = c.board_files("n3")
+    job = c.sbatch("-w", "n3", "--dvfs=700", "-o", "cancel-%j.out", "--wrap", "sleep 600")
+    _wait_for(lambda: c.board_files("n3")[1] == 714_000_000, what="the pin")
+    c.run("scancel", str(job))
+    assert c.wait(job) == "CANCELLED"
+    _assert_restored(c, "n3", original)
+    e = _energy(c, job, "batch", "n3")
+    assert e["restored"] and e["level_mhz"] == 714 and e["module_j"] > 0
+
+
+def test_killed_task_restores(cluster):
+    c = cluster
+    original = c.board_files("n3")
+    cp = c.run("srun", "-w", "n3", "--dvfs=700", "sh", "-c", "kill -9 $$", check=False)
+    assert cp.returncode != 0
+    _assert_restored(c, "n3", original)
+
+
+@pytest.mark.parametrize("opt, says", [
+    ("--dvfs=fast", "pydvfs: --dvfs: expected auto, online, off or a clock in MHz"),
+    ("--dvfs-workload=model=bert", "pydvfs: --dvfs-workload needs model="),
+    ("--dvfs-workload=model=bert,layers=x,hidden=1,seq_len=1", "pydvfs: layers: not a number: 'x'"),
+])
+def test_bad_option_refused_before_the_job(cluster, opt, says):
+    c = cluster
+    before = c.board_files("n1")
+    cp = c.run("srun", "-w", "n1", opt, "true", check=False)
+    assert cp.returncode != 0 and says in cp.stderr
+    assert c.board_files("n1") == before
+
+
+def test_off_and_far_clock(cluster):
+    c = cluster
+    original = c.board_files("n2")
+    read = f"cat {_devfreq(c, 'n2')}/max_freq"
+    assert c.run("srun", "-w", "n2", "--dvfs=off", "sh", "-c", read).stdout.strip() == str(original[1])
+    marker = c.dir / "work" / "far-clock-ran"
+    cp = c.run("srun", "-w", "n2", "--dvfs=99999", "touch", str(marker), check=False)
+    # outside the table: refused on the node, as by `govcore pin`; the step does not start
+    assert "launch failed: Plugin initialization failed" in cp.stderr and not marker.exists()
+    assert "99999 MHz is outside the board's table" in (c.dir / "log" / "slurmd-n2.log").read_text()
+    _assert_restored(c, "n2", original)
+
+
+def test_time_limit_restores(cluster):
+    """The job submitted with the cluster (--time=1, --dvfs=auto on n4) was pinned by the ffg
+    policy and is ended by its time limit; the board is restored and its energy file is there."""
+    c = cluster
+    job = c.timed_job
+    assert c.wait(job, timeout=150) == "TIMEOUT"
+    e = _energy(c, job, "batch", "n4")
+    assert e["governed"] and e["restored"] and e["policy"] == "ffg" and e["level_mhz"] > 0
+    assert e["duration_s"] >= 55 and e["module_j"] > 0
+    _assert_restored(c, "n4", (c.boards["n4"].levels_hz[0], c.boards["n4"].levels_hz[-1]))

@@ -55,6 +55,8 @@ static char opt_workload[1024] = "";
 static struct {
     int active;       /* 1 between init_post_opt and exit */
     int owner;        /* 1: this step pinned the board and holds its lock */
+    int online;       /* 1: the job governs the board itself (--dvfs=online) */
+    char root[GC_PATH_MAX];
     char mode[32];
     char node[GC_NAME_MAX];
     char state_dir[GC_PATH_MAX];
@@ -238,12 +240,12 @@ static int node_name(char *out, size_t len)
 static int open_node_board(gc_board *b, char *state_dir, size_t state_len, char *node,
                            size_t node_len)
 {
-    char root[GC_PATH_MAX], lock_dir[GC_PATH_MAX];
+    char lock_dir[GC_PATH_MAX];
     int rc;
 
     if ((rc = node_name(node, node_len)) < 0)
         return rc;
-    if (expand(conf_sysfs_root, node, root, sizeof root) < 0 ||
+    if (expand(conf_sysfs_root, node, st.root, sizeof st.root) < 0 ||
         expand(conf_state_dir, node, state_dir, state_len) < 0 ||
         expand(conf_lock_dir, node, lock_dir, sizeof lock_dir) < 0)
         return -ENAMETOOLONG;
@@ -251,7 +253,7 @@ static int open_node_board(gc_board *b, char *state_dir, size_t state_len, char 
         return -errno;
     if (!*state_dir && (rc = gc_default_state_dir(state_dir, state_len)) < 0)
         return rc;
-    return gc_board_open(b, root);
+    return gc_board_open(b, st.root);
 }
 
 /* The job's mode: its --dvfs, else plugstack's default where it applies to the partition. */
@@ -311,10 +313,6 @@ static int govern(void)
     uint64_t hz;
     int rc;
 
-    if (!strcmp(st.mode, "online")) {
-        st.policy = "none";
-        return 0;
-    }
     if (strcmp(st.mode, "auto")) { /* a clock */
         gc_parse_mhz(st.mode, strlen(st.mode), &hz);
         if ((rc = gc_check_near_table(&st.board, hz)) < 0)
@@ -329,6 +327,36 @@ static int govern(void)
     st.policy = gc_policy_name(d.policy);
     st.level_hz = rc == 0 ? d.level_hz : 0;
     return rc;
+}
+
+/* Take the board's lock and pin it as the mode says; a step inside a step of the same job that
+ * owns the board only measures. 0, or -1 with the error logged. */
+static int take_board(uint32_t job)
+{
+    int rc = gc_lock_acquire(&st.board, 0, &st.lock);
+
+    if (rc == -EBUSY && owned_by_job(job)) {
+        st.policy = "outer step";
+        return 0;
+    }
+    if (rc == -EBUSY)
+        rc = gc_lock_acquire(&st.board, LOCK_WAIT_MS, &st.lock);
+    if (rc < 0) {
+        slurm_error("pydvfs: %s: %s", st.node, st.board.err[0] ? st.board.err : strerror(-rc));
+        return -1;
+    }
+    st.owner = 1;
+    if ((rc = govern()) < 0) {
+        int restored;
+
+        slurm_error("pydvfs: %s: --dvfs=%s: %s", st.node, st.mode, st.board.err[0] ? st.board.err : strerror(-rc));
+        gc_restore(&st.board, st.state_dir, &restored);
+        gc_lock_release(&st.lock);
+        return -1;
+    }
+    owner_mark(job, 1);
+    slurm_info("pydvfs: %s: job %u governed: %s, %g MHz", st.node, job, st.policy, gc_hz_to_mhz(st.level_hz));
+    return 0;
 }
 
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
@@ -359,27 +387,22 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
         slurm_error("pydvfs: %s: no board to govern: %s", st.node, st.board.err[0] ? st.board.err : strerror(-rc));
         return -1;
     }
-    rc = gc_lock_acquire(&st.board, 0, &st.lock);
-    if (rc == -EBUSY && !owned_by_job(job))
-        rc = gc_lock_acquire(&st.board, LOCK_WAIT_MS, &st.lock);
-    if (rc == -EBUSY && owned_by_job(job)) {
-        st.policy = "outer step"; /* measured only */
-    } else if (rc < 0) {
-        slurm_error("pydvfs: %s: %s", st.node, st.board.err[0] ? st.board.err : strerror(-rc));
-        return -1;
-    } else {
-        st.owner = 1;
-        owner_mark(job, 1);
-        if ((rc = govern()) < 0) {
-            int restored;
+    if (!strcmp(st.mode, "online")) {
+        /* the job's own `pydvfs run --policy online` governs: it is given this node's board and
+         * folders (as root; another user's job governs through `govcore serve`), and the step's
+         * end restores whatever it leaves */
+        const char *lock_dir = getenv(GC_LOCK_DIR_ENV);
 
-            slurm_error("pydvfs: %s: --dvfs=%s: %s", st.node, st.mode, st.board.err[0] ? st.board.err : strerror(-rc));
-            gc_restore(&st.board, st.state_dir, &restored);
-            owner_mark(job, 0);
-            gc_lock_release(&st.lock);
+        if (spank_setenv(sp, "PYDVFS_SYSFS_ROOT", st.root, 1) != ESPANK_SUCCESS ||
+            spank_setenv(sp, "PYDVFS_STATE_DIR", st.state_dir, 1) != ESPANK_SUCCESS ||
+            (lock_dir && spank_setenv(sp, GC_LOCK_DIR_ENV, lock_dir, 1) != ESPANK_SUCCESS)) {
+            slurm_error("pydvfs: %s: cannot set the job's environment", st.node);
             return -1;
         }
-        slurm_info("pydvfs: %s: job %u governed: %s, %g MHz", st.node, job, st.policy, gc_hz_to_mhz(st.level_hz));
+        st.online = 1;
+        st.policy = "online";
+    } else if ((rc = take_board(job)) < 0) {
+        return -1;
     }
     st.active = 1;
     if ((rc = gc_sampler_create(&st.sampler, &st.board, &cfg)) < 0 || (rc = gc_sampler_start(st.sampler)) < 0 ||
@@ -439,7 +462,7 @@ static void write_energy(spank_t sp, uint32_t job, uint32_t step, const gc_windo
     fprintf(f, ", \"model\": ");
     json_text(f, st.board.model);
     fprintf(f, ", \"level_mhz\": %.6g, \"governed\": %s, \"restored\": %s", gc_hz_to_mhz(st.level_hz),
-            st.owner ? "true" : "false", restored ? "true" : "false");
+            st.owner && !st.online ? "true" : "false", restored ? "true" : "false");
     if (w) {
         fprintf(f, ", \"duration_s\": %.6f, \"samples\": %llu", w->duration_ns / 1e9,
                 (unsigned long long)w->samples);
@@ -475,6 +498,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     spank_get_item(sp, S_JOB_STEPID, &step);
     if (st.sampler && gc_sampler_snapshot(st.sampler, &end) == 0 && gc_window_diff(&st.start, &end, &w) == 0)
         have_w = 1;
+    if (st.online && gc_lock_acquire(&st.board, LOCK_WAIT_MS, &st.lock) == 0)
+        st.owner = 1; /* the job's governor has ended: what it left is put back */
     if (st.owner) {
         if ((rc = gc_restore(&st.board, st.state_dir, &restored)) < 0) {
             snprintf(st.err, sizeof st.err, "restore: %s", st.board.err[0] ? st.board.err : strerror(-rc));

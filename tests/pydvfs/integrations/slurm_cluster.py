@@ -83,7 +83,14 @@ class Cluster:
         raise AssertionError(f"job {job} did not end within {timeout} s")
 
     def board_files(self, node: str) -> tuple[int, int]:
+        """The node's (min_freq, max_freq), Hz; read again when caught between a writer's
+        truncate and write (a fake board's files are plain files)."""
         b = self.boards[node]
+        for _ in range(100):
+            try:
+                return b.read_hz("min_freq"), b.read_hz("max_freq")
+            except ValueError:
+                time.sleep(0.01)
         return b.read_hz("min_freq"), b.read_hz("max_freq")
 
 

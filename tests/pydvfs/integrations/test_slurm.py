@@ -26,7 +26,7 @@ def cluster(test_tmp):
     subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "spank"], check=True, capture_output=True, timeout=300)
     c = start(test_tmp, REPO / "govcore" / "build" / "spank_pydvfs.so")
     # The time-limit job first: Slurm's limits are whole minutes, checked every 30 s, so it runs
-    # on n4 while the other tests use n1-n3 (test_time_limit_restores checks it last).
+    # on n4 while the other tests run (test_time_limit_restores, the last, checks it).
     c.timed_job = c.sbatch("-w", "n4", "--time=1", "--dvfs=auto", "-o", "timed-%j.out", "--wrap", "sleep 600")
     yield c
     stop(c)
@@ -144,18 +144,6 @@ def test_online_job_governs_and_the_step_end_restores(cluster, govcore_bin):
     _assert_restored(c, "n3", original)
 
 
-def test_time_limit_restores(cluster):
-    """The job submitted with the cluster (--time=1, --dvfs=auto on n4) was pinned by the ffg
-    policy and is ended by its time limit; the board is restored and its energy file is there."""
-    c = cluster
-    job = c.timed_job
-    assert c.wait(job, timeout=150) == "TIMEOUT"
-    e = _energy(c, job, "batch", "n4")
-    assert e["governed"] and e["restored"] and e["policy"] == "ffg" and e["level_mhz"] > 0
-    assert e["duration_s"] >= 55 and e["module_j"] > 0
-    _assert_restored(c, "n4", (c.boards["n4"].levels_hz[0], c.boards["n4"].levels_hz[-1]))
-
-
 def _pydvfs(c, *args: str) -> subprocess.CompletedProcess:
     env = {**c.env, "PYTHONPATH": str(REPO), "PYDVFS_LOCK_DIR": str(c.dir / "locks")}  # the jobs inherit it
     return subprocess.run([sys.executable, "-m", "pydvfs", *args], env=env, cwd=c.dir / "work", capture_output=True,
@@ -221,3 +209,15 @@ def test_sweep_array_merge_and_resubmit(cluster, tmp_path):
     # the array's own merge job ran pydvfs sweep --merge; by hand it says what it merged
     cp = _pydvfs(c, "sweep", "--merge", str(folder), "--json")
     assert json.loads(cp.stdout)["incomplete"] == [] and json.loads(cp.stdout)["rows"] == 96
+
+
+def test_time_limit_restores(cluster):
+    """The job submitted with the cluster (--time=1, --dvfs=auto on n4) was pinned by the ffg
+    policy and is ended by its time limit; the board is restored and its energy file is there."""
+    c = cluster
+    job = c.timed_job
+    assert c.wait(job, timeout=150) == "TIMEOUT"
+    e = _energy(c, job, "batch", "n4")
+    assert e["governed"] and e["restored"] and e["policy"] == "ffg" and e["level_mhz"] > 0
+    assert e["duration_s"] >= 55 and e["module_j"] > 0
+    _assert_restored(c, "n4", (c.boards["n4"].levels_hz[0], c.boards["n4"].levels_hz[-1]))

@@ -60,7 +60,7 @@ static struct {
     char mode[32];
     char node[GC_NAME_MAX];
     char state_dir[GC_PATH_MAX];
-    const char *policy; /* what chose the clock: a policy's name, "pin", "none" */
+    const char *policy; /* what chose the clock: a policy's name, "pin", "online", "outer step" */
     uint64_t level_hz;  /* 0: nothing pinned */
     gc_board board;
     gc_lock lock;

@@ -31,6 +31,41 @@ NODE_COLUMNS = ("workload", "setting", "freq_mhz", "repeat", "node", "board", "b
 SUBMIT_TIMEOUT_S = 60  # an sbatch that hangs (no controller) is an error, not a wait
 
 
+def allocation(shared_dir: str | os.PathLike) -> dict:
+    """The Slurm allocation this process runs in (``$SLURM_JOB_ID``): its nodes and the address
+    of the first (the rendezvous host); ``shared_dir``: a folder every node sees."""
+    job, nodelist = os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_JOB_NODELIST")
+    if not job or not nodelist:
+        raise InvalidValueError("--slurm runs inside an allocation: salloc -N 2 pydvfs roofline collect --slurm ... "
+                                "(or in an sbatch script)")
+    nodes = _scontrol("show", "hostnames", nodelist).split()
+    fields = dict(f.split("=", 1) for f in _scontrol("show", "node", "-o", nodes[0]).split() if "=" in f)
+    return {"job": job, "nodes": nodes, "addr": fields.get("NodeAddr", nodes[0]), "shared_dir": str(shared_dir)}
+
+
+def _scontrol(*args: str) -> str:
+    try:
+        cp = subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
+    except (FileNotFoundError, subprocess.TimeoutExpired) as e:
+        raise InvalidValueError(f"scontrol {args[0]} {args[1]}: {e}") from None
+    if cp.returncode != 0:
+        raise InvalidValueError(f"scontrol failed: {(cp.stderr.strip().splitlines() or ['no message'])[-1]}")
+    return cp.stdout
+
+
+def step_launcher(alloc: dict, n_procs: int, port: int, label: str) -> list[str]:
+    """The command prefix (up to ``-m``) of one job step running ``n_procs`` processes over the
+    allocation's nodes: one process alone, else torchrun on each of k nodes (n_procs / k each)
+    meeting through its c10d rendezvous on the first node."""
+    step = ["srun", "--kill-on-bad-exit=1", "--job-name", f"pydvfs-collect {label}"]
+    if n_procs == 1:
+        return [*step, "--nodes=1", "--ntasks=1", sys.executable, "-m"]
+    k = max(d for d in range(1, min(len(alloc["nodes"]), n_procs) + 1) if n_procs % d == 0)
+    return [*step, f"--nodes={k}", f"--ntasks={k}", "--ntasks-per-node=1", sys.executable, "-m",
+            "torch.distributed.run", f"--nnodes={k}", f"--nproc_per_node={n_procs // k}", "--rdzv_backend=c10d",
+            f"--rdzv_endpoint={alloc['addr']}:{port}", f"--rdzv_id={alloc['job']}-{port}", "-m"]
+
+
 def node_path(path: str | None, node: str) -> str | None:
     """A board option with ``%n`` replaced by the node's name (a test cluster's own board per node)."""
     return None if path is None else path.replace("%n", node)

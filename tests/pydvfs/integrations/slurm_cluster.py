@@ -134,21 +134,24 @@ PartitionName=debug Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP
 """
 
 
-def _stop(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    for _ in range(100):
+def _stop(pids: list[int]) -> None:
+    """SIGTERM to each, then SIGKILL to any still there after 5 s."""
+    for pid in pids:
         try:
-            os.kill(pid, 0)
+            os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+            pass
+    deadline = time.monotonic() + 5
+    for pid in pids:
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                break
+            time.sleep(0.05)
 
 
 def _read_pid(path: Path, timeout: float = 15) -> int:
@@ -222,6 +225,6 @@ def stop(c: Cluster) -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and c.run("squeue", "-h", check=False).stdout.strip():
             time.sleep(0.2)
-    for name in sorted(c.pids, key=lambda k: ("slurmd" not in k, k != "slurmctld")):
-        _stop(c.pids[name])
+    _stop([pid for name, pid in c.pids.items() if name.startswith("slurmd-")])
+    _stop([c.pids[name] for name in ("slurmctld", "munged") if name in c.pids])
     shutil.rmtree(c.dir, ignore_errors=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -142,6 +143,30 @@ def test_online_job_governs_and_the_step_end_restores(cluster, govcore_bin):
                 f"{govcore_bin} pin 700 >/dev/null && cat {_devfreq(c, 'n3')}/max_freq").stdout
     assert out.strip() == "714000000"
     _assert_restored(c, "n3", original)
+
+
+def test_roofline_collect_on_two_nodes_is_the_one_host_collect(cluster):
+    """`roofline collect --slurm` in a 2-node allocation (each parallel run: one torchrun per node,
+    c10d rendezvous, gloo) gives the rows of the same collect on one host."""
+    import pandas as pd
+
+    from pydvfs.roofline import collect
+
+    c = cluster
+    config = "L=2,d=64,h=4,ff=128,S=32,B=8"
+    out = c.dir / "work" / "collect" / "runs.csv"
+    args = ["roofline", "collect", "--slurm", "--out", str(out), "--configs", config, "--strategies", "tp,fsdp",
+            "--devices", "2", "--steps", "1", "--warmup", "1"]
+    job = c.sbatch("-N2", "-w", "n1,n2", "-o", "collect-%j.out", "--wrap",
+                   f"PYTHONPATH={REPO} exec {sys.executable} -m pydvfs {shlex.join(args)}")
+    here = collect.collect(collect.parse_configs(config), ["tp", "fsdp"], [2], 1, 1)
+    assert c.wait(job, timeout=300) == "COMPLETED", (c.dir / "work" / f"collect-{job}.out").read_text()
+    there = pd.read_csv(out)
+    key = ["arch", "strategy", "n_devices", "layers", "hidden", "seq_len", "batch", "steps", "backend", "hardware"]
+    assert there[key].to_dict("records") == here[key].to_dict("records")
+    assert there["first_loss"].tolist() == pytest.approx(here["first_loss"].tolist(), abs=1e-5)
+    log = (c.dir / "log" / "slurmd-n2.log").read_text()
+    assert f"launch task StepId={job}." in log  # the parallel runs reached the second node
 
 
 def _pydvfs(c, *args: str) -> subprocess.CompletedProcess:

@@ -1,5 +1,5 @@
 /* workload.c - the one reader of a workload's text, `model=..,layers=..,hidden=..,seq_len=..`:
- * `govcore apply --workload` and the Slurm plugin's `--dvfs-workload` (spank_pydvfs.c). */
+ * `govcore apply --workload` and the Slurm plugin's `--dvfs-workload` (spank/spank_pydvfs.c). */
 #include "policy.h"
 
 #include <math.h>

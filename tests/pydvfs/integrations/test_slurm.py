@@ -1,5 +1,5 @@
 """pydvfs on a real Slurm cluster (tests/pydvfs/integrations/slurm_cluster.py): the SPANK plugin
-(govcore/spank_pydvfs.c) and `pydvfs sweep --slurm`. One cluster for the module; every job has
+(govcore/spank/spank_pydvfs.c) and `pydvfs sweep --slurm`. One cluster for the module; every job has
 a timeout."""
 from __future__ import annotations
 

@@ -523,9 +523,10 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     int restored = 0, rc;
 
     (void)sp;
-    (void)ac;
-    (void)av;
     gc_lock_init(&lk);
+    /* this process (slurmstepd's epilog) has not run slurm_spank_init: read the arguments here */
+    if (parse_args(ac, av) < 0)
+        return -1;
     if (open_node_board(&st.board, state_dir, sizeof state_dir, node, sizeof node) < 0)
         return 0; /* no board here: nothing to put back */
     if (gc_lock_acquire(&st.board, 0, &lk) < 0)

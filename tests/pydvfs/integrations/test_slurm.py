@@ -3,12 +3,16 @@
 a timeout."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from slurm_cluster import REPO, missing, start, stop
@@ -106,6 +110,29 @@ def test_killed_task_restores(cluster):
     cp = c.run("srun", "-w", "n3", "--dvfs=700", "sh", "-c", "kill -9 $$", check=False)
     assert cp.returncode != 0
     _assert_restored(c, "n3", original)
+
+
+def test_killed_slurmstepd_left_to_the_epilog(cluster):
+    """The step's slurmstepd itself killed (SIGKILL: no exit hook): its lock dies with it and the
+    job's epilog restores the saved state."""
+    c = cluster
+    original = c.board_files("n3")
+    pidfile = c.dir / "work" / "orphan.pid"
+    job = c.sbatch("-w", "n3", "--dvfs=700", "-o", "orphan-%j.out", "--wrap", f"echo $$ > {pidfile}; exec sleep 600")
+    _wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the job's script")
+    st = c.boards["n3"].devfreq_dir.stat()
+    holder = int((c.dir / "locks" / f"gpu-{st.st_dev:x}-{st.st_ino:x}.lock").read_text().split()[0])
+    assert Path(f"/proc/{holder}/cmdline").read_bytes().startswith(f"slurmstepd: [{job}.batch]".encode())
+    os.kill(holder, signal.SIGKILL)
+    try:
+        assert c.board_files("n3")[1] == 714_000_000  # nothing restored it yet
+        c.run("scancel", str(job))
+        c.wait(job)
+        _wait_for(lambda: c.board_files("n3") == original, what="the epilog's restore")
+        _assert_restored(c, "n3", original)
+    finally:  # the script's process outlived its slurmstepd: ours to stop
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
 @pytest.mark.parametrize("opt, says", [

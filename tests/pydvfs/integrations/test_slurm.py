@@ -61,6 +61,11 @@ def _policy_level_hz(govcore_bin, c, node: str, *args: str) -> int:
 
 
 def _assert_restored(c, node: str, original: tuple[int, int]) -> None:
+    """The board back as it was and no state left; srun returns once the tasks have ended, a
+    moment before slurmstepd's exit hook restores, so this waits (10 s at most) for it."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (c.board_files(node) != original or any((c.dir / "state" / node).glob("*"))):
+        time.sleep(0.05)
     assert c.board_files(node) == original
     assert not any((c.dir / "state" / node).glob("*")), "state left behind"
 
@@ -128,11 +133,27 @@ def test_killed_slurmstepd_left_to_the_epilog(cluster):
         assert c.board_files("n3")[1] == 714_000_000  # nothing restored it yet
         c.run("scancel", str(job))
         c.wait(job)
-        _wait_for(lambda: c.board_files("n3") == original, what="the epilog's restore")
-        _assert_restored(c, "n3", original)
+        _assert_restored(c, "n3", original)  # by the epilog
     finally:  # the script's process outlived its slurmstepd: ours to stop
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("partitions, pinned", [("debug", True), ("gpu,other", False)])
+def test_plugstack_default_auto_for_a_partition(cluster, govcore_bin, partitions, pinned):
+    """default=auto in plugstack.conf governs a job that gives no --dvfs, in the partitions named."""
+    c = cluster
+    conf = c.dir / "plugstack.conf"
+    saved = conf.read_text()
+    original = c.board_files("n1")
+    ffg_hz = _policy_level_hz(govcore_bin, c, "n1", "--policy", "ffg", "--workload", WORKLOAD)
+    conf.write_text(saved.rstrip("\n") + f" default=auto default_partitions={partitions}\n")
+    try:
+        out = c.run("srun", "-w", "n1", "sh", "-c", f"cat {_devfreq(c, 'n1')}/max_freq").stdout.strip()
+    finally:
+        conf.write_text(saved)
+    assert out == str(ffg_hz if pinned else original[1])
+    _assert_restored(c, "n1", original)
 
 
 @pytest.mark.parametrize("opt, says", [

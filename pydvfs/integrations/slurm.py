@@ -1,10 +1,12 @@
-"""Sweeps as Slurm array jobs (docs/slurm.md): ``pydvfs sweep --slurm``, its tasks and ``--merge``.
+"""pydvfs on Slurm (docs/slurm.md): sweeps as array jobs (``pydvfs sweep --slurm``, its tasks and
+``--merge``) and the job steps of ``pydvfs roofline collect --slurm`` (:func:`allocation`,
+:func:`step_launcher`).
 
 A sweep folder holds ``plan.json`` (the workloads, clocks, repeats, command, board options), one
 dataset per workload in ``parts/`` (``parts/W.csv``, written by the array task of index W with
 :func:`pydvfs.sweep.run_sweep`, which resumes a part: a resubmitted task runs only the cells its
 part lacks), beside it ``parts/W.nodes.csv`` (which node and board ran each row) and
-``parts/W.json`` (the board's table and what each attempt ran), and, once merged, ``sweep.csv``
+``parts/W.json`` (how many cells the sweep planned, what each attempt ran), and, once merged, ``sweep.csv``
 (one dataset, ``pydvfs train`` takes it) and ``nodes.csv``.
 """
 from __future__ import annotations
@@ -160,8 +162,15 @@ def run_task(folder: str | os.PathLike, index: int | None = None, node: str | No
     from ..sweep import run_sweep
 
     folder = Path(folder)
+    if not (folder / PLAN).exists():
+        raise InvalidValueError(f"{folder} is not a sweep folder of `pydvfs sweep --slurm` (no {PLAN})")
     plan = json.loads((folder / PLAN).read_text())
-    index = int(os.environ["SLURM_ARRAY_TASK_ID"]) if index is None else index
+    if index is None:
+        task = os.environ.get("SLURM_ARRAY_TASK_ID", "")
+        if not task.isdigit() or int(task) >= len(plan["workloads"]):
+            raise InvalidValueError("--slurm-task runs inside the array job `pydvfs sweep --slurm` submits "
+                                    f"($SLURM_ARRAY_TASK_ID 0..{len(plan['workloads']) - 1}, got {task!r})")
+        index = int(task)
     node = node or os.environ.get("SLURMD_NODENAME") or os.uname().nodename
     job = f"{os.environ.get('SLURM_ARRAY_JOB_ID', '')}_{index}"
     spec = plan["workloads"][index]
@@ -220,7 +229,6 @@ def merge(folder: str | os.PathLike) -> dict:
                     writer.write(row)
                     rows += 1
             with open(folder / PARTS / f"{i}.nodes.csv", newline="", encoding="utf-8") as nf:
-                for r in csv.DictReader(nf):
-                    w.writerow(r)
+                w.writerows(csv.DictReader(nf))
     incomplete = [plan["workloads"][i]["name"] for i in missing_workloads(folder, plan)]
     return {"out": str(out), "nodes": str(nodes_out), "rows": rows, "incomplete": incomplete}

@@ -19,6 +19,7 @@ WL = "name=w0,model=bert,layers=2,hidden=64,seq_len=16"
     (["--slurm", "--out", "{d}", "--workload", WL], "no training command"),
     (["--slurm", "--out", "{d}", "--workload", WL + ",layers=3", "--", "true"], "layers given twice"),
     (["--slurm", "--sim", "--out", "{d}"], "--slurm sweeps boards: no --sim"),
+    (["--slurm-task", "{d}"], "is not a sweep folder"),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, args, says):
     rc = main(["sweep", *(a.replace("{d}", str(tmp_path)) for a in args)])
@@ -31,3 +32,10 @@ def test_another_sweep_in_the_folder_is_refused(tmp_path, capsys):
     rc = main(["sweep", "--slurm", "--out", str(tmp_path), "--workload", WL, "--", "true"])
     assert rc == 2 and "holds another sweep" in capsys.readouterr().err
     assert json.loads((tmp_path / "plan.json").read_text())["workloads"] == []  # untouched
+
+
+def test_a_task_outside_the_array_is_refused(tmp_path, capsys, monkeypatch):
+    (tmp_path / "plan.json").write_text(json.dumps({"workloads": [{"name": "w0"}], "cmd": ["true"]}))
+    monkeypatch.delenv("SLURM_ARRAY_TASK_ID", raising=False)
+    assert main(["sweep", "--slurm-task", str(tmp_path)]) == 2
+    assert "runs inside the array job" in capsys.readouterr().err

@@ -31,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 SPANK_PLUGIN(pydvfs, 1);
@@ -311,7 +313,7 @@ static int govern(void)
     gc_decision d;
     gc_workload w;
     uint64_t hz;
-    int rc;
+    int rc, policy;
 
     if (strcmp(st.mode, "auto")) { /* a clock */
         gc_parse_mhz(st.mode, strlen(st.mode), &hz);
@@ -322,9 +324,10 @@ static int govern(void)
     }
     if (*opt_workload && workload_parse(opt_workload, &w, st.board.err, sizeof st.board.err) < 0)
         return -EINVAL;
-    rc = gc_apply(&st.board, gc_builtin_for(st.board.board_id, NULL), NULL,
-                  *opt_workload ? GC_POLICY_MLG : GC_POLICY_FFG, *opt_workload ? &w : NULL, st.state_dir, &d);
-    st.policy = gc_policy_name(d.policy);
+    policy = *opt_workload ? GC_POLICY_MLG : GC_POLICY_FFG;
+    st.policy = gc_policy_name(policy);
+    rc = gc_apply(&st.board, gc_builtin_for(st.board.board_id, NULL), NULL, policy, *opt_workload ? &w : NULL,
+                  st.state_dir, &d);
     st.level_hz = rc == 0 ? d.level_hz : 0;
     return rc;
 }
@@ -424,33 +427,16 @@ static void json_text(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* slurm-JOB.STEP.NODE.dvfs.json in the job's submit folder, created (never overwritten) and
- * handed to the job's user. */
-static void write_energy(spank_t sp, uint32_t job, uint32_t step, const gc_window *w, int restored)
+/* The energy record, one JSON object (docs/slurm.md). *text is malloc'd; NULL if out of memory. */
+static char *energy_json(uint32_t job, const char *stepname, const gc_window *w, int restored)
 {
-    char dir[GC_PATH_MAX] = "", stepname[16], path[GC_PATH_MAX * 2];
-    uid_t uid = 0;
-    gid_t gid = 0;
-    int fd, r, known;
-    FILE *f;
+    char *text = NULL;
+    size_t len = 0;
+    int r, known;
+    FILE *f = open_memstream(&text, &len);
 
-    if (spank_getenv(sp, "SLURM_SUBMIT_DIR", dir, sizeof dir) != ESPANK_SUCCESS || !*dir)
-        return;
-    if (step == SLURM_BATCH_SCRIPT)
-        snprintf(stepname, sizeof stepname, "batch");
-    else
-        snprintf(stepname, sizeof stepname, "%u", step);
-    snprintf(path, sizeof path, "%s/slurm-%u.%s.%s.dvfs.json", dir, job, stepname, st.node);
-    if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0) {
-        slurm_error("pydvfs: %s: cannot write %s: %s", st.node, path, strerror(errno));
-        return;
-    }
-    spank_get_item(sp, S_JOB_UID, &uid);
-    spank_get_item(sp, S_JOB_GID, &gid);
-    if (fchown(fd, uid, gid) < 0 || !(f = fdopen(fd, "w"))) {
-        close(fd);
-        return;
-    }
+    if (!f)
+        return NULL;
     fprintf(f, "{\"node\": ");
     json_text(f, st.node);
     fprintf(f, ", \"job\": %u, \"step\": \"%s\", \"mode\": ", job, stepname);
@@ -479,7 +465,43 @@ static void write_energy(spank_t sp, uint32_t job, uint32_t step, const gc_windo
     fprintf(f, ", \"error\": ");
     json_text(f, st.err);
     fprintf(f, "}\n");
-    fclose(f);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* slurm-JOB.STEP.NODE.dvfs.json in the job's submit folder (beside slurm-JOB.out), created, never
+ * overwritten, by a child running as the job's user: the folder is the user's to name, so root
+ * writes nothing there. */
+static void write_energy(spank_t sp, uint32_t job, const char *stepname, const char *text)
+{
+    char dir[GC_PATH_MAX] = "", path[GC_PATH_MAX * 2];
+    uid_t uid = 0;
+    gid_t gid = 0;
+    int status = 0;
+    pid_t pid;
+
+    if (spank_getenv(sp, "SLURM_SUBMIT_DIR", dir, sizeof dir) != ESPANK_SUCCESS || !*dir)
+        return;
+    snprintf(path, sizeof path, "%s/slurm-%u.%s.%s.dvfs.json", dir, job, stepname, st.node);
+    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+        return;
+    if ((pid = fork()) == 0) { /* async-signal-safe calls only: this process has threads */
+        size_t n = strlen(text);
+        int fd;
+
+        if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+            _exit(EPERM);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+            _exit(errno & 0x7f);
+        _exit(write(fd, text, n) == (ssize_t)n && close(fd) == 0 ? 0 : EIO);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        slurm_error("pydvfs: %s: cannot write %s: %s", st.node, path,
+                    pid > 0 && WIFEXITED(status) ? strerror(WEXITSTATUS(status)) : "the writer failed");
 }
 
 int slurm_spank_exit(spank_t sp, int ac, char **av)
@@ -487,6 +509,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     uint32_t job = 0, step = 0;
     gc_snapshot end;
     gc_window w;
+    char *text, stepname[16];
     int have_w = 0, restored = 0, rc;
 
     (void)ac;
@@ -508,9 +531,16 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
         owner_mark(job, 0);
         gc_lock_release(&st.lock);
     }
-    write_energy(sp, job, step, have_w ? &w : NULL, restored);
-    gc_sampler_free(st.sampler);
+    if (step == SLURM_BATCH_SCRIPT)
+        snprintf(stepname, sizeof stepname, "batch");
+    else
+        snprintf(stepname, sizeof stepname, "%u", step);
+    text = energy_json(job, stepname, have_w ? &w : NULL, restored);
+    gc_sampler_free(st.sampler); /* its thread stopped before write_energy forks */
     st.sampler = NULL;
+    if (text)
+        write_energy(sp, job, stepname, text);
+    free(text);
     return 0;
 }
 

@@ -7,6 +7,7 @@ import contextlib
 import csv
 import json
 import os
+import pwd
 import shlex
 import signal
 import subprocess
@@ -107,6 +108,25 @@ def test_scancel_mid_step_restores(cluster):
     _assert_restored(c, "n3", original)
     e = _energy(c, job, "batch", "n3")
     assert e["restored"] and e["level_mhz"] == 714 and e["module_j"] > 0
+
+
+def test_energy_file_is_written_as_the_jobs_user(cluster):
+    """A job of another user (root may submit as one): its energy file is created by that user,
+    not by root, in the folder the job names."""
+    c = cluster
+    nobody = pwd.getpwnam("nobody")
+    job = c.sbatch("--uid=nobody", "-w", "n2", "--dvfs=700", "-o", "/dev/null", "--wrap", "true")
+    assert c.wait(job) == "COMPLETED"
+    path = c.dir / "work" / f"slurm-{job}.batch.n2.dvfs.json"
+    assert path.stat().st_uid == nobody.pw_uid and json.loads(path.read_text())["restored"]
+    # a folder the user may not write: no file (root would have been able to)
+    closed = c.dir / "work" / "closed"
+    closed.mkdir(mode=0o755, exist_ok=True)
+    job = c.sbatch("--uid=nobody", "-w", "n2", "--dvfs=700", "-o", "/dev/null", "--wrap", "true", cwd=closed)
+    assert c.wait(job) == "COMPLETED"
+    assert not any(closed.iterdir())
+    assert f"cannot write {closed}/slurm-{job}.batch.n2.dvfs.json: Permission denied" in \
+        (c.dir / "log" / "slurmd-n2.log").read_text()
 
 
 def test_killed_task_restores(cluster):

@@ -129,7 +129,7 @@ InactiveLimit=0
 MinJobAge=600
 SlurmctldTimeout=30
 SlurmdTimeout=30
-NodeName=n[1-4] NodeHostname={host} NodeAddr=127.0.0.1 Port=[{SLURMD_PORTS}] CPUs=1 State=UNKNOWN
+NodeName=n[1-4] NodeHostname={host} NodeAddr=127.0.0.1 Port=[{SLURMD_PORTS}] CPUs=1 Features=agx-orin State=UNKNOWN
 PartitionName=debug Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP
 """
 

@@ -259,6 +259,7 @@ def test_sweep_array_merge_and_resubmit(cluster, tmp_path):
     cmd = ["sh", "-c", f'[ "$SLURM_ARRAY_TASK_ID" != 3 ] || [ "$PYDVFS_FREQ_MHZ" != 714 ] || [ -e {release} ] '
                        "|| exec sleep 600"]
     submit = ["sweep", "--slurm", "--out", str(folder), "--workloads", "workloads.txt", "--settle", "0", "--idle", "0",
+              "--partition", "debug", "--constraint", "agx-orin", "--max-parallel", "4",
               "--sysfs-root", f"{c.dir}/boards/%n", "--state-dir", f"{c.dir}/state/%n", "--json", "--", *cmd]
     cp = _pydvfs(c, *submit)
     assert cp.returncode == 0, cp.stderr
@@ -295,6 +296,10 @@ def test_sweep_array_merge_and_resubmit(cluster, tmp_path):
         run_sweep(["true"], parse_workload(spec), one, settle_s=0, idle_s=0, sysfs_root=str(board.root),
                   state_dir=str(tmp_path / "state"))
     assert _keys(merged) == _keys(one)
+    # what `pydvfs train --data DIR/sweep.csv` reads: a curve of every workload
+    from pydvfs.policy.curves import curves_from_frame, read_dataset
+
+    assert len(curves_from_frame(read_dataset(merged), "energy_module_j")) == 8
     assert all(r["exit_status"] == 0 for r in iter_rows(merged))
     nodes = list(csv.DictReader(open(folder / "nodes.csv")))
     assert len(nodes) == 8 * 12 and {r["node"] for r in nodes} <= set(c.boards) and len({r["node"] for r in nodes}) >= 3

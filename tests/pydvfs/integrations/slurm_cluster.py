@@ -12,6 +12,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -24,6 +25,7 @@ REPO = Path(__file__).resolve().parents[3]
 NODES = ("n1", "n2", "n3", "n4")
 CTLD_PORT = 17000
 SLURMD_PORTS = "17001-17004"
+PORTS = tuple(range(CTLD_PORT, 17005))
 DAEMONS = ("slurmctld", "slurmd", "munged")
 CLIENT_TIMEOUT_S = 60  # every srun/sbatch/squeue call
 INSTALL_HINT = "Slurm and munge are not installed (`make slurm-tools` installs them as root with apt)"
@@ -166,6 +168,14 @@ def _read_pid(path: Path, timeout: float = 15) -> int:
 
 def start(base: Path, plugin: Path) -> Cluster:
     """Start a cluster under a new folder in base (which munge's user must be able to traverse)."""
+    for port in PORTS:  # a daemon that cannot bind says so only in its log: say it here
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the daemons: TIME_WAIT is no owner
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                raise AssertionError(f"port {port} is in use (another test cluster running?): the test "
+                                     f"cluster needs {PORTS[0]}-{PORTS[-1]}") from None
     d = Path(tempfile.mkdtemp(prefix="slurm-", dir=base))
     d.chmod(0o755)
     for sub in ("ctld", "pid", "log", "work", "epilog", "state", "locks"):

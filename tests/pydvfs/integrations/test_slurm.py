@@ -1,6 +1,7 @@
 """pydvfs on a real Slurm cluster (tests/pydvfs/integrations/slurm_cluster.py): the SPANK plugin
-(govcore/spank/spank_pydvfs.c) and `pydvfs sweep --slurm`. One cluster for the module; every job has
-a timeout."""
+(govcore/spank/spank_pydvfs.c), `pydvfs sweep --slurm` and `pydvfs roofline collect --slurm`. One
+cluster for the module (about two minutes, most of it the time-limit job's wait, which the
+roofline runs fill); every client call has a timeout."""
 from __future__ import annotations
 
 import contextlib

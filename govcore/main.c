@@ -620,64 +620,12 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
     return via_daemon(socket_path, request, !dry_run && !(gc_policy_of(policy)->flags & GC_POLICY_PINS_NOTHING));
 }
 
-/* One key=value of `--workload model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]` and how
- * it trains (peft=, rank=, precision=, ...: gc_method_keys), the spelling pydvfs uses; the keys
- * a pydvfs sweep records besides (name, task, ...) are accepted and not used here. Sets the bit
- * of what it gave (1 model, 2 layers, 4 hidden, 8 seq_len, 16 util, 32.. the ignored keys,
- * 1024.. the training-method keys), or returns EXIT_USAGE. */
+/* One key=value of `--workload` (gc_workload_item, workload.c), or EXIT_USAGE. */
 static int workload_item(char *item, gc_workload *w, const char **model_name, int *have)
 {
-    static const char *const ignored[] = {"name", "task", "heads", "params", "model_size"};
-    char *eq = strchr(item, '=');
     char err[GC_ERR_MAX];
-    double *num = NULL;
-    int bit = 0, m;
-    size_t k;
 
-    if (!eq || eq == item || !eq[1])
-        return fail("--workload: expected key=value, got '%s'", item);
-    *eq = '\0';
-    if ((m = gc_method_key(item)) >= 0) { /* how it trains: peft, rank, precision, ... */
-        if (*have & (1024 << m))
-            return fail("--workload: %s given twice", item);
-        *have |= 1024 << m;
-        if (gc_method_set(w, m, eq + 1, err, sizeof err) < 0)
-            return fail("--workload: %s", err);
-        return 0;
-    }
-    if (strcmp(item, "model") == 0) {
-        *model_name = eq + 1;
-        bit = 1;
-    } else if (strcmp(item, "layers") == 0) {
-        num = &w->layers;
-        bit = 2;
-    } else if (strcmp(item, "hidden") == 0) {
-        num = &w->hidden;
-        bit = 4;
-    } else if (strcmp(item, "seq_len") == 0) {
-        num = &w->seq_len;
-        bit = 8;
-    } else if (strcmp(item, "util_pct") == 0) {
-        num = &w->gpu_util_pct;
-        bit = 16;
-    } else {
-        for (k = 0; k < sizeof ignored / sizeof ignored[0]; k++)
-            if (strcmp(item, ignored[k]) == 0) {
-                if (*have & (32 << k))
-                    return fail("--workload: %s given twice", item);
-                *have |= 32 << k;
-                return 0;
-            }
-        return fail("--workload: unknown key '%s' (known: model, layers, hidden, seq_len, util_pct, "
-                    "peft, rank, trainable_params, weight_bits, precision, batch_size, "
-                    "tokens_per_step)", item);
-    }
-    if (*have & bit) /* as the daemon and pydvfs: each key at most once */
-        return fail("--workload: %s given twice", item);
-    if (num && parse_number(item, eq + 1, num) != 0)
-        return EXIT_USAGE;
-    *have |= bit;
-    return 0;
+    return gc_workload_item(item, w, model_name, have, err, sizeof err) < 0 ? fail("%s", err) : 0;
 }
 
 static int cmd_apply(const struct options *o)

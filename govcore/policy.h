@@ -78,6 +78,14 @@ int gc_method_check(const gc_workload *w, char *err, size_t len);
  * in the protocol's plain decimal (6 places at most, trailing zeros cut). "" if it does not fit
  * in len. */
 void gc_method_format(const gc_workload *w, char *out, size_t len);
+/* One key=value of a workload's text, `model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]`
+ * and how it trains (peft=, rank=, precision=, ...: gc_method_keys), the spelling pydvfs uses;
+ * the keys a pydvfs sweep records besides (name, task, ...) are accepted and not used. item is
+ * cut at its '=' and *model_name points into it. Sets the bit of what it gave (1 model, 2 layers,
+ * 4 hidden, 8 seq_len, 16 util, 32.. the ignored keys, 1024.. the training-method keys), or
+ * -EINVAL with a one-line message in err (a key given twice included). workload.c. */
+int gc_workload_item(char *item, gc_workload *w, const char **model_name, int *have, char *err,
+                     size_t len);
 /* The weights' bits as the GEMMs read them: as given, else 4 for qlora, 16 for lora in
  * fp16/bf16, else 32 (pydvfs.policy.features.effective_weight_bits). */
 double gc_weight_bits(const gc_workload *w);

@@ -131,8 +131,9 @@ def _idle_power_w(sampler: Sampler, seconds: float) -> float | None:
 def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs: str = "all",
               repeats: int = 1, settle_s: float = 2.0, idle_s: float = 5.0, rate_hz: float | None = None,
               seed: int = 0, sysfs_root=None, state_dir=None, progress: Progress | None = None,
-              sleep: Callable[[float], None] = time.sleep) -> dict:
-    """Sweep ``cmd`` over the clocks; returns a summary (runs done, skipped, failed)."""
+              sleep: Callable[[float], None] = time.sleep, on_row: Callable[[dict], None] | None = None) -> dict:
+    """Sweep ``cmd`` over the clocks; returns a summary (runs done, skipped, failed).
+    ``on_row``: called with each row once it is written (a Slurm task records its node)."""
     if not cmd:
         raise InvalidValueError("no training command given (put it after --)")
     if not 1 <= repeats <= MAX_REPEATS:
@@ -177,7 +178,10 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
                 sleep(settle_s)
                 label = f"{'MAXN' if mhz is None else f'{mhz:g} MHz'} rep {rep}"
                 m, status = _measure(sampler, cmd, {"PYDVFS_SETTING": setting, "PYDVFS_FREQ_MHZ": "" if mhz is None else f"{mhz:g}"})
-                writer.write(_row(workload, wl, setting, mhz, rep, m, status, idle_w, board))
+                row = _row(workload, wl, setting, mhz, rep, m, status, idle_w, board)
+                writer.write(row)
+                if on_row:
+                    on_row(row)
                 summary["runs"] += 1
                 if status != 0:
                     summary["failed"].append({"setting": setting, "freq_mhz": mhz, "repeat": rep, "exit_status": status})

@@ -41,8 +41,6 @@
 #define GC_REQ_MAX 512          /* bytes of one request, without its newline */
 #define GC_WINDOW_NAME_MAX 64   /* a window name's buffer (63 characters) */
 #define GC_TREE_NAME_MAX 64     /* an installed policy's name's buffer */
-#define GC_MODEL_NAME_MAX 32    /* a model type's buffer (bert, pythia, ...) */
-#define GC_NUMBER_DIGITS 12     /* digits (both sides of the point) a number may have */
 #define GC_MAX_SLOWDOWN_PCT 1000 /* the largest slowdown bound a request may give, % */
 
 enum gc_req_kind {

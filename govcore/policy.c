@@ -333,10 +333,10 @@ int gc_workload_check(const gc_workload *w, char *err, size_t len)
         return -EINVAL;
     }
     stack = 12.0 * w->layers * w->hidden * w->hidden;
-    if (stack * gc_weight_bits(w) / 8.0 > GC_MAX_MEMORY_BYTES) {
+    if (stack * GC_MIN_WEIGHT_BITS / 8.0 > GC_MAX_MEMORY_BYTES) {
         snprintf(err, len, "workload layers=%.15g, hidden=%.15g: the layers' weights alone (12 L d^2 = "
-                 "%.3g parameters at %g bits) need %.0f GB, more than the largest Jetson's %.0f GB",
-                 w->layers, w->hidden, stack, gc_weight_bits(w), stack * gc_weight_bits(w) / 8e9,
+                 "%.3g parameters) need %.0f GB even at %d bits, more than the largest Jetson's %.0f GB",
+                 w->layers, w->hidden, stack, stack * GC_MIN_WEIGHT_BITS / 8e9, GC_MIN_WEIGHT_BITS,
                  GC_MAX_MEMORY_BYTES / 1e9);
         return -EINVAL;
     }

@@ -75,10 +75,12 @@ extern const char *const gc_method_keys[GC_N_METHOD_KEYS];
 #define GC_WORKLOAD_SPEC_MAX 1023
 #define GC_MODEL_NAME_MAX 32     /* a model type's buffer (bert, pythia, ...) */
 /* What no Jetson trains (gc_workload_check): layer-stack weights (12 L d^2) that do not fit in
- * the largest module's memory (AGX Thor, 128 GB) at the weights' bits, or more trainable
+ * the largest module's memory (AGX Thor, 128 GB) even at 4 bits (QLoRA's; a workload of the
+ * library may describe a bigger GPU's run at its own bits: the Perseus stages), or more trainable
  * parameters than a model of the shape can have: GC_MAX_STACK_FACTOR x the 12 L d^2 of the
  * stack (gated MLPs reach about 2.2x) plus input and output embeddings of GC_MAX_VOCAB tokens. */
 #define GC_MAX_MEMORY_BYTES 128e9
+#define GC_MIN_WEIGHT_BITS 4
 #define GC_MAX_STACK_FACTOR 4.0
 #define GC_MAX_VOCAB 262144.0
 enum gc_workload_kind { GC_WK_LABEL, GC_WK_NAME, GC_WK_WHOLE, GC_WK_DECIMAL };

@@ -22,7 +22,7 @@ from .device import mhz_to_hz, open_device
 from .energy import of as energy_of
 from .energy import unknown_reason
 from .errors import CommandError, InvalidValueError
-from .levels import near_table, nearest_level
+from .levels import check_near_table, nearest_level
 from .policy.workload import Workload
 from .sampler import Sampler
 from .signals import terminate_as_exception
@@ -59,9 +59,7 @@ def parse_freqs(text: str, levels_mhz: Sequence[float]) -> list[float]:
             mhz = mhz_to_hz(part) / 1e6
         except InvalidValueError as e:
             raise InvalidValueError(f"--freqs: {e}") from None
-        if not near_table(levels_mhz, mhz):
-            raise InvalidValueError(f"--freqs: {mhz:g} MHz is outside the board's table ({levels_mhz[0]:g}.."
-                                    f"{levels_mhz[-1]:g} MHz) by more than one level")
+        check_near_table(levels_mhz, mhz, "--freqs")
         level = nearest_level(levels_mhz, mhz)
         if level not in out:
             out.append(level)

@@ -31,6 +31,7 @@ from ..energy import DEFAULT_MEASURE
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
+from ..levels import check_near_table
 from ..objective import Objective
 from ..progress import read_progress, read_progress_tokens
 from ..sampler import Sampler
@@ -66,7 +67,8 @@ def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | 
     returned is where its initial design is centred, the level the policy would have pinned)."""
     from ..policy.apply import decide
 
-    if start_mhz is not None:
+    if start_mhz is not None:  # pin's rule: far outside the table is a typo, not a clock to snap
+        check_near_table(dev.available_frequencies_mhz, start_mhz, "--start")
         return dev.snap_mhz(start_mhz), "--start", False
     if learned is not None:
         return dev.snap_mhz(learned.freq_mhz), learned.note(), False

@@ -658,7 +658,7 @@ static int cmd_apply(const struct options *o)
             continue;
         }
         if (strcmp(a, "--model") == 0) {
-            field = 0;
+            field = GC_WF_MODEL;
         } else if (strcmp(a, "--policy") == 0) {
             if (gc_policy_parse(v, &policy) < 0) {
                 char names[128];
@@ -681,13 +681,13 @@ static int cmd_apply(const struct options *o)
             if (goal.max_slowdown_pct < 0)
                 return fail("--max-slowdown must be a finite %% >= 0 (got %g)", goal.max_slowdown_pct);
         } else if (strcmp(a, "--layers") == 0) {
-            field = 1;
+            field = GC_WF_LAYERS;
         } else if (strcmp(a, "--hidden") == 0) {
-            field = 2;
+            field = GC_WF_HIDDEN;
         } else if (strcmp(a, "--seq-len") == 0) {
-            field = 3;
+            field = GC_WF_SEQ_LEN;
         } else if (strcmp(a, "--util") == 0) {
-            field = 4;
+            field = GC_WF_UTIL_PCT;
         } else {
             return fail("apply: unknown option '%s' (see govcore --help)", a);
         }
@@ -700,7 +700,7 @@ static int cmd_apply(const struct options *o)
         if (gc_workload_set(&w, field, v, strlen(v), model_name, sizeof model_name, err, sizeof err) < 0)
             return fail("--%s", err);
     }
-    if ((have & 15u) != 15u)
+    if ((have & GC_WORKLOAD_REQUIRED) != GC_WORKLOAD_REQUIRED)
         return fail("apply needs --workload model=..,layers=..,hidden=..,seq_len=.. (or --model, "
                     "--layers, --hidden and --seq-len)");
     if (gc_workload_check(&w, err, sizeof err) < 0)

@@ -129,7 +129,7 @@ static void bounds_text(int f, char *out, size_t len)
 {
     const gc_workload_field *k = &gc_workload_fields[f];
 
-    if (f == GC_WF_METHOD + 3)
+    if (f == GC_WF_WEIGHT_BITS)
         snprintf(out, len, "workload weight_bits must be 32, 16, 8 or 4");
     else
         snprintf(out, len, "workload %s must be a %snumber from %.15g to %.15g", k->key,
@@ -143,22 +143,22 @@ static int number_ok(int f, double v)
 
     if (!(v >= k->min && v <= k->max) || (k->kind == GC_WK_WHOLE && v != floor(v)))
         return 0;
-    return f != GC_WF_METHOD + 3 || v == 32.0 || v == 16.0 || v == 8.0 || v == 4.0;
+    return f != GC_WF_WEIGHT_BITS || v == 32.0 || v == 16.0 || v == 8.0 || v == 4.0;
 }
 
 /* The field's slot in w (NULL for a label or a name). */
 static double *number_of(gc_workload *w, int f)
 {
     switch (f) {
-    case 1: return &w->layers;
-    case 2: return &w->hidden;
-    case 3: return &w->seq_len;
-    case 4: return &w->gpu_util_pct;
-    case GC_WF_METHOD + 1: return &w->rank;
-    case GC_WF_METHOD + 2: return &w->trainable_params;
-    case GC_WF_METHOD + 3: return &w->weight_bits;
-    case GC_WF_METHOD + 5: return &w->batch_size;
-    case GC_WF_METHOD + 6: return &w->tokens_per_step;
+    case GC_WF_LAYERS: return &w->layers;
+    case GC_WF_HIDDEN: return &w->hidden;
+    case GC_WF_SEQ_LEN: return &w->seq_len;
+    case GC_WF_UTIL_PCT: return &w->gpu_util_pct;
+    case GC_WF_RANK: return &w->rank;
+    case GC_WF_TRAINABLE_PARAMS: return &w->trainable_params;
+    case GC_WF_WEIGHT_BITS: return &w->weight_bits;
+    case GC_WF_BATCH_SIZE: return &w->batch_size;
+    case GC_WF_TOKENS_PER_STEP: return &w->tokens_per_step;
     default: return NULL;
     }
 }
@@ -195,14 +195,14 @@ int gc_workload_set(gc_workload *w, int f, const char *value, size_t n, char *mo
     if (k->kind == GC_WK_NAME) {
         char name[GC_MODEL_NAME_MAX];
 
-        if (n >= sizeof name || (f == 0 && n >= model_len)) {
+        if (n >= sizeof name || (f == GC_WF_MODEL && n >= model_len)) {
             snprintf(err, len, "workload %s: at most %zu characters", k->key,
-                     (f == 0 && model_len < sizeof name ? model_len : sizeof name) - 1);
+                     (f == GC_WF_MODEL && model_len < sizeof name ? model_len : sizeof name) - 1);
             return -EINVAL;
         }
         memcpy(name, value, n);
         name[n] = '\0';
-        if (f == 0) {
+        if (f == GC_WF_MODEL) {
             if (gc_model_family(name, &w->is_decoder) < 0) {
                 snprintf(err, len, "workload model: unknown model type: expected an encoder (bert, "
                          "roberta, deberta, ...) or a decoder (pythia, gpt, llama, qwen2, ...) (got '%s')",
@@ -213,14 +213,14 @@ int gc_workload_set(gc_workload *w, int f, const char *value, size_t n, char *mo
             return 0;
         }
         {
-            const char *const *names = f == GC_WF_METHOD ? gc_peft_names : gc_precision_names;
+            const char *const *names = f == GC_WF_PEFT ? gc_peft_names : gc_precision_names;
 
             if ((i = name_index(names, 3, name)) < 0) {
                 snprintf(err, len, "workload %s: expected %s, %s or %s (got '%s')", k->key, names[0],
                          names[1], names[2], name);
                 return -EINVAL;
             }
-            *(f == GC_WF_METHOD ? &w->peft : &w->precision) = i;
+            *(f == GC_WF_PEFT ? &w->peft : &w->precision) = i;
             return 0;
         }
     }
@@ -302,11 +302,11 @@ int gc_workload_check(const gc_workload *w, char *err, size_t len)
         snprintf(err, len, "workload: unknown peft %d or precision %d", w->peft, w->precision);
         return -EINVAL;
     }
-    for (f = 1; f < GC_N_WORKLOAD_FIELDS; f++) {
+    for (f = 0; f < GC_N_WORKLOAD_FIELDS; f++) {
         double *v = number_of((gc_workload *)w, f);
 
         /* util_pct < 0 and the method counts 0 mean "not given" */
-        if (!v || (f == 4 && *v < 0.0) || (f >= GC_WF_METHOD && *v == 0.0))
+        if (!v || (f == GC_WF_UTIL_PCT && *v < 0.0) || (f >= GC_WF_PEFT && *v == 0.0))
             continue;
         if (!number_ok(f, *v)) {
             bounds_text(f, err, len);
@@ -734,7 +734,7 @@ void gc_outside_reason(const gc_tree_model *m, int policy, const gc_workload *w,
     for (i = 0; i < 3; i++)
         if (v[i] < lo[i] || v[i] > hi[i]) {
             int r = snprintf(out + n, len - n, "%s%s %g", outside ? ", " : "the workload's ",
-                             gc_workload_fields[1 + i].key, v[i]);
+                             gc_workload_fields[GC_WF_LAYERS + i].key, v[i]);
 
             if (r < 0 || (size_t)r >= len - n)
                 return;

@@ -90,10 +90,18 @@ typedef struct gc_workload_field {
                       * model_size); GC_WK_NAME: model, peft, precision; else a number */
     double min, max; /* a number's bounds, inclusive */
 } gc_workload_field;
-/* model, layers, hidden, seq_len, util_pct, then gc_method_keys' seven in their order, then the
- * keys a sweep records (name, task, heads, params, model_size). */
-#define GC_N_WORKLOAD_FIELDS 17
-#define GC_WF_METHOD 5 /* the index of gc_method_keys[0] (peft) in gc_workload_fields */
+/* The fields' indices in gc_workload_fields: the shape, gc_method_keys' seven in their order,
+ * then the keys a sweep records. */
+enum gc_workload_field_index {
+    GC_WF_MODEL, GC_WF_LAYERS, GC_WF_HIDDEN, GC_WF_SEQ_LEN, GC_WF_UTIL_PCT,
+    GC_WF_PEFT, GC_WF_RANK, GC_WF_TRAINABLE_PARAMS, GC_WF_WEIGHT_BITS, GC_WF_PRECISION,
+    GC_WF_BATCH_SIZE, GC_WF_TOKENS_PER_STEP,
+    GC_WF_NAME, GC_WF_TASK, GC_WF_HEADS, GC_WF_PARAMS, GC_WF_MODEL_SIZE,
+    GC_N_WORKLOAD_FIELDS
+};
+/* The keys every workload gives (bits 1 << index, as gc_workload_parse sets *have). */
+#define GC_WORKLOAD_REQUIRED \
+    (1u << GC_WF_MODEL | 1u << GC_WF_LAYERS | 1u << GC_WF_HIDDEN | 1u << GC_WF_SEQ_LEN)
 extern const gc_workload_field gc_workload_fields[GC_N_WORKLOAD_FIELDS];
 /* The index of the key s[0..n) in gc_workload_fields, or -1. */
 int gc_workload_field_of(const char *s, size_t n);

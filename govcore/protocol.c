@@ -154,7 +154,7 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
             break;
         }
     }
-    if ((have_workload & 15u) != 15u)
+    if ((have_workload & GC_WORKLOAD_REQUIRED) != GC_WORKLOAD_REQUIRED)
         return refuse(err, len, "apply needs model=, layers=, hidden= and seq_len=");
     if (gc_workload_check(&req->workload, why, sizeof why) < 0)
         return refuse(err, len, "apply: %s", why);

@@ -58,9 +58,11 @@ static void test_method_keys(void)
     gc_workload w = {1, -1.0, 24, 896, 200, 0, 0, 0, 0, 0, 0, 0};
     char err[GC_ERR_MAX], text[256];
 
-    CHECK(gc_workload_field_of("peft", 4) == GC_WF_METHOD &&
-          gc_workload_field_of("tokens_per_step", 15) == GC_WF_METHOD + 6 &&
+    CHECK(gc_workload_field_of("peft", 4) == GC_WF_PEFT &&
+          gc_workload_field_of("tokens_per_step", 15) == GC_WF_TOKENS_PER_STEP &&
           gc_workload_field_of("seq-len", 7) == -1 && gc_workload_field_of("seq_len", 7) == 3);
+    for (int k = 0; k < GC_N_METHOD_KEYS; k++) /* the method keys, in gc_method_keys' order */
+        CHECK(strcmp(gc_workload_fields[GC_WF_PEFT + k].key, gc_method_keys[k]) == 0);
     /* defaults: full fine-tuning in fp32 */
     CHECK(gc_workload_check(&w, err, sizeof err) == 0);
     CHECK(gc_trainable_share(&w) == 1.0 && gc_weight_bits(&w) == 32.0);
@@ -112,7 +114,7 @@ static void test_workload_grammar(void)
 
     CHECK(gc_workload_parse("model=bert,layers=12,hidden=768,seq_len=64.5,name=a/b", &w, model,
                             sizeof model, &have, err, sizeof err) == 0);
-    CHECK(strcmp(model, "bert") == 0 && w.layers == 12 && w.seq_len == 64.5 && have == (15u | 1u << 12));
+    CHECK(strcmp(model, "bert") == 0 && w.layers == 12 && w.seq_len == 64.5 && have == (GC_WORKLOAD_REQUIRED | 1u << GC_WF_NAME));
     CHECK(gc_workload_check(&w, err, sizeof err) == 0);
     CHECK(gc_parse_decimal("0x10", 4, &v) == -EINVAL && gc_parse_decimal("1e3", 3, &v) == -EINVAL &&
           gc_parse_decimal("1_2", 3, &v) == -EINVAL && gc_parse_decimal("+1", 2, &v) == -EINVAL &&

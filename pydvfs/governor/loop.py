@@ -209,6 +209,8 @@ def _start_static(dev, policy, workload, model_dir, objective, log, prefix, data
                       data_dir=data_dir, use_runs=use_runs).to_dict()  # the board's runs first (store.md)
     if decision.get("kept_reason") and log is not None:
         print(f"{prefix}: {decision['kept_reason']}", file=log, flush=True)
+    if decision.get("outside_training") and log is not None:  # as `pydvfs apply` says it
+        print(f"{prefix}: note: {decision['outside_training']}", file=log, flush=True)
     if decision["freq_mhz"] is None:  # maxn, or a tree that keeps the workload there
         dev.restore()
         return decision, None

@@ -24,11 +24,6 @@ def _is_decoder(model: str) -> bool:
     return _core.model_is_decoder(model)
 
 
-def _names(kind: str) -> tuple:
-    from .. import _core
-    return _core.PEFT_NAMES if kind == "peft" else _core.PRECISION_NAMES
-
-
 def _number(value, what: str) -> float:
     """A number given as int, float or text; InvalidValueError naming the key otherwise."""
     try:
@@ -85,20 +80,15 @@ class Workload:
         from .. import _core
 
         _is_decoder(self.model)
-        for field_name in ("layers", "hidden", "seq_len", "util_pct", "tokens_per_step"):
-            value = getattr(self, field_name)
-            if (value is not None or field_name in ("layers", "hidden", "seq_len")) and (
-                    not isinstance(value, (int, float)) or isinstance(value, bool)):
-                raise InvalidValueError(f"workload {field_name} must be a number, got {value!r}")
-        for field_name in ("rank", "trainable_params", "weight_bits", "batch_size"):
-            value = getattr(self, field_name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise InvalidValueError(f"workload {field_name} must be a whole number >= 1, got {value!r}")
-        if self.peft not in _names("peft"):
-            raise InvalidValueError(f"workload peft must be one of {', '.join(_names('peft'))}, got {self.peft!r}")
-        if self.precision not in _names("precision"):
-            raise InvalidValueError(
-                f"workload precision must be one of {', '.join(_names('precision'))}, got {self.precision!r}")
+        for name in ("layers", "hidden", "seq_len", "util_pct", "rank", "trainable_params", "weight_bits",
+                     "batch_size", "tokens_per_step"):
+            value = getattr(self, name)
+            if value is None and name not in ("layers", "hidden", "seq_len"):
+                continue  # not given
+            # as_core() gives a count of 0 and a util_pct of -1 for "not given": refuse them here
+            if (not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0
+                    or (value == 0 and name != "util_pct")):
+                raise InvalidValueError(f"workload {name} must be a positive number, got {value!r}")
         _core.check_workload(self.as_core())
 
     @property

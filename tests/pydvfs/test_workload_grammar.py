@@ -104,3 +104,13 @@ def test_the_trained_range_is_the_built_in_policies_training_workloads():
     assert (const("SEQ_LEN_MIN"), const("SEQ_LEN_MAX")) == (min(seq), max(seq))
     assert all(m["data"]["models"] == data["models"] and m["data"]["tasks"] == data["tasks"]
                for m in manifest.values())
+
+
+def test_run_says_so_too(capsys, board, tmp_path):
+    """`run --policy mlg` decides as apply does, and says a workload is outside the training
+    range in the same words."""
+    rc = main(["run", "--policy", "mlg", "--workload", "model=bert,layers=12,hidden=768,seq_len=512",
+               "--sysfs-root", str(board.root), "--data-dir", str(tmp_path / "runs"), "--no-record", "--", "true"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "pydvfs run: note: the workload's seq_len 512 is outside the built-in policy's training workloads" in err

@@ -59,12 +59,6 @@ static int tok_copy(const token *t, char *out, size_t len)
     return 0;
 }
 
-/* A number of a request: the workload's one grammar (gc_parse_decimal). */
-static int parse_decimal(const char *s, size_t n, double *out)
-{
-    return gc_parse_decimal(s, n, out);
-}
-
 static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, size_t len)
 {
     /* the request's own keys; the workload's are gc_workload_fields' (its one grammar) */
@@ -131,7 +125,7 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
                 return refuse(err, len, "apply: unknown objective: expected energy, edp or ed2p");
             break;
         case K_SLOWDOWN:
-            if (parse_decimal(val.s, val.n, &req->goal.max_slowdown_pct) < 0 ||
+            if (gc_parse_decimal(val.s, val.n, &req->goal.max_slowdown_pct) < 0 ||
                 req->goal.max_slowdown_pct > GC_MAX_SLOWDOWN_PCT)
                 return refuse(err, len, "apply: max_slowdown_pct: a plain decimal number of %% "
                                         "from 0 to %d", GC_MAX_SLOWDOWN_PCT);

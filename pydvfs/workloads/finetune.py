@@ -122,7 +122,8 @@ def _validate(args: argparse.Namespace) -> None:
         parent = os.path.dirname(os.path.abspath(args.progress_file))
         if not os.path.isdir(parent):
             raise InvalidValueError(f"--progress-file: folder {parent} does not exist")
-        write_steps(args, 0, 0)  # before training: a file that cannot be written is refused now
+        if os.path.isdir(args.progress_file):
+            raise InvalidValueError(f"--progress-file {args.progress_file}: cannot write it: a folder")
 
 
 def write_steps(args: argparse.Namespace, steps: int, tokens: int) -> None:
@@ -258,6 +259,7 @@ def run(args: argparse.Namespace) -> dict:
     real_tokens = padded_tokens = examples_seen = 0
     losses: list[float] = []
     step_times: list[float] = []
+    write_steps(args, 0, 0)  # (a path that cannot be written, /proc's: one line, before training)
     t_start = time.perf_counter()
     with _StopFlag() as stop:
         while step < total_steps and stop.signum is None:

@@ -177,6 +177,7 @@ def _train(config, trainer_cls, model, tokenizer, progress, texts: list[str], ar
     trainer = trainer_cls(model=model, args=config, processing_class=tokenizer, callbacks=[progress],
                           train_dataset=Dataset.from_dict({"text": texts}))
     trainer.remove_callback(PrinterCallback)  # its log lines on stdout would break --json
+    write_steps(args, 0, 0)
     t0 = time.perf_counter()
     try:
         result = trainer.train()

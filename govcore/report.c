@@ -327,7 +327,7 @@ void gc_json_restore(FILE *f, int restored, const gc_clock_state *now, const cha
 
 /* What the tree expects of its choice, why it kept the board at MAXN, and where the tree comes
  * from (pydvfs's Decision has the same keys). */
-static void gc_json_knows(FILE *f, const gc_tree_model *m, const gc_decision *d)
+static void gc_json_knows(FILE *f, const gc_tree_model *m, const gc_workload *w, const gc_decision *d)
 {
     char why[GC_ERR_MAX];
 
@@ -340,6 +340,12 @@ static void gc_json_knows(FILE *f, const gc_tree_model *m, const gc_decision *d)
     json_mhz_or_null(f, d->kept_maxn ? d->kept_from_hz : 0);
     gc_kept_reason(d, why, sizeof why);
     fprintf(f, ", \"kept_reason\": ");
+    if (why[0])
+        gc_json_str(f, why);
+    else
+        fprintf(f, "null");
+    gc_outside_reason(m, d->policy, w, why, sizeof why);
+    fprintf(f, ", \"outside_training\": ");
     if (why[0])
         gc_json_str(f, why);
     else
@@ -407,7 +413,7 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
     for (i = 0; i < m->n_levels; i++)
         fprintf(f, "%s%.6g", i ? ", " : "", m->levels_mhz[i]);
     fprintf(f, "]}");
-    gc_json_knows(f, m, d);
+    gc_json_knows(f, m, w, d);
     fprintf(f, ", \"power_cap_mhz\": ");
     json_mhz_or_null(f, d->cap_hz);
     fprintf(f, ", \"clamped_from_mhz\": ");

@@ -85,27 +85,21 @@ static int mode_check(const char *mode, char *err, size_t len)
     return -EINVAL;
 }
 
-/* Parse a workload's text into w (gc_workload_item, the grammar `govcore apply` reads). */
+/* Parse a workload's text into w: the one workload grammar (gc_workload_parse and
+ * gc_workload_check, policy.c), as `govcore apply --workload`, the daemon and pydvfs read it. */
 static int workload_parse(const char *text, gc_workload *w, char *err, size_t len)
 {
-    char spec[sizeof opt_workload], *item, *save = NULL;
-    const char *model = NULL;
-    int have = 0;
+    char model[GC_MODEL_NAME_MAX];
+    unsigned have = 0;
 
     *w = (gc_workload){0, -1.0, 0, 0, 0, GC_PEFT_NONE, 0, 0, 0, GC_PRECISION_FP32, 0, 0};
-    snprintf(spec, sizeof spec, "%s", text);
-    for (item = strtok_r(spec, ",", &save); item; item = strtok_r(NULL, ",", &save))
-        if (gc_workload_item(item, w, &model, &have, err, len) < 0)
-            return -EINVAL;
-    if ((have & 15) != 15) {
+    if (gc_workload_parse(text, w, model, sizeof model, &have, err, len) < 0)
+        return -EINVAL;
+    if ((have & GC_WORKLOAD_REQUIRED) != GC_WORKLOAD_REQUIRED) {
         snprintf(err, len, "--dvfs-workload needs model=..,layers=..,hidden=..,seq_len=..");
         return -EINVAL;
     }
-    if (gc_model_family(model, &w->is_decoder) < 0) {
-        snprintf(err, len, "--dvfs-workload: unknown model type '%s'", model);
-        return -EINVAL;
-    }
-    return gc_method_check(w, err, len) < 0 ? -EINVAL : 0;
+    return gc_workload_check(w, err, len) < 0 ? -EINVAL : 0;
 }
 
 static int opt_dvfs_cb(int val, const char *optarg, int remote)

@@ -186,6 +186,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
             print(f"pydvfs apply: {d.learned_notice()}", file=sys.stderr, flush=True)
         if d.kept_reason:  # the policy did not expect a clear saving: the board's own governor
             print(f"pydvfs apply: {d.kept_reason}", file=sys.stderr, flush=True)
+        if d.outside_training:  # valid, but the policy extrapolates
+            print(f"pydvfs apply: note: {d.outside_training}", file=sys.stderr, flush=True)
         if d.mapped_from_mhz is not None:
             print(f"pydvfs apply: {d.mapping_notice(open_device(args.sysfs_root).model)}", file=sys.stderr,
                   flush=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..command import command_after_dashes
+from ..command import check_command, command_after_dashes
 from ..errors import InvalidValueError
 from ..sweep import MAX_REPEATS
 from .common import add_board_options, add_workload_argument, examples, int_range, seed
@@ -30,6 +30,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise InvalidValueError("give --workload model=..,layers=..,hidden=..,seq_len=..[,name=..,task=..]")
     if not cmd:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
+    check_command(cmd)  # before the first pin, as every verb that wraps a command
     if args.plot:
         raise InvalidValueError("--plot is for --sim; for a board's sweep run `pydvfs analyse CSV --out DIR`")
     from ..sweep import run_sweep

@@ -31,6 +31,7 @@ from ..energy import DEFAULT_MEASURE
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
+from ..levels import check_near_table
 from ..objective import Objective
 from ..progress import StepsSeen, existing_count, read_progress, read_progress_tokens
 from ..sampler import Sampler
@@ -67,7 +68,8 @@ def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | 
     returned is where its initial design is centred, the level the policy would have pinned)."""
     from ..policy.apply import decide
 
-    if start_mhz is not None:
+    if start_mhz is not None:  # pin's rule: far outside the table is a typo, not a clock to snap
+        check_near_table(dev.available_frequencies_mhz, start_mhz, "--start")
         return dev.snap_mhz(start_mhz), "--start", False
     if learned is not None:
         return dev.snap_mhz(learned.freq_mhz), learned.note(), False
@@ -208,6 +210,8 @@ def _start_static(dev, policy, workload, model_dir, objective, log, prefix, data
                       data_dir=data_dir, use_runs=use_runs).to_dict()  # the board's runs first (store.md)
     if decision.get("kept_reason") and log is not None:
         print(f"{prefix}: {decision['kept_reason']}", file=log, flush=True)
+    if decision.get("outside_training") and log is not None:  # as `pydvfs apply` says it
+        print(f"{prefix}: note: {decision['outside_training']}", file=log, flush=True)
     if decision["freq_mhz"] is None:  # maxn, or a tree that keeps the workload there
         dev.restore()
         return decision, None

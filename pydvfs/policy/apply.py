@@ -120,6 +120,7 @@ class Decision:
     kept_from_mhz: float | None = None
     kept_reason: str | None = None
     origin: dict | None = None
+    outside_training: str | None = None  # the workload lies outside the built-in policy's training data
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
@@ -129,6 +130,7 @@ class Decision:
                 "mapped_from_mhz": self.mapped_from_mhz, "trained_on": self.trained_on,
                 "expected_saving_pct": self.expected_saving_pct, "saving_spread_pct": self.saving_spread_pct,
                 "kept_from_mhz": self.kept_from_mhz, "kept_reason": self.kept_reason,
+                "outside_training": self.outside_training,
                 "origin": learned_origin(self.learned) if self.learned else self.origin,
                 **({"learned": self.learned} if self.learned else {}),
                 **({"warning": self.warning} if self.warning else {})}  # as govcore's: only where set
@@ -271,7 +273,8 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
                         mapped_from_mhz=d.get("mapped_from_mhz"), trained_on=d.get("trained_on"),
                         warning=d.get("warning") or None, expected_saving_pct=d.get("expected_saving_pct"),
                         saving_spread_pct=d.get("saving_spread_pct"), kept_from_mhz=d.get("kept_from_mhz"),
-                        kept_reason=d.get("kept_reason"), origin=d.get("origin"))
+                        kept_reason=d.get("kept_reason"), origin=d.get("origin"),
+                        outside_training=d.get("outside_training"))
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
     flags = _core.POLICY_FLAGS[policy]  # the policy's entry in govcore's table
@@ -314,6 +317,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         kept_from_mhz=_mhz(r["kept_from_hz"]),
         kept_reason=r["kept_reason"],
         origin=tree.origin,
+        outside_training=r["outside_training"],
     )
 
 

@@ -180,7 +180,7 @@ def test_plugstack_default_auto_for_a_partition(cluster, govcore_bin, partitions
 @pytest.mark.parametrize("opt, says", [
     ("--dvfs=fast", "pydvfs: --dvfs: expected auto, online, off or a clock in MHz"),
     ("--dvfs-workload=model=bert", "pydvfs: --dvfs-workload needs model="),
-    ("--dvfs-workload=model=bert,layers=x,hidden=1,seq_len=1", "pydvfs: layers: not a number: 'x'"),
+    ("--dvfs-workload=model=bert,layers=x,hidden=1,seq_len=1", "pydvfs: workload layers: not a plain decimal number"),
 ])
 def test_bad_option_refused_before_the_job(cluster, opt, says):
     c = cluster

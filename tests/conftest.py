@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import errno
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,10 +34,17 @@ def _written_only_by_root(path: Path) -> bool:
 # run as root on CI, keep their temp folders under the checkout's build/ folder, or, for a
 # checkout that lies below such a folder (a clone in /tmp), under /run. TEST_TMP is mode 0755:
 # the tests that run clients as nobody make their folders in it.
+# Outside the checkout each session has a folder of its own there, removed when it ends
+# (pytest_unconfigure): nothing is left in /run, and a nested session (tests/test_pythons.py runs
+# pytest in venvs) never removes its parent's.
 TEST_TMP = REPO / "build" / "tmp"
+_OWN_TEST_TMP = False
 if os.geteuid() == 0:
     if not _written_only_by_root(REPO):
-        TEST_TMP = Path("/run/pydvfs-tests") if _written_only_by_root(Path("/run")) else Path("/var/lib/pydvfs-tests")
+        _base = Path("/run/pydvfs-tests") if _written_only_by_root(Path("/run")) else Path("/var/lib/pydvfs-tests")
+        _base.mkdir(mode=0o755, parents=True, exist_ok=True)
+        TEST_TMP, _OWN_TEST_TMP = Path(tempfile.mkdtemp(prefix="session-", dir=_base)), True
+        TEST_TMP.chmod(0o755)
     TEST_TMP.mkdir(mode=0o755, parents=True, exist_ok=True)
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(TEST_TMP))
 
@@ -48,6 +58,47 @@ for _var, _name in (("PYDVFS_DATA_DIR", "runs"), ("PYDVFS_STATE_DIR", "state"), 
                     ("PYDVFS_SYSFS_ROOT", "empty-root")):
     (_SESSION_DIRS / _name).mkdir(mode=0o700)
     os.environ[_var] = str(_SESSION_DIRS / _name)
+
+
+def pytest_unconfigure(config):
+    if _OWN_TEST_TMP:
+        shutil.rmtree(TEST_TMP, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            TEST_TMP.parent.rmdir()  # the last session out removes /run/pydvfs-tests
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that could not start a process (fork or exec failed for want of processes or
+    memory: another job exhausted the machine's limits) says so first, not as a pydvfs failure."""
+    outcome = yield
+    rep = outcome.get_result()
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if rep.failed and isinstance(exc, OSError) and exc.errno in (errno.EAGAIN, errno.ENOMEM) and any(
+            e.name in ("_execute_child", "_fork_exec", "fork") for e in call.excinfo.traceback):
+        rep.longrepr = (f"COULD NOT START A PROCESS ({exc}): the machine's process or memory limit was "
+                        f"reached, by this or another job; rerun when it is idle. Not a failure of the code "
+                        f"under test.\n\n{rep.longrepr}")
+
+
+@pytest.fixture
+def spawn():
+    """subprocess.Popen in a session of its own; when the test ends, on every path (a timeout, a
+    failed assert), whatever is left of that process group is killed (SIGKILL) and reaped: a
+    signal test never leaves its command (a training process, a sleep) running."""
+    procs = []
+
+    def start(args, **kw) -> subprocess.Popen:
+        p = subprocess.Popen([str(a) for a in args], start_new_session=True, **kw)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pid, signal.SIGKILL)  # the group outlives its leader: always sent
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import background
 import pytest
 
 from pydvfs.device.fake import ORIN_11_LEVELS_HZ, ORIN_13_LEVELS_HZ, build_fake_board
@@ -47,6 +48,7 @@ if os.geteuid() == 0:
         TEST_TMP.chmod(0o755)
     TEST_TMP.mkdir(mode=0o755, parents=True, exist_ok=True)
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(TEST_TMP))
+background.BASE = TEST_TMP if TEST_TMP.is_dir() else None
 
 # The session's own record, state and lock folders and an empty sysfs root, set before any
 # fixture runs: module- and session-scoped fixtures start their processes before _hermetic_env
@@ -61,6 +63,7 @@ for _var, _name in (("PYDVFS_DATA_DIR", "runs"), ("PYDVFS_STATE_DIR", "state"), 
 
 
 def pytest_unconfigure(config):
+    background.end()
     if _OWN_TEST_TMP:
         shutil.rmtree(TEST_TMP, ignore_errors=True)
         with contextlib.suppress(OSError):
@@ -186,14 +189,8 @@ def trained(syn_csv, tmp_path_factory):
     return out, metrics
 
 
-@pytest.fixture(scope="session")
-def sdist(tmp_path_factory) -> Path:
-    """The sdist, built once from this checkout (PEP 517, setuptools' backend), for every test
-    that installs pydvfs as a user would (tests/test_packaging.py, tests/test_pythons.py)."""
-    out = tmp_path_factory.mktemp("sdist")
-    build = "from setuptools import build_meta as b; import sys; print(b.build_sdist(sys.argv[1]))"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    res = subprocess.run([sys.executable, "-c", build, str(out)], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=600, check=False)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return out / res.stdout.strip().splitlines()[-1]
+def pytest_collection_modifyitems(session, config, items):
+    """Start the background work (tests/background.py) of the modules whose tests will run."""
+    for module in dict.fromkeys(item.module for item in items if item.module is not None):
+        for start in getattr(module, "BACKGROUND", ()):
+            start()

@@ -99,7 +99,8 @@ def spawn():
     yield start
     for p in procs:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(p.pid, signal.SIGKILL)  # the group outlives its leader: always sent
+            # sent even when the leader is gone: a member keeps the group (and its id) alive
+            os.killpg(p.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.wait(timeout=30)
 

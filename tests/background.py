@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -26,6 +27,8 @@ _pool: ThreadPoolExecutor | None = None
 _jobs: dict = {}
 _procs: list = []
 _root: Path | None = None
+_ending = False
+_lock = threading.Lock()
 
 
 def start(name: str, fn: Callable, *args) -> Future:
@@ -51,9 +54,13 @@ def new_dir(name: str) -> Path:
 def run(cmd, timeout: float, **kw) -> subprocess.CompletedProcess:
     """subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw), in a session
     of its own whose process group is killed on the timeout or by end()."""
-    with subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True, **kw) as p:
+    with _lock:  # end() kills every command started before it, and none starts after it
+        if _ending:
+            raise RuntimeError("the test session is ending: no new command")
+        p = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True, **kw)
         _procs.append(p)
+    with p:
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -73,11 +80,15 @@ def end() -> None:
     remove the folders."""
     import shutil
 
+    global _ending
     if _pool is not None:
-        _pool.shutdown(wait=False, cancel_futures=True)
-        for p in _procs:
-            if p.poll() is None:
-                _kill_group(p)
+        for job in _jobs.values():  # those not started (shutdown's cancel_futures: Python 3.9+)
+            job.cancel()
+        with _lock:
+            _ending = True
+            for p in _procs:
+                if p.poll() is None:
+                    _kill_group(p)
         _pool.shutdown(wait=True)
     if _root is not None:
         shutil.rmtree(_root, ignore_errors=True)

@@ -190,8 +190,9 @@ def trained(syn_csv, tmp_path_factory):
     return out, metrics
 
 
-def pytest_collection_modifyitems(session, config, items):
-    """Start the background work (tests/background.py) of the modules whose tests will run."""
-    for module in dict.fromkeys(item.module for item in items if item.module is not None):
+def pytest_collection_finish(session):
+    """Start the background work (tests/background.py) of the modules whose tests will run (once
+    -k and -m have deselected theirs)."""
+    for module in dict.fromkeys(getattr(item, "module", None) for item in session.items):
         for start in getattr(module, "BACKGROUND", ()):
             start()

@@ -91,6 +91,14 @@ def column_label(column: str | None) -> str:
     return names.get(column, f"`{column}`")
 
 
+def figure_label(column: str | None, what: str = "energy") -> str:
+    """What a data column of energy is (or the power derived from it: ``what="power"``), for a
+    figure's axis or title: "module energy", "CPU+GPU power", another column by its name
+    ("energy (energy_j)")."""
+    measure = {c: m for m, c in COLUMN.items()}.get(column)
+    return f"{LABEL[measure]} {what}" if measure else f"{what} ({column or 'not recorded'})"
+
+
 def describe(fields) -> str:
     """One line of a report's energies (``report_fields``), the minimised one first:
     "module 123.4 J (CPU+GPU 98.7 J)"; an unknown one says so."""

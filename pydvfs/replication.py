@@ -110,10 +110,8 @@ def leave_one_model_out(data: str | Path, tree_params: dict) -> dict:
 def host_bound_branch(data: str | Path, tree_params: dict) -> dict:
     """Does a tree with the selected hyper-parameters, fitted on plain and host-bound workloads
     (``sweep --sim --host-bound``), send utilisation <= 22 % to 1020 MHz as the paper's does?"""
-    from sklearn.tree import export_text
-
     from .policy.curves import curves_from_frame, read_dataset
-    from .policy.train import FEATURE_SETS, Classifier, class_names, tree_maker
+    from .policy.train import FEATURE_SETS, Classifier, rules_text, tree_maker
 
     curves = curves_from_frame(read_dataset(data), PAPER_ENERGY_COLUMN)
     params = {k: v for k, v in tree_params.items() if k != "features"}
@@ -123,7 +121,7 @@ def host_bound_branch(data: str | Path, tree_params: dict) -> dict:
            and c.workload.util_pct <= PAPER_A["util_branch_pct"]]
     return {
         "workloads": len(curves), "low_util": len(low), "util_threshold_pct": PAPER_A["util_branch_pct"],
-        "rules": export_text(tree.model, feature_names=list(feats), class_names=class_names(tree.model), decimals=1),
+        "rules": rules_text(tree.model, feats),
         "low_util_workloads": [{"workload": c.name, "util_pct": c.workload.util_pct, "best_mhz": c.best_mhz,
                                 "label_mhz": c.label_mhz, "tree_mhz": tree.choose(c)} for c in low],
         "meets_1020_branch": any(tree.choose(c) == PAPER_A["util_branch_mhz"] for c in low),

@@ -81,6 +81,66 @@ def summary_section(results: dict) -> list[str]:
     return L
 
 
+def _excess(curve: dict, clock) -> str:
+    """How much more energy per step than the curve's least a clock costs on it ("+0.7 %")."""
+    v = curve.get(f"{clock:g}")
+    return "–" if v is None else f"{100 * (v / min(curve.values()) - 1):+.1f} %"
+
+
+def best_clocks_section(results: dict) -> list[str]:
+    """One workload (the governed, online and joint stages' bert-base/SST-2) is given a "best"
+    clock by several stages: which measure, search and model each is, and how far apart they
+    are on each simulator's own noiseless curve (issue 37 item 23)."""
+    online, joint, gov = results.get("online", {}), results.get("joint", {}), results.get("governed_run", {})
+    wl = online.get("workload") or gov.get("workload")
+    if not wl:
+        return []
+    rows = []
+    sim = online.get("simulated_j_per_step") or {}
+    jrow = next((w for w in joint.get("workloads", []) if w["workload"] == wl), {})
+    grid = jrow.get("gpu_only_j_per_step") or {}
+
+    def add(stage, best, model, clock):
+        rows.append([stage, best, model, clock if isinstance(clock, str) else f"{clock:g} MHz",
+                     _excess(sim, clock) if sim and not isinstance(clock, str) else "–",
+                     _excess(grid, clock) if grid and not isinstance(clock, str) else "–"])
+
+    char = next((w for w in results.get("characterise", {}).get("analysis", {}).get("per_workload", [])
+                 if w["workload"] == wl), None)
+    if char:
+        add("characterisation (`sweep --sim`)", "least mean measured energy per run over the repeats (the sweet spot)",
+            "the simulator, with measurement noise", char["sweet_spot_mhz"])
+    if gov:
+        clock = gov["runs"]["mlg"]["freq_mhz"]
+        add("the learned policy (governed run)", "the shipped model's clock for this workload's features: one clock "
+            "for a region of workloads (the best fixed clock where the tree did not beat it)",
+            "trained on every characterisation workload", "MAXN" if clock is None else clock)
+    if online:
+        add("the online search", "where the search settled, from measured windows",
+            "the simulator on the animated board, window noise", online["final_mhz"])
+        add("the online stage's reference", "least energy per step, no noise (\"the simulator's own optimum\")",
+            "the simulator, noiseless", online["simulated_optimum_mhz"])
+    if jrow:
+        add("the joint stage, GPU-only", "least energy per step over the GPU clocks, EMC and CPU at the top",
+            "the joint simulator (GPU x EMC x CPU) with the run's per-mode spread",
+            jrow.get("gpu_only_best_mhz", jrow["gpu-only"]["settled"][0]))
+        add("the joint stage, best mode", f"least energy per step over all {jrow['modes']} modes (GPU/EMC/CPU MHz)",
+            "the joint simulator", "/".join(f"{x:g}" for x in jrow["best_mode"]))
+    if len(rows) < 2:
+        return []
+    L = [f"## One workload, several best clocks: {wl}", "",
+         f"Every stage below minimises **module** energy for {wl}, but each answers its own question with its own "
+         "model: a noisy sweep, a tree trained on other workloads, a search on measured windows, the simulator's "
+         "noiseless curve, and the joint simulator, a separate model of the same board that adds the EMC's and "
+         "the CPU's power (its EMC and CPU terms are priors, not calibrated), so the two optima need not agree. "
+         "The bottom of the U is flat: the last two columns give each clock's extra energy per step over the least "
+         "on each simulator's own curve, without window noise (the joint one's at the top EMC and CPU clocks); "
+         "noise or a neighbouring model moves the pick between levels that cost within a few per cent.", ""]
+    L += _table(["stage", "\"best\" means", "model and noise", "clock", "on the simulator's curve",
+                 "on the joint simulator's curve"], rows) + [""]
+    return L
+
+
 # What the real-data studies measured (Perseus, Zeus): the GPU's energy, not a Jetson module's.
 REAL_DATA_ENERGY = "GPU (measured)"
 
@@ -216,6 +276,7 @@ def markdown(results: dict) -> str:
         if jt.get("heatmap"):
             L += [f"A mode sweep (`sweep --sim --knobs gpu,emc,cpu`, {jt['sweep_modes']} modes): module energy over "
                   "GPU x EMC at each cell's best CPU clock.", "", f"![modes]({jt['heatmap']})", ""]
+    L += best_clocks_section(results)
     if "real_data" in results:
         r = results["real_data"]
         L += ["## The analysis on real measurements from other hardware", "",

@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import errno
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import background
 import pytest
 
 from pydvfs.device.fake import ORIN_11_LEVELS_HZ, ORIN_13_LEVELS_HZ, build_fake_board
@@ -31,12 +35,20 @@ def _written_only_by_root(path: Path) -> bool:
 # run as root on CI, keep their temp folders under the checkout's build/ folder, or, for a
 # checkout that lies below such a folder (a clone in /tmp), under /run. TEST_TMP is mode 0755:
 # the tests that run clients as nobody make their folders in it.
+# Outside the checkout each session has a folder of its own there, removed when it ends
+# (pytest_unconfigure): nothing is left in /run, and a nested session (tests/test_pythons.py runs
+# pytest in venvs) never removes its parent's.
 TEST_TMP = REPO / "build" / "tmp"
+_OWN_TEST_TMP = False
 if os.geteuid() == 0:
     if not _written_only_by_root(REPO):
-        TEST_TMP = Path("/run/pydvfs-tests") if _written_only_by_root(Path("/run")) else Path("/var/lib/pydvfs-tests")
+        _base = Path("/run/pydvfs-tests") if _written_only_by_root(Path("/run")) else Path("/var/lib/pydvfs-tests")
+        _base.mkdir(mode=0o755, parents=True, exist_ok=True)
+        TEST_TMP, _OWN_TEST_TMP = Path(tempfile.mkdtemp(prefix="session-", dir=_base)), True
+        TEST_TMP.chmod(0o755)
     TEST_TMP.mkdir(mode=0o755, parents=True, exist_ok=True)
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(TEST_TMP))
+background.BASE = TEST_TMP if TEST_TMP.is_dir() else None
 
 # The session's own record, state and lock folders and an empty sysfs root, set before any
 # fixture runs: module- and session-scoped fixtures start their processes before _hermetic_env
@@ -48,6 +60,49 @@ for _var, _name in (("PYDVFS_DATA_DIR", "runs"), ("PYDVFS_STATE_DIR", "state"), 
                     ("PYDVFS_SYSFS_ROOT", "empty-root")):
     (_SESSION_DIRS / _name).mkdir(mode=0o700)
     os.environ[_var] = str(_SESSION_DIRS / _name)
+
+
+def pytest_unconfigure(config):
+    background.end()
+    if _OWN_TEST_TMP:
+        shutil.rmtree(TEST_TMP, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            TEST_TMP.parent.rmdir()  # the last session out removes /run/pydvfs-tests
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that could not start a process (fork or exec failed for want of processes or
+    memory: another job exhausted the machine's limits) says so first, not as a pydvfs failure."""
+    outcome = yield
+    rep = outcome.get_result()
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if rep.failed and isinstance(exc, OSError) and exc.errno in (errno.EAGAIN, errno.ENOMEM) and any(
+            e.name in ("_execute_child", "_fork_exec", "fork") for e in call.excinfo.traceback):
+        rep.longrepr = (f"COULD NOT START A PROCESS ({exc}): the machine's process or memory limit was "
+                        f"reached, by this or another job; rerun when it is idle. Not a failure of the code "
+                        f"under test.\n\n{rep.longrepr}")
+
+
+@pytest.fixture
+def spawn():
+    """subprocess.Popen in a session of its own; when the test ends, on every path (a timeout, a
+    failed assert), whatever is left of that process group is killed (SIGKILL) and reaped: a
+    signal test never leaves its command (a training process, a sleep) running."""
+    procs = []
+
+    def start(args, **kw) -> subprocess.Popen:
+        p = subprocess.Popen([str(a) for a in args], start_new_session=True, **kw)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            # sent even when the leader is gone: a member keeps the group (and its id) alive
+            os.killpg(p.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")
@@ -135,14 +190,9 @@ def trained(syn_csv, tmp_path_factory):
     return out, metrics
 
 
-@pytest.fixture(scope="session")
-def sdist(tmp_path_factory) -> Path:
-    """The sdist, built once from this checkout (PEP 517, setuptools' backend), for every test
-    that installs pydvfs as a user would (tests/test_packaging.py, tests/test_pythons.py)."""
-    out = tmp_path_factory.mktemp("sdist")
-    build = "from setuptools import build_meta as b; import sys; print(b.build_sdist(sys.argv[1]))"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    res = subprocess.run([sys.executable, "-c", build, str(out)], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=600, check=False)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return out / res.stdout.strip().splitlines()[-1]
+def pytest_collection_finish(session):
+    """Start the background work (tests/background.py) of the modules whose tests will run (once
+    -k and -m have deselected theirs)."""
+    for module in dict.fromkeys(getattr(item, "module", None) for item in session.items):
+        for start in getattr(module, "BACKGROUND", ()):
+            start()

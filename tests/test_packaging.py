@@ -10,6 +10,8 @@ need, and non-editable installs into fresh venvs work away from the checkout.
   environment's packages (torch, scikit-learn, ... through a .pth file, so nothing is
   downloaded): the demo (which trains with `pydvfs train`; the suite's one quick demo, so all
   of its checks are here), then `pydvfs apply --model-dir` with the model it trained.
+The wheel and the extras venv with its demo are made in the background from the start of the
+session (tests/background.py), beside the rest of the suite; the tests wait for them.
 Every command runs from an empty folder with no PYTHONPATH, and each venv's pydvfs is checked to
 be its own installed copy, not the checkout.
 """
@@ -31,6 +33,7 @@ from pydvfs import __version__
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "pydvfs"))
+import background  # noqa: E402
 from report_numbers import check_quick_demo  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -55,8 +58,7 @@ def clean_env() -> dict:
 
 
 def sh(cmd, cwd, timeout=600, **kw) -> subprocess.CompletedProcess:
-    res = subprocess.run([str(c) for c in cmd], cwd=cwd, env=kw.pop("env", clean_env()), check=False, capture_output=True,
-                         text=True, timeout=timeout, **kw)
+    res = background.run(cmd, timeout, cwd=cwd, env=kw.pop("env", clean_env()), **kw)
     assert res.returncode == 0, f"{cmd}: {res.stderr[-3000:]}"
     return res
 
@@ -69,6 +71,19 @@ class Timings(dict):
         return out
 
 
+def dists_job():
+    return background.start("dists", build_dists)
+
+
+def demo_job():
+    return background.start("demo", demo_in_a_venv)
+
+
+# The wheel, then the extras venv and its quick demo, start in the background when the tests are
+# collected (tests/background.py): the tests below check their results.
+BACKGROUND = [background.sdist_job, dists_job, demo_job]
+
+
 @pytest.fixture(scope="module")
 def timings():
     t = Timings()
@@ -76,17 +91,25 @@ def timings():
     print("\npackaging timings (s):", json.dumps(t))
 
 
-@pytest.fixture(scope="module")
-def dists(sdist, tmp_path_factory, timings):
-    out = tmp_path_factory.mktemp("dists")
+def build_dists() -> dict:
+    """The wheel built from the unpacked sdist (so a file missing from the sdist fails it)."""
+    sdist = background.sdist_job().result()
+    timings = Timings()
+    out, unpacked = background.new_dir("dists"), background.new_dir("unpacked")
     build = "from setuptools import build_meta as b; import sys; print(b.build_wheel(sys.argv[1]))"
-    unpacked = tmp_path_factory.mktemp("unpacked")
     with tarfile.open(sdist) as tar:
         tar.extractall(unpacked, filter="data")
     src = unpacked / f"pydvfs-{__version__}"
     wheel = out / timings.run("wheel from the sdist", lambda: sh(
         [sys.executable, "-c", build, out], src)).stdout.strip().splitlines()[-1]
-    return {"sdist": sdist, "wheel": wheel, "src": src}
+    return {"sdist": sdist, "wheel": wheel, "src": src, "timings": timings}
+
+
+@pytest.fixture(scope="module")
+def dists(timings):
+    d = dists_job().result()
+    timings.update(d["timings"])
+    return d
 
 
 def test_sdist_holds_the_sources_and_the_licence(dists):
@@ -162,8 +185,13 @@ def test_wheel_in_a_fresh_venv_without_extras(dists, tmp_path, timings):
     assert json.loads(sh([venv / "pydvfs", "restore", *board], cwd).stdout)["restored"] is True
 
 
-def test_the_sdists_wheel_in_a_venv_with_extras_trains_applies_and_runs_the_demo(dists, tmp_path, timings):
-    venv = make_venv(tmp_path / "extras", timings, "extras")
+def demo_in_a_venv() -> dict:
+    """The venv with extras: the sdist's wheel installed there, and its quick demo run from an
+    empty folder (the suite's one quick demo: about 6 min of CPU on an idle machine)."""
+    dists = dists_job().result()
+    timings = Timings()
+    work = background.new_dir("extras")
+    venv = make_venv(work / "extras", timings, "extras")
     # the heavy extras (torch, scikit-learn, ...) and the build requirements come from this test's
     # environment: a .pth line appends its site-packages after the venv's own, so the venv's
     # pydvfs comes first
@@ -171,16 +199,21 @@ def test_the_sdists_wheel_in_a_venv_with_extras_trains_applies_and_runs_the_demo
     (site_packages(venv) / "test-environment.pth").write_text("\n".join(sorted(here)) + "\n")
     timings.run("pip install wheel", lambda: sh(
         [venv / "python", "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--ignore-installed",
-         dists["wheel"]], tmp_path))
-    cwd = tmp_path / "elsewhere"
+         dists["wheel"]], work))
+    cwd = work / "elsewhere"
     cwd.mkdir()
+    demo = timings.run("demo --quick", lambda: background.run(
+        [venv / "pydvfs", "demo", "--quick", "--out", cwd / "demo", "--json"], 2400, cwd=cwd, env=clean_env()))
+    return {"venv": venv, "cwd": cwd, "demo": demo, "timings": timings}
+
+
+def test_the_sdists_wheel_in_a_venv_with_extras_trains_applies_and_runs_the_demo(timings):
+    r = demo_job().result()
+    timings.update(r["timings"])
+    venv, cwd, demo = r["venv"], r["cwd"], r["demo"]
     assert_installed_copy(venv, cwd)
     assert sh([venv / "pydvfs", "--version"], cwd).stdout.startswith(f"pydvfs {__version__}")
-
-    # the one quick demo of the test suite: the main job end to end, from the installed copy (about
-    # 6 min of CPU; on a machine loaded three times over it took 18 min, past the old 15-min limit)
-    demo = timings.run("demo --quick", lambda: sh(
-        [venv / "pydvfs", "demo", "--quick", "--out", cwd / "demo", "--json"], cwd, timeout=2400))
+    assert demo.returncode == 0, demo.stderr[-3000:]
     check_quick_demo(cwd / "demo", json.loads(demo.stdout), demo.stderr)
 
     model = cwd / "demo" / "model"  # trained by the demo's `pydvfs train` with the installed headers

@@ -10,9 +10,9 @@
 - the daemon client: govcore serve (this tree's binary, as root) on a fake board, and the
   Python API through it (tests/govcore/test_serve.py's client, here as root from the venv).
 
-The three venvs are built and tested at once (most of the time is pip waiting on the network
-and the C compiler). One sdist serves all three (tests/conftest.py's, which
-tests/test_packaging.py installs too).
+The three venvs are built and tested in the background from the start of the session
+(tests/background.py), one after the other, beside the rest of the suite. One sdist serves all
+three (the background job "sdist", which tests/test_packaging.py installs too).
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import background
 import pytest
 from test_packaging import clean_env, sh
 
@@ -86,12 +86,13 @@ def find_python(version: str) -> str | None:
 
 
 def run(cmd, cwd, timeout=600, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=env or clean_env(), capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return background.run(cmd, timeout, cwd=cwd, env=env or clean_env())
 
 
-def install_and_test(exe: str, sdist: Path, work: Path) -> dict:
+def install_and_test(version: str, exe: str) -> dict:
     """The venv, the install and the core tests under one Python; returns what the tests check."""
+    sdist = background.sdist_job().result()
+    work = background.new_dir(f"py{version}")
     t0 = time.monotonic()
     venv = work / "venv"
     sh([exe, "-m", "venv", venv], work)
@@ -115,16 +116,24 @@ def install_and_test(exe: str, sdist: Path, work: Path) -> dict:
                         "core tests": round(done - installed, 1), "total": round(done - t0, 1)}}
 
 
+def start_installs() -> dict:
+    """{version: the Future of its background job (install_and_test), or None: no such Python}."""
+    background.sdist_job()  # first: the installs wait on it
+    return {v: (background.start(f"python {v}", install_and_test, v, exe) if exe else None)
+            for v, exe in ((v, find_python(v)) for v in JETPACK_PYTHONS)}
+
+
+# The three installs start in the background when the tests are collected (tests/background.py),
+# one after the other, beside the rest of the suite.
+BACKGROUND = [start_installs]
+
+
 @pytest.fixture(scope="module")
-def pythons(sdist, tmp_path_factory):
-    """{version: (future of install_and_test's dict) or (None, why skipped)}; all at once."""
-    found = {v: find_python(v) for v in JETPACK_PYTHONS}
-    pool = ThreadPoolExecutor(max_workers=len(found))
-    futures = {v: (pool.submit(install_and_test, exe, sdist, tmp_path_factory.mktemp(f"py{v}")) if exe else None)
-               for v, exe in found.items()}
+def pythons():
+    """{version: (future of install_and_test's dict) or None (no such Python)}."""
+    futures = start_installs()
     yield futures
-    pool.shutdown(wait=True)
-    times = {v: f.result()["seconds"] for v, f in futures.items() if f and not f.exception()}
+    times = {v: f.result()["seconds"] for v, f in futures.items() if f and f.done() and not f.exception()}
     print("\nJetPack Pythons, wall time (s):", json.dumps(times))
 
 

@@ -7,6 +7,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..energy import figure_label
 from .ucurve import WorkloadResult
 
 FORMATS = ("png", "svg")
@@ -37,13 +38,15 @@ def _save(fig, out_dir: str, stem: str) -> list[str]:
     return paths
 
 
-def plot_workload(result: WorkloadResult, table, out_dir: str) -> list[str]:
+def plot_workload(result: WorkloadResult, table, out_dir: str, energy_column: str | None = None) -> list[str]:
     """Energy, power and time vs the knob for one workload: mean with repeat std as error bars,
-    MAXN as a dashed horizontal line, the sweet spot starred, and the fitted time/power models."""
+    MAXN as a dashed horizontal line, the sweet spot starred, and the fitted time/power models.
+    ``energy_column``: the data's column the energy is, named on the axes (module, CPU+GPU)."""
     plt = _pyplot()
     k = table["knob" if "knob" in table.columns else result.knob].to_numpy(float)
     fig, axes = plt.subplots(3, 1, figsize=(6.4, 8.0), sharex=True)
-    panels = [("energy_j", "energy (J)"), ("power_w", "avg power (W)"), ("time_s", "time (s)")]
+    panels = [("energy_j", f"{figure_label(energy_column)} (J)"),
+              ("power_w", f"avg {figure_label(energy_column, 'power')} (W)"), ("time_s", "time (s)")]
     others = [s for s in result.baselines if s != "maxn"]
     for ax, (col, label) in zip(axes, panels):
         mean = table[f"{col}_mean"].to_numpy(float)
@@ -152,8 +155,9 @@ def plot_mode_heatmap(rows, out_dir: str, energy_col: str = "energy_module_j") -
         ax.set_xlabel("GPU clock (MHz)")
         ax.set_ylabel("EMC rate (MHz)")
         cb = fig.colorbar(im, ax=ax)
-        cb.set_label("log2 energy / least (best CPU clock)")
-        ax.set_title(f"{wl}: {energy_col} over GPU x EMC (cell: x least; CPU MHz)", fontsize=8)
+        energy = figure_label(energy_col)
+        cb.set_label(f"log2 {energy} / least (best CPU clock)")
+        ax.set_title(f"{wl}: {energy} per run over GPU x EMC (cell: x least; CPU MHz)", fontsize=8)
         written += _save(fig, out_dir, f"{slug(wl)}_modes")
         plt.close(fig)
     return written

@@ -163,7 +163,7 @@ def _handle(args: argparse.Namespace) -> int:
 
         plot_dir = os.path.join(args.out, "plots")
         for r in results:
-            files += plots.plot_workload(r, curves[curves["workload"] == r.workload], plot_dir)
+            files += plots.plot_workload(r, curves[curves["workload"] == r.workload], plot_dir, energy_column)
         files += plots.plot_optimal_map(results, plot_dir)
 
     data = {k: v for k, v in summary.items() if k != "workloads"}

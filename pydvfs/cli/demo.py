@@ -18,8 +18,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ctx = DemoContext(out_dir=Path(args.out).resolve(), seed=args.seed, quick=args.quick, cli=main)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     # the simulated board's own store of runs lives in the demo's folder (docs/store.md): the demo
-    # writes nothing outside it, and no earlier run of this machine changes its decisions
+    # writes nothing outside it, and no earlier run of this machine changes its decisions; so do
+    # the locks of its fake boards (as root the default is the host's /run/pydvfs/locks)
     os.environ["PYDVFS_DATA_DIR"] = str(ctx.path("board-runs"))
+    os.environ["PYDVFS_LOCK_DIR"] = str(ctx.path("locks"))
     t0 = time.monotonic()
     for name, stage in STAGES:
         ctx.say(f"--- {name} ---")

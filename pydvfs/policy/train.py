@@ -460,7 +460,7 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
     params = {k: v for k, v in tree_score.params.items() if k != "features"}
     feats = FEATURE_SETS[tree_score.params["features"]]
     chooser = Classifier("tree", tree_maker(**params), feats).fit(curves)
-    clf = chooser.model
+    clf = prune_same_class(chooser.model)  # the same decisions, exported and printed without dead splits
     ffg = FixedClock().fit(curves).mhz
     util = default_util(curves)
     board = fit_board(curves)
@@ -480,8 +480,7 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
         "source": source,
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
-    from sklearn.tree import export_text
-    tree_rules = export_text(clf, feature_names=list(feats), class_names=class_names(clf), decimals=1)
+    tree_rules = rules_text(clf, feats)
     prov = manifest.provenance(data_path, source)
     if decision["shipped"] == "tree":
         rules = tree_rules
@@ -529,6 +528,40 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
 
 def class_names(clf) -> list[str]:
     return ["MAXN" if c == 0.0 else f"{c:g} MHz" for c in classes_mhz(clf)]
+
+
+def prune_same_class(clf):
+    """A copy of a fitted tree in which a split whose leaves all give one class is a leaf: the
+    same decision for every input (a node's class shares are its leaves' weighted mix, so the
+    class they all give stays its largest; checked), fewer rules to print and compile. A split
+    can lower the impurity without changing the class, so scikit-learn keeps such splits."""
+    import copy
+
+    import numpy as np
+
+    clf = copy.deepcopy(clf)
+    t = clf.tree_
+    left, right = t.children_left, t.children_right  # views of the tree's nodes: written in place
+
+    def single_class(node: int):
+        if left[node] == -1:
+            return int(np.argmax(t.value[node][0]))
+        a, b = single_class(left[node]), single_class(right[node])
+        if a is None or a != b or int(np.argmax(t.value[node][0])) != a:
+            return None
+        left[node] = right[node] = -1  # a leaf (scikit-learn's TREE_LEAF)
+        t.feature[node], t.threshold[node] = -2, -2.0  # with no split (TREE_UNDEFINED), as its leaves
+        return a
+
+    single_class(0)
+    return clf
+
+
+def rules_text(clf, feats) -> str:
+    """The tree's rules as text (scikit-learn's export_text), split with one class pruned."""
+    from sklearn.tree import export_text
+
+    return export_text(prune_same_class(clf), feature_names=list(feats), class_names=class_names(clf), decimals=1)
 
 
 def _plot_tree(clf, feats, out: Path) -> None:

@@ -15,6 +15,10 @@ void fake_write_dt(const char *root, const char *rel, const char *text); /* NUL-
 /* Read root + rel into buf (trailing newline removed). */
 void fake_read(const char *root, const char *rel, char *buf, int len);
 
+/* The private lock folder every test binary linking this file uses ($PYDVFS_LOCK_DIR, set before
+ * main; removed at exit). */
+const char *fake_lock_dir(void);
+
 /* rm -rf root. */
 void fake_tree_remove(const char *root);
 

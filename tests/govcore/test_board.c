@@ -3,6 +3,7 @@
 #include "check.h"
 #include "fake_tree.h"
 #include "govcore.h"
+#include "lock.h"
 #include "powermode.h"
 
 #include <errno.h>
@@ -39,6 +40,21 @@ static void test_discovers_jp5_hwmon(void)
         CHECK(gc_gpu_load_permille(&b, &load) == 0 && load == 437);
     }
     fake_tree_remove(root);
+}
+
+/* The tests leave nothing outside their temp folders: a fake tree is gone once removed (as root
+ * it lies in /run), and the locks go to the private folder, never the host's /run/pydvfs/locks. */
+static void test_leaves_nothing_behind(void)
+{
+    char root[256], dir[GC_PATH_MAX];
+    struct stat st;
+
+    snprintf(root, sizeof root, "%s", fake_tree_make(FAKE_JP5, ORIN_11_LEVELS));
+    CHECK(stat(root, &st) == 0);
+    fake_tree_remove(root);
+    CHECK(stat(root, &st) != 0 && errno == ENOENT);
+    CHECK(gc_lock_dir(dir, sizeof dir) == 0 && strcmp(dir, fake_lock_dir()) == 0);
+    CHECK(strcmp(dir, GC_LOCK_DIR_ROOT) != 0);
 }
 
 static void test_discovers_jp6_13_levels(void)
@@ -446,6 +462,7 @@ static void test_power_mode_cap(void)
 int main(void)
 {
     RUN(test_discovers_jp5_hwmon);
+    RUN(test_leaves_nothing_behind);
     RUN(test_discovers_jp6_13_levels);
     RUN(test_discovers_jp4_ina3221x);
     RUN(test_discovers_thor);

@@ -192,7 +192,7 @@ static void test_lock_one_owner(void)
     CHECK(unlink(target) == 0);
     CHECK(symlink("/etc/passwd", target) == 0);
     CHECK(gc_lock_acquire(&b, 0, &a) < 0 && a.fd < 0);
-    unsetenv("PYDVFS_LOCK_DIR");
+    setenv("PYDVFS_LOCK_DIR", fake_lock_dir(), 1);
     fake_tree_remove(root);
 }
 

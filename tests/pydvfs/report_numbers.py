@@ -186,7 +186,7 @@ def check_quick_demo(out: Path, summary: dict, stderr: str) -> None:
     assert results["real_data"]["perseus_gpt3_a100"] and results["real_data"]["zeus_bert_v100"]
     md = (out / "report.md").read_text()
     for section in ("Characterisation", "frequency model", "Evaluation on unseen tasks", "governed run", "online governor",
-                    "real measurements", "roofline", "honest selection"):
+                    "real measurements", "roofline", "honest selection", "One workload, several best clocks"):
         assert section in md
     for line in md.splitlines():  # every picture the report shows exists
         if line.startswith("!["):

@@ -3,7 +3,6 @@ after it (also when CMD fails, on SIGINT and SIGTERM), and CMD's exit status (is
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -69,11 +68,10 @@ def test_bad_commands_and_options(cli, board):
 
 
 @pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_stops_the_command_and_restores(board, tmp_path, sig, status):
+def test_a_signal_stops_the_command_and_restores(board, tmp_path, sig, status, spawn):
     started = tmp_path / "started"
-    p = subprocess.Popen([sys.executable, "-m", "pydvfs", "pin", "510", "--sysfs-root", str(board.root), "--",
-                          "sh", "-c", f"touch {started}; exec sleep 600"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    p = spawn([sys.executable, "-m", "pydvfs", "pin", "510", "--sysfs-root", str(board.root), "--",
+               "sh", "-c", f"touch {started}; exec sleep 600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not started.exists():
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()

@@ -4,7 +4,6 @@ online search run against it."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -169,30 +168,28 @@ def test_online_starts_where_the_learned_model_points(cli, orin, tmp_path):
     assert limits(orin) == FULL
 
 
-def _wait_for(cond, timeout_s=20.0):
+def _wait_for(cond, proc=None, timeout_s=120.0):
+    """Until cond() holds; fails at once if proc ended first (generous: a loaded machine starts
+    Python slowly)."""
     deadline = time.monotonic() + timeout_s
     while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
+        assert proc is None or proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
 
 
 @pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
-def test_a_signal_restores_the_board_and_stops_the_command(orin, tmp_path, sig, status):
-    """...and keeps what was measured: --json prints the partial record, marked partial."""
+def test_a_signal_restores_the_board_and_stops_the_command(orin, tmp_path, sig, status, spawn):
+    """...and keeps what was measured: --json prints the partial record, marked partial. The
+    training command never outlives the test (spawn kills its process group on every path)."""
     progress = tmp_path / "steps"
     args = [sys.executable, "-m", "pydvfs", "run", "--json", "--sysfs-root", str(orin.root), "--start", "510",
             "--progress-file", str(progress), *FAST, "--", *train_cmd(orin, progress, 10 ** 7)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=os.environ.copy())
-    try:
-        _wait_for(lambda: progress.exists() and limits(orin) == (510000000, 510000000))
-        time.sleep(0.3)
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc = spawn(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: progress.exists() and limits(orin) == (510000000, 510000000), proc)
+    time.sleep(0.3)  # the run lasts that long at least (asserted below), whatever the load
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == status, err
     assert "Traceback" not in err and "restored; the report above is partial" in err
     assert limits(orin) == FULL
@@ -206,18 +203,14 @@ def test_a_signal_restores_the_board_and_stops_the_command(orin, tmp_path, sig, 
 
 
 @pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
-def test_a_static_run_stopped_by_a_signal_reports_what_it_measured(orin, tmp_path, sig, status):
+def test_a_static_run_stopped_by_a_signal_reports_what_it_measured(orin, tmp_path, sig, status, spawn):
     args = [sys.executable, "-m", "pydvfs", "run", "--sysfs-root", str(orin.root), "--policy", "ffg",
-            "--workload", BERT_BASE, "--", "sleep", "60"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
-    try:
-        _wait_for(lambda: limits(orin)[0] == limits(orin)[1])
-        time.sleep(0.3)
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+            "--workload", BERT_BASE, "--", "sh", "-c", f"touch {tmp_path / 'started'}; exec sleep 60"]
+    proc = spawn(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: (tmp_path / "started").exists(), proc)  # the command runs: the run is governing
+    assert limits(orin)[0] == limits(orin)[1]
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == status and "Traceback" not in err, err
     assert out == "" and "\ncommand   " in "\n" + err, (out, err)  # the report: on stderr, stdout is CMD's
     assert f"PARTIAL   the run was stopped ({signal.Signals(sig).name})" in err

@@ -2,7 +2,6 @@
 pinning code and C sampler run against it."""
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -101,18 +100,18 @@ def _seed_pinning_first() -> int:
     raise AssertionError("no seed puts the pinned clock first")
 
 
-def test_ctrl_c_restores_the_board(orin, tmp_path):
-    out = tmp_path / "d.csv"
+def test_ctrl_c_restores_the_board(orin, tmp_path, spawn):
+    out, started = tmp_path / "d.csv", tmp_path / "started"
     args = [sys.executable, "-m", "pydvfs", *sweep_args(orin, out, "--freqs", "306", "--seed", str(_seed_pinning_first()),
-                                                        "--", sys.executable, "-c", "import time; time.sleep(60)")]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
-    deadline = time.monotonic() + 30
-    while orin.read_hz("max_freq") != 306000000 and time.monotonic() < deadline:
+                                                        "--", "sh", "-c", f"touch {started}; exec sleep 60")]
+    proc = spawn(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120  # the pinned run's command started (a loaded machine starts Python slowly)
+    while not (started.exists() and orin.read_hz("max_freq") == 306000000):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.02)
     assert orin.read_hz("min_freq") == orin.read_hz("max_freq") == 306000000  # pinned, training
-    time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert orin.read_hz("max_freq") == 1300500000 and orin.read_hz("min_freq") == 306000000
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import sys
+from pathlib import Path
 
+import background
 import numpy as np
 import pytest
 import synthetic
@@ -19,15 +22,52 @@ from pydvfs.policy.roofline import CONSTANTS, RooflineBoard, read_roofline, writ
 TABLES = {"11": (synthetic.LEVELS, ORIN_11_LEVELS_HZ), "13": (synthetic.LEVELS_13, ORIN_13_LEVELS_HZ)}
 
 
-@pytest.fixture(scope="module", params=sorted(TABLES), ids=lambda k: f"{k}-levels")
-def trained_on_table(request, tmp_path_factory):
-    from pydvfs.policy.train import train
+def _flat_labels(layers, s, levels):
+    return 714.0
 
+
+def _random_labels():
+    rnd, table = random.Random(7), {}
+    return lambda layers, s, levels: table.setdefault((layers, s), rnd.choice((612.0, 714.0)))
+
+
+# The four trainings of this module (about 40 s each) run in the background from the start of
+# the session (tests/background.py): `pydvfs train` on a synthetic dataset, one job each.
+DATASETS = {
+    "11": dict(tasks=("sst2", "rte"), levels=synthetic.LEVELS),
+    "13": dict(tasks=("sst2", "rte"), levels=synthetic.LEVELS_13),
+    # one task's 8 workloads: as flat as 16, at a third of the leave-one-out fits
+    "flat": dict(tasks=("sst2",), optimum=_flat_labels),
+    # labels that are noise (a random best clock per workload, no rule behind it); one task's 8
+    # workloads: random labels send the tree search to its deepest trees, and the leave-one-out
+    # selection over them grows with the square of the workloads
+    "random": dict(tasks=("sst2",)),
+}
+
+
+def _train(name: str) -> tuple[Path, subprocess.CompletedProcess]:
+    d = background.new_dir(f"train-{name}")
+    kw = dict(DATASETS[name], optimum=_random_labels()) if name == "random" else DATASETS[name]
+    synthetic.write(d / "data.csv", **kw)
+    res = background.run([sys.executable, "-m", "pydvfs", "train", "--data", d / "data.csv", "--out", d / "model",
+                          "--energy", "cpu-gpu"], 1200)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return d, res
+
+
+def training(name: str):
+    return background.start(f"train on {name} labels", _train, name)
+
+
+BACKGROUND = [lambda name=name: training(name) for name in DATASETS]
+
+
+@pytest.fixture(scope="module", params=sorted(TABLES), ids=lambda k: f"{k}-levels")
+def trained_on_table(request):
     levels, levels_hz = TABLES[request.param]
-    d = tmp_path_factory.mktemp(f"t{request.param}")
-    synthetic.write(d / "syn.csv", tasks=("sst2", "rte"), levels=levels)
-    curves = curves_from_frame(read_dataset(d / "syn.csv"))
-    metrics = train(curves, d / "model", source=f"synthetic {request.param} levels")
+    d, _ = training(request.param).result()
+    curves = curves_from_frame(read_dataset(d / "data.csv"))
+    metrics = json.loads((d / "model" / "metrics.json").read_text())
     return levels, levels_hz, d / "model", metrics, curves
 
 
@@ -74,38 +114,24 @@ def test_roofline_needs_a_model_dir(cli, board, govcore_bin):
     assert board.read_hz("max_freq") == 1300500000
 
 
-def test_ffg_ships_when_the_tree_cannot_beat_it(tmp_path, cli):
+def test_ffg_ships_when_the_tree_cannot_beat_it():
     """Every workload has the same best clock: nothing to learn; the model folder's policy is the
     best fixed clock, and `pydvfs train` says so and why."""
-    # one task's 8 workloads: as flat as 16, at a third of the leave-one-out fits
-    synthetic.write(tmp_path / "flat.csv", tasks=("sst2",), optimum=lambda layers, s, levels: 714.0)
-    res = cli("train", "--data", str(tmp_path / "flat.csv"), "--out", str(tmp_path / "m"), "--energy", "cpu-gpu")
-    assert res.returncode == 0, res.stderr
+    d, res = training("flat").result()
     assert "shipped: ffg" in res.stdout and "does not beat FFG" in res.stdout
-    metrics = json.loads((tmp_path / "m" / "metrics.json").read_text())
+    metrics = json.loads((d / "model" / "metrics.json").read_text())
     assert metrics["shipped"] == "ffg" and metrics["ffg_mhz"] == 714.0
-    tree = _core.Tree(tmp_path / "m")
+    tree = _core.Tree(d / "model")
     assert tree.classes_mhz == (714.0,)
     for wl in ((False, None, 2, 128, 20.0), (True, 90.0, 16, 2048, 200.0)):
         assert tree.propose(wl) == 714.0
 
 
-def test_tree_that_fits_noise_does_not_ship(tmp_path):
+def test_tree_that_fits_noise_does_not_ship():
     """Labels that are noise (a random best clock per workload, no rule behind it): whatever the
     tree learns, it must not beat FFG beyond the noise, so FFG ships."""
-    from pydvfs.policy.train import train
-
-    rnd = random.Random(7)
-    table = {}
-
-    def optimum(layers, s, levels):
-        return table.setdefault((layers, s), rnd.choice((612.0, 714.0)))
-
-    # one task's 8 workloads: random labels send the tree search to its deepest trees, and the
-    # leave-one-out selection over them grows with the square of the workloads
-    synthetic.write(tmp_path / "rnd.csv", tasks=("sst2",), optimum=optimum)
-    curves = curves_from_frame(read_dataset(tmp_path / "rnd.csv"))
-    metrics = train(curves, tmp_path / "m", source="random labels")
+    d, _ = training("random").result()
+    metrics = json.loads((d / "model" / "metrics.json").read_text())
     assert metrics["shipped"] == "ffg", metrics["ship_reason"]
     assert not metrics["ship_test"]["significant"]
 

@@ -118,7 +118,13 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
     if use_runs and start_mhz is None and workload is not None and model_dir is None:
         learned = board_start(dev, workload, levels, objective, data_dir, log, prefix)
     measure = objective.energy if objective is not None else DEFAULT_MEASURE
-    start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz, learned, measure)
+    calibrated = None
+    if use_runs and learned is None and start_mhz is None and workload is not None and model_dir is None:
+        from ..policy.calibrated import calibrated_start  # the board calibrated from a run (docs/boards.md)
+
+        calibrated = calibrated_start(dev, workload, levels, measure, data_dir, log, prefix)
+    start, source, keeps_maxn = calibrated + (False,) if calibrated else \
+        choose_start(dev, workload, model_dir, start_mhz, learned, measure)
     if start > levels[-1]:
         start, source = levels[-1], f"{source}, capped at the power mode's GPU cap {cap:g} MHz"
     if len(levels) < len(dev.available_frequencies_mhz) and log is not None:

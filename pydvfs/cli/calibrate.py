@@ -28,6 +28,7 @@ def text_report(r: dict) -> str:
     lines = [f"board     {r['board']}: calibrated on this board from {cal['measurements']} measurements "
              f"(rms error {100 * cal['rms_log_error']:.1f} %), in {r['measured_minutes']:.1f} min of the job",
              f"stored    {r['path']}",
+             f"record    {' and '.join(r['record'])}: to publish (docs/boards.md)",
              "knobs     " + ", ".join(f"{k} {v:g}" for k, v in cal["knobs"].items())]
     for p in cal["points"]:
         name = "MAXN" if p["freq_mhz"] is None else f"{p['freq_mhz']:g} MHz"

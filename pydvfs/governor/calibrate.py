@@ -6,12 +6,16 @@ pinned in turn at the clocks that tell the board's uncertainty family apart best
 (:func:`pydvfs.policy.calibrated.design`, MAXN among them: the board's own governor), each
 measured over one window (the run verb's :class:`WindowParams`: at least ``min_window_s`` and
 ``min_steps`` after ``settle_s``), the simulator's free parameters are fitted to the J/step and
-s/step measured (:func:`pydvfs.policy.calibrated.fit`) and stored in the board's data folder.
+s/step measured (:func:`pydvfs.policy.calibrated.fit`) and stored in the board's data folder,
+with a record the user can publish (JSON and Markdown: the board's capture without identifiers,
+the measured curve beside the simulator's prediction before and after, the decisions before and
+after: :func:`pydvfs.policy.calibrated.share_record`).
 Then CMD is stopped (``keep_running``: it finishes at the clock the calibrated simulator
 chooses for it). The board is restored on every path.
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -45,6 +49,28 @@ def _wait(proc, progress: Path, until: Callable[[float, int | None], bool], cloc
         if now - t0 < 0:  # a clock that goes back
             t0 = now
         sleep(poll_s)
+
+
+def _builtin_decisions(dev, measure: str) -> dict:
+    """The built-in policy's clock (None: MAXN) for each workload a shareable record shows."""
+    from ..policy.apply import decide
+    from ..policy.calibrated import RECORD_WORKLOADS
+    from ..sim.workloads import get_workload
+
+    runs = [get_workload(m, t) for m, t in RECORD_WORKLOADS]
+    return {w.name: decide(w.workload(), sysfs_root=dev.sysfs_root, energy=measure, use_runs=False).freq_mhz
+            for w in runs}
+
+
+def _write_record(store, cal, dev, before: dict) -> list[str]:
+    """The shareable record (JSON and Markdown) beside the calibration; their paths."""
+    from ..device.capture import capture_board
+    from ..policy.calibrated import record_markdown, share_record
+
+    rec = share_record(cal, capture_board(dev.sysfs_root, source="pydvfs calibrate", board_id=cal.board), before)
+    js, md = store.record_names(cal.board)
+    return [store.write(cal.board, js, json.dumps(rec, indent=1) + "\n"),
+            store.write(cal.board, md, record_markdown(rec))]
 
 
 def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool = False,
@@ -116,9 +142,11 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
                           file=log, flush=True)
                 knobs, rms = fit(board_id, run, measured, energy)
                 cal = new_calibration(board_id, knobs, rms, wl, measured, energy)
+                before = _builtin_decisions(dev, energy)  # the policy's, before the calibration decides
                 path = store.save(cal)
+                record = _write_record(store, cal, dev, before)
                 chosen = calibrated_choice(cal, wl, dev.available_frequencies_mhz, energy)
-                report.update(calibration=cal.to_dict(), path=path, chosen_mhz=chosen,
+                report.update(calibration=cal.to_dict(), path=path, record=record, chosen_mhz=chosen,
                               measured_minutes=(clock() - t_start) / 60.0)
                 print(f"pydvfs calibrate: {cal.note()} (rms error {100 * rms:.1f} %), stored in {path}; "
                       f"this job's clock: {chosen:g} MHz", file=log, flush=True)

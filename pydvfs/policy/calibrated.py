@@ -17,6 +17,7 @@ MAXN's podgov): the physics every workload shares, so one job calibrates every w
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -194,15 +195,37 @@ class CalibrationStore(RunStore):
 
     def save(self, cal: Calibration) -> str:
         check_calibration(cal.to_dict())
-        name = self.file_name(cal.board)
+        return self.write(cal.board, self.file_name(cal.board), json.dumps(cal.to_dict(), indent=1) + "\n")
+
+    def write(self, board_id: str, name: str, text: str) -> str:
+        """Replace ``name`` in the folder by ``text``: a new 0600 file beside it (O_EXCL,
+        O_NOFOLLOW, relative to the checked folder), renamed over it. Returns its path."""
+        self.file_name(board_id)  # a board of the table: nothing else names a file here
+        path = os.path.join(self.path, name)
         dfd = self._open_dir(create=True)
+        tmp = f".{name}.{os.getpid()}.tmp"
         try:
-            self._rewrite(dfd, name, [cal.to_dict()])
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(text)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=dfd)
+                raise
         except OSError as e:
-            raise StoreError(f"cannot write {os.path.join(self.path, name)}: {e.strerror}") from None
+            raise StoreError(f"cannot write {path}: {e.strerror}") from None
         finally:
             os.close(dfd)
-        return os.path.join(self.path, name)
+        return path
+
+    def record_names(self, board_id: str) -> tuple[str, str]:
+        """The shareable record's files (JSON, Markdown) beside the calibration."""
+        stem = self.file_name(board_id)[:-len(".json")]
+        return f"{stem}.record.json", f"{stem}.record.md"
 
     def read(self, board_id: str) -> Calibration | None:
         """The board's calibration; None where there is none. A damaged one is a StoreError."""
@@ -271,6 +294,71 @@ def calibrated_start(dev, workload, levels_mhz, measure: str, data_dir=None, log
     return mhz, cal.note()
 
 
+# The workloads whose decisions a shareable record shows before and after (held-out tasks).
+RECORD_WORKLOADS = (("bert-small", "RTE"), ("bert-base", "MNLI"), ("bert-large", "QQP"), ("pythia-160m", "CoLA"),
+                    ("pythia-1b", "STS-B"))
+
+
+def share_record(cal: Calibration, capture: dict, before: dict) -> dict:
+    """What a user can publish (docs/boards.md, "Publishing a calibration"): the board's capture
+    (pydvfs.device.capture: no serial number, host name, MAC address or user name is ever read),
+    the measured curve beside the simulator's prediction before (the default profile) and after
+    the calibration (each relative to the top level's), and the decisions for
+    :data:`RECORD_WORKLOADS` before (``before``: name -> the built-in's clock, None: MAXN) and
+    after, with the calibrated simulator's J/step at each."""
+    from ..sim.profiles import profile
+    from ..sim.workloads import get_workload
+
+    top = max(p["freq_mhz"] for p in cal.points if p["freq_mhz"] is not None)
+    measured = {p["freq_mhz"]: (p["j_per_step"], p["s_per_step"]) for p in cal.points}
+    run = sim_run_for(Workload.from_any(cal.workload))
+    prior = _shape(predict(cal.board, {}, run, tuple(measured), cal.measure), top)
+    fitted = _shape(predict(cal.board, cal.knobs, run, tuple(measured), cal.measure), top)
+    meas = _shape(measured, top)
+    curve = [{"freq_mhz": f, "measured_j_rel": meas[f][0], "before_j_rel": prior[f][0], "after_j_rel": fitted[f][0],
+              "measured_s_rel": meas[f][1], "before_s_rel": prior[f][1], "after_s_rel": fitted[f][1]} for f in measured]
+    decisions = []
+    for model, task in RECORD_WORKLOADS:
+        w = get_workload(model, task)
+        after = calibrated_choice(cal, w.workload(), profile(cal.board).levels_mhz, cal.measure)
+        b = before.get(w.name)
+        pts = predict(cal.board, cal.knobs, w, tuple({after, b}), cal.measure)
+        decisions.append({"workload": w.name, "before_mhz": b, "after_mhz": after,
+                          "after_vs_before_pct": 100.0 * (pts[after][0] / pts[b][0] - 1.0)})
+    return {"format": FORMAT + "-record", "board": cal.board, "calibration": cal.to_dict(), "capture": capture,
+            "curve": curve, "decisions": decisions}
+
+
+def record_markdown(rec: dict) -> str:
+    """The record as Markdown, to paste into an issue."""
+    from ..markdown import table
+
+    cal = rec["calibration"]
+    name = (rec["capture"].get("meta") or {}).get("model") or rec["board"]
+
+    def mhz(f):
+        return "MAXN" if f is None else f"{f:g} MHz"
+
+    out = [f"# pydvfs calibration of a {name} ({rec['board']})", "",
+           f"Calibrated on this board from {cal['measurements']} measurements of one job "
+           f"({cal['workload'].get('model')}, {cal['workload'].get('layers')} layers, hidden "
+           f"{cal['workload'].get('hidden')}), {cal['measure']} energy, rms error {100 * cal['rms_log_error']:.1f} %; "
+           f"{cal['created_utc']}.", "",
+           "Fitted: " + ", ".join(f"`{k}` {v:g}" for k, v in cal["knobs"].items()) + " (docs/sim.md, "
+           "\"Uncertainty family\").", "", "## Measured curve against the simulator (relative to the top level)", ""]
+    out += table(["setting", "J/step measured", "before", "after", "s/step measured", "before", "after"],
+                 [[mhz(c["freq_mhz"]), f"{c['measured_j_rel']:.3f}", f"{c['before_j_rel']:.3f}",
+                   f"{c['after_j_rel']:.3f}", f"{c['measured_s_rel']:.3f}", f"{c['before_s_rel']:.3f}",
+                   f"{c['after_s_rel']:.3f}"] for c in rec["curve"]])
+    out += ["", "## Decisions before (the built-in policy) and after (the calibrated simulator)", ""]
+    out += table(["workload", "before", "after", "after vs before (calibrated simulator)"],
+                 [[d["workload"], mhz(d["before_mhz"]), mhz(d["after_mhz"]), f"{d['after_vs_before_pct']:+.1f} %"]
+                  for d in rec["decisions"]])
+    out += ["", "The board's capture (no serial number, host name, MAC address or user name: "
+            "`pydvfs capture-board`) is in the JSON record beside this file."]
+    return "\n".join(out) + "\n"
+
+
 def new_calibration(board: str, knobs: dict, rms: float, workload: Workload, measured: dict,
                     measure: str) -> Calibration:
     return Calibration(board, knobs, len(measured), rms, workload.to_dict(),
@@ -279,5 +367,5 @@ def new_calibration(board: str, knobs: dict, rms: float, workload: Workload, mea
 
 
 __all__ = ["Calibration", "CalibrationStore", "FORMAT", "ORIGIN", "board_calibration", "calibrated_choice",
-           "calibrated_start",
+           "calibrated_start", "record_markdown", "share_record",
            "check_calibration", "design", "fit", "new_calibration", "predict", "sim_run_for"]

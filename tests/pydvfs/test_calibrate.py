@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +140,35 @@ def test_an_online_run_and_the_in_process_governor_start_from_the_calibration(ca
     assert "starting at" in log.getvalue()
     plain = plan_online(dev, BERT_BASE, data_dir=tmp_path / "none", log=io.StringIO())
     assert "calibrated" not in plain["start_source"]
+
+
+def test_calibrate_writes_a_record_to_share_without_identifiers(calibrated):
+    fake, data, r, _ = calibrated
+    js, md = r["record"]
+    rec = json.loads(open(js).read())
+    assert rec["board"] == BOARD and rec["capture"]["format"] and len(rec["curve"]) == r["calibration"]["measurements"]
+    for c in rec["curve"]:  # the fitted simulator is nearer the measured shape than the estimate was, overall
+        assert c["after_j_rel"] > 0 and c["before_j_rel"] > 0
+    err = sum(abs(c["after_j_rel"] - c["measured_j_rel"]) for c in rec["curve"])
+    assert err < sum(abs(c["before_j_rel"] - c["measured_j_rel"]) for c in rec["curve"])
+    assert {d["workload"] for d in rec["decisions"]} and all(d["after_mhz"] for d in rec["decisions"])
+    text = open(md).read()
+    assert text.startswith("# pydvfs calibration of") and "| setting |" in text and "| workload |" in text
+    blob = json.dumps(rec).lower()
+    for ident in ("serial_number", "hostname", "/etc/machine-id", "address"):
+        assert ident not in blob
+    assert stat.S_IMODE(os.stat(js).st_mode) == stat.S_IMODE(os.stat(md).st_mode) == 0o600
+
+
+def test_published_records_fold_into_a_profiles_knobs(calibrated, tmp_path, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from fold_calibrations import main as fold_main
+
+    _, _, r, _ = calibrated
+    assert fold_main([r["record"][0], r["record"][0], "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["board"] == BOARD and out["records"] == 2
+    assert out["knobs"]["static"]["median"] == r["calibration"]["knobs"]["static"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "x"}')
+    assert fold_main([str(bad)]) == 2 and "not a pydvfs-calibration/1-record" in capsys.readouterr().err

@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ..errors import InvalidValueError
 from .model import SimParams, default_params
@@ -130,18 +129,22 @@ def held_out(board: str, seed: int) -> Member:
     return Member(f"held-out-{seed}", knobs, seed=seed)
 
 
-@lru_cache(maxsize=64)
-def _best_mhz(board: str, m: Member, model: str, task: str, method: str, measure: str) -> float:
-    from .policy_score import truth
+def optimum_spread(board: str, run=None, measure: str = "module") -> tuple[float, float]:
+    """(lowest, highest) best GPU clock of a simulated run (:class:`pydvfs.sim.workloads.SimRun`;
+    default bert-base on QNLI) across ``board``'s family (MHz): how far the board's optimum may be
+    from the default simulator's. The online search's start and prior can widen with it where the
+    board is not calibrated (``pydvfs run``'s plan carries it: ``family_spread_mhz``)."""
+    from ..energy import ROLE
+    from .model import operating_point
+    from .workloads import get_workload
 
-    return truth(board, model, task, m.params(), method).best_mhz(measure)
-
-
-def optimum_spread(board: str, model: str = "bert-base", task: str = "QNLI", method: str = "full-fp32",
-                   measure: str = "module") -> tuple[float, float]:
-    """(lowest, highest) best GPU clock of a workload across ``board``'s family (MHz): how far the
-    board's optimum may be from the default simulator's."""
-    best = [_best_mhz(board, m, model, task, method, measure) for m in family(board)]
+    run = run or get_workload("bert-base", "QNLI")
+    levels = profile(board).levels_mhz
+    best = []
+    for m in family(board):
+        p = m.params()
+        e = {f: operating_point(run, "fixed", f, p, board=board) for f in levels}
+        best.append(min(levels, key=lambda f: e[f].role_power_w[ROLE[measure]] * e[f].t_step_s))
     return min(best), max(best)
 
 

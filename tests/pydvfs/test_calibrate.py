@@ -140,6 +140,9 @@ def test_an_online_run_and_the_in_process_governor_start_from_the_calibration(ca
     assert "starting at" in log.getvalue()
     plain = plan_online(dev, BERT_BASE, data_dir=tmp_path / "none", log=io.StringIO())
     assert "calibrated" not in plain["start_source"]
+    # uncalibrated, the plan says how far the board's optimum may be: the family's spread
+    lo, hi = plain["family_spread_mhz"]
+    assert lo < hi and plan["family_spread_mhz"] is None
 
 
 def test_calibrate_writes_a_record_to_share_without_identifiers(calibrated):

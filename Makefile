@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo-out
 
-.PHONY: all install ext binary policies release cross-tools fuzz-tools metrics-tools test test-c test-py lint demo replication-doc bench clean
+.PHONY: all install ext binary policies release cross-tools fuzz-tools metrics-tools slurm-tools test test-c test-py lint demo replication-doc bench clean
 all: ext binary
 
 # torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build (the extras
@@ -92,6 +92,23 @@ metrics-tools:
 		echo "metrics tools: prometheus not installed and no root apt; the exporter's Prometheus tests will be skipped"; \
 	fi
 
+# A real Slurm (slurmctld, slurmd, the clients, munge) and its headers (spank.h, for the SPANK
+# plugin): the Slurm tests start a cluster of their own in a temp folder (docs/slurm.md). Debian's
+# packages: the binaries only, their services stopped; installed like the cross tools, else those
+# tests are skipped, saying why.
+slurm-tools:
+	@if command -v slurmd >/dev/null && command -v munged >/dev/null && [ -e /usr/include/slurm/spank.h ]; then \
+		echo "slurm tools: present"; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			slurmctld slurmd slurm-client munge libslurm-dev) >/dev/null 2>&1 \
+			|| echo "slurm tools: could not be installed; the Slurm tests will be skipped"; \
+		if command -v systemctl >/dev/null; then \
+			for s in slurmctld slurmd munge; do systemctl is-active -q $$s 2>/dev/null && systemctl disable --now $$s >/dev/null 2>&1; done; true; fi; \
+	else \
+		echo "slurm tools: not installed and no root apt; the Slurm tests will be skipped"; \
+	fi
+
 test-c:
 	$(MAKE) -s -C govcore test
 
@@ -102,7 +119,7 @@ test-py: ext
 lint: $(STAMP)
 	$(PY) -m ruff check pydvfs tools bench tests
 
-test: ext cross-tools fuzz-tools metrics-tools lint test-c test-py
+test: ext cross-tools fuzz-tools metrics-tools slurm-tools lint test-c test-py
 
 # The demo writes only under $(DEMO_OUT) (its ledger: $(DEMO_OUT)/replication.md).
 demo: ext binary

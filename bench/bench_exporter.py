@@ -3,7 +3,7 @@
 Two child processes on one fake AGX Orin (4 INA3221 rails, the C sampler at the same rate):
 
 - sampler   pydvfs.Sampler started and left running (what any energy measurement pays);
-- exporter  pydvfs.exporter.BoardCollector behind prometheus_client's HTTP server, scraped
+- exporter  pydvfs.exporter.BoardCollector behind its HTTP server (pydvfs.exporter.serve), scraped
             every --interval seconds (5 s: a typical fleet's scrape interval) by this process.
 
 Each child reports its own process CPU time (all threads, CLOCK_PROCESS_CPUTIME_ID) over the

@@ -116,10 +116,10 @@ static int parse_table(char *text, uint64_t scale, uint64_t *out, int *n)
     return *n ? 0 : -GC_EBOARD;
 }
 
-/* 1 if the file exists as a regular file and opens for writing (nothing is written). */
-static int writable(const char *root, const char *path)
+/* 1 if the file exists as a regular file and opens with flags (O_WRONLY: nothing is written). */
+static int opens(const char *root, const char *path, int flags)
 {
-    int fd = gc_sysfs_open(root, path, O_WRONLY);
+    int fd = gc_sysfs_open(root, path, flags);
 
     if (fd < 0)
         return 0;
@@ -137,12 +137,33 @@ static void unavailable(gc_domain *d, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Check a domain's files: writable (1), or at least readable (0: shown, not pinned; why says
+ * so), or neither (-1, why says so). */
+static int check_files(const char *root, gc_domain *d, const char *const *files, size_t n, const char *hint)
+{
+    char path[GC_PATH_MAX];
+    size_t k;
+    int all = 1;
+
+    for (k = 0; k < n; k++) {
+        file_of(d, files[k], path, sizeof path);
+        if (opens(root, path, O_WRONLY))
+            continue;
+        if (!opens(root, path, O_RDONLY)) {
+            unavailable(d, "%s is missing, not a regular file or not writable (%s)", path, hint);
+            return -1;
+        }
+        unavailable(d, "%s is not writable (%s)", path, hint);
+        all = 0;
+    }
+    return all;
+}
+
 static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int n_table)
 {
     static const char *const files[] = {"rate", "mrq_rate_locked"};
     char path[GC_PATH_MAX], text[4096];
     uint64_t max_hz = 0, cap_hz = 0;
-    size_t k;
     int rc, i;
 
     d->kind = GC_DOMAIN_EMC;
@@ -150,18 +171,15 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
     snprintf(d->name, sizeof d->name, "emc");
     board_path(ds, GC_EMC_DIR, d->dir, sizeof d->dir);
     if (!gc_sysfs_exists(ds->sysfs_root, d->dir)) {
-        unavailable(d, "no BPMP debugfs clock %s (debugfs not mounted, or not an Orin)", d->dir);
+        unavailable(d, "no BPMP debugfs clock %s (debugfs not mounted, not readable without root, or "
+                       "not an Orin)", d->dir);
         return;
     }
-    for (k = 0; k < sizeof files / sizeof *files; k++) {
-        file_of(d, files[k], path, sizeof path);
-        if (!writable(ds->sysfs_root, path)) {
-            unavailable(d, "%s is missing, not a regular file or not writable (debugfs needs root: "
-                           "use govcore serve)", path);
-            return;
-        }
-    }
-    d->writable = 1;
+    if ((rc = check_files(ds->sysfs_root, d, files, sizeof files / sizeof *files,
+                          "debugfs needs root: use govcore serve")) < 0)
+        return;
+    d->readable = 1;
+    d->writable = rc;
     board_path(ds, GC_EMC_RATES, path, sizeof path);
     rc = gc_sysfs_read(ds->sysfs_root, path, text, sizeof text);
     if (rc == 0) {
@@ -186,14 +204,14 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
     if (gc_sysfs_read_u64(ds->sysfs_root, path, &max_hz) == 0 && max_hz && (!cap_hz || max_hz < cap_hz))
         cap_hz = max_hz;
     d->cap_hz = cap_hz;
-    d->available = 1;
+    d->available = d->writable;
 }
 
 static void open_cpu(gc_domains *ds, gc_domain *d, int policy)
 {
     static const char *const files[] = {"scaling_min_freq", "scaling_max_freq", "scaling_governor"};
     char path[GC_PATH_MAX], text[4096];
-    size_t k;
+    int rc;
 
     d->kind = GC_DOMAIN_CPU;
     d->policy = policy;
@@ -203,22 +221,18 @@ static void open_cpu(gc_domains *ds, gc_domain *d, int policy)
     file_of(d, "related_cpus", path, sizeof path);
     if (gc_sysfs_read(ds->sysfs_root, path, text, sizeof text) == 0)
         gc_printable(text, d->related_cpus, sizeof d->related_cpus);
-    for (k = 0; k < sizeof files / sizeof *files; k++) {
-        file_of(d, files[k], path, sizeof path);
-        if (!writable(ds->sysfs_root, path)) {
-            unavailable(d, "%s is missing, not a regular file or not writable (run as root, or "
-                           "through govcore serve)", path);
-            return;
-        }
-    }
-    d->writable = 1;
+    if ((rc = check_files(ds->sysfs_root, d, files, sizeof files / sizeof *files,
+                          "run as root, or through govcore serve")) < 0)
+        return;
+    d->readable = 1;
+    d->writable = rc;
     file_of(d, "scaling_available_frequencies", path, sizeof path);
     if (gc_sysfs_read(ds->sysfs_root, path, text, sizeof text) < 0 ||
         parse_table(text, KHZ, d->levels_hz, &d->n_levels) < 0) {
         unavailable(d, "%s is missing or holds no list of kHz", path);
         return;
     }
-    d->available = 1;
+    d->available = d->writable;
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -317,7 +331,7 @@ int gc_domain_read(gc_domains *ds, int i, gc_domain_state *st)
         return -EINVAL;
     d = &ds->d[i];
     memset(st, 0, sizeof *st);
-    if (!d->writable) {
+    if (!d->readable) {
         set_err(ds, "%s is unavailable: %s", d->name, d->why);
         return -ENODEV;
     }

@@ -39,7 +39,8 @@ typedef struct gc_domain {
     char dir[GC_PATH_MAX];          /* its folder on the board (under the root) */
     int policy;                     /* CPU: the policy's number; EMC: -1 */
     char related_cpus[GC_NAME_MAX]; /* CPU: related_cpus, e.g. "0 1 2 3"; EMC: "" */
-    int writable;                   /* 1: its files are there, regular and writable (restorable) */
+    int readable;                   /* 1: its files are there, regular and readable (shown) */
+    int writable;                   /* 1: and writable (restorable) */
     int available;                  /* 1: writable and with a table (pinnable) */
     char why[GC_ERR_MAX / 2];       /* why not available */
     int n_levels;
@@ -80,7 +81,8 @@ int gc_domains_open_board(gc_domains *ds, const gc_board *b);
 /* Index of the domain named name, or -1. */
 int gc_domain_find(const gc_domains *ds, const char *name);
 
-/* Read domain i's current state (an unavailable domain: -ENODEV). */
+/* Read domain i's current state (a domain whose files cannot be read: -ENODEV; an unprivileged
+ * reader sees the CPU's, world-readable, not the EMC's debugfs). */
 int gc_domain_read(gc_domains *ds, int i, gc_domain_state *st);
 
 /* The levels to pin for a request, checked for every domain before any is written.

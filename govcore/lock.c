@@ -231,7 +231,21 @@ close_fd:
 
 int gc_flock_try(const char *path, int *fd_out)
 {
-    return flock_try_at(AT_FDCWD, path, fd_out);
+    struct stat held, named;
+    int tries, rc;
+
+    /* the holder removes the file when it ends (serve.c): a lock taken on a file no longer at
+     * path is on a removed file, which a third instance would not see; take it again */
+    for (tries = 0; tries < 8; tries++) {
+        if ((rc = flock_try_at(AT_FDCWD, path, fd_out)) < 0)
+            return rc;
+        if (fstat(*fd_out, &held) == 0 && lstat(path, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino)
+            return 0;
+        close(*fd_out);
+        *fd_out = -1;
+    }
+    return -EAGAIN;
 }
 
 /* The pid written in an open lock file, -1 if none is written. */

@@ -59,7 +59,8 @@ void gc_lock_release(gc_lock *lk);
 
 /* Try once to take an exclusive flock on path (created 0600 if missing, not followed through a
  * symlink, must be a regular file of ours). 0 with *fd_out; -EBUSY if another holds it. Used
- * for `govcore serve`'s one-instance lock. */
+ * for `govcore serve`'s one-instance lock, whose holder unlinks the file (still locked) when it
+ * ends: a lock taken on a file since unlinked is taken again on the new one. */
 int gc_flock_try(const char *path, int *fd_out);
 
 /* Where this GPU's saved original lives, whatever state folder saved it: the path of its state

@@ -620,70 +620,10 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
     return via_daemon(socket_path, request, !dry_run && !(gc_policy_of(policy)->flags & GC_POLICY_PINS_NOTHING));
 }
 
-/* One key=value of `--workload model=..,layers=..,hidden=..,seq_len=..[,util_pct=..]` and how
- * it trains (peft=, rank=, precision=, ...: gc_method_keys), the spelling pydvfs uses; the keys
- * a pydvfs sweep records besides (name, task, ...) are accepted and not used here. Sets the bit
- * of what it gave (1 model, 2 layers, 4 hidden, 8 seq_len, 16 util, 32.. the ignored keys,
- * 1024.. the training-method keys), or returns EXIT_USAGE. */
-static int workload_item(char *item, gc_workload *w, const char **model_name, int *have)
-{
-    static const char *const ignored[] = {"name", "task", "heads", "params", "model_size"};
-    char *eq = strchr(item, '=');
-    char err[GC_ERR_MAX];
-    double *num = NULL;
-    int bit = 0, m;
-    size_t k;
-
-    if (!eq || eq == item || !eq[1])
-        return fail("--workload: expected key=value, got '%s'", item);
-    *eq = '\0';
-    if ((m = gc_method_key(item)) >= 0) { /* how it trains: peft, rank, precision, ... */
-        if (*have & (1024 << m))
-            return fail("--workload: %s given twice", item);
-        *have |= 1024 << m;
-        if (gc_method_set(w, m, eq + 1, err, sizeof err) < 0)
-            return fail("--workload: %s", err);
-        return 0;
-    }
-    if (strcmp(item, "model") == 0) {
-        *model_name = eq + 1;
-        bit = 1;
-    } else if (strcmp(item, "layers") == 0) {
-        num = &w->layers;
-        bit = 2;
-    } else if (strcmp(item, "hidden") == 0) {
-        num = &w->hidden;
-        bit = 4;
-    } else if (strcmp(item, "seq_len") == 0) {
-        num = &w->seq_len;
-        bit = 8;
-    } else if (strcmp(item, "util_pct") == 0) {
-        num = &w->gpu_util_pct;
-        bit = 16;
-    } else {
-        for (k = 0; k < sizeof ignored / sizeof ignored[0]; k++)
-            if (strcmp(item, ignored[k]) == 0) {
-                if (*have & (32 << k))
-                    return fail("--workload: %s given twice", item);
-                *have |= 32 << k;
-                return 0;
-            }
-        return fail("--workload: unknown key '%s' (known: model, layers, hidden, seq_len, util_pct, "
-                    "peft, rank, trainable_params, weight_bits, precision, batch_size, "
-                    "tokens_per_step)", item);
-    }
-    if (*have & bit) /* as the daemon and pydvfs: each key at most once */
-        return fail("--workload: %s given twice", item);
-    if (num && parse_number(item, eq + 1, num) != 0)
-        return EXIT_USAGE;
-    *have |= bit;
-    return 0;
-}
-
 static int cmd_apply(const struct options *o)
 {
-    char spec[1024];
     gc_workload w = {0, -1.0, 0, 0, 0, GC_PEFT_NONE, 0, 0, 0, GC_PRECISION_FP32, 0, 0};
+    char model_name[GC_MODEL_NAME_MAX] = "";
     gc_tree_model model = gc_builtin_tree;
     gc_roofline roofline;
     const gc_roofline *rl = NULL;
@@ -691,16 +631,16 @@ static int cmd_apply(const struct options *o)
     gc_decision d;
     gc_board b;
     gc_lock lk;
-    const char *model_name = NULL, *model_dir = NULL, *measure = gc_energy_measures[0], *v;
+    const char *model_dir = NULL, *measure = gc_energy_measures[0], *v;
     char why[GC_ERR_MAX];
     char err[GC_ERR_MAX] = "";
     void *handle = NULL;
-    int policy = GC_POLICY_MLG, dry_run = 0, above = 0, rc, i, have = 0;
+    unsigned have = 0;
+    int policy = GC_POLICY_MLG, dry_run = 0, above = 0, rc, i;
 
     for (i = 0; i < o->argc; i++) {
         const char *a = o->argv[i];
-        double *num = NULL;
-        int bit = 0;
+        int field = -1;
 
         if (strcmp(a, "--dry-run") == 0) {
             dry_run = 1;
@@ -713,19 +653,12 @@ static int cmd_apply(const struct options *o)
         if (!(v = opt_value(o, &i)))
             return EXIT_USAGE;
         if (strcmp(a, "--workload") == 0) {
-            char *item, *save = NULL;
-
-            if (strlen(v) >= sizeof spec)
-                return fail("--workload: too long");
-            strcpy(spec, v);
-            for (item = strtok_r(spec, ",", &save); item; item = strtok_r(NULL, ",", &save))
-                if (workload_item(item, &w, &model_name, &have) != 0)
-                    return EXIT_USAGE;
+            if (gc_workload_parse(v, &w, model_name, sizeof model_name, &have, err, sizeof err) < 0)
+                return fail("--%s", err);
             continue;
         }
         if (strcmp(a, "--model") == 0) {
-            model_name = v;
-            bit = 1;
+            field = GC_WF_MODEL;
         } else if (strcmp(a, "--policy") == 0) {
             if (gc_policy_parse(v, &policy) < 0) {
                 char names[128];
@@ -748,36 +681,30 @@ static int cmd_apply(const struct options *o)
             if (goal.max_slowdown_pct < 0)
                 return fail("--max-slowdown must be a finite %% >= 0 (got %g)", goal.max_slowdown_pct);
         } else if (strcmp(a, "--layers") == 0) {
-            num = &w.layers;
-            bit = 2;
+            field = GC_WF_LAYERS;
         } else if (strcmp(a, "--hidden") == 0) {
-            num = &w.hidden;
-            bit = 4;
+            field = GC_WF_HIDDEN;
         } else if (strcmp(a, "--seq-len") == 0) {
-            num = &w.seq_len;
-            bit = 8;
+            field = GC_WF_SEQ_LEN;
         } else if (strcmp(a, "--util") == 0) {
-            num = &w.gpu_util_pct;
-            bit = 16;
+            field = GC_WF_UTIL_PCT;
         } else {
             return fail("apply: unknown option '%s' (see govcore --help)", a);
         }
-        if (have & bit)
-            return fail("--workload: %s given twice", a);
-        if (num && parse_number(a, v, num) != 0)
-            return EXIT_USAGE;
-        have |= bit;
+        if (field < 0)
+            continue;
+        /* the flags are the --workload keys of the same name: one grammar */
+        if (have & (1u << field))
+            return fail("--workload: %s given twice", gc_workload_fields[field].key);
+        have |= 1u << field;
+        if (gc_workload_set(&w, field, v, strlen(v), model_name, sizeof model_name, err, sizeof err) < 0)
+            return fail("--%s", err);
     }
-    if ((have & 15) != 15)
+    if ((have & GC_WORKLOAD_REQUIRED) != GC_WORKLOAD_REQUIRED)
         return fail("apply needs --workload model=..,layers=..,hidden=..,seq_len=.. (or --model, "
                     "--layers, --hidden and --seq-len)");
-    if ((have & 16) && !(w.gpu_util_pct >= 0.0 && w.gpu_util_pct <= 100.0))
-        return fail("--util must be within 0..100 %% (got %g)", w.gpu_util_pct);
-    if (gc_model_family(model_name, &w.is_decoder) < 0)
-        return fail("unknown model type '%s': expected an encoder (bert, roberta, deberta, ...) "
-                    "or a decoder (pythia, gpt, llama, qwen2, ...)", model_name);
-    if (gc_method_check(&w, err, sizeof err) < 0)
-        return fail("--workload: %s", err);
+    if (gc_workload_check(&w, err, sizeof err) < 0)
+        return fail("%s", err);
     if (above && !dry_run && daemon_socket(NULL))
         return fail("--above-power-mode is not available through the daemon: run as root");
     if (daemon_socket(NULL))
@@ -838,6 +765,9 @@ static int cmd_apply(const struct options *o)
     gc_kept_reason(&d, why, sizeof why);
     if (why[0])
         fprintf(stderr, "govcore apply: %s\n", why);
+    gc_outside_reason(&model, policy, &w, why, sizeof why);
+    if (why[0])
+        fprintf(stderr, "govcore apply: note: %s\n", why);
     if (o->json) {
         gc_json_decision(stdout, &model, model_name, &w, &d, dry_run, dry_run || !d.level_hz ? NULL : b.warn);
         putchar('\n');

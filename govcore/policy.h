@@ -65,15 +65,73 @@ extern const char *const gc_precision_names[GC_PRECISION_COUNT];
  * trainable_params, weight_bits, precision, batch_size, tokens_per_step. */
 #define GC_N_METHOD_KEYS 7
 extern const char *const gc_method_keys[GC_N_METHOD_KEYS];
-/* The index of a training-method key in gc_method_keys, or -1. */
-int gc_method_key(const char *key);
-/* Set the training-method key k of w from its text (a name, or a finite number for the counts:
- * whole and >= 1 for rank, trainable_params and batch_size; 32/16/8/4 for weight_bits; > 0 for
- * tokens_per_step). -EINVAL with a one-line message naming the key in err. */
-int gc_method_set(gc_workload *w, int k, const char *value, char *err, size_t len);
-/* The keys that agree with each other: rank needs peft lora/qlora; 8/4-bit weights need qlora;
- * qlora's weights are 8/4 bits. -EINVAL with a message in err. */
-int gc_method_check(const gc_workload *w, char *err, size_t len);
+/* The one grammar of a workload (docs/policy.md, "The workload grammar"): `govcore apply
+ * --workload`, the daemon's apply requests and pydvfs (through the extension) all read it here.
+ * Its keys are gc_workload_fields' names, each at most once, spelled exactly. A number is plain
+ * decimal (gc_parse_decimal: ASCII digits, at most one '.' between digits; no sign, exponent,
+ * hex, '_' or blank) within its key's bounds, whole where the key counts something; a spec
+ * (key=value,...) is at most GC_WORKLOAD_SPEC_MAX bytes of printable ASCII without blanks. */
+#define GC_NUMBER_DIGITS 15      /* digits (both sides of the point) a plain decimal may have */
+#define GC_WORKLOAD_SPEC_MAX 1023
+#define GC_MODEL_NAME_MAX 32     /* a model type's buffer (bert, pythia, ...) */
+/* What no Jetson trains (gc_workload_check): layer-stack weights (12 L d^2) that do not fit in
+ * the largest module's memory (AGX Thor, 128 GB) even at 4 bits (QLoRA's; a workload of the
+ * library may describe a bigger GPU's run at its own bits: the Perseus stages), or more trainable
+ * parameters than a model of the shape can have: GC_MAX_STACK_FACTOR x the 12 L d^2 of the
+ * stack (gated MLPs reach about 2.2x) plus input and output embeddings of GC_MAX_VOCAB tokens. */
+#define GC_MAX_MEMORY_BYTES 128e9
+#define GC_MIN_WEIGHT_BITS 4
+#define GC_MAX_STACK_FACTOR 4.0
+#define GC_MAX_VOCAB 262144.0
+enum gc_workload_kind { GC_WK_LABEL, GC_WK_NAME, GC_WK_WHOLE, GC_WK_DECIMAL };
+typedef struct gc_workload_field {
+    const char *key;
+    int kind;        /* GC_WK_LABEL: a sweep's label, not read by the policies (name, task,
+                      * model_size); GC_WK_NAME: model, peft, precision; else a number */
+    double min, max; /* a number's bounds, inclusive */
+} gc_workload_field;
+/* The fields' indices in gc_workload_fields: the shape, gc_method_keys' seven in their order,
+ * then the keys a sweep records. */
+enum gc_workload_field_index {
+    GC_WF_MODEL, GC_WF_LAYERS, GC_WF_HIDDEN, GC_WF_SEQ_LEN, GC_WF_UTIL_PCT,
+    GC_WF_PEFT, GC_WF_RANK, GC_WF_TRAINABLE_PARAMS, GC_WF_WEIGHT_BITS, GC_WF_PRECISION,
+    GC_WF_BATCH_SIZE, GC_WF_TOKENS_PER_STEP,
+    GC_WF_NAME, GC_WF_TASK, GC_WF_HEADS, GC_WF_PARAMS, GC_WF_MODEL_SIZE,
+    GC_N_WORKLOAD_FIELDS
+};
+/* The keys every workload gives (bits 1 << index, as gc_workload_parse sets *have). */
+#define GC_WORKLOAD_REQUIRED \
+    (1u << GC_WF_MODEL | 1u << GC_WF_LAYERS | 1u << GC_WF_HIDDEN | 1u << GC_WF_SEQ_LEN)
+extern const gc_workload_field gc_workload_fields[GC_N_WORKLOAD_FIELDS];
+/* The index of the key s[0..n) in gc_workload_fields, or -1. */
+int gc_workload_field_of(const char *s, size_t n);
+/* Plain decimal: digits, at most one '.' with a digit on each side, at most GC_NUMBER_DIGITS
+ * digits; the one grammar of a number in a workload and a daemon request. -EINVAL otherwise. */
+int gc_parse_decimal(const char *s, size_t n, double *out);
+/* Set field f of w from its text value[0..n) (model: its name into model[model_len], its
+ * family into w->is_decoder). -EINVAL with one line naming the key in err; the value is quoted
+ * at the end as " (got '...')", which a front end that never echoes input cuts off. */
+int gc_workload_set(gc_workload *w, int f, const char *value, size_t n, char *model, size_t model_len,
+                    char *err, size_t len);
+/* Parse a spec "key=value,key=value,..." into w, model and *have (bit 1 << field index); the
+ * keys it requires and gc_workload_check are the caller's (govcore adds --layers etc.). */
+int gc_workload_parse(const char *spec, gc_workload *w, char *model, size_t model_len, unsigned *have,
+                      char *err, size_t len);
+/* Every field of w within its bounds (a workload built by pydvfs's API comes here too), the keys
+ * that agree with each other (rank needs peft lora/qlora and is at most hidden; 8/4-bit weights
+ * need qlora; qlora's weights are 8/4 bits; trainable_params at least one rank-r adapter,
+ * r x hidden), and a workload some Jetson can train (GC_MAX_MEMORY_BYTES, GC_MAX_STACK_FACTOR).
+ * -EINVAL with one line in err. */
+int gc_workload_check(const gc_workload *w, char *err, size_t len);
+/* The range of the built-in policies' training workloads (tools/gen_policies.py: the paper's
+ * models and the SFT decoders of pydvfs/sim/workloads.py on the characterisation tasks; a test
+ * holds these to that catalogue): a workload outside it gets a notice, not a refusal. */
+#define GC_TRAINED_LAYERS_MIN 2.0
+#define GC_TRAINED_LAYERS_MAX 32.0
+#define GC_TRAINED_HIDDEN_MIN 128.0
+#define GC_TRAINED_HIDDEN_MAX 3072.0
+#define GC_TRAINED_SEQ_LEN_MIN 13.32
+#define GC_TRAINED_SEQ_LEN_MAX 53.24
 /* " peft=lora rank=16 ..." (a leading space each): the keys that are not the default, numbers
  * in the protocol's plain decimal (6 places at most, trailing zeros cut). "" if it does not fit
  * in len. */
@@ -321,6 +379,11 @@ int gc_map_to_board(const gc_tree_model *m, const gc_board *b, double *mhz, int 
 /* The one line that says why a decision left the board to its own governor (d->kept_maxn),
  * for every front end; "" where it did not. */
 void gc_kept_reason(const gc_decision *d, char *out, size_t len);
+
+/* The one line that says a workload lies outside what the built-in policy was trained on
+ * (GC_TRAINED_*: the mlg policy's tree of origin GC_ORIGIN_BUILTIN), for every front end (a
+ * notice, and "outside_training" in the JSON); "" where it does not. */
+void gc_outside_reason(const gc_tree_model *m, int policy, const gc_workload *w, char *out, size_t len);
 
 /* w may be NULL for a policy flagged GC_POLICY_NO_WORKLOAD (ffg, maxn). */
 int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, int policy,

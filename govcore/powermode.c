@@ -225,13 +225,16 @@ void gc_power_mode_read(gc_board *b, gc_power_mode *pm)
         snprintf(pm->why, sizeof pm->why, "%s: garbled (expected \"pmode:NNNN ...\")", GC_NVPMODEL_STATUS);
         return;
     }
+    /* from here the mode is known only with its name: where the conf does not give it, the id
+     * is unknown too (-1), so that every reader (status, --json, the exporter) says "unknown" */
     rc = read_text(b->sysfs_root, GC_NVPMODEL_CONF, GC_NVPMODEL_CONF_MAX, &text);
     if (rc < 0) {
-        snprintf(pm->why, sizeof pm->why, "%s: %s", GC_NVPMODEL_CONF,
+        snprintf(pm->why, sizeof pm->why, "%s: %s (status: mode %d)", GC_NVPMODEL_CONF,
                  rc == -ENOENT ? "not found"
                  : rc == -EINVAL ? "not a text file"
                  : rc == -EFBIG ? "too large to be nvpmodel's"
-                 : gc_sysfs_strerror(rc));
+                 : gc_sysfs_strerror(rc), pm->id);
+        pm->id = -1;
         return;
     }
     rc = gc_nvpmodel_parse_conf(text, pm->id, pm->name, sizeof pm->name, &pm->gpu_max_hz);
@@ -239,8 +242,11 @@ void gc_power_mode_read(gc_board *b, gc_power_mode *pm)
     if (rc == -ENOENT)
         snprintf(pm->why, sizeof pm->why, "%s has no POWER_MODEL ID=%d", GC_NVPMODEL_CONF, pm->id);
     else if (rc < 0)
-        snprintf(pm->why, sizeof pm->why, "%s: garbled", GC_NVPMODEL_CONF);
-    if (rc < 0) {
+        snprintf(pm->why, sizeof pm->why, "%s: garbled (status: mode %d)", GC_NVPMODEL_CONF, pm->id);
+    else if (!pm->name[0])
+        snprintf(pm->why, sizeof pm->why, "%s: POWER_MODEL ID=%d has no NAME", GC_NVPMODEL_CONF, pm->id);
+    if (rc < 0 || !pm->name[0]) {
+        pm->id = -1;
         pm->name[0] = '\0';
         pm->gpu_max_hz = 0;
     }
@@ -257,8 +263,9 @@ int gc_gpu_cap_read(gc_board *b, const char *state_dir, gc_gpu_cap *cap)
     rc = gc_state_load(b, state_dir, &st);
     if (rc == 0) {
         cap->from_saved = 1;
-    } else if (rc == -ENOENT || rc == -EDESTADDRREQ) {
-        /* nothing saved (or no state folder to look in): the board is as it was */
+    } else if (rc == -ENOENT || rc == -EDESTADDRREQ || rc == -EACCES) {
+        /* nothing saved (or no state folder to look in, or one this user may not open, as an
+         * unprivileged reader such as the exporter finds root's): the board's max_freq now */
         if ((rc = gc_clock_read(b, &st)) < 0)
             return rc;
     } else {

@@ -26,8 +26,8 @@
 #define GC_NVPMODEL_CONF_MAX (256 * 1024) /* a larger nvpmodel.conf is not one */
 
 typedef struct gc_power_mode {
-    int id;                         /* the mode in force; -1 unknown */
-    char name[GC_NAME_MAX];         /* its NAME= in nvpmodel.conf; "" unknown */
+    int id;                         /* the mode in force; -1 unknown (and so where name is) */
+    char name[GC_NAME_MAX];         /* its NAME= in nvpmodel.conf; "" unknown (and id -1) */
     uint64_t gpu_max_hz;            /* its `GPU MAX_FREQ` in nvpmodel.conf; 0: none or unknown */
     char why[GC_ERR_MAX];           /* one line where id or name is unknown */
 } gc_power_mode;
@@ -49,8 +49,9 @@ void gc_power_mode_read(gc_board *b, gc_power_mode *pm);
 int gc_nvpmodel_parse_status(const char *text, int *id);
 int gc_nvpmodel_parse_conf(const char *text, int id, char *name, size_t name_len, uint64_t *gpu_max_hz);
 
-/* The GPU cap in force (see above). -errno with b->err (a damaged saved state, an unreadable
- * max_freq). */
+/* The GPU cap in force (see above); from max_freq now where nothing is saved, or no state folder
+ * can be looked in (none, or one this user may not open). -errno with b->err (a damaged saved
+ * state, an unreadable max_freq). */
 int gc_gpu_cap_read(gc_board *b, const char *state_dir, gc_gpu_cap *cap);
 
 /* Clamp a level to the cap in force, unless b->above_power_mode. Sets b->cap_hz and

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TOKENS 20 /* apply: 5 workload keys, 7 of how it trains, policy, tree, dry_run, objective, bound */
+#define MAX_TOKENS 24 /* apply: the workload's 17 keys (gc_workload_fields), policy, tree, dry_run, objective, bound, energy */
 
 static int refuse(char *err, size_t len, const char *fmt, ...)
 {
@@ -59,42 +59,16 @@ static int tok_copy(const token *t, char *out, size_t len)
     return 0;
 }
 
-/* Plain decimal: digits, at most one '.', at least one digit before it, at most
- * GC_NUMBER_DIGITS digits in all. */
-static int parse_decimal(const char *s, size_t n, double *out)
-{
-    char buf[GC_NUMBER_DIGITS + 2];
-    size_t i, digits = 0, points = 0;
-
-    if (n == 0 || n >= sizeof buf || s[0] == '.' || s[n - 1] == '.')
-        return -EINVAL;
-    for (i = 0; i < n; i++) {
-        if (s[i] == '.')
-            points++;
-        else if (s[i] >= '0' && s[i] <= '9')
-            digits++;
-        else
-            return -EINVAL;
-    }
-    if (points > 1 || digits > GC_NUMBER_DIGITS)
-        return -EINVAL;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    *out = strtod(buf, NULL); /* the grammar above is a subset of what strtod reads exactly */
-    return 0;
-}
-
 static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, size_t len)
 {
-    enum { K_MODEL = 1, K_LAYERS = 2, K_HIDDEN = 4, K_SEQ = 8, K_UTIL = 16, K_POLICY = 32,
-           K_TREE = 64, K_DRY = 128, K_OBJECTIVE = 256, K_SLOWDOWN = 512, K_ENERGY = 1024,
-           N_KEYS = 11 };
-    static const char *const keys[N_KEYS] = {"model", "layers", "hidden", "seq_len", "util_pct",
-                                             "policy", "tree", "dry_run", "objective",
+    /* the request's own keys; the workload's are gc_workload_fields' (its one grammar) */
+    enum { K_POLICY = 1, K_TREE = 2, K_DRY = 4, K_OBJECTIVE = 8, K_SLOWDOWN = 16, K_ENERGY = 32,
+           N_KEYS = 6 };
+    static const char *const keys[N_KEYS] = {"policy", "tree", "dry_run", "objective",
                                              "max_slowdown_pct", "energy"};
-    char value[GC_TREE_NAME_MAX], why[160];
-    int have = 0, have_method = 0, i, k, m;
-    double num;
+    char value[GC_TREE_NAME_MAX], why[GC_ERR_MAX];
+    unsigned have_workload = 0;
+    int have = 0, i, k, f;
 
     req->policy = GC_POLICY_MLG;
     req->workload.gpu_util_pct = -1.0;
@@ -111,30 +85,26 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
         key.n = (size_t)(eq - tok[i].s);
         val.s = eq + 1;
         val.n = tok[i].n - key.n - 1;
-        for (k = 0; k < N_KEYS && !tok_is(&key, keys[k]); k++)
-            ;
-        if (k == N_KEYS && key.n < sizeof value && tok_copy(&key, value, sizeof value) == 0 &&
-            (m = gc_method_key(value)) >= 0) { /* how it trains: peft, rank, precision, ... */
-            if (have_method & (1 << m))
-                return refuse(err, len, "apply: %s given twice", gc_method_keys[m]);
-            have_method |= 1 << m;
-            if (val.n == 0 || tok_copy(&val, value, sizeof value) < 0)
-                return refuse(err, len, "apply: %s: empty or too long", gc_method_keys[m]);
-            if (m != 0 && m != 4 && parse_decimal(val.s, val.n, &num) < 0)
-                return refuse(err, len, "apply: %s: not a plain decimal number", gc_method_keys[m]);
-            if (gc_method_set(&req->workload, m, value, why, sizeof why) < 0) {
-                char *got = strstr(why, " (got '");
+        if ((f = gc_workload_field_of(key.s, key.n)) >= 0) {
+            char *got;
 
-                if (got) /* the reason never echoes the input */
+            if (have_workload & (1u << f))
+                return refuse(err, len, "apply: workload: %s given twice", gc_workload_fields[f].key);
+            have_workload |= 1u << f;
+            if (gc_workload_set(&req->workload, f, val.s, val.n, req->model, sizeof req->model, why,
+                                sizeof why) < 0) {
+                if ((got = strstr(why, " (got '"))) /* the reason never echoes the input */
                     *got = '\0';
                 return refuse(err, len, "apply: %s", why);
             }
             continue;
         }
+        for (k = 0; k < N_KEYS && !tok_is(&key, keys[k]); k++)
+            ;
         if (k == N_KEYS)
-            return refuse(err, len, "apply: unknown key (argument %d); keys: model, layers, "
-                                    "hidden, seq_len, util_pct, peft, rank, trainable_params, "
-                                    "weight_bits, precision, batch_size, tokens_per_step, policy, "
+            return refuse(err, len, "apply: unknown key (argument %d); keys: the workload's (model, "
+                                    "layers, hidden, seq_len, util_pct, peft, rank, trainable_params, "
+                                    "weight_bits, precision, batch_size, tokens_per_step, ...), policy, "
                                     "tree, dry_run, objective, max_slowdown_pct, energy", i);
         if (have & (1 << k))
             return refuse(err, len, "apply: %s given twice", keys[k]);
@@ -142,23 +112,6 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
         if (val.n == 0 || tok_copy(&val, value, sizeof value) < 0)
             return refuse(err, len, "apply: %s: empty or too long", keys[k]);
         switch (1 << k) {
-        case K_MODEL:
-            if (val.n >= GC_MODEL_NAME_MAX || !gc_protocol_name_ok(value) ||
-                gc_model_family(value, &req->workload.is_decoder) < 0)
-                return refuse(err, len, "apply: unknown model type: expected an encoder (bert, "
-                                        "roberta, ...) or a decoder (pythia, gpt, llama, ...)");
-            memcpy(req->model, value, val.n + 1);
-            break;
-        case K_LAYERS:
-        case K_HIDDEN:
-        case K_SEQ:
-        case K_UTIL: {
-            double *dst = k == 1 ? &req->workload.layers : k == 2 ? &req->workload.hidden
-                        : k == 3 ? &req->workload.seq_len : &req->workload.gpu_util_pct;
-            if (parse_decimal(val.s, val.n, dst) < 0)
-                return refuse(err, len, "apply: %s: not a plain decimal number", keys[k]);
-            break;
-        }
         case K_POLICY:
             if (gc_policy_parse(value, &req->policy) < 0) {
                 char names[128];
@@ -172,7 +125,7 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
                 return refuse(err, len, "apply: unknown objective: expected energy, edp or ed2p");
             break;
         case K_SLOWDOWN:
-            if (parse_decimal(val.s, val.n, &req->goal.max_slowdown_pct) < 0 ||
+            if (gc_parse_decimal(val.s, val.n, &req->goal.max_slowdown_pct) < 0 ||
                 req->goal.max_slowdown_pct > GC_MAX_SLOWDOWN_PCT)
                 return refuse(err, len, "apply: max_slowdown_pct: a plain decimal number of %% "
                                         "from 0 to %d", GC_MAX_SLOWDOWN_PCT);
@@ -195,9 +148,9 @@ static int parse_apply(const token *tok, int n_tok, gc_request *req, char *err, 
             break;
         }
     }
-    if ((have & (K_MODEL | K_LAYERS | K_HIDDEN | K_SEQ)) != (K_MODEL | K_LAYERS | K_HIDDEN | K_SEQ))
+    if ((have_workload & GC_WORKLOAD_REQUIRED) != GC_WORKLOAD_REQUIRED)
         return refuse(err, len, "apply needs model=, layers=, hidden= and seq_len=");
-    if (gc_method_check(&req->workload, why, sizeof why) < 0)
+    if (gc_workload_check(&req->workload, why, sizeof why) < 0)
         return refuse(err, len, "apply: %s", why);
     return 0;
 }

@@ -12,10 +12,9 @@
  *                                (each one's nearest level), pinned with the GPU as one
  *                                (domain.h)
  *   restore
- *   apply KEY=VALUE...           keys: model, layers, hidden, seq_len (required), util_pct,
- *                                how it trains (policy.h's gc_method_keys: peft, rank,
- *                                trainable_params, weight_bits, precision, batch_size,
- *                                tokens_per_step),
+ *   apply KEY=VALUE...           the workload's keys, values and bounds by its one grammar
+ *                                (policy.h's gc_workload_fields: model, layers, hidden,
+ *                                seq_len required; util_pct, how it trains, a sweep's labels),
  *                                policy (mlg|ffg|rules|maxn|roofline), tree (a policy installed
  *                                by root), dry_run (0|1), objective (energy|edp|ed2p),
  *                                max_slowdown_pct (plain decimal, at most 1000); each at most
@@ -24,8 +23,9 @@
  *   begin NAME / end NAME        a sampler window; NAME is 1..63 of [A-Za-z0-9_.:-]
  *
  * Grammar: printable ASCII only, tokens separated by exactly one space, no leading or trailing
- * space, lower-case verbs and keys, numbers in plain decimal (digits, at most one '.', no sign,
- * no exponent, no hex; a clock: gc_parse_mhz). The line's "\n" is not part of the request.
+ * space, lower-case verbs and keys, numbers in plain decimal (gc_parse_decimal: digits, at most
+ * one '.', no sign, no exponent, no hex; a clock: gc_parse_mhz). The line's "\n" is not part
+ * of the request.
  *
  * Every reply is one line of JSON: the record (the same keys as the verb's --json output), or
  * {"error": MESSAGE, "errno": N}.
@@ -41,8 +41,6 @@
 #define GC_REQ_MAX 512          /* bytes of one request, without its newline */
 #define GC_WINDOW_NAME_MAX 64   /* a window name's buffer (63 characters) */
 #define GC_TREE_NAME_MAX 64     /* an installed policy's name's buffer */
-#define GC_MODEL_NAME_MAX 32    /* a model type's buffer (bert, pythia, ...) */
-#define GC_NUMBER_DIGITS 12     /* digits (both sides of the point) a number may have */
 #define GC_MAX_SLOWDOWN_PCT 1000 /* the largest slowdown bound a request may give, % */
 
 enum gc_req_kind {

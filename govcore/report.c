@@ -18,7 +18,7 @@ int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
         int i;
 
         for (i = 0; i < st->domains.n; i++)
-            st->dom_now[i].saved = st->domains.d[i].writable &&
+            st->dom_now[i].saved = st->domains.d[i].readable &&
                                    gc_domain_read(&st->domains, i, &st->dom_now[i]) == 0;
     }
     if (gc_gpu_load_permille(b, &st->load_permille) < 0)
@@ -327,7 +327,7 @@ void gc_json_restore(FILE *f, int restored, const gc_clock_state *now, const cha
 
 /* What the tree expects of its choice, why it kept the board at MAXN, and where the tree comes
  * from (pydvfs's Decision has the same keys). */
-static void gc_json_knows(FILE *f, const gc_tree_model *m, const gc_decision *d)
+static void gc_json_knows(FILE *f, const gc_tree_model *m, const gc_workload *w, const gc_decision *d)
 {
     char why[GC_ERR_MAX];
 
@@ -340,6 +340,12 @@ static void gc_json_knows(FILE *f, const gc_tree_model *m, const gc_decision *d)
     json_mhz_or_null(f, d->kept_maxn ? d->kept_from_hz : 0);
     gc_kept_reason(d, why, sizeof why);
     fprintf(f, ", \"kept_reason\": ");
+    if (why[0])
+        gc_json_str(f, why);
+    else
+        fprintf(f, "null");
+    gc_outside_reason(m, d->policy, w, why, sizeof why);
+    fprintf(f, ", \"outside_training\": ");
     if (why[0])
         gc_json_str(f, why);
     else
@@ -412,7 +418,7 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
     for (i = 0; i < m->n_levels; i++)
         fprintf(f, "%s%.6g", i ? ", " : "", m->levels_mhz[i]);
     fprintf(f, "]}");
-    gc_json_knows(f, m, d);
+    gc_json_knows(f, m, w, d);
     fprintf(f, ", \"power_cap_mhz\": ");
     json_mhz_or_null(f, d->cap_hz);
     fprintf(f, ", \"clamped_from_mhz\": ");
@@ -658,15 +664,21 @@ void gc_print_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now)
                     d->n_levels ? gc_hz_to_mhz(d->levels_hz[d->n_levels - 1]) : 0.0);
             if (d->cap_hz)
                 fprintf(f, ", cap %g MHz", gc_hz_to_mhz(d->cap_hz));
-            fprintf(f, ")%s\n", d->available ? "" : "; no table of rates: cannot be pinned");
+            fprintf(f, ")");
         } else {
             gc_printable(st->governor, shown, sizeof shown);
-            fprintf(f, "%-9s %s, min %g max %g MHz%s (CPUs %s; %d levels %g..%g MHz)\n", d->name,
+            fprintf(f, "%-9s %s, min %g max %g MHz%s (CPUs %s; %d levels %g..%g MHz)", d->name,
                     shown, gc_hz_to_mhz(st->min_hz), gc_hz_to_mhz(st->max_hz),
                     st->min_hz == st->max_hz ? ", pinned" : "", d->related_cpus, d->n_levels,
                     d->n_levels ? gc_hz_to_mhz(d->levels_hz[0]) : 0.0,
                     d->n_levels ? gc_hz_to_mhz(d->levels_hz[d->n_levels - 1]) : 0.0);
         }
+        if (st->saved && !d->available) { /* shown (readable), not pinnable here: why */
+            gc_printable(d->why, shown, sizeof shown);
+            fprintf(f, "; cannot be pinned: %s", shown);
+        }
+        if (st->saved)
+            fputc('\n', f);
     }
 }
 

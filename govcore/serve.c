@@ -837,8 +837,17 @@ static void shutdown_server(struct server *sv)
         close(sv->listen_fd);
     if (sv->bound)
         unlink(sv->socket_path);
-    if (sv->instance_fd >= 0)
-        close(sv->instance_fd); /* the lock file stays: removing it would race a new instance */
+    if (sv->instance_fd >= 0) {
+        struct stat held, named;
+
+        /* removed while still locked, and only if the path still names the file locked: a new
+         * instance that opened it meanwhile sees it gone once it has the lock, and makes its own
+         * (gc_flock_try) */
+        if (fstat(sv->instance_fd, &held) == 0 && lstat(sv->instance_path, &named) == 0 &&
+            held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+            unlink(sv->instance_path);
+        close(sv->instance_fd);
+    }
 }
 
 /* Idle: nothing sent or received for idle_ms, no reply pending, and nothing that lives with the
@@ -973,8 +982,12 @@ int gc_serve(const gc_serve_config *cfg)
         shutdown_server(&sv);
         return rc;
     }
-    logmsg("serving %s (group %s) on %s, pid %ld; idle connections closed after %.6g s", sv.board.sysfs_root,
-           group, sv.socket_path, (long)getpid(), (double)sv.idle_ms / 1000.0);
+    if (sv.idle_ms > 0)
+        logmsg("serving %s (group %s) on %s, pid %ld; idle connections closed after %.6g s",
+               sv.board.sysfs_root, group, sv.socket_path, (long)getpid(), (double)sv.idle_ms / 1000.0);
+    else
+        logmsg("serving %s (group %s) on %s, pid %ld; idle connections never closed (--idle-timeout 0)",
+               sv.board.sysfs_root, group, sv.socket_path, (long)getpid());
     rc = serve_loop(&sv);
     shutdown_server(&sv);
     logmsg("stopped; the board is as it was");

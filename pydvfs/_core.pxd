@@ -90,6 +90,7 @@ cdef extern from "domain.h" nogil:
         char dir[GC_PATH_MAX]
         int policy
         char related_cpus[GC_NAME_MAX]
+        int readable               # shown (its state can be read)
         int writable               # restorable
         int available              # pinnable (writable, with a table)
         char why[256]              # why not available
@@ -275,9 +276,24 @@ cdef extern from "policy.h" nogil:
     const char *const gc_peft_names[]
     const char *const gc_precision_names[]
     const char *const gc_method_keys[]
-    int gc_method_key(const char *key)
-    int gc_method_set(gc_workload *w, int k, const char *value, char *err, size_t len)
-    int gc_method_check(const gc_workload *w, char *err, size_t len)
+    # the one grammar of a workload (policy.h): keys, bounds, the spec parser, the checks
+    enum:
+        GC_N_WORKLOAD_FIELDS
+        GC_WORKLOAD_SPEC_MAX
+        GC_MODEL_NAME_MAX
+        GC_WK_LABEL
+        GC_WK_NAME
+        GC_WK_WHOLE
+        GC_WK_DECIMAL
+    ctypedef struct gc_workload_field:
+        const char *key
+        int kind
+        double min
+        double max
+    const gc_workload_field gc_workload_fields[]
+    int gc_workload_parse(const char *spec, gc_workload *w, char *model, size_t model_len, unsigned *have,
+                          char *err, size_t len)
+    int gc_workload_check(const gc_workload *w, char *err, size_t len)
 
     ctypedef struct gc_tree_model:
         const char *name           # where it came from
@@ -336,6 +352,7 @@ cdef extern from "policy.h" nogil:
 
     const gc_tree_model *gc_builtin_for(const char *board_id, const char *measure)
     void gc_kept_reason(const gc_decision *d, char *out, size_t len)
+    void gc_outside_reason(const gc_tree_model *m, int policy, const gc_workload *w, char *out, size_t len)
     const char *gc_tree_origin_kind(const gc_tree_model *m)
     double GC_SAVING_MARGIN_SD
 

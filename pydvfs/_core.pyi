@@ -16,6 +16,15 @@ OBJECTIVE_NAMES: tuple[str, ...]
 PEFT_NAMES: tuple[str, ...]
 PRECISION_NAMES: tuple[str, ...]
 METHOD_KEYS: tuple[str, ...]
+# The one workload grammar (policy.c gc_workload_fields; docs/policy.md "The workload grammar"):
+# key -> (kind "label" | "name" | "whole" | "decimal", min or None, max or None).
+WORKLOAD_FIELDS: dict[str, tuple[str, float | None, float | None]]
+WORKLOAD_SPEC_MAX: int
+def parse_workload(spec: str | bytes) -> dict[str, str]:
+    """A --workload spec checked by gc_workload_parse -> {key: text}; InvalidValueError (one
+    line, "--workload ...") otherwise. The keys it needs and the checks across keys: a Workload's."""
+def check_workload(workload: tuple) -> None:
+    """InvalidValueError unless the workload (Workload.as_core()) passes gc_workload_check."""
 
 def mhz_to_hz(mhz: float) -> int: ...
 def parse_mhz(text: str | bytes) -> int:

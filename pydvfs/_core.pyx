@@ -387,7 +387,7 @@ cdef class Board:
             for i in range(ds.n):
                 d = &ds.d[i]
                 state = None
-                if d.writable and gc_domain_read(ds, i, &st) == 0:
+                if d.readable and gc_domain_read(ds, i, &st) == 0:
                     state = {"governor": st.governor.decode("utf-8", "replace"), "min_hz": st.min_hz,
                              "max_hz": st.max_hz, "rate_hz": st.rate_hz, "locked": bool(st.locked)}
                 out.append({

@@ -18,6 +18,45 @@ OBJECTIVE_NAMES = tuple(gc_objective_name(i).decode() for i in range(GC_OBJECTIV
 PEFT_NAMES = tuple(gc_peft_names[i].decode() for i in range(GC_PEFT_COUNT))
 PRECISION_NAMES = tuple(gc_precision_names[i].decode() for i in range(GC_PRECISION_COUNT))
 METHOD_KEYS = tuple(gc_method_keys[i].decode() for i in range(GC_N_METHOD_KEYS))
+# The keys of a workload and the bounds of its numbers (policy.c's gc_workload_fields, the one
+# grammar: docs/policy.md, "The workload grammar"): key -> (kind, min, max), kind "label",
+# "name", "whole" or "decimal"; min and max None for a label or a name.
+_KINDS = {GC_WK_LABEL: "label", GC_WK_NAME: "name", GC_WK_WHOLE: "whole", GC_WK_DECIMAL: "decimal"}
+WORKLOAD_FIELDS = {gc_workload_fields[i].key.decode(): (
+    _KINDS[gc_workload_fields[i].kind],
+    *((gc_workload_fields[i].min, gc_workload_fields[i].max)
+      if gc_workload_fields[i].kind in (GC_WK_WHOLE, GC_WK_DECIMAL) else (None, None)))
+    for i in range(GC_N_WORKLOAD_FIELDS)}
+WORKLOAD_SPEC_MAX = GC_WORKLOAD_SPEC_MAX
+
+
+def parse_workload(spec):
+    """A ``--workload`` spec (``model=bert,layers=12,...``) checked by govcore's one grammar
+    (gc_workload_parse: exact keys, each once, plain decimal numbers within their bounds,
+    printable ASCII without blanks, at most WORKLOAD_SPEC_MAX bytes) -> {key: text}, in the
+    spec's order. InvalidValueError with govcore's one line (``--workload ...``) otherwise; the
+    keys the spec must hold and the checks across keys are the caller's (a Workload's)."""
+    cdef gc_workload w
+    cdef char model[GC_MODEL_NAME_MAX]
+    cdef char err[512]
+    cdef unsigned have = 0
+    cdef bytes raw
+    if isinstance(spec, str):
+        raw = spec.encode("utf-8", "surrogateescape")
+    else:
+        raw = bytes(spec)
+    memset(&w, 0, sizeof(w))
+    if b"\0" in raw:  # (C would read the spec up to it)
+        raise errors.InvalidValueError("--workload: a blank or a byte that is not printable ASCII")
+    if gc_workload_parse(raw, &w, model, sizeof(model), &have, err, sizeof(err)) < 0:
+        raise errors.InvalidValueError("--" + err.decode("utf-8", "replace"))
+    return dict(item.split("=", 1) for item in raw.decode("ascii").split(","))
+
+
+def check_workload(tuple workload):
+    """A workload (Workload.as_core()) within govcore's bounds and one some Jetson can train
+    (gc_workload_check); InvalidValueError with its one line otherwise."""
+    _workload(workload)
 
 
 MODEL_FORMAT = GC_MODEL_FORMAT
@@ -86,13 +125,17 @@ cdef gc_workload _workload(tuple w) except *:
     weight_bits, precision, batch_size, tokens_per_step]) -> gc_workload (Workload.as_core();
     the five-tuple is full fp32 fine-tuning, the counts 0 where not given)."""
     cdef gc_workload cw
-    cdef char err[256]
+    cdef char err[512]
     is_decoder, util, layers, hidden, seq_len = w[:5]
     cw.is_decoder = 1 if is_decoder else 0
-    cw.gpu_util_pct = -1.0 if util is None else float(util)
-    cw.layers = float(layers)
-    cw.hidden = float(hidden)
-    cw.seq_len = float(seq_len)
+    try:
+        cw.gpu_util_pct = -1.0 if util is None else float(util)
+        cw.layers = float(layers)
+        cw.hidden = float(hidden)
+        cw.seq_len = float(seq_len)
+    except (TypeError, ValueError, OverflowError):
+        raise errors.InvalidValueError(f"workload layers, hidden, seq_len and util_pct are numbers, got "
+                                       f"{str((layers, hidden, seq_len, util))[:80]}") from None
     cw.peft = 0
     cw.rank = 0
     cw.trainable_params = 0
@@ -100,23 +143,25 @@ cdef gc_workload _workload(tuple w) except *:
     cw.precision = 0
     cw.batch_size = 0
     cw.tokens_per_step = 0
-    if len(w) == 5:
-        return cw
-    if len(w) != 5 + GC_N_METHOD_KEYS:
+    if len(w) != 5 and len(w) != 5 + GC_N_METHOD_KEYS:
         raise errors.InvalidValueError(f"a workload tuple has 5 or {5 + GC_N_METHOD_KEYS} items, got {len(w)}")
-    peft, rank, trainable, bits, precision, batch, tokens = w[5:]
+    peft, rank, trainable, bits, precision, batch, tokens = w[5:] or (PEFT_NAMES[0], 0, 0, 0, PRECISION_NAMES[0], 0, 0)
     if peft not in PEFT_NAMES:
         raise errors.InvalidValueError(f"workload peft must be one of {', '.join(PEFT_NAMES)}, got {peft!r}")
     if precision not in PRECISION_NAMES:
         raise errors.InvalidValueError(f"workload precision must be one of {', '.join(PRECISION_NAMES)}, got {precision!r}")
     cw.peft = PEFT_NAMES.index(peft)
     cw.precision = PRECISION_NAMES.index(precision)
-    cw.rank = float(rank or 0)
-    cw.trainable_params = float(trainable or 0)
-    cw.weight_bits = float(bits or 0)
-    cw.batch_size = float(batch or 0)
-    cw.tokens_per_step = float(tokens or 0)
-    if gc_method_check(&cw, err, sizeof(err)) < 0:
+    try:
+        cw.rank = float(rank or 0)
+        cw.trainable_params = float(trainable or 0)
+        cw.weight_bits = float(bits or 0)
+        cw.batch_size = float(batch or 0)
+        cw.tokens_per_step = float(tokens or 0)
+    except (TypeError, ValueError, OverflowError):
+        raise errors.InvalidValueError(f"workload rank, trainable_params, weight_bits, batch_size and "
+                                       f"tokens_per_step are numbers, got {str(w[5:])[:80]}") from None
+    if gc_workload_check(&cw, err, sizeof(err)) < 0:
         raise errors.InvalidValueError(err.decode())
     return cw
 
@@ -354,8 +399,10 @@ cdef gc_goal _goal(str objective, max_slowdown_pct) except *:
     return g
 
 
-cdef dict _decision(gc_decision *d):
+cdef dict _decision(gc_decision *d, Tree tree, gc_workload *w):
     cdef char why[512]
+    cdef char outside[512]
+    gc_outside_reason(&tree.m, d.policy, w, outside, sizeof(outside))
     gc_kept_reason(d, why, sizeof(why))
     return {"proposed_mhz": d.proposed_mhz, "level_hz": d.level_hz, "policy_level_hz": d.policy_level_hz,
             "trade_vs_hz": d.trade_vs_hz, "trade_j_pct": d.trade_j_pct, "trade_s_pct": d.trade_s_pct,
@@ -364,7 +411,7 @@ cdef dict _decision(gc_decision *d):
             "expected_saving_pct": d.expected_saving_pct if d.has_expectation else None,
             "saving_spread_pct": d.saving_spread_pct if d.has_expectation else None,
             "kept_from_hz": d.kept_from_hz if d.kept_maxn else 0,
-            "kept_reason": why.decode() or None}
+            "kept_reason": why.decode() or None, "outside_training": outside.decode() or None}
 
 
 def decide(Board board, Tree tree, str policy, workload, Roofline roofline=None, str objective="energy",
@@ -380,7 +427,7 @@ def decide(Board board, Tree tree, str policy, workload, Roofline roofline=None,
         w = _workload(workload)
         pw = &w
     check(gc_decide_goal(&board.b, &tree.m, _rl(roofline), p, pw, &g, &d), board.b.err)
-    return _decision(&d)
+    return _decision(&d, tree, pw)
 
 
 def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None, Roofline roofline=None,
@@ -400,4 +447,4 @@ def apply(Board board, Tree tree, str policy, tuple workload, state_dir=None, Ro
         rc = gc_apply_goal(&board.b, &tree.m, rl, p, &w, &g, c_sd, &d)
     board.b.above_power_mode = 0
     check(rc, board.b.err)
-    return _decision(&d)
+    return _decision(&d, tree, &w)

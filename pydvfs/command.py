@@ -6,7 +6,9 @@ keeps our stdout and stderr, as under ``time`` or ``perf stat``; the verb's own 
 """
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import signal
 import subprocess
 from typing import Mapping, Sequence
@@ -19,6 +21,17 @@ def command_after_dashes(rest: Sequence[str]) -> list[str]:
     """The command that argparse.REMAINDER collected, without the `--` that introduces it."""
     rest = list(rest)
     return rest[1:] if rest[:1] == ["--"] else rest
+
+
+def check_command(cmd: Sequence[str]) -> None:
+    """CommandError, in start_command's words, for a command that cannot be started (not found,
+    not an executable file): every verb checks before it changes the board, not after."""
+    exe = cmd[0] if cmd else ""
+    path = exe if os.sep in exe else shutil.which(exe)
+    if not exe or path is None or not os.path.exists(path):
+        raise CommandError(f"cannot run {exe!r}: {os.strerror(errno.ENOENT)}")
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        raise CommandError(f"cannot run {exe!r}: {os.strerror(errno.EACCES)}")
 
 
 def start_command(cmd: Sequence[str], extra_env: Mapping[str, str] | None = None) -> subprocess.Popen:
@@ -66,4 +79,4 @@ def stop_command(proc: subprocess.Popen, grace_s: float = 5.0) -> int:
     return exit_status(proc.wait())
 
 
-__all__ = ["command_after_dashes", "start_command", "stop_command", "exit_status"]
+__all__ = ["command_after_dashes", "check_command", "start_command", "stop_command", "exit_status"]

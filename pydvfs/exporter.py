@@ -1,7 +1,8 @@
 """Prometheus metrics of a board: energy, power, clocks and the governor's decisions.
 
-``pydvfs exporter`` serves what :class:`BoardCollector` collects at each scrape, through the
-``prometheus_client`` library (its HTTP server; nothing hand-written). Every metric, its unit
+``pydvfs exporter`` serves what :class:`BoardCollector` collects at each scrape: the page is
+the ``prometheus_client`` library's (its WSGI app), served by the standard library's WSGI server
+with a bound on open connections and a deadline on each (:func:`serve`). Every metric, its unit
 and labels: docs/metrics.md (the table there is :data:`METRICS`, checked by the tests).
 
 Energy is the C sampler's integral (govcore/sampler.c), never scraped power times an interval:
@@ -20,9 +21,13 @@ Nothing here writes a board file: clocks, caps and the GPU's holder are read onl
 """
 from __future__ import annotations
 
+import io
 import os
+import re
 import socket
+import sys
 import threading
+import time
 from dataclasses import dataclass, field
 
 from . import boards, governor_status
@@ -62,6 +67,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...], str]] = {
                        "pid of the process governing the GPU (its lock); 0: none; -1: not readable here"),
     "gpu_holder_uid": ("gauge", "1", ("board",), "uid of that process; -1: none or not readable"),
     "governor_up": ("gauge", "1", ("board",), "1 if a governor publishes a live status record"),
+    "governor_bad_files": ("gauge", "1", ("board",),
+                           "Files of --governor-status skipped at this scrape: damaged, not a status record, "
+                           "or naming a process its owner does not run"),
     "governor_info": ("gauge", "", ("board", "policy", "objective", "phase"),
                       "The governor's policy, objective and search phase (1)"),
     "governor_clock_hertz": ("gauge", "Hz", ("board", "domain"),
@@ -83,21 +91,41 @@ def metric_name(key: str) -> str:
     return f"{PREFIX}_{key}" + ("_total" if kind == "counter" else "")
 
 
+_PORT = re.compile(r"[0-9]{1,5}")
+_NAME = re.compile(r"[A-Za-z0-9._-]+")                # a host name or an IPv4 address
+_V6 = re.compile(r"[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?")  # inside brackets, with a zone
+
+
 def parse_listen(text: str) -> tuple[str, int]:
-    """'HOST:PORT', ':PORT' or 'PORT' (host 127.0.0.1); '[v6]:PORT' -> (host, port)."""
+    """'HOST:PORT', ':PORT' or 'PORT' (host 127.0.0.1); '[V6]:PORT' -> (host, port). Strict:
+    ASCII digits only (no '_', sign or blank that int() would take), an IPv6 address only in
+    brackets (a bare '::1' is refused, not read as host ':' port 1)."""
     from .errors import InvalidValueError
 
-    host, sep, port = str(text).rpartition(":")
-    if not sep:
-        host, port = "", text
-    host = host.strip("[]") or "127.0.0.1"
-    try:
-        p = int(port)
-    except ValueError:
-        raise InvalidValueError(f"--listen: not HOST:PORT: {text!r}") from None
-    if not 0 <= p <= 65535:
+    text = str(text)
+    if text.startswith("["):
+        host, close, rest = text[1:].partition("]")
+        if not close or not _V6.fullmatch(host) or ":" not in host or not rest.startswith(":"):
+            raise InvalidValueError(f"--listen: not [IPV6]:PORT: {text!r}")
+        port = rest[1:]
+    else:
+        host, sep, port = text.rpartition(":")
+        if ":" in host:
+            raise InvalidValueError(f"--listen: an IPv6 address goes in brackets, [ADDRESS]:PORT "
+                                    f"(e.g. [::1]:9450): {text!r}")
+        if host and not _NAME.fullmatch(host):
+            raise InvalidValueError(f"--listen: not a host name or address: {host!r}")
+    if not _PORT.fullmatch(port):
+        raise InvalidValueError(f"--listen: not HOST:PORT (the port in ASCII digits): {text!r}")
+    p = int(port)
+    if p > 65535:
         raise InvalidValueError(f"--listen: port out of range: {p}")
-    return host, p
+    return host or "127.0.0.1", p
+
+
+def listen_text(host: str, port: int) -> str:
+    """HOST:PORT as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 # ---------------------------------------------------------------------------- energy ---
@@ -307,6 +335,14 @@ class BoardCollector:
         self._last = None  # the last interval read
         self._up = 0
         self._lock = threading.Lock()
+        self._said: set[str] = set()
+
+    def _say_once(self, key: str, text: str) -> None:
+        """What this user cannot read (the EMC's debugfs without root), said once, not dropped
+        in silence at every scrape."""
+        if key not in self._said:
+            self._said.add(key)
+            print(f"pydvfs exporter: {text}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         self.energy.close()
@@ -394,7 +430,8 @@ class BoardCollector:
         except PydvfsError:
             domains = []
         for d in domains:
-            if d["pinned"] is None:
+            if d["pinned"] is None:  # not readable here (the daemon's board reads it as root)
+                self._say_once(d["name"], f"the {d['name']} clock is not exported: {d['why']}")
                 continue
             name = d["name"]
             if d.get("cur_mhz") is not None:
@@ -418,7 +455,8 @@ class BoardCollector:
         put("gpu_holder_uid", uid)
 
     def _governor(self, put, fam) -> None:
-        recs = governor_status.read_folder(self.governor_path) if self.governor_path else []
+        recs, bad = governor_status.read_folder(self.governor_path) if self.governor_path else ([], None)
+        put("governor_bad_files", bad)
         # the record of this board (its sysfs root); a record without one is taken as this board's
         mine = [r for r in recs if not r.get("sysfs_root")
                 or os.path.realpath(str(r["sysfs_root"])) == os.path.realpath(self.dev.sysfs_root)]
@@ -429,42 +467,128 @@ class BoardCollector:
         phase = r.get("phase") if r.get("phase") in governor_status.PHASES else "search"
         put("governor_info", 1, str(r.get("policy") or "unknown")[:32], str(r.get("objective") or "energy")[:16],
             phase)
-        freq = _num(r.get("freq_mhz"))
+        freq = r.get("freq_mhz")  # every number of a record is checked (governor_status._well_formed)
         put("governor_at_maxn", int(freq is None and phase != "fallback"))
         if freq is not None:
             put("governor_clock_hertz", freq * 1e6, "gpu")
         for dom, v in (r.get("domains_mhz") or {}).items():
-            if dom in ("emc", "cpu") and _num(v) is not None:
-                put("governor_clock_hertz", _num(v) * 1e6, dom)
-        put("governor_steps", _num(r.get("steps")))
-        put("governor_joules_per_step", _num(r.get("j_per_step")))
-        put("governor_seconds_per_step", _num(r.get("s_per_step")))
-        put("governor_joules_per_token", _num(r.get("j_per_token")))
+            if dom in ("emc", "cpu") and v is not None:
+                put("governor_clock_hertz", v * 1e6, dom)
+        put("governor_steps", r.get("steps"))
+        put("governor_joules_per_step", r.get("j_per_step"))
+        put("governor_seconds_per_step", r.get("s_per_step"))
+        put("governor_joules_per_token", r.get("j_per_token"))
         ref = r.get("saved_reference") if r.get("saved_reference") in governor_status.REFERENCES else None
         if ref is not None:
-            put("governor_saved_estimate_joules", _num(r.get("saved_estimate_j")), ref)
+            put("governor_saved_estimate_joules", r.get("saved_estimate_j"), ref)
 
 
-def _num(v) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if v == v and abs(v) != float("inf") else None
+MAX_CONNECTIONS = 32      # served at once (a thread each); more wait in the listen queue
+REQUEST_TIMEOUT_S = 10.0  # to send the request and take the reply (Prometheus' default scrape timeout)
+INDEX = b'<html><body><a href="/metrics">/metrics</a>: pydvfs exporter (docs/metrics.md)</body></html>\n'
 
 
-def serve(collector: BoardCollector, host: str, port: int):
-    """Start prometheus_client's HTTP server on host:port with only this collector (and the
-    process and platform collectors of the library). Returns (server, thread)."""
-    from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+class _Deadline(io.RawIOBase):
+    """A connection's reads under one deadline: a client sending its request a byte at a time
+    (slowloris) is cut off when the deadline passes, whatever it trickles."""
+
+    def __init__(self, sock, timeout_s: float):
+        self._sock, self._deadline = sock, time.monotonic() + timeout_s
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request was not sent in time")
+        self._sock.settimeout(left)  # the reply's writes keep what is left
+        return self._sock.recv_into(buf)
+
+
+def _server_classes():
+    import socketserver
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+    class Handler(WSGIRequestHandler):
+        def setup(self):
+            super().setup()
+            self.rfile = io.BufferedReader(_Deadline(self.connection, self.server.request_timeout_s))
+
+        def log_message(self, *args):  # one line per scrape is noise
+            pass
+
+    class Server(socketserver.ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+        request_queue_size = 128
+
+        def __init__(self, addr, family, max_connections: int, request_timeout_s: float):
+            self.address_family = family
+            self.request_timeout_s = request_timeout_s
+            self._slots = threading.BoundedSemaphore(max_connections)
+            super().__init__(addr, Handler)
+
+        def process_request(self, request, client_address):
+            # over the bound, the next connection waits for a slot (the others wait unaccepted in
+            # the listen queue), at most a request's time: then it is closed, no thread started
+            if not self._slots.acquire(timeout=self.request_timeout_s):
+                self.shutdown_request(request)
+                return
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                self._slots.release()
+                raise
+
+        def process_request_thread(self, request, client_address):
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self._slots.release()
+
+        def handle_error(self, request, client_address):
+            if not isinstance(sys.exc_info()[1], OSError):  # a client gone or too slow: nothing to say
+                super().handle_error(request, client_address)
+
+    return Server
+
+
+def wsgi_app(registry):
+    """/metrics: prometheus_client's page; /: a link to it; any other path: 404."""
+    from prometheus_client import make_wsgi_app
+
+    metrics = make_wsgi_app(registry)
+
+    def app(environ, start_response):
+        path = environ.get("PATH_INFO") or "/"
+        if path == "/metrics":
+            return metrics(environ, start_response)
+        if path == "/":
+            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+            return [INDEX]
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"not found: the metrics are at /metrics\n"]
+
+    return app
+
+
+def serve(collector: BoardCollector, host: str, port: int, max_connections: int = MAX_CONNECTIONS,
+          request_timeout_s: float = REQUEST_TIMEOUT_S):
+    """Serve /metrics on host:port with only this collector (and prometheus_client's process
+    collector), in a thread: at most ``max_connections`` at once (more wait their turn), each
+    closed ``request_timeout_s`` after it is taken up, whatever it sent. Returns (server, thread)."""
+    from prometheus_client import CollectorRegistry, ProcessCollector
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
     ProcessCollector(registry=registry)  # the exporter's own CPU and memory
-    return start_http_server(port, addr=host, registry=registry)
+    family, _, _, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    server = _server_classes()(addr[:2], family, max_connections, request_timeout_s)
+    server.set_app(wsgi_app(registry))
+    thread = threading.Thread(target=server.serve_forever, name="pydvfs-exporter-http", daemon=True)
+    thread.start()
+    return server, thread
 
 
-def describe_text(collector: BoardCollector, host: str, port: int) -> str:
-    return (f"pydvfs exporter: serving http://{host}:{port}/metrics for {collector.board} "
-            f"({collector.board_type}, {collector.dev.model}; rails read {'here' if collector.energy.source == 'local' else 'through govcore serve'})")
-
-
-__all__ = ["BoardCollector", "DEFAULT_LISTEN", "METRICS", "metric_name", "open_energy", "parse_listen", "serve"]
+__all__ = ["BoardCollector", "DEFAULT_LISTEN", "METRICS", "listen_text", "metric_name", "open_energy", "parse_listen",
+           "serve"]

@@ -14,7 +14,9 @@ replaced atomically (written beside the file, then renamed over it, as the progr
 ("search", "hold") or "static" (a one-off policy) or "fallback". ``saved_estimate_j``: the
 energy the measured windows saved against the reference's J/step (``saved_reference``:
 "maxn" where the search measured MAXN, else "start_clock"), an estimate as the run's report
-gives it. A record whose ``pid`` no longer runs is stale: readers skip it.
+gives it. A record whose ``pid`` no longer runs is stale: readers skip it. A record counts only
+for a process of the file's owner (anyone may write a file naming pid 1), and only with every
+field of its type (:func:`load_status`): the folder is writable by every governed user.
 
 Where: the path in ``$PYDVFS_GOVERNOR_STATUS`` (a file), set for ``pydvfs run`` and any
 program using :class:`pydvfs.OnlineGovernor` or a trainer callback. The exporter reads every
@@ -27,6 +29,7 @@ import contextlib
 import json
 import math
 import os
+import stat
 import time
 
 from .progress import replace_atomically
@@ -67,57 +70,103 @@ def remove_status(path: str | os.PathLike) -> None:
             os.unlink(path)
 
 
-def _alive(pid) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
+PID_MAX = 4194304  # Linux's PID_MAX_LIMIT: a larger pid is no process
+_NUMBERS = ("freq_mhz", "steps", "j_per_step", "s_per_step", "j_per_token", "saved_estimate_j")
+_TEXTS = ("sysfs_root", "board", "policy", "objective", "phase", "saved_reference", "fallback")
+
+
+def _number(v) -> bool:
+    """A JSON number a float holds (a 400-digit integer does not), not a bool."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
         return False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return math.isfinite(v)
+    except OverflowError:
         return False
-    except PermissionError:
-        return True  # another user's process: it runs
-    return True
 
 
-def read_status(path: str | os.PathLike, check_alive: bool = True) -> dict | None:
-    """The record in ``path``, or None: missing, unreadable, not a record of this format, or
-    (``check_alive``) its process no longer runs."""
+def _well_formed(rec) -> bool:
+    """Every field of the format of its type (a reader then needs no check of its own)."""
+    if not isinstance(rec, dict) or rec.get("format") != FORMAT:
+        return False
+    pid, domains = rec.get("pid"), rec.get("domains_mhz")
+    return (isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid <= PID_MAX
+            and _number(rec.get("updated_unix_s"))
+            and all(rec.get(k) is None or _number(rec[k]) for k in _NUMBERS)
+            and all(rec.get(k) is None or (isinstance(rec[k], str) and "\0" not in rec[k]) for k in _TEXTS)
+            and (domains is None or (isinstance(domains, dict)
+                                     and all(v is None or _number(v) for v in domains.values()))))
+
+
+def _owner_runs(pid: int, uid: int) -> bool:
+    """True if process ``pid`` runs and belongs to ``uid`` (its /proc entry's owner)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == uid
+    except OSError:
+        return False
+
+
+# why a file is not a live record: "bad" (damaged, not a status file, or a record naming a
+# process its file's owner does not run) or "stale" (its process ended)
+BAD, STALE = "bad", "stale"
+
+
+def load_status(path: str | os.PathLike, check_alive: bool = True) -> tuple[dict | None, str | None]:
+    """(record, None), or (None, why): missing or unreadable (why None), BAD or STALE. A record
+    counts only for a live process of the file's owner: anyone may write a file naming pid 1."""
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        return None
+        return None, None
     try:
-        with os.fdopen(fd, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO (held open by a writer), a device: not a record
+            return None, BAD
+        raw = b""
+        while len(raw) <= MAX_BYTES:
+            chunk = os.read(fd, MAX_BYTES + 1 - len(raw))
+            if not chunk:
+                break
+            raw += chunk
     except OSError:
-        return None
-    if len(raw) > MAX_BYTES:
-        return None
+        return None, None
+    finally:
+        os.close(fd)
     try:
-        rec = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(rec, dict) or rec.get("format") != FORMAT:
-        return None
-    if check_alive and not _alive(rec.get("pid")):
-        return None
-    return rec
+        rec = None if len(raw) > MAX_BYTES else json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        rec = None
+    if not _well_formed(rec):
+        return None, BAD
+    if not check_alive:
+        return rec, None
+    if not _owner_runs(rec["pid"], st.st_uid):
+        return None, (STALE if not os.path.exists(f"/proc/{rec['pid']}") else BAD)
+    return rec, None
 
 
-def read_folder(path: str | os.PathLike) -> list[dict]:
-    """The live records of a folder's ``*.json`` (or of one file), newest first."""
+def read_status(path: str | os.PathLike, check_alive: bool = True) -> dict | None:
+    """The record in ``path``, or None: missing, unreadable, not a well-formed record of this
+    format, or (``check_alive``) not of a running process of the file's owner."""
+    return load_status(path, check_alive)[0]
+
+
+def read_folder(path: str | os.PathLike) -> tuple[list[dict], int]:
+    """(the live records of a folder's ``*.json`` (or of one file), newest first; how many files
+    were BAD). A bad file is skipped, never an error: anyone governed may write there."""
     p = os.fspath(path)
     if os.path.isdir(p):
         try:
             names = sorted(n for n in os.listdir(p) if n.endswith(".json"))
         except OSError:
-            return []
-        recs = [read_status(os.path.join(p, n)) for n in names]
+            return [], 0
+        loaded = [load_status(os.path.join(p, n)) for n in names]
     else:
-        recs = [read_status(p)]
-    live = [r for r in recs if r is not None]
-    return sorted(live, key=lambda r: -float(r.get("updated_unix_s") or 0.0))
+        loaded = [load_status(p)]
+    live = [r for r, _ in loaded if r is not None]
+    bad = sum(why == BAD for _, why in loaded)
+    return sorted(live, key=lambda r: -float(r["updated_unix_s"])), bad
 
 
-__all__ = ["FORMAT", "PHASES", "REFERENCES", "STATUS_ENV", "read_folder", "read_status", "remove_status",
-           "status_path", "write_status"]
+__all__ = ["BAD", "FORMAT", "PHASES", "REFERENCES", "STALE", "STATUS_ENV", "load_status", "read_folder", "read_status",
+           "remove_status", "status_path", "write_status"]

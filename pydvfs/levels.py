@@ -30,3 +30,13 @@ def near_table(levels: list, value: float) -> bool:
         return True
     lo, hi = levels[0], levels[-1]
     return lo - (levels[1] - lo) <= value <= hi + (hi - levels[-2])
+
+
+def check_near_table(levels: list, value: float, what: str) -> None:
+    """InvalidValueError naming ``what`` (``--freqs``, ``--start``) for a clock
+    :func:`near_table` refuses, in the words ``pin`` refuses it with (gc_check_near_table)."""
+    if not near_table(levels, value):
+        from .errors import InvalidValueError
+
+        raise InvalidValueError(f"{what}: {value:g} MHz is outside the board's table ({levels[0]:g}.."
+                                f"{levels[-1]:g} MHz) by more than one level")

@@ -8,7 +8,9 @@ reader sees either the old count or the new one, never a partial line. A reader 
 "no count yet".
 
 :func:`write_progress` is the one writer (used by ``pydvfs.workloads.finetune`` and the
-simulated ``pydvfs.sim.train_process``); :func:`read_progress` the one reader.
+simulated ``pydvfs.sim.train_process``); :func:`read_progress` the one reader. A run counts the
+steps it saw the count advance by (:class:`StepsSeen`), from what the file held when it
+started (:func:`existing_count`: a file that is not a step count is refused, never touched).
 """
 from __future__ import annotations
 
@@ -72,10 +74,14 @@ def read_progress(path: str | os.PathLike) -> int | None:
 def read_progress_tokens(path: str | os.PathLike) -> tuple[int | None, int | None]:
     """(the step count, the token count) in ``path``; each None where it is not there."""
     try:
-        text = _read_regular(os.fspath(path)).strip()
+        text = _read_regular(os.fspath(path))
     except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError):
         return None, None
-    fields = text.split()
+    return _parse(text or "")
+
+
+def _parse(text: str) -> tuple[int | None, int | None]:
+    fields = text.strip().split()
     if not 1 <= len(fields) <= 2:
         return None, None
     counts = []
@@ -88,15 +94,69 @@ def read_progress_tokens(path: str | os.PathLike) -> tuple[int | None, int | Non
     return counts[0], counts[1] if len(counts) == 2 and counts[0] is not None else None
 
 
-def _read_regular(path: str) -> str:
-    """The text of a regular file; a FIFO or device at the path reads as "" (no count yet),
-    never waited on."""
+def existing_count(path: str | os.PathLike) -> tuple[int | None, int | None]:
+    """What ``path`` holds before a run that reads it starts: (steps, tokens) as
+    :func:`read_progress_tokens`, (None, None) where nothing is there or the file is empty.
+    ValueError saying what is there otherwise (a folder, a FIFO, a file that is not a step
+    count): a run never takes, nor touches, a file that is not a step count."""
+    try:
+        text = _read_regular(os.fspath(path))
+    except FileNotFoundError:
+        return None, None
+    except IsADirectoryError:
+        raise ValueError("it is a folder") from None
+    except UnicodeDecodeError:
+        raise ValueError("it is not a step count (not text)") from None
+    except OSError as e:
+        raise ValueError(f"it cannot be read ({e.strerror})") from None
+    if text is None:
+        raise ValueError("it is not a regular file")
+    counts = _parse(text)
+    if counts[0] is None and text.strip():
+        raise ValueError("it is not a step count (one line: the steps done, a whole number)")
+    return counts
+
+
+class StepsSeen:
+    """The steps (and tokens) a run saw a progress file's count advance by, from the count it
+    held when the run started (:func:`existing_count`): a count a writer already running had
+    reached, or one left by an earlier run, is not the run's. A count that goes back is a new
+    count from zero (CMD counting afresh over a count left before it): its value is added."""
+
+    def __init__(self, start: tuple[int | None, int | None] = (None, None)):
+        self.start = start
+        self.last = list(start)
+        self.counts: list[int | None] = [None, None]  # steps, tokens seen (None: no count seen)
+        self.moved = False  # the step count differed from the start's once: CMD is counting
+
+    def see(self, steps: int | None, tokens: int | None = None) -> None:
+        """A reading of the file (each None where it holds no count)."""
+        for i, now in enumerate((steps, tokens)):
+            if now is None:
+                continue
+            last = self.last[i]
+            self.counts[i] = (self.counts[i] or 0) + (now if last is None or now < last else now - last)
+            self.last[i] = now
+        self.moved = self.moved or (steps is not None and steps != self.start[0])
+
+    @property
+    def steps(self) -> int | None:
+        return self.counts[0]
+
+    @property
+    def tokens(self) -> int | None:
+        return self.counts[1]
+
+
+def _read_regular(path: str) -> str | None:
+    """The text of a regular file (its first 4096 bytes); None where a FIFO or a device is at
+    the path, never waited on."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
         if stat.S_ISDIR(os.fstat(fd).st_mode):
             raise IsADirectoryError(path)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return ""
+            return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read(4096).decode()
     finally:

@@ -22,40 +22,23 @@ from .device import mhz_to_hz, open_device
 from .energy import of as energy_of
 from .energy import unknown_reason
 from .errors import CommandError, InvalidValueError
-from .levels import near_table, nearest_level
+from .levels import check_near_table, nearest_level
 from .policy.workload import Workload
 from .sampler import Sampler
 from .signals import terminate_as_exception
 
 MAX_REPEATS = 100  # runs per setting; a sweep of 12 settings x 100 repeats already takes days
 
-WORKLOAD_KEYS = ("name", "model", "task", "layers", "hidden", "seq_len", "util_pct", "heads", "params",
-                 "batch_size", "model_size", "peft", "rank", "trainable_params", "weight_bits",
-                 "precision", "tokens_per_step")
-
 
 def parse_workload(spec: str) -> dict:
-    """``name=bert-base/sst2,model=bert,layers=12,hidden=768,seq_len=64,task=sst2`` -> dict."""
-    out = {}
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        key, sep, value = part.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not value.strip():
-            raise InvalidValueError(f"--workload: expected key=value, got {part!r}")
-        if key not in WORKLOAD_KEYS:
-            raise InvalidValueError(f"--workload: unknown key {key!r} (known: {', '.join(WORKLOAD_KEYS)})")
-        if key in out:  # as govcore and its daemon: each key at most once, never "the last wins"
-            raise InvalidValueError(f"--workload: {key} given twice")
-        out[key] = value.strip()
-    Workload.from_any(out)  # validates model family and sizes
-    for key in ("heads", "params", "batch_size"):
-        if key in out:
-            try:
-                ok = float(out[key]) == int(float(out[key])) and int(float(out[key])) > 0
-            except (ValueError, OverflowError):
-                ok = False
-            if not ok:
-                raise InvalidValueError(f"--workload: {key} must be a positive whole number, got {out[key]!r}")
+    """``name=bert-base/sst2,model=bert,layers=12,hidden=768,seq_len=64,task=sst2`` -> dict, by
+    govcore's one grammar of a workload (``_core.parse_workload``: the keys of
+    ``_core.WORKLOAD_FIELDS``, each once and spelled exactly, plain decimal numbers within their
+    bounds; docs/policy.md, "The workload grammar") and checked as a :class:`Workload`."""
+    from . import _core
+
+    out = _core.parse_workload(spec)
+    Workload.from_any(out)  # the keys it needs, and the checks across keys
     if "name" not in out:
         out["name"] = f"{out['model']}-L{out['layers']}-H{out['hidden']}" + (f"/{out['task']}" if "task" in out else "")
     return out
@@ -76,9 +59,7 @@ def parse_freqs(text: str, levels_mhz: Sequence[float]) -> list[float]:
             mhz = mhz_to_hz(part) / 1e6
         except InvalidValueError as e:
             raise InvalidValueError(f"--freqs: {e}") from None
-        if not near_table(levels_mhz, mhz):
-            raise InvalidValueError(f"--freqs: {mhz:g} MHz is outside the board's table ({levels_mhz[0]:g}.."
-                                    f"{levels_mhz[-1]:g} MHz) by more than one level")
+        check_near_table(levels_mhz, mhz, "--freqs")
         level = nearest_level(levels_mhz, mhz)
         if level not in out:
             out.append(level)
@@ -131,8 +112,9 @@ def _idle_power_w(sampler: Sampler, seconds: float) -> float | None:
 def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs: str = "all",
               repeats: int = 1, settle_s: float = 2.0, idle_s: float = 5.0, rate_hz: float | None = None,
               seed: int = 0, sysfs_root=None, state_dir=None, progress: Progress | None = None,
-              sleep: Callable[[float], None] = time.sleep) -> dict:
-    """Sweep ``cmd`` over the clocks; returns a summary (runs done, skipped, failed)."""
+              sleep: Callable[[float], None] = time.sleep, on_row: Callable[[dict], None] | None = None) -> dict:
+    """Sweep ``cmd`` over the clocks; returns a summary (runs done, skipped, failed).
+    ``on_row``: called with each row once it is written (a Slurm task records its node)."""
     if not cmd:
         raise InvalidValueError("no training command given (put it after --)")
     if not 1 <= repeats <= MAX_REPEATS:
@@ -177,7 +159,10 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
                 sleep(settle_s)
                 label = f"{'MAXN' if mhz is None else f'{mhz:g} MHz'} rep {rep}"
                 m, status = _measure(sampler, cmd, {"PYDVFS_SETTING": setting, "PYDVFS_FREQ_MHZ": "" if mhz is None else f"{mhz:g}"})
-                writer.write(_row(workload, wl, setting, mhz, rep, m, status, idle_w, board))
+                row = _row(workload, wl, setting, mhz, rep, m, status, idle_w, board)
+                writer.write(row)
+                if on_row:
+                    on_row(row)
                 summary["runs"] += 1
                 if status != 0:
                     summary["failed"].append({"setting": setting, "freq_mhz": mhz, "repeat": rep, "exit_status": status})

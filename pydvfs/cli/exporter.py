@@ -3,6 +3,7 @@ metrics (pydvfs/exporter.py; every metric: docs/metrics.md)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 
@@ -41,14 +42,14 @@ def register(sub, common) -> None:
                    help="a governor's status file, or a folder of them (*.json): what `pydvfs run` "
                         "writes where PYDVFS_GOVERNOR_STATUS names a file")
     p.add_argument("--once", action="store_true",
-                   help="print one scrape in the text format on stdout and exit (after a second of sampling); "
-                        "listens nowhere, so it takes no --listen")
+                   help="print one scrape on stdout and exit (after a second of sampling): the text format, or "
+                        "with --json each metric's samples; listens nowhere, so it takes no --listen")
     add_board_options(p, state=True)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..exporter import DEFAULT_LISTEN, BoardCollector, parse_listen, serve
+    from ..exporter import DEFAULT_LISTEN, BoardCollector, listen_text, parse_listen, serve
 
     if args.once and args.listen is not None:  # (it would never bind: a bad address went unnoticed)
         raise InvalidValueError("--once prints one scrape on stdout and listens nowhere: drop --listen")
@@ -59,18 +60,20 @@ def run(args: argparse.Namespace) -> int:
         raise ImportError("prometheus_client", name="prometheus_client") from e
     if args.rate is not None and not args.rate > 0:
         raise InvalidValueError("--rate must be > 0 Hz")
+    check_governor_status(args.governor_status)
     collector = BoardCollector(args.sysfs_root, args.rate, args.board_name, args.socket,
                                args.governor_status, args.state_dir)
     try:
         if args.once:
-            return _once(collector)
+            return _once(collector, args)
         with terminate_as_exception():
             try:
                 server, _thread = serve(collector, host, port)
             except OSError as e:
-                raise InvalidValueError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+                raise InvalidValueError(f"cannot listen on {listen_text(host, port)}: {e.strerror or e}") from None
             port = server.server_port
-            data = {"listen": f"{host}:{port}", "url": f"http://{host}:{port}/metrics", "board": collector.board,
+            data = {"listen": listen_text(host, port), "url": f"http://{listen_text(host, port)}/metrics",
+                    "board": collector.board,
                     "board_type": collector.board_type, "model": collector.dev.model,
                     "source": collector.energy.source, "sysfs_root": collector.sysfs_root}
             emit(args, data, lambda: (f"pydvfs exporter: serving {data['url']} for {data['board']} "
@@ -86,7 +89,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _once(collector) -> int:
+def check_governor_status(path: str | None) -> None:
+    """--governor-status: a folder, a file, or a status file not written yet (its name ends in
+    .json, in a folder that exists); anything else is a typo, refused rather than never read."""
+    if path is None or os.path.exists(path):
+        return
+    if not (path.endswith(".json") and os.path.isdir(os.path.dirname(os.path.abspath(path)))):
+        raise InvalidValueError(f"--governor-status {path}: no such file or folder (a status file not written "
+                                "yet must end in .json, in a folder that exists)")
+
+
+def _once(collector, args) -> int:
     import time
 
     from prometheus_client import CollectorRegistry, generate_latest
@@ -95,6 +108,12 @@ def _once(collector) -> int:
     registry.register(collector)
     generate_latest(registry)  # the first read opens the interval
     time.sleep(1.0)
-    sys.stdout.write(generate_latest(registry).decode())
-    sys.stdout.flush()
+    if not args.json:
+        sys.stdout.write(generate_latest(registry).decode())
+        sys.stdout.flush()
+        return 0
+    families = [{"name": m.name, "type": m.type, "help": m.documentation,
+                 "samples": [{"name": s.name, "labels": dict(s.labels), "value": s.value} for s in m.samples]}
+                for m in registry.collect()]
+    emit(args, {"board": collector.board, "metrics": families}, "")
     return 0

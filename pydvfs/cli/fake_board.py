@@ -64,6 +64,8 @@ def _write_idle_power(board) -> float:
 def cmd_fake_board(args: argparse.Namespace) -> int:
     from ..device.fake import ORIN_13_LEVELS_HZ, build_fake_board
 
+    if args.progress_file and not args.animate:
+        raise InvalidValueError("--progress-file is where --animate writes its step count: give --animate MODEL too")
     root = Path(args.dir)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InvalidValueError(f"{root} exists and is not an empty folder: give a new one")

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Callable, Tuple
 
-from ..command import exit_status, start_command, stop_command
+from ..command import check_command, exit_status, start_command, stop_command
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
 from .common import emit
@@ -50,6 +50,7 @@ def hold_while(args: argparse.Namespace, dev, verb: str, cmd: list[str],
     outcome. Returns the command's exit status (128+N for a signal N)."""
     if not cmd:
         raise InvalidValueError("no command after --: e.g. -- python train.py")
+    check_command(cmd)  # before the change: a command that cannot start never pins
     with terminate_as_exception():
         try:
             with dev.governing():

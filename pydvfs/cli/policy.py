@@ -80,8 +80,10 @@ def cmd_train_from_runs(args: argparse.Namespace) -> int:
         for sh in table:
             clocks = ", ".join("MAXN" if c["freq_mhz"] is None else f"{c['freq_mhz']:g}" for c in sh["clocks"])
             best = "no best (one clock measured)" if sh["best_mhz"] is None else f"{sh['best_mhz']:g} MHz"
+            aside = ", ".join("MAXN" if f is None else f"{f:g}" for f in sh["set_aside_mhz"])
+            aside = f"; {aside} measured by too few runs, not compared" if aside else ""
             lines.append(f"  {describe_shape(sh['workload'])}: {best} ({sh['runs']} run{'s' * (sh['runs'] != 1)}; "
-                         f"measured {clocks})")
+                         f"measured {clocks}{aside})")
         lines.append("apply (default policy) and run --policy online use it for workloads of a similar shape")
         return "\n".join(lines)
 
@@ -184,6 +186,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
             print(f"pydvfs apply: {d.learned_notice()}", file=sys.stderr, flush=True)
         if d.kept_reason:  # the policy did not expect a clear saving: the board's own governor
             print(f"pydvfs apply: {d.kept_reason}", file=sys.stderr, flush=True)
+        if d.outside_training:  # valid, but the policy extrapolates
+            print(f"pydvfs apply: note: {d.outside_training}", file=sys.stderr, flush=True)
         if d.mapped_from_mhz is not None:
             print(f"pydvfs apply: {d.mapping_notice(open_device(args.sysfs_root).model)}", file=sys.stderr,
                   flush=True)

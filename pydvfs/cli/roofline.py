@@ -76,6 +76,9 @@ def register(subparsers, common) -> None:
     c.add_argument("--devices", default="2", help="comma list of process counts")
     c.add_argument("--steps", type=int, default=3)
     c.add_argument("--warmup", type=int, default=3)
+    c.add_argument("--slurm", action="store_true",
+                   help="inside a Slurm allocation (salloc/sbatch -N K): every run a job step, its processes "
+                        "spread over the nodes through torchrun's rendezvous (docs/slurm.md)")
     c.set_defaults(func=cmd_collect)
 
 
@@ -196,7 +199,17 @@ def cmd_collect(args) -> int:
     if args.steps < 1 or args.warmup < 1:
         raise InvalidValueError("--steps and --warmup must be at least 1")
     log = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
-    df = collect.collect(configs, strategies, devices, args.steps, args.warmup, log=log)
+    slurm = None
+    if args.slurm:
+        from ..integrations.slurm import allocation
+
+        shared = os.path.dirname(os.path.abspath(args.out))  # the runs' results come back through it
+        try:
+            os.makedirs(shared, exist_ok=True)
+        except OSError as e:
+            raise InvalidValueError(f"cannot make {shared}: {e.strerror}") from None
+        slurm = allocation(shared)
+    df = collect.collect(configs, strategies, devices, args.steps, args.warmup, log=log, slurm=slurm)
     _write_csv(df, args.out)
     no_energy = bool(df["energy_j"].isna().all())
     emit(args, {"out": args.out, "rows": len(df), "energy_measured": not no_energy,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..command import command_after_dashes
+from ..command import check_command, command_after_dashes
 from ..errors import InvalidValueError
 from ..signals import Terminated, terminate_as_exception
 from .common import (
@@ -168,6 +168,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cmd = command_after_dashes(args.cmd)
     if not cmd:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
+    check_command(cmd)  # before the board changes, as pin and apply -- CMD
     check_report_out(args)
     from ..governor.joint_search import parse_knobs
 

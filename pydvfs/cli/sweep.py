@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..command import command_after_dashes
+from ..command import check_command, command_after_dashes
 from ..errors import InvalidValueError
 from ..sweep import MAX_REPEATS
 from .common import add_board_options, add_workload_argument, examples, int_range, seed
@@ -12,6 +12,8 @@ from .common import add_board_options, add_workload_argument, examples, int_rang
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     cmd = command_after_dashes(args.cmd)
+    if args.slurm or args.merge or args.slurm_task:
+        return _slurm(args, cmd)
     from ..governor.joint_search import parse_knobs
 
     if parse_knobs(args.knobs) != ("gpu",) and not args.sim:
@@ -28,6 +30,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise InvalidValueError("give --workload model=..,layers=..,hidden=..,seq_len=..[,name=..,task=..]")
     if not cmd:
         raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
+    check_command(cmd)  # before the first pin, as every verb that wraps a command
     if args.plot:
         raise InvalidValueError("--plot is for --sim; for a board's sweep run `pydvfs analyse CSV --out DIR`")
     from ..sweep import run_sweep
@@ -64,6 +67,53 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     emit(args, summary, text, wrapped=True)
     return 1 if summary["failed"] else 0
+
+
+def _slurm(args: argparse.Namespace, cmd: list[str]) -> int:
+    """--slurm (submit), --merge DIR and the array task's --slurm-task DIR (docs/slurm.md)."""
+    import os
+
+    from ..integrations import slurm
+    from .common import emit
+
+    if args.slurm_task:
+        summary = slurm.run_task(args.slurm_task)
+        emit(args, summary, lambda: f"{summary['workload']}: {summary['runs']} runs measured, "
+                                    f"{summary['skipped']} already in the part", wrapped=True)
+        return 1 if summary["failed"] else 0
+    if args.merge:
+        summary = slurm.merge(args.merge)
+        emit(args, summary, lambda: f"{summary['out']}: {summary['rows']} runs" + (
+            f"; not complete: {', '.join(summary['incomplete'])} (submit the sweep again to fill them)"
+            if summary["incomplete"] else ""))
+        return 0
+    if args.sim:
+        raise InvalidValueError("--slurm sweeps boards: no --sim")
+    if not args.out:
+        raise InvalidValueError("give --out DIR (the sweep's folder: plan, parts, merged sweep.csv)")
+    workloads = [args.workload] if args.workload else []
+    if args.workloads:
+        try:
+            lines = open(args.workloads, encoding="utf-8").read().splitlines()
+        except OSError as e:
+            raise InvalidValueError(f"--workloads: cannot read {args.workloads}: {e.strerror}") from None
+        workloads += [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not workloads:
+        raise InvalidValueError("give --workload SPEC or --workloads FILE (one spec a line)")
+    if not cmd:
+        raise InvalidValueError("no training command: put it after --, e.g. -- python train.py")
+    # made absolute for the nodes; a %n in them stays: each node's own board and state
+    options = {"freqs": args.freqs, "repeats": args.repeats, "settle": args.settle, "idle": args.idle,
+               "rate": args.rate, "seed": args.seed,
+               **{k: None if v is None else os.path.abspath(v)
+                  for k, v in (("sysfs_root", args.sysfs_root), ("state_dir", args.state_dir))}}
+    summary = slurm.submit(os.path.abspath(args.out), workloads, cmd, options, partition=args.partition,
+                           constraint=args.constraint, max_parallel=args.max_parallel)
+    emit(args, summary, lambda: (
+        f"{summary['folder']}: complete, nothing to submit" if summary["array_job"] is None else
+        f"array job {summary['array_job']} ({len(summary['submitted'])} of {summary['workloads']} workloads), "
+        f"merge job {summary['merge_job']} after it -> {summary['folder']}/{slurm.MERGED}"))
+    return 0
 
 
 def _noise_check():
@@ -114,6 +164,17 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--settle", type=float, default=2.0, metavar="S", help="seconds between pinning and the run")
     g.add_argument("--idle", type=float, default=5.0, metavar="S", help="seconds of idle-power baseline first")
     g.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
+    g = p.add_argument_group("on a Slurm cluster (docs/slurm.md)")
+    g.add_argument("--slurm", action="store_true",
+                   help="submit the sweep as an array job, one task per workload, each on its node's board; "
+                        "--out is then the sweep's folder (merged into DIR/sweep.csv by a job after it); "
+                        "submitting again runs only the missing cells; %%n in --sysfs-root/--state-dir: the node")
+    g.add_argument("--workloads", metavar="FILE", help="(--slurm) more workloads, one --workload spec a line")
+    g.add_argument("--partition", metavar="P", help="(--slurm) the partition to run in")
+    g.add_argument("--constraint", metavar="FEATURE", help="(--slurm) the nodes' feature, as sbatch's")
+    g.add_argument("--max-parallel", type=int_range(1, 100000), metavar="N", help="(--slurm) tasks at once")
+    g.add_argument("--merge", metavar="DIR", help="merge a --slurm sweep's folder into DIR/sweep.csv")
+    g.add_argument("--slurm-task", metavar="DIR", help=argparse.SUPPRESS)  # what each array task runs
     from .common import add_report_output
 
     add_report_output(p)

@@ -164,14 +164,14 @@ def describe_domain(r: dict) -> str:
     span = f"{len(levels)} {'rates' if r['kind'] == 'emc' else 'levels'}"
     if levels:
         span += f" {_fmt_mhz(levels[0])}..{_fmt_mhz(levels[-1])} MHz"
+    tail = "" if r["available"] else f"; cannot be pinned: {r['why']}"  # shown (readable), not pinnable here
     if r["kind"] == "emc":
         how = "pinned (mrq_rate_locked 1)" if r["locked"] else "the board's memory scaling"
         cap = f", cap {_fmt_mhz(r['cap_mhz'])} MHz" if r["cap_mhz"] else ""
-        tail = "" if r["available"] else "; no table of rates: cannot be pinned"
         return f"{name} {_fmt_mhz(r['cur_mhz'])} MHz, {how} ({span}{cap}){tail}"
     pinned = ", pinned" if r["pinned"] else ""
     return (f"{name} {r['governor']}, min {_fmt_mhz(r['min_mhz'])} max {_fmt_mhz(r['max_mhz'])} MHz"
-            f"{pinned} (CPUs {r['related_cpus']}; {span})")
+            f"{pinned} (CPUs {r['related_cpus']}; {span}){tail}")
 
 
 @dataclass(frozen=True)

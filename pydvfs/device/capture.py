@@ -42,7 +42,7 @@ import stat
 import time
 from pathlib import Path
 
-from ..errors import InvalidValueError
+from ..errors import DeviceNotFoundError, InvalidValueError
 
 FORMAT = "pydvfs-board-capture"
 VERSION = 1
@@ -281,17 +281,21 @@ class _Capture:
         return kept
 
     # -- the layout --------------------------------------------------------------------------
-    def devfreq(self) -> None:
+    def devfreq(self) -> int:
+        """The devfreq devices' files; how many devices there were."""
+        found = 0
         for name in self.listdir("sys/class/devfreq"):
             df = self.resolve(f"sys/class/devfreq/{name}")
             if df is None:
                 continue
+            found += 1
             for f, kind in DEVFREQ_FILES.items():
                 self.read(f"{df}/{f}", kind)
             for f in self.listdir(f"{df}/nvhost_podgov"):
                 self.read(f"{df}/nvhost_podgov/{f}", "number")
             for where in ("of_node/name", "device/of_node/name", "device/load"):
                 self.read(f"{df}/{where}", "tokens" if where.endswith("name") else "number")
+        return found
 
     def sensors(self) -> None:
         dirs = []
@@ -383,7 +387,11 @@ def capture_board(sysfs_root: str | os.PathLike = "/", source: str = "pydvfs cap
     except OSError as e:
         raise InvalidValueError(f"cannot open the sysfs root {sysfs_root}: {e.strerror}") from None
     try:
-        c.devfreq()
+        if c.devfreq() == 0:
+            # nothing of a Jetson to capture (status refuses the tree too); a new board whose GPU
+            # pydvfs does not know still has a devfreq device, and is captured
+            raise DeviceNotFoundError(f"no devfreq device under {os.path.join(str(sysfs_root), 'sys/class/devfreq')}: "
+                                      "no Jetson GPU to capture (a Jetson with its GPU driver loaded has one)")
         c.sensors()
         c.sample_inputs()
         c.cpufreq()

@@ -31,8 +31,9 @@ from ..energy import DEFAULT_MEASURE
 from ..energy import report_fields as energy_report_fields
 from ..energy import require as require_energy
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
+from ..levels import check_near_table
 from ..objective import Objective
-from ..progress import read_progress, read_progress_tokens
+from ..progress import StepsSeen, existing_count, read_progress, read_progress_tokens
 from ..sampler import Sampler
 from ..signals import Terminated
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
@@ -43,6 +44,7 @@ from .search import HillClimb, SearchParams
 STATIC_POLICIES = _core.POLICY_NAMES  # govcore's list: mlg, ffg, rules, maxn, roofline
 SEARCHES = ("model", "hill")  # the online searches; the first is the default
 POLICIES = ("online",) + STATIC_POLICIES
+STATIC_POLL_S = 0.1  # how often a static policy's run reads the progress file
 
 
 def needs_workload(policy: str) -> bool:
@@ -66,7 +68,8 @@ def choose_start(dev, workload: dict | None, model_dir=None, start_mhz: float | 
     returned is where its initial design is centred, the level the policy would have pinned)."""
     from ..policy.apply import decide
 
-    if start_mhz is not None:
+    if start_mhz is not None:  # pin's rule: far outside the table is a typo, not a clock to snap
+        check_near_table(dev.available_frequencies_mhz, start_mhz, "--start")
         return dev.snap_mhz(start_mhz), "--start", False
     if learned is not None:
         return dev.snap_mhz(learned.freq_mhz), learned.note(), False
@@ -231,6 +234,8 @@ def _start_static(dev, policy, workload, model_dir, objective, log, prefix, data
                       data_dir=data_dir, use_runs=use_runs).to_dict()  # the board's runs first (store.md)
     if decision.get("kept_reason") and log is not None:
         print(f"{prefix}: {decision['kept_reason']}", file=log, flush=True)
+    if decision.get("outside_training") and log is not None:  # as `pydvfs apply` says it
+        print(f"{prefix}: note: {decision['outside_training']}", file=log, flush=True)
     if decision["freq_mhz"] is None:  # maxn, or a tree that keeps the workload there
         dev.restore()
         return decision, None
@@ -413,6 +418,12 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     progress = Path(progress_file) if progress_file else None
     if progress is not None and not progress.parent.is_dir():  # CMD could never write its count there
         raise InvalidValueError(f"--progress-file {progress}: no folder {progress.parent} to write the step count in")
+    if progress is not None:  # a count there is where the run counts from; anything else is not taken
+        try:
+            existing_count(progress)
+        except ValueError as e:
+            raise InvalidValueError(f"--progress-file {progress}: {e}: refused, and left as it is (give the file "
+                                    "CMD writes its step count to)") from None
     dev = open_device(sysfs_root, state_dir, above_power_mode)
     reconnects = remote.reconnects()
 
@@ -434,16 +445,9 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)  # fails before any change
     if online:  # a search cannot minimise an energy the board's rails do not give
         require_energy(dev.board, objective.energy, dev.model, sampler.rails)
-    if progress is not None and progress.exists():
-        # a count left by an earlier run would read as steps of this one
-        try:
-            progress.unlink()
-        except OSError as e:
-            raise InvalidValueError(f"cannot remove the old progress file {progress}: {e.strerror}") from None
-        print(f"pydvfs run: removed the old progress file {progress}", file=log, flush=True)
     finished = False
     interrupted: BaseException | None = None  # Ctrl-C or a termination signal during the run
-    proc = engine = None
+    proc = engine = seen = None
     try:
         try:
             if online:
@@ -454,12 +458,18 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             if not online:
                 report["fallback"] = fallback
             with sampler:
+                # the count there now (a writer already running, a count left before) is not this run's
+                seen = StepsSeen(read_progress_tokens(progress)) if progress is not None else None
                 t0 = clock()
                 proc = start_command(cmd, {"PYDVFS_POLICY": policy})
                 try:
                     if online:
-                        _poll(engine, progress, proc, clock, t0, sleep)
+                        _poll(engine, progress, seen, proc, clock, t0, sleep)
                         report.update(engine.report())
+                    elif seen is not None:
+                        while proc.poll() is None:
+                            sleep(STATIC_POLL_S)
+                            seen.see(*read_progress_tokens(progress))
                     else:
                         proc.wait()
                 except BaseException as e:
@@ -483,14 +493,18 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
             # the run is over and measured: its report is still given, with what is left pinned
             restored, restore_error = False, str(e)
     m = sampler.measurement
-    steps, tokens = read_progress_tokens(progress) if progress is not None else (None, None)
+    steps = tokens = None
+    if seen is not None:
+        seen.see(*read_progress_tokens(progress))  # the count CMD left at its end
+        steps, tokens = seen.steps, seen.tokens
     energy = window_energy_j(m, objective.energy)
     report.update(
         exit_status=status,
         duration_s=m.duration_s,
         energy_j=dict(m.energy_j),
         **energy_report_fields(m, objective.energy),
-        steps=steps,
+        steps=steps,  # the steps this run saw the count advance by (progress.StepsSeen)
+        steps_at_start=None if seen is None else seen.start[0],
         tokens=tokens,
         **per_work(energy, m.duration_s, steps, tokens),
         restored=restored,
@@ -528,15 +542,17 @@ def _stopped_by(e: BaseException) -> str:
     return "SIGINT" if isinstance(e, KeyboardInterrupt) else signal.Signals(e.signum).name
 
 
-def _poll(engine: OnlineEngine, progress: Path, proc, clock, t0: float, sleep) -> None:
-    """Drive the engine from the progress file until the command ends."""
+def _poll(engine: OnlineEngine, progress: Path, seen: StepsSeen, proc, clock, t0: float, sleep) -> None:
+    """Drive the engine from the progress file until the command ends: the count reaches the
+    engine once it has moved from the one the file held at the start (not this run's)."""
     poll_s = engine.w.poll_interval_s
     while proc.poll() is None:
         sleep(poll_s)
         steps, tokens = read_progress_tokens(progress)
+        seen.see(steps, tokens)
         if steps and tokens:
             engine.tokens_per_step = tokens / steps
-        engine.tick(clock() - t0, steps)
+        engine.tick(clock() - t0, steps if seen.moved else None)
 
 
 __all__ = ["POLICIES", "STATIC_POLICIES", "WindowParams", "board_cap_mhz", "capped_levels", "choose_start", "read_progress",

@@ -162,6 +162,7 @@ class Decision:
     kept_from_mhz: float | None = None
     kept_reason: str | None = None
     origin: dict | None = None
+    outside_training: str | None = None  # the workload lies outside the built-in policy's training data
     saving_range_pct: list | None = None  # [low, high] across the board's uncertainty family (built-ins)
 
     def to_dict(self) -> dict:
@@ -172,6 +173,7 @@ class Decision:
                 "mapped_from_mhz": self.mapped_from_mhz, "trained_on": self.trained_on,
                 "expected_saving_pct": self.expected_saving_pct, "saving_spread_pct": self.saving_spread_pct,
                 "kept_from_mhz": self.kept_from_mhz, "kept_reason": self.kept_reason,
+                "outside_training": self.outside_training,
                 "saving_range_pct": self.saving_range_pct,
                 "origin": learned_origin(self.learned) if self.learned else self.origin,
                 **({"learned": self.learned} if self.learned else {}),
@@ -358,6 +360,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
                         warning=d.get("warning") or None, expected_saving_pct=d.get("expected_saving_pct"),
                         saving_spread_pct=d.get("saving_spread_pct"), kept_from_mhz=d.get("kept_from_mhz"),
                         kept_reason=d.get("kept_reason"), origin=d.get("origin"),
+                        outside_training=d.get("outside_training"),
                         saving_range_pct=saving_range(d.get("origin"), policy,
                                                       None if d["freq_mhz"] is None else d["proposed_mhz"]))
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
@@ -402,6 +405,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         kept_from_mhz=_mhz(r["kept_from_hz"]),
         kept_reason=r["kept_reason"],
         origin=tree.origin,
+        outside_training=r["outside_training"],
         saving_range_pct=saving_range(tree.origin, policy, None if maxn else r["proposed_mhz"]),
     )
 

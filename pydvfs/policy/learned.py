@@ -4,15 +4,17 @@ one asked about, refit from the store (:mod:`pydvfs.policy.store`) on every read
 The fit (docs/store.md):
 
 1. Runs of one workload shape (model family, layers, hidden, sequence length) on this board and
-   for this energy measure are merged: per clock, the median of the runs' J/step and s/step.
-   A shape whose runs measured fewer than two clocks says nothing about its best clock and is
-   left out.
+   for this energy measure are merged (:meth:`Shape.curve`): the reference is the clock most
+   runs measured; a clock counts where more than half as many runs measured it; its J/step
+   and s/step are the reference's medians times the median of each run's ratio to its own
+   reference reading (clocks compared over the runs that measured both). A shape with fewer
+   than two such clocks says nothing about its best clock and is left out.
 2. Each shape's best clock is the argmin of the objective's cost over its measured clocks
    (energy: J/step; EDP: J/step x s/step; ED2P: x s/step^2; with a slowdown bound, among the
    clocks within the bound of the fastest measured).
 3. A workload asks the shapes within :data:`MAX_DISTANCE` of it (the distance: log2 ratios of
    layers, hidden and sequence length, and 1 for another model family): the :data:`K` nearest
-   vote for their best clocks, each by 1 / (distance + 0.25)^2; the clock with the most weight
+   vote for their best clocks, each by its runs / (distance + 0.25)^2; the clock with the most weight
    wins (a tie: the nearest shape's). No shape that near: no learned clock (the built-in
    policy decides).
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from statistics import median
 
 from ..levels import nearest_level
 from ..objective import Objective
@@ -43,18 +46,50 @@ def distance(a: Workload, b: Workload) -> float:
 
 @dataclass
 class Shape:
-    """A workload shape's merged runs: per clock (None: MAXN) the median J/step, s/step."""
+    """A workload shape's runs: each run's measured clocks (None: MAXN) -> (J/step, s/step).
+
+    Merged robustly (docs/store.md): a clock counts only where more than half as many runs
+    measured it as measured the shape's best-supported clock (the reference); each run's
+    clocks are taken relative to its own reference's, and a clock's value is the median of
+    those ratios over the runs that measured both, times the reference's median. One run
+    cannot add a clock the others never measured, nor move one the others did."""
 
     workload: Workload
     runs: int = 0
-    points: dict = field(default_factory=dict)  # freq_mhz -> [(j, s), ...]
+    measured: list = field(default_factory=list)  # per run: {freq_mhz: (j, s)}
+
+    def support(self) -> dict:
+        """Clock -> how many runs measured it."""
+        out: dict = {}
+        for run in self.measured:
+            for f in run:
+                out[f] = out.get(f, 0) + 1
+        return out
 
     def curve(self) -> dict:
+        """Clock -> (J/step, s/step): the clocks enough runs measured, compared over the runs that
+        measured both them and the reference clock."""
+        n = self.support()
+        levels = [f for f in n if f is not None] or list(n)
+        if not levels:
+            return {}
+        ref = max(levels, key=lambda f: (n[f], f or 0.0))
+        base = [run[ref] for run in self.measured if ref in run]
+        j_ref, s_ref = median(j for j, _ in base), median(s for _, s in base)
         out = {}
-        for f, pts in self.points.items():
-            js, ss = sorted(p[0] for p in pts), sorted(p[1] for p in pts)
-            out[f] = (js[len(js) // 2], ss[len(ss) // 2])
+        for f in n:
+            if 2 * n[f] <= n[ref]:
+                continue  # measured by too few runs to stand against the others
+            pairs = [(run[f][0] / run[ref][0], run[f][1] / run[ref][1]) for run in self.measured
+                     if f in run and ref in run]
+            if pairs:
+                out[f] = (j_ref * median(j for j, _ in pairs), s_ref * median(s for _, s in pairs))
         return out
+
+    def set_aside(self) -> list:
+        """The clocks measured but not compared (too few runs, or none with the reference)."""
+        kept = self.curve()
+        return sorted((f for f in self.support() if f not in kept), key=lambda f: (f is None, f or 0.0))
 
     def best(self, objective: Objective) -> float | None:
         """The clock of least cost among those measured (MAXN never: a clock is learned); None
@@ -84,8 +119,7 @@ def shapes(records: list[dict], measure: str) -> tuple[list[Shape], int]:
         s = by.setdefault(shape_key(w), Shape(w))
         s.runs += 1
         n += 1
-        for p in r["probes"]:
-            s.points.setdefault(p["freq_mhz"], []).append((p["j_per_step"], p["s_per_step"]))
+        s.measured.append({p["freq_mhz"]: (p["j_per_step"], p["s_per_step"]) for p in r["probes"]})
     return list(by.values()), n
 
 
@@ -151,8 +185,8 @@ def learn(records: list[dict], workload, levels_mhz, objective: Objective | None
     near.sort(key=lambda x: (x[0], x[2]))
     near = near[:k]
     votes: dict = {}
-    for d, _shape, best in near:
-        votes[best] = votes.get(best, 0.0) + 1.0 / (d + 0.25) ** 2
+    for d, shape, best in near:
+        votes[best] = votes.get(best, 0.0) + shape.runs / (d + 0.25) ** 2  # each run a vote, by its distance
     top = max(votes.values())
     winner = next(best for _, _, best in near if votes[best] == top)  # a tie: the nearest's
     nearest = near[0][1].curve()
@@ -172,9 +206,11 @@ def learned_table(records: list[dict], objective: Objective | None = None) -> li
     out = []
     for s in sorted(all_shapes, key=lambda s: shape_key(s.workload)):
         c = s.curve()
+        n = s.support()
         out.append({"workload": s.workload.to_dict(), "runs": s.runs, "best_mhz": s.best(objective),
-                    "clocks": [{"freq_mhz": f, "j_per_step": j, "s_per_step": t}
-                               for f, (j, t) in sorted(c.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]})
+                    "clocks": [{"freq_mhz": f, "j_per_step": j, "s_per_step": t, "runs": n[f]}
+                               for f, (j, t) in sorted(c.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))],
+                    "set_aside_mhz": s.set_aside()})
     return out
 
 

@@ -9,16 +9,17 @@ Where: ``--data-dir`` / ``data_dir=``, else ``PYDVFS_DATA_DIR``, else ``/var/lib
 root and ``$XDG_DATA_HOME/pydvfs`` (``~/.local/share/pydvfs``) otherwise. One file per board,
 ``runs-<board id>.jsonl``: one JSON object per line, data only (nothing in it is ever run or
 unpickled). Owned and private as the clock-state folder is (govcore/state.c): the folder is
-created 0700, must be owned by this user and writable by no one else, is never reached through a
-symbolic link (O_NOFOLLOW), and no folder above it may be changed by another user; files are
+created 0700, must be owned by this user and writable by no one else, is never itself a symbolic
+link (O_NOFOLLOW), and no folder or link above it may be changed by another user; files are
 created 0600 relative to the opened folder, with O_NOFOLLOW. A file holds at most
-:data:`MAX_RUNS` records (the oldest are dropped); a damaged line is skipped with a one-line
-warning.
+:data:`MAX_RUNS` records (the oldest are dropped) and is read to :data:`MAX_BYTES` at most; a
+damaged line (checked strictly: :func:`check_record`) is skipped with a one-line warning.
 """
 from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import json
 import math
 import os
@@ -34,6 +35,9 @@ FORMAT = "pydvfs-runs/1"  # the record's "format": a record of another format is
 MAX_RUNS = 500  # records kept per board; the oldest go first
 MAX_LINE_BYTES = 32 * 1024  # a longer line is damaged (a record is ~1 KiB)
 MAX_PROBES = 64  # clocks (and MAXN) per record
+MAX_BYTES = MAX_RUNS * MAX_LINE_BYTES  # read of a board's file: its last MAX_BYTES bytes at most
+MAX_TEXT = 256  # characters of a string in a record's workload (its name, its model)
+OPEN_TRIES = 100  # times a writer reopens a file another writer replaced while it waited
 ENV = "PYDVFS_DATA_DIR"
 _BOARD_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
@@ -79,16 +83,29 @@ def _mkdir_private(path: str) -> None:
 
 
 def _check_ancestors(path: str) -> None:
-    """Every folder above ``path``: owned by root or this user, and writable by no one else
-    unless sticky (/tmp): another user could swap the folder otherwise."""
-    real = os.path.realpath(path)
+    """Every folder above ``path``, as written and as reached: a symbolic link on the way owned
+    by root or this user (another user's link chooses where the store goes), and every real
+    folder above owned by root or this user and writable by no one else unless sticky (/tmp):
+    another user could swap the folder otherwise. A folder not made yet is skipped (the check
+    runs again once it is)."""
     me = os.geteuid()
+    parts = path.rstrip("/").split("/")
+    for i in range(2, len(parts)):
+        p = "/".join(parts[:i])
+        try:
+            st = os.lstat(p)
+        except OSError:
+            break  # not made yet: nothing below it is either
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (0, me):
+            raise StoreError(f"refusing the run-record folder {path}: {p} above it is a symbolic link owned by "
+                             f"another user (uid {st.st_uid}); use a private folder")
+    real = os.path.realpath(path)
     while real != "/":
         real = os.path.dirname(real)
         try:
             st = os.stat(real)
         except OSError:
-            return
+            continue
         if st.st_uid not in (0, me) or (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX):
             raise StoreError(f"refusing the run-record folder {path}: {real} above it can be changed by another "
                              f"user (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):03o}); use a private folder")
@@ -107,30 +124,95 @@ class Loaded:
     records: list[dict] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "line N: why", one per damaged line
     path: str = ""
+    unread_bytes: int = 0  # the file's first bytes, beyond the last MAX_RUNS lines, not read
 
     def warning(self) -> str | None:
-        """One line for all damaged lines, or None."""
+        """One line for all damaged lines and an unread part, or None."""
+        unread = (f"its first {self.unread_bytes} bytes, over the bound of {MAX_RUNS} records, were not read"
+                  if self.unread_bytes else "")
         if not self.skipped:
-            return None
+            return f"{self.path}: {unread}" if unread else None
         more = f" (and {len(self.skipped) - 3} more)" if len(self.skipped) > 3 else ""
         return (f"skipped {len(self.skipped)} damaged run record(s) in {self.path}: "
-                f"{'; '.join(self.skipped[:3])}{more}")
+                f"{'; '.join(self.skipped[:3])}{more}{'; ' + unread if unread else ''}")
 
 
 def _number(v, what: str, positive: bool = True) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or (positive and v <= 0):
-        raise ValueError(f"{what} is not a positive number")
+    try:
+        ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and not (positive and v <= 0)
+    except OverflowError:  # an integer too large for a float
+        ok = False
+    if not ok:
+        raise ValueError(f"{what} is not a {'positive' if positive else 'finite'} number")
     return float(v)
 
 
-def check_record(d) -> dict:
-    """``d`` if it is a well-formed record (ValueError saying what is wrong otherwise)."""
+def _no_duplicates(pairs: list) -> dict:
+    """json's object hook: an object naming a key twice is damaged (which one counts is unsaid)."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise ValueError("a key given twice")
+    return d
+
+
+def _loads(line: bytes):
+    """A record's line as JSON (ValueError where it is not, or names a key twice)."""
+    return json.loads(line.decode("utf-8"), object_pairs_hook=_no_duplicates)
+
+
+@functools.lru_cache(maxsize=None)
+def _workload_types() -> dict:
+    """A record's workload field -> (the JSON types it takes, null allowed): from the
+    Workload's own field types (an ``int`` field takes a JSON integer, a ``float`` one any
+    number, a ``str`` one a string)."""
+    import dataclasses
+
+    from .workload import Workload
+
+    kinds = {"int": (int,), "float": (int, float), "str": (str,)}
+    out = {}
+    for f in dataclasses.fields(Workload):
+        names = [t.strip() for t in str(f.type).split("|")]
+        out[f.name] = (tuple(t for n in names for t in kinds.get(n, ())), "None" in names)
+    return out
+
+
+def _check_workload(wl) -> None:
+    from ..errors import InvalidValueError
+
+    if not isinstance(wl, dict):
+        raise ValueError("workload is not an object")
+    types = _workload_types()
+    for k, v in wl.items():
+        if k not in types:
+            raise ValueError(f"workload: unknown field {k!r}")
+        kinds, nullable = types[k]
+        if v is None and nullable:
+            continue
+        if isinstance(v, bool) or not isinstance(v, kinds):
+            raise ValueError(f"workload: {k} is not a {'number' if float in kinds else kinds[0].__name__}")
+        if isinstance(v, str) and (len(v) > MAX_TEXT or not v.isprintable()):
+            # shown on the terminal (a name, a model): no control character or terminal escape
+            raise ValueError(f"workload: {k} holds a control character or is over {MAX_TEXT} characters")
+        if not isinstance(v, str):
+            _number(v, f"workload: {k}", positive=False)
+    try:
+        workload_of(wl)
+    except InvalidValueError as e:
+        raise ValueError(f"workload: {e}") from None
+
+
+def check_record(d, board_id: str | None = None) -> dict:
+    """``d`` if it is a well-formed record (of ``board_id``'s board, where given; ValueError
+    saying what is wrong otherwise)."""
     if not isinstance(d, dict):
         raise ValueError("not a JSON object")
     if d.get("format") != FORMAT:
         raise ValueError(f"format {d.get('format')!r} is not {FORMAT}")
     if not isinstance(d.get("board"), str) or not _BOARD_ID.match(d["board"]):
         raise ValueError("no board id")
+    if board_id is not None and d["board"] != board_id:
+        raise ValueError(f"a record of another board ({d['board']})")
     if d.get("measure") not in MEASURES:
         raise ValueError(f"measure {d.get('measure')!r} is unknown")
     probes = d.get("probes")
@@ -145,18 +227,12 @@ def check_record(d) -> dict:
         _number(p.get("s_per_step"), "a probe's s_per_step")
         if isinstance(p.get("windows"), bool) or not isinstance(p.get("windows"), int) or p["windows"] < 1:
             raise ValueError("a probe's windows is not a count")
+    if len({p.get("freq_mhz") for p in probes}) != len(probes):
+        raise ValueError("a clock probed twice")
     if d.get("settled_mhz") is not None:
         _number(d["settled_mhz"], "settled_mhz")
-    wl = d.get("workload")
-    if wl is not None:
-        from ..errors import InvalidValueError
-
-        if not isinstance(wl, dict):
-            raise ValueError("workload is not an object")
-        try:
-            workload_of(wl)
-        except InvalidValueError as e:
-            raise ValueError(f"workload: {e}") from None
+    if d.get("workload") is not None:
+        _check_workload(d["workload"])
     return d
 
 
@@ -198,6 +274,7 @@ class RunStore:
     # -- the folder -------------------------------------------------------------------------
     def _open_dir(self, create: bool) -> int | None:
         """The opened, checked folder (None where it does not exist and ``create`` is off)."""
+        _check_ancestors(self.path)  # before anything is made or read below them
         if create:
             _mkdir_private(self.path)
         try:
@@ -218,9 +295,11 @@ class RunStore:
         return fd
 
     def _open_file(self, dfd: int, name: str, flags: int) -> int:
+        """The board's file, opened without waiting (a FIFO in its place is refused, never
+        waited on) and checked: a regular file of this user's."""
         path = os.path.join(self.path, name)
         try:
-            fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+            fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise StoreError(f"refusing the run-record file {path}: it is a symbolic link") from None
@@ -235,20 +314,62 @@ class RunStore:
             raise
         return fd
 
+    def _open_locked(self, dfd: int, name: str, flags: int) -> int:
+        """The board's file under an exclusive lock, the one at its name once locked: a writer
+        that waited while another renamed a rewritten file over it opens the new one (writing
+        into the replaced one would lose the record)."""
+        for _ in range(OPEN_TRIES):
+            fd = self._open_file(dfd, name, flags)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    now = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                except FileNotFoundError:
+                    now = None
+                st = os.fstat(fd)
+                if now is not None and (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+                    return fd
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+        raise StoreError(f"cannot lock {os.path.join(self.path, name)}: it was replaced {OPEN_TRIES} times while "
+                         "waiting")
+
     # -- reading ----------------------------------------------------------------------------
     @staticmethod
-    def _parse(data: bytes, path: str) -> Loaded:
-        out = Loaded(path=path)
+    def _read(fd: int) -> tuple[bytes, int]:
+        """The file's last :data:`MAX_RUNS` whole lines within its last :data:`MAX_BYTES`
+        (bounded, whatever its size: a store never holds more than MAX_RUNS lines of
+        MAX_LINE_BYTES), and how many bytes before them were not read."""
+        size = os.fstat(fd).st_size
+        skip = max(0, size - MAX_BYTES)
+        os.lseek(fd, skip, os.SEEK_SET)
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_BYTES)
+        cut = data.find(b"\n") + 1 if skip else 0  # the line cut in two is not read either
+        end = len(data) - 1
+        for _ in range(MAX_RUNS):  # back to the newline before the MAX_RUNS-th line from the end
+            end = data.rfind(b"\n", cut, end)
+            if end < 0:
+                break
+        else:
+            cut = end + 1
+        return data[cut:], skip + cut
+
+    @staticmethod
+    def _parse(data: bytes, path: str, board_id: str | None = None, unread_bytes: int = 0) -> Loaded:
+        out = Loaded(path=path, unread_bytes=unread_bytes)
         for n, line in enumerate(data.split(b"\n"), 1):
             if not line.strip():
                 continue
             try:
                 if len(line) > MAX_LINE_BYTES:
                     raise ValueError(f"longer than {MAX_LINE_BYTES} bytes")
-                out.records.append(check_record(json.loads(line.decode("utf-8"))))
-            except (ValueError, UnicodeDecodeError, RecursionError) as e:
+                out.records.append(check_record(_loads(line), board_id))
+            except (ValueError, UnicodeDecodeError, RecursionError, OverflowError) as e:
                 why = "not JSON" if isinstance(e, json.JSONDecodeError) else str(e) or type(e).__name__
-                out.skipped.append(f"line {n}: {why}")
+                out.skipped.append(f"line {n}: {why}" if not unread_bytes else f"a line: {why}")
         return out
 
     def load(self, board_id: str) -> Loaded:
@@ -267,13 +388,12 @@ class RunStore:
                 raise StoreError(f"cannot read {path}: {e.strerror}") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)
-                with os.fdopen(os.dup(fd), "rb") as fh:
-                    data = fh.read()
+                data, unread = self._read(fd)
             finally:
                 os.close(fd)
         finally:
             os.close(dfd)
-        return self._parse(data, path)
+        return self._parse(data, path, board_id, unread)
 
     # -- writing ----------------------------------------------------------------------------
     def append(self, record: dict, max_runs: int = MAX_RUNS) -> str:
@@ -288,17 +408,14 @@ class RunStore:
         dfd = self._open_dir(create=True)
         try:
             try:
-                fd = self._open_file(dfd, name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+                fd = self._open_locked(dfd, name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
             except OSError as e:
                 raise StoreError(f"cannot write {path}: {e.strerror}") from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # one writer at a time; readers wait for a whole line
+            try:  # one writer at a time; readers wait for a whole line
                 os.write(fd, line)
-                os.lseek(fd, 0, os.SEEK_SET)
-                with os.fdopen(os.dup(fd), "rb") as fh:
-                    data = fh.read()
-                if data.count(b"\n") > max_runs:
-                    loaded = self._parse(data, path)
+                data, unread = self._read(fd)
+                if unread or data.count(b"\n") > max_runs:
+                    loaded = self._parse(data, path, record["board"])
                     self._rewrite(dfd, name, loaded.records[-max_runs:])
             finally:
                 os.close(fd)  # drops the lock
@@ -308,7 +425,7 @@ class RunStore:
 
     def _rewrite(self, dfd: int, name: str, records: list[dict]) -> None:
         """Replace the file by ``records``: a new 0600 file beside it (O_EXCL, O_NOFOLLOW),
-        renamed over it."""
+        renamed over it (the caller holds the old one's lock: see :meth:`_open_locked`)."""
         tmp = f".{name}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         try:
@@ -329,19 +446,19 @@ class RunStore:
         """Rewrite the board's file with its good records only (damaged lines dropped); returns
         what it held. Nothing is written where nothing was damaged."""
         name = self.file_name(board_id)
+        path = os.path.join(self.path, name)
         dfd = self._open_dir(create=False)
         if dfd is None:
-            return Loaded(path=os.path.join(self.path, name))
+            return Loaded(path=path)
         try:
             try:
-                fd = self._open_file(dfd, name, os.O_RDWR)
+                fd = self._open_locked(dfd, name, os.O_RDWR)
             except FileNotFoundError:
-                return Loaded(path=os.path.join(self.path, name))
+                return Loaded(path=path)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                with os.fdopen(os.dup(fd), "rb") as fh:
-                    loaded = self._parse(fh.read(), os.path.join(self.path, name))
-                if loaded.skipped:
+                data, unread = self._read(fd)
+                loaded = self._parse(data, path, board_id, unread)
+                if loaded.skipped or loaded.unread_bytes:
                     self._rewrite(dfd, name, loaded.records)
             finally:
                 os.close(fd)

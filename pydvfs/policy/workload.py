@@ -15,18 +15,13 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
 from ..errors import InvalidValueError
-from .features import DEFAULT_LORA_RANK, WEIGHT_BITS, effective_weight_bits, trainable_share
+from .features import DEFAULT_LORA_RANK, effective_weight_bits, trainable_share
 
 
 def _is_decoder(model: str) -> bool:
     """The model family, from govcore's one list (InvalidValueError if unknown)."""
     from .. import _core
     return _core.model_is_decoder(model)
-
-
-def _names(kind: str) -> tuple:
-    from .. import _core
-    return _core.PEFT_NAMES if kind == "peft" else _core.PRECISION_NAMES
 
 
 def _number(value, what: str) -> float:
@@ -80,36 +75,21 @@ class Workload:
     tokens_per_step: float | None = None
 
     def __post_init__(self):
+        """Types here; values by govcore's one check (``_core.check_workload``: every field
+        within its bounds, the keys that agree, a workload some Jetson can train)."""
+        from .. import _core
+
         _is_decoder(self.model)
-        for field_name in ("layers", "hidden", "seq_len"):
-            value = getattr(self, field_name)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise InvalidValueError(f"workload {field_name} must be a positive number, got {value!r}")
-        if self.util_pct is not None and not (0.0 <= float(self.util_pct) <= 100.0):  # NaN fails too
-            raise InvalidValueError(f"workload util_pct must be within 0..100, got {self.util_pct!r}")
-        if self.peft not in _names("peft"):
-            raise InvalidValueError(f"workload peft must be one of {', '.join(_names('peft'))}, got {self.peft!r}")
-        if self.precision not in _names("precision"):
-            raise InvalidValueError(
-                f"workload precision must be one of {', '.join(_names('precision'))}, got {self.precision!r}")
-        for field_name in ("rank", "trainable_params", "batch_size"):
-            value = getattr(self, field_name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise InvalidValueError(f"workload {field_name} must be a whole number >= 1, got {value!r}")
-        if self.rank is not None and self.peft == "none":
-            raise InvalidValueError("workload rank is a LoRA rank: give peft=lora or peft=qlora with it")
-        if self.weight_bits is not None and self.weight_bits not in WEIGHT_BITS:
-            raise InvalidValueError(
-                f"workload weight_bits must be one of {', '.join(map(str, WEIGHT_BITS))}, got {self.weight_bits!r}")
-        if self.weight_bits in (4, 8) and self.peft != "qlora":
-            raise InvalidValueError(
-                f"workload weight_bits={self.weight_bits}: quantised weights are frozen, give peft=qlora")
-        if self.peft == "qlora" and self.weight_bits not in (None, 4, 8):
-            raise InvalidValueError(f"workload peft=qlora quantises the weights to 4 or 8 bits, got weight_bits={self.weight_bits}")
-        if self.tokens_per_step is not None and (
-                not isinstance(self.tokens_per_step, (int, float)) or not math.isfinite(self.tokens_per_step)
-                or self.tokens_per_step <= 0):
-            raise InvalidValueError(f"workload tokens_per_step must be a positive number, got {self.tokens_per_step!r}")
+        for name in ("layers", "hidden", "seq_len", "util_pct", "rank", "trainable_params", "weight_bits",
+                     "batch_size", "tokens_per_step"):
+            value = getattr(self, name)
+            if value is None and name not in ("layers", "hidden", "seq_len"):
+                continue  # not given
+            # as_core() gives a count of 0 and a util_pct of -1 for "not given": refuse them here
+            if (not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0
+                    or (value == 0 and name != "util_pct")):
+                raise InvalidValueError(f"workload {name} must be a positive number, got {value!r}")
+        _core.check_workload(self.as_core())
 
     @property
     def is_decoder(self) -> bool:

@@ -63,23 +63,31 @@ def _repo_root() -> str:
 
 
 def run_group(cfg: Config, strategies, n: int, steps: int, warmup: int,
-              timeout_s: float = 600.0) -> dict:
+              timeout_s: float = 600.0, slurm: dict | None = None) -> dict:
     """Launch the runs of ``strategies`` on ``n`` processes (one launch); strategy -> record.
 
     ``n == 1`` runs the worker as a plain process (a process group of one, no launcher: saves
     the launcher's start-up); otherwise ``python -m torch.distributed.run --standalone``.
+    ``slurm`` (:func:`pydvfs.integrations.slurm.allocation`): each launch is a job step of the
+    allocation, the processes spread over its nodes through torchrun's rendezvous; the result
+    goes through a folder every node sees (``slurm["shared_dir"]``).
     """
     label = f"{','.join(strategies)} x{n}"
-    with tempfile.TemporaryDirectory(prefix="pydvfs-collect-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pydvfs-collect-", dir=slurm["shared_dir"] if slurm else None) as tmp:
         out = os.path.join(tmp, "result.json")
         env = dict(os.environ)
-        if n == 1:
+        if slurm is not None:
+            from ..integrations.slurm import step_launcher
+
+            launcher = step_launcher(slurm, n, _free_port(), label) + ["pydvfs.roofline.collect_worker"]
+        elif n == 1:
             launcher = [sys.executable, "-m", "pydvfs.roofline.collect_worker"]
-            env.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
-                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())})
         else:
             launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                         f"--nproc_per_node={n}", "-m", "pydvfs.roofline.collect_worker"]
+        if n == 1:
+            env.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())})
         cmd = launcher + [
                "--strategies", ",".join(strategies), "--layers", str(cfg.layers), "--hidden", str(cfg.hidden),
                "--heads", str(cfg.heads), "--ff", str(cfg.ff), "--seq-len", str(cfg.seq_len),
@@ -108,17 +116,18 @@ def _free_port() -> int:
 
 
 def collect(configs, strategies=("tp", "fsdp"), devices=(2,), steps: int = 3, warmup: int = 3,
-            family: str = "bert", log=None):
-    """Run everything; returns a DataFrame in our schema (plus ``first_loss``, ``backend``)."""
+            family: str = "bert", log=None, slurm: dict | None = None):
+    """Run everything; returns a DataFrame in our schema (plus ``first_loss``, ``backend``).
+    ``slurm``: as job steps of that allocation (:func:`run_group`)."""
     import pandas as pd
 
     from .dataset import SCHEMA_COLUMNS, arch_id
 
     rows = []
     for cfg in configs:
-        done = [("single", 1, run_group(cfg, ["single"], 1, steps, warmup)["single"])]
+        done = [("single", 1, run_group(cfg, ["single"], 1, steps, warmup, slurm=slurm)["single"])]
         for n in devices:
-            recs = run_group(cfg, list(strategies), n, steps, warmup)
+            recs = run_group(cfg, list(strategies), n, steps, warmup, slurm=slurm)
             done += [(s, n, recs[s]) for s in strategies]
         t_single = done[0][2]["time_s"]
         for strategy, n, rec in done:

@@ -30,11 +30,15 @@ import sys
 import time
 from typing import Any, Optional
 
+from ..cli.common import int_range, missing_extra_message
 from ..errors import InvalidValueError, PydvfsError
 from ..progress import write_progress
 from . import glue, models
 
 EXIT_USAGE = 2
+MAX_EPOCHS = 1000.0  # passes over a task's rows: more would train for weeks, not fail
+MAX_SEED = 2 ** 32 - 1  # what every generator seeded here takes (torch's manual_seed takes < 2**64)
+THREADS_PER_CPU = 4  # --threads beyond this many per CPU only exhausts the process limit
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,19 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", default="sst2", help=f"one of: {', '.join(glue.TASKS)}")
     p.add_argument("--max-steps", type=int, default=None, metavar="N",
                    help="stop after N optimiser steps (default: --epochs over the training rows)")
-    p.add_argument("--epochs", type=float, default=1.0, help="passes over the training rows (default 1)")
+    p.add_argument("--epochs", type=float, default=1.0,
+                   help=f"passes over the training rows, at most {MAX_EPOCHS:g} (default 1)")
     p.add_argument("--batch-size", type=int, default=16, metavar="B")
     p.add_argument("--max-seq-len", type=int, default=128, metavar="S",
                    help="truncate inputs to S tokens (default 128)")
     p.add_argument("--pad-to-max", action="store_true",
                    help="pad every batch to --max-seq-len (default: pad to the batch's longest)")
-    p.add_argument("--lr", type=float, default=5e-5, help="AdamW learning rate (default 5e-5)")
+    p.add_argument("--lr", type=float, default=5e-5, help="AdamW learning rate, finite and > 0 (default 5e-5)")
     p.add_argument("--eval-examples", type=int, default=256, metavar="N",
                    help="size of the held-out slice that is scored after training (0: none)")
     p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
                    help="auto = cuda when available, else cpu")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None,
+                   help=f"torch CPU threads, at most {THREADS_PER_CPU} per CPU of this machine (default: torch's)")
+    p.add_argument("--seed", type=int_range(0, MAX_SEED), default=0, help=f"0..{MAX_SEED} (default 0)")
     p.add_argument("--progress-file", default=None, metavar="F",
                    help="after every step, atomically replace F with the completed step count")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -87,18 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
 def _validate(args: argparse.Namespace) -> None:
     if args.max_steps is not None and args.max_steps < 1:
         raise InvalidValueError("--max-steps must be >= 1")
-    if not args.epochs > 0:
-        raise InvalidValueError("--epochs must be > 0")
+    if not 0 < args.epochs <= MAX_EPOCHS:  # inf and nan fail too
+        raise InvalidValueError(f"--epochs must be > 0 and at most {MAX_EPOCHS:g}, got {args.epochs}")
     if args.batch_size < 1:
         raise InvalidValueError("--batch-size must be >= 1")
     if not 8 <= args.max_seq_len <= 512:
         raise InvalidValueError("--max-seq-len must be in 8..512")
-    if not args.lr > 0:
-        raise InvalidValueError("--lr must be > 0")
+    if not (args.lr > 0 and math.isfinite(args.lr)):
+        raise InvalidValueError(f"--lr must be a finite number > 0, got {args.lr}")
     if args.eval_examples < 0:
         raise InvalidValueError("--eval-examples must be >= 0")
-    if args.threads is not None and args.threads < 1:
-        raise InvalidValueError("--threads must be >= 1")
+    most = THREADS_PER_CPU * (os.cpu_count() or 1)
+    if args.threads is not None and not 1 <= args.threads <= most:
+        raise InvalidValueError(f"--threads must be within 1..{most} ({THREADS_PER_CPU} per CPU of this machine)")
     if args.rank < 1:
         raise InvalidValueError("--rank must be >= 1")
     if not 260 <= args.vocab_size <= 65536:
@@ -115,6 +122,20 @@ def _validate(args: argparse.Namespace) -> None:
         parent = os.path.dirname(os.path.abspath(args.progress_file))
         if not os.path.isdir(parent):
             raise InvalidValueError(f"--progress-file: folder {parent} does not exist")
+        if os.path.isdir(args.progress_file):
+            raise InvalidValueError(f"--progress-file {args.progress_file}: cannot write it: a folder")
+
+
+def write_steps(args: argparse.Namespace, steps: int, tokens: int) -> None:
+    """Write --progress-file (if any): the loop's and the SFT trainer's one writer; a file that
+    cannot be written (a folder, /proc) is a one-line InvalidValueError."""
+    if args.progress_file is None:
+        return
+    try:
+        write_progress(args.progress_file, steps, tokens)
+    except OSError as e:
+        raise InvalidValueError(f"--progress-file {args.progress_file}: cannot write it: "
+                                f"{e.strerror or e}") from None
 
 
 class _StopFlag:
@@ -238,8 +259,7 @@ def run(args: argparse.Namespace) -> dict:
     real_tokens = padded_tokens = examples_seen = 0
     losses: list[float] = []
     step_times: list[float] = []
-    if args.progress_file:
-        write_progress(args.progress_file, 0, 0)
+    write_steps(args, 0, 0)  # (a path that cannot be written, /proc's: one line, before training)
     t_start = time.perf_counter()
     with _StopFlag() as stop:
         while step < total_steps and stop.signum is None:
@@ -265,8 +285,7 @@ def run(args: argparse.Namespace) -> dict:
             examples_seen += len(idx)
             real_tokens += sum(len(encoded[i]["input_ids"]) for i in idx)
             padded_tokens += padded
-            if args.progress_file:
-                write_progress(args.progress_file, step, real_tokens)
+            write_steps(args, step, real_tokens)
     train_time_s = time.perf_counter() - t_start
 
     metric_name = "pearson" if task.is_regression else "accuracy"
@@ -365,6 +384,12 @@ def main(argv: Optional[list] = None) -> int:
         result = run(args)
     except PydvfsError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except ImportError as e:  # torch, transformers: the optional extra 'finetune'
+        message = missing_extra_message(e)
+        if message is None:
+            raise
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
         return EXIT_USAGE
     if args.json:
         print(json.dumps(result))

@@ -23,8 +23,8 @@ import time
 from typing import Any
 
 from ..errors import InvalidValueError
-from ..progress import write_progress
 from . import glue, models
+from .finetune import write_steps
 
 # The attention projections LoRA adapts, by family (PEFT's own defaults for these model types).
 LORA_TARGETS = {"qwen2": ["q_proj", "v_proj"], "llama": ["q_proj", "v_proj"], "gemma2": ["q_proj", "v_proj"],
@@ -117,8 +117,7 @@ def run_sft(args) -> dict:
         """After every optimiser step: the step count and the real tokens so far."""
 
         def on_step_end(self, a, state, control, **kw):
-            if args.progress_file:
-                write_progress(args.progress_file, state.global_step, state.num_input_tokens_seen)
+            write_steps(args, state.global_step, state.num_input_tokens_seen)
             if stopped["signum"] is not None:
                 control.should_training_stop = True
 
@@ -178,8 +177,7 @@ def _train(config, trainer_cls, model, tokenizer, progress, texts: list[str], ar
     trainer = trainer_cls(model=model, args=config, processing_class=tokenizer, callbacks=[progress],
                           train_dataset=Dataset.from_dict({"text": texts}))
     trainer.remove_callback(PrinterCallback)  # its log lines on stdout would break --json
-    if args.progress_file:
-        write_progress(args.progress_file, 0, 0)
+    write_steps(args, 0, 0)
     t0 = time.perf_counter()
     try:
         result = trainer.train()

@@ -415,7 +415,7 @@ static void test_power_mode_cap(void)
     CHECK_EQ_U64(pm.gpu_max_hz, 612000000);
     fake_write(root, "etc/nvpmodel.conf", "< POWER_MODEL ID=2 NAME=30W\nGPU MAX_FREQ 1\n");
     gc_power_mode_read(&b, &pm);
-    CHECK(pm.name[0] == '\0' && strstr(pm.why, "garbled") != NULL);
+    CHECK(pm.id == -1 && pm.name[0] == '\0' && strstr(pm.why, "garbled (status: mode 2)") != NULL);
     big = malloc(GC_NVPMODEL_CONF_MAX + 2);
     CHECK(big != NULL);
     memset(big, '#', GC_NVPMODEL_CONF_MAX + 1);

@@ -44,22 +44,35 @@ static void test_model_family(void)
     CHECK(gc_model_family("-1b", &dec) == -EINVAL);
 }
 
+/* Set field f of w from text (the grammar's setter, model buffer unused). */
+static int set(gc_workload *w, const char *key, const char *text, char *err, size_t len)
+{
+    char model[GC_MODEL_NAME_MAX];
+
+    return gc_workload_set(w, gc_workload_field_of(key, strlen(key)), text, strlen(text), model,
+                           sizeof model, err, len);
+}
+
 static void test_method_keys(void)
 {
     gc_workload w = {1, -1.0, 24, 896, 200, 0, 0, 0, 0, 0, 0, 0};
-    char err[160], text[256];
+    char err[GC_ERR_MAX], text[256];
 
-    CHECK(gc_method_key("peft") == 0 && gc_method_key("tokens_per_step") == 6 && gc_method_key("seq_len") == -1);
+    CHECK(gc_workload_field_of("peft", 4) == GC_WF_PEFT &&
+          gc_workload_field_of("tokens_per_step", 15) == GC_WF_TOKENS_PER_STEP &&
+          gc_workload_field_of("seq-len", 7) == -1 && gc_workload_field_of("seq_len", 7) == 3);
+    for (int k = 0; k < GC_N_METHOD_KEYS; k++) /* the method keys, in gc_method_keys' order */
+        CHECK(strcmp(gc_workload_fields[GC_WF_PEFT + k].key, gc_method_keys[k]) == 0);
     /* defaults: full fine-tuning in fp32 */
-    CHECK(gc_method_check(&w, err, sizeof err) == 0);
+    CHECK(gc_workload_check(&w, err, sizeof err) == 0);
     CHECK(gc_trainable_share(&w) == 1.0 && gc_weight_bits(&w) == 32.0);
     gc_method_format(&w, text, sizeof text);
     CHECK(strcmp(text, "") == 0);
-    CHECK(gc_method_set(&w, 0, "LoRA", err, sizeof err) == 0 && w.peft == GC_PEFT_LORA);
-    CHECK(gc_method_set(&w, 1, "16", err, sizeof err) == 0 && w.rank == 16.0);
-    CHECK(gc_method_set(&w, 4, "bf16", err, sizeof err) == 0 && w.precision == GC_PRECISION_BF16);
-    CHECK(gc_method_set(&w, 6, "1600.25", err, sizeof err) == 0 && w.tokens_per_step == 1600.25);
-    CHECK(gc_method_check(&w, err, sizeof err) == 0);
+    CHECK(set(&w, "peft", "LoRA", err, sizeof err) == 0 && w.peft == GC_PEFT_LORA);
+    CHECK(set(&w, "rank", "16", err, sizeof err) == 0 && w.rank == 16.0);
+    CHECK(set(&w, "precision", "bf16", err, sizeof err) == 0 && w.precision == GC_PRECISION_BF16);
+    CHECK(set(&w, "tokens_per_step", "1600.25", err, sizeof err) == 0 && w.tokens_per_step == 1600.25);
+    CHECK(gc_workload_check(&w, err, sizeof err) == 0);
     CHECK(gc_weight_bits(&w) == 16.0);
     CHECK(fabs(gc_trainable_share(&w) - 4.0 * 16 * 896 * 24 / (12.0 * 24 * 896 * 896)) < 1e-15);
     gc_method_format(&w, text, sizeof text);
@@ -67,28 +80,66 @@ static void test_method_keys(void)
     gc_method_format(&w, text, 10); /* cut: never half a key */
     CHECK(strcmp(text, "") == 0);
     /* refusals name the key */
-    CHECK(gc_method_set(&w, 0, "lorx", err, sizeof err) == -EINVAL && strstr(err, "peft"));
-    CHECK(gc_method_set(&w, 1, "0", err, sizeof err) == -EINVAL && strstr(err, "rank"));
-    CHECK(gc_method_set(&w, 1, "1.5", err, sizeof err) == -EINVAL && strstr(err, "rank"));
-    CHECK(gc_method_set(&w, 3, "6", err, sizeof err) == -EINVAL && strstr(err, "weight_bits"));
-    CHECK(gc_method_set(&w, 4, "fp8", err, sizeof err) == -EINVAL && strstr(err, "precision"));
-    CHECK(gc_method_set(&w, 5, "nan", err, sizeof err) == -EINVAL && strstr(err, "batch_size"));
-    CHECK(gc_method_set(&w, 6, "-1", err, sizeof err) == -EINVAL && strstr(err, "tokens_per_step"));
-    CHECK(gc_method_set(&w, 7, "1", err, sizeof err) == -EINVAL);
+    CHECK(set(&w, "peft", "lorx", err, sizeof err) == -EINVAL && strstr(err, "peft"));
+    CHECK(set(&w, "rank", "0", err, sizeof err) == -EINVAL && strstr(err, "rank"));
+    CHECK(set(&w, "rank", "1.5", err, sizeof err) == -EINVAL && strstr(err, "rank"));
+    CHECK(set(&w, "weight_bits", "6", err, sizeof err) == -EINVAL && strstr(err, "weight_bits"));
+    CHECK(set(&w, "precision", "fp8", err, sizeof err) == -EINVAL && strstr(err, "precision"));
+    CHECK(set(&w, "batch_size", "nan", err, sizeof err) == -EINVAL && strstr(err, "batch_size"));
+    CHECK(set(&w, "tokens_per_step", "-1", err, sizeof err) == -EINVAL && strstr(err, "tokens_per_step"));
+    CHECK(gc_workload_set(&w, GC_N_WORKLOAD_FIELDS, "1", 1, text, sizeof text, err, sizeof err) == -EINVAL);
     /* keys that disagree */
     w.weight_bits = 4.0;
-    CHECK(gc_method_check(&w, err, sizeof err) == -EINVAL && strstr(err, "qlora"));
+    CHECK(gc_workload_check(&w, err, sizeof err) == -EINVAL && strstr(err, "qlora"));
     w.peft = GC_PEFT_QLORA;
-    CHECK(gc_method_check(&w, err, sizeof err) == 0 && gc_weight_bits(&w) == 4.0);
+    CHECK(gc_workload_check(&w, err, sizeof err) == 0 && gc_weight_bits(&w) == 4.0);
     w.weight_bits = 16.0;
-    CHECK(gc_method_check(&w, err, sizeof err) == -EINVAL);
+    CHECK(gc_workload_check(&w, err, sizeof err) == -EINVAL);
     w.weight_bits = 0.0;
     CHECK(gc_weight_bits(&w) == 4.0);
     w.peft = GC_PEFT_NONE;
-    CHECK(gc_method_check(&w, err, sizeof err) == -EINVAL && strstr(err, "rank"));
+    CHECK(gc_workload_check(&w, err, sizeof err) == -EINVAL && strstr(err, "rank"));
     w.rank = 0.0;
-    w.trainable_params = 1e12; /* more than the stack: the share is at most 1 */
-    CHECK(gc_method_check(&w, err, sizeof err) == 0 && gc_trainable_share(&w) == 1.0);
+    w.trainable_params = 300e6; /* more than the stack (12 L d^2 = 231M): the share is at most 1 */
+    CHECK(gc_workload_check(&w, err, sizeof err) == 0 && gc_trainable_share(&w) == 1.0);
+}
+
+/* Issue 37: one grammar, bounds on every field, and nothing no Jetson can train. */
+static void test_workload_grammar(void)
+{
+    gc_workload w = {0, -1.0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    char err[GC_ERR_MAX], model[GC_MODEL_NAME_MAX] = "";
+    unsigned have = 0;
+    double v;
+
+    CHECK(gc_workload_parse("model=bert,layers=12,hidden=768,seq_len=64.5,name=a/b", &w, model,
+                            sizeof model, &have, err, sizeof err) == 0);
+    CHECK(strcmp(model, "bert") == 0 && w.layers == 12 && w.seq_len == 64.5 && have == (GC_WORKLOAD_REQUIRED | 1u << GC_WF_NAME));
+    CHECK(gc_workload_check(&w, err, sizeof err) == 0);
+    CHECK(gc_parse_decimal("0x10", 4, &v) == -EINVAL && gc_parse_decimal("1e3", 3, &v) == -EINVAL &&
+          gc_parse_decimal("1_2", 3, &v) == -EINVAL && gc_parse_decimal("+1", 2, &v) == -EINVAL &&
+          gc_parse_decimal("12.5", 4, &v) == 0 && v == 12.5);
+    have = 0;
+    CHECK(gc_workload_parse("layers=1e308", &w, model, sizeof model, &have, err, sizeof err) == -EINVAL &&
+          strstr(err, "workload layers: not a plain decimal number"));
+    have = 0;
+    CHECK(gc_workload_parse("hidden=1000000000", &w, model, sizeof model, &have, err, sizeof err) == -EINVAL &&
+          strstr(err, "whole number from 1 to 65536"));
+    have = 0;
+    CHECK(gc_workload_parse("layers=12, hidden=768", &w, model, sizeof model, &have, err, sizeof err) == -EINVAL &&
+          strstr(err, "blank"));
+    have = 0;
+    CHECK(gc_workload_parse("seq-len=5", &w, model, sizeof model, &have, err, sizeof err) == -EINVAL &&
+          strstr(err, "unknown key 'seq-len'"));
+    /* what the fields allow but no model of the shape is */
+    w.layers = 1024, w.hidden = 65536;
+    CHECK(gc_workload_check(&w, err, sizeof err) == -EINVAL && strstr(err, "largest Jetson"));
+    w.layers = 12, w.hidden = 768, w.trainable_params = 999999999999.0;
+    CHECK(gc_workload_check(&w, err, sizeof err) == -EINVAL && strstr(err, "can have"));
+    w.peft = GC_PEFT_LORA, w.rank = 8, w.trainable_params = 1000;
+    CHECK(gc_workload_check(&w, err, sizeof err) == -EINVAL && strstr(err, "disagree"));
+    w.trainable_params = 0, w.seq_len = INFINITY;
+    CHECK(gc_workload_check(&w, err, sizeof err) == -EINVAL && strstr(err, "seq_len"));
 }
 
 static void test_policy_names(void)
@@ -686,6 +737,7 @@ int main(void)
     RUN(test_rules);
     RUN(test_model_family);
     RUN(test_method_keys);
+    RUN(test_workload_grammar);
     RUN(test_policy_names);
     RUN(test_policy_table);
     RUN(test_decide_clamps_to_table);

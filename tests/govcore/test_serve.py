@@ -383,7 +383,11 @@ def test_sigterm_restores_the_board(daemon):
         assert daemon.stop(signal.SIGTERM) == 0
     assert _state(daemon.board) == ORIGINAL
     assert not daemon.sock.exists()
-    daemon.start()  # for the fixture's clean stop
+    assert not Path(f"{daemon.sock}.lock").exists()  # its one-instance lock file went with it
+    daemon.extra = ["--idle-timeout", "0"]
+    daemon.start()  # for the fixture's clean stop; 0 is never, and the log says so (not "after 0 s")
+    serving = [line for line in daemon.log.read_text().splitlines() if "serving " in line][-1]
+    assert "idle connections never closed" in serving, serving
 
 
 def test_pin_through_the_daemon_follows_the_rules_of_a_direct_pin(daemon, asan_govcore, tmp_path):
@@ -514,6 +518,35 @@ def test_requests_are_bounded_and_strict(daemon):
     assert daemon.request("status")[0]["gpu"] == "ga10b"
     slow.close()
     assert daemon.request("version")[0]["version"] == __import__("pydvfs").__version__
+
+
+def test_the_daemon_reads_a_workload_by_the_one_grammar(daemon):
+    """Every case of tests/data/workload_grammar.json as an apply request (its commas as the
+    request's spaces): what pydvfs and govcore refuse, the daemon refuses for the same reason
+    (issue 37: `seq_len=1e-7` was accepted directly and refused by the daemon); what they accept
+    it decides, with the same notice where the workload is outside the policy's training data."""
+    from workload_cases import CASES, reason
+
+    from pydvfs import Workload
+    from pydvfs.errors import InvalidValueError
+    from pydvfs.sweep import parse_workload
+
+    for case in CASES:
+        spec = case["spec"]
+        if "\n" in spec:  # (a second request: test_requests_are_bounded_and_strict's business)
+            continue
+        reply = daemon.request("apply " + spec.replace(",", " ") + " dry_run=1")[0]
+        if "refused" not in case:
+            assert "error" not in reply, (case, reply)
+            outside = case.get("outside", [])
+            assert (reply["outside_training"] is None) == (not outside), (case, reply)
+            assert all(f"{key} " in (reply["outside_training"] or "") for key in outside), (case, reply)
+            continue
+        assert "error" in reply, (case, reply)
+        if case["refused"].startswith("workload "):  # a key's value or a workload: the same words
+            with pytest.raises(InvalidValueError) as direct:
+                Workload.from_any(parse_workload(spec))
+            assert reason(reply["error"]) == reason(str(direct.value)), (case, reply)
 
 
 REQUESTS = st.one_of(

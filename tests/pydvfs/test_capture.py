@@ -17,7 +17,7 @@ import pydvfs
 from pydvfs.device import open_device
 from pydvfs.device.capture import FORMAT, capture_board, read_capture, rebuild
 from pydvfs.device.fake import ORIN_13_LEVELS_HZ, build_fake_board, rewrite_int
-from pydvfs.errors import InvalidValueError
+from pydvfs.errors import DeviceNotFoundError, InvalidValueError
 
 CAPTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "captures").glob("*.json"))
 CONF = "< POWER_MODEL ID=0 NAME=MAXN >\nGPU MAX_FREQ -1\n< POWER_MODEL ID=2 NAME=30W >\nGPU MAX_FREQ 612000000\n"
@@ -167,3 +167,18 @@ def test_status_pin_restore_and_measure_on_every_capture_kept(tmp_path, cli, gov
     assert res.returncode == 0, res.stderr
     m = report(res)
     assert set(m["energy_j"]) == {r.name for r in dev.rails}
+
+
+def test_a_tree_with_no_jetson_is_refused_and_nothing_is_written(tmp_path, capsys):
+    """Issue 37 item 17: an empty capture was written (exit 0) that fake-board --from built into
+    a tree of no file, where status refuses."""
+    from pydvfs.cli import main
+
+    empty = tmp_path / "not-a-jetson"
+    (empty / "sys/class/hwmon").mkdir(parents=True)
+    with pytest.raises(DeviceNotFoundError, match="no devfreq device"):
+        capture_board(empty)
+    assert main(["capture-board", str(tmp_path / "cap.json"), "--sysfs-root", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no Jetson GPU to capture" in err
+    assert not (tmp_path / "cap.json").exists()

@@ -81,6 +81,33 @@ def test_sweep_freqs_refuse_a_clock_pin_refuses(tmp_path):
     assert not pinned  # 99999: refused by both
 
 
+def test_run_start_refuses_a_clock_pin_refuses(tmp_path):
+    """Issue 37 item 19: `run --start 99999` started at the top clock where `pin 99999` refuses:
+    choose_start (the one place every online start goes through) asks pin's rule, on each side
+    of both ends of the table."""
+    from pydvfs.device import open_device
+    from pydvfs.device.fake import build_fake_board
+    from pydvfs.governor.loop import choose_start
+
+    root = build_fake_board(tmp_path / "b", "jp5").root
+    dev = open_device(root, str(tmp_path / "st"))
+    levels = dev.available_frequencies_mhz
+    step_lo, step_hi = levels[1] - levels[0], levels[-1] - levels[-2]
+    for mhz in (levels[0] - step_lo - 1, levels[0] - step_lo, levels[-1] + step_hi, levels[-1] + step_hi + 1, 99999):
+        try:
+            dev.pin(mhz, nearest=False)
+            pinned = True
+        except InvalidValueError:
+            pinned = False
+        finally:
+            dev.restore()
+        if pinned:
+            assert choose_start(dev, None, start_mhz=mhz)[0] == dev.snap_mhz(mhz)
+        else:
+            with pytest.raises(InvalidValueError, match="--start: .* outside the board's table"):
+                choose_start(dev, None, start_mhz=mhz)
+
+
 def _pydvfs(capsys, *argv) -> tuple[int, str, str]:
     """The pydvfs CLI in this process (the table has 33 cases: a process each would take half a
     minute on a busy machine)."""

@@ -316,13 +316,13 @@ def test_the_status_file_round_trip_and_stale_records(tmp_path):
     gs.write_status(path, {"policy": "online", "freq_mhz": 714.0, "j_per_step": float("nan")})
     rec = gs.read_status(path)
     assert rec["pid"] == os.getpid() and rec["freq_mhz"] == 714.0 and rec["j_per_step"] is None
-    assert gs.read_folder(tmp_path) == [rec]
+    assert gs.read_folder(tmp_path) == ([rec], 0)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     stale = json.loads(path.read_text()) | {"pid": int(dead.stdout)}
     (tmp_path / "old.json").write_text(json.dumps(stale))
-    assert gs.read_folder(tmp_path) == [rec]  # a record whose process is gone is skipped
+    assert gs.read_folder(tmp_path) == ([rec], 0)  # a record whose process is gone is skipped
     (tmp_path / "bad.json").write_text("{not json")
-    assert gs.read_folder(tmp_path) == [rec]
+    assert gs.read_folder(tmp_path) == ([rec], 1)  # a damaged one too, and counted
     gs.remove_status(path)
     assert not path.exists()
 

@@ -84,3 +84,22 @@ def test_a_signal_stops_the_command_and_restores(board, tmp_path, sig, status):
     assert p.returncode == status, err
     assert "stopped; the GPU clock was restored" in err
     assert _state(board) == ORIGINAL
+
+
+@pytest.mark.parametrize("verb", [["pin", "714"], ["apply", "--workload", WORKLOAD, "--policy", "rules"],
+                                  ["run", "--policy", "rules", "--workload", WORKLOAD],
+                                  ["sweep", "--workload", WORKLOAD, "--freqs", "714"]])
+def test_a_command_that_cannot_run_is_refused_before_the_board_changes(board, capsys, tmp_path, verb):
+    """Issue 37 item 18: `pin 612 -- /nonexistent-cmd` pinned, then said the command cannot
+    run. Now one line, exit 2, and the board never written (its max_freq file untouched)."""
+    from pydvfs.cli import main
+
+    plain = tmp_path / "not-executable"
+    plain.write_text("#!/bin/sh\n")
+    before = os.stat(board.devfreq_dir / "max_freq").st_mtime_ns
+    for cmd in ("/nonexistent-cmd", "no-such-command-on-path", str(plain), str(tmp_path)):
+        extra = {"run": ["--data-dir", str(tmp_path / "runs")], "sweep": ["--out", str(tmp_path / "s.csv")]}
+        rc = main([*verb, *extra.get(verb[0], []), "--sysfs-root", str(board.root), "--", cmd])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and f"cannot run {cmd!r}" in err, (cmd, err)
+    assert os.stat(board.devfreq_dir / "max_freq").st_mtime_ns == before and _state(board) == ORIGINAL

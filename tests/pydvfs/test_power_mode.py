@@ -236,7 +236,9 @@ def test_status_says_unknown_for_missing_or_garbled_nvpmodel_files(tmp_path, cli
                 gc(govcore_bin, b, "--json", "status")):
         assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
         st = json.loads(res.stdout)
-        assert st["power_mode"]["name"] is None and why in st["power_mode"]["unknown"]
+        # unknown means unknown: no id without its name (the exporter then exports no mode)
+        assert st["power_mode"]["id"] is None and st["power_mode"]["name"] is None
+        assert why in st["power_mode"]["unknown"]
         assert st["gpu_cap"]["cap_mhz"] == 816.0  # the cap in force does not need nvpmodel
     text = cli("status", "--sysfs-root", str(b.root), timeout=60).stdout
     assert any(line.startswith("mode      unknown (") for line in text.splitlines())

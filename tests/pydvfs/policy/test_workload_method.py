@@ -106,7 +106,7 @@ def test_c_and_python_method_features_agree():
              Workload(model="qwen2", layers=24, hidden=896, seq_len=200, peft="lora", rank=16, precision="bf16"),
              Workload(model="llama", layers=16, hidden=2048, seq_len=30, peft="qlora", util_pct=40.0),
              Workload(model="llama", layers=16, hidden=2048, seq_len=30, peft="qlora", weight_bits=8, precision="fp16"),
-             Workload(model="phi3", layers=32, hidden=3072, seq_len=80, peft="lora", trainable_params=10 ** 12),
+             Workload(model="phi3", layers=32, hidden=3072, seq_len=80, peft="lora", trainable_params=10 ** 10),
              Workload(model="gemma2", layers=26, hidden=2304, seq_len=50, precision="bf16", batch_size=4)]
     for w in cases:
         util = w.util_pct if w.util_pct is not None else 50.0

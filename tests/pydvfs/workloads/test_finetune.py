@@ -98,6 +98,7 @@ def test_sigterm_stops_after_current_step(capsys, tmp_path):
         (["--max-seq-len", "4"], "--max-seq-len"),
         (["--progress-file", "/nonexistent-dir/x"], "does not exist"),
         (["--eval-examples", "4000", "--task", "qnli"], "no training rows"),
+        (["--progress-file", "/proc/self/x", "--model", "bert-tiny"], "cannot write it"),  # issue 37 item 13
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(capsys, argv, msg):

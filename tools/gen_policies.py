@@ -176,12 +176,7 @@ def train_one(board_id: str, measure: str, data: Path, source: str, tasks, truth
     gated = None if shipped == "tree" else gate_fixed_clock(curves, ffg, feats)
     if gated is not None:  # FFG, left at MAXN where it does not clearly save
         shipped, chooser = "ffg, gated", gated
-    if shipped != "ffg":
-        classes = classes_mhz(chooser.model)
-        choices = [chooser.choose(c) for c in curves]
-    else:
-        classes = [ffg]
-        choices = [ffg] * len(curves)
+    classes = classes_mhz(chooser.model) if shipped != "ffg" else [ffg]
     default_classes = list(classes)
     choose = chooser.choose if shipped != "ffg" else (lambda c: ffg)
     classes, choices, robust = robust_classes(measure, curves, classes, choose,

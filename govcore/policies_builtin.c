@@ -8,16 +8,28 @@
 static void gcp_agx_orin_module_score(double * input, double * output) {
     double var0[3];
     if (input[9] <= 24.0) {
-        if (input[4] <= 32.19499969482422) {
-            memcpy(var0, (double[]){0.0, 0.7777777777777778, 0.2222222222222222}, 3 * sizeof(double));
+        if (input[7] <= 0.0020224489271640778) {
+            if (input[8] <= 10.0) {
+                memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+            }
         } else {
-            memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+            if (input[1] <= 96.43000030517578) {
+                memcpy(var0, (double[]){0.0, 0.75, 0.25}, 3 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+            }
         }
     } else {
-        if (input[2] <= 7.0) {
-            memcpy(var0, (double[]){0.2, 0.6, 0.2}, 3 * sizeof(double));
+        if (input[1] <= 91.37000274658203) {
+            if (input[5] <= 6.070464134216309) {
+                memcpy(var0, (double[]){1.0, 0.0, 0.0}, 3 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 0.875, 0.125}, 3 * sizeof(double));
+            }
         } else {
-            memcpy(var0, (double[]){0.0, 0.020833333333333332, 0.9791666666666666}, 3 * sizeof(double));
+            memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
         }
     }
     memcpy(output, var0, 3 * sizeof(double));
@@ -45,32 +57,52 @@ static const gc_tree_model gcp_agx_orin_module_tree = {
     "module",
     1,
     1,
-    {0.0, 20.16800639222983, 17.75530524151024},
-    {0.0, 5.7381428168213615, 1.0895495568311448},
-    18.623479031319103,
-    4.254840973579578,
+    {0.0, 16.300439919451527, 12.506732202738185},
+    {0.0, 1.5856960818493495, 0.912974362577705},
+    13.020436584315414,
+    3.567820352282817,
 };
 
 /* builtin: Jetson AGX Orin, CPU+GPU energy, JetPack 5/6/7 clock table (calibrated) */
 static void gcp_agx_orin_cpu_gpu_score(double * input, double * output) {
-    double var0[2];
-    if (input[6] <= 2403.8399658203125) {
-        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    double var0[3];
+    if (input[9] <= 24.0) {
+        if (input[7] <= 0.0020224489271640778) {
+            if (input[8] <= 10.0) {
+                memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+            }
+        } else {
+            if (input[1] <= 96.43000030517578) {
+                memcpy(var0, (double[]){0.0, 0.75, 0.25}, 3 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
+            }
+        }
     } else {
-        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+        if (input[1] <= 91.37000274658203) {
+            if (input[5] <= 6.070464134216309) {
+                memcpy(var0, (double[]){1.0, 0.0, 0.0}, 3 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 0.875, 0.125}, 3 * sizeof(double));
+            }
+        } else {
+            memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+        }
     }
-    memcpy(output, var0, 2 * sizeof(double));
+    memcpy(output, var0, 3 * sizeof(double));
 }
 
 static const char *const gcp_agx_orin_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_agx_orin_cpu_gpu_classes[] = {0.0, 714.0};
+static const double gcp_agx_orin_cpu_gpu_classes[] = {0.0, 612.0, 714.0};
 
 static const gc_tree_model gcp_agx_orin_cpu_gpu_tree = {
     "builtin: Jetson AGX Orin, CPU+GPU energy, JetPack 5/6/7 clock table (calibrated)",
     gcp_agx_orin_cpu_gpu_score,
     10,
     gcp_agx_orin_cpu_gpu_features,
-    2,
+    3,
     gcp_agx_orin_cpu_gpu_classes,
     {95.38000000000001, 99.48},
     714.0,
@@ -84,32 +116,28 @@ static const gc_tree_model gcp_agx_orin_cpu_gpu_tree = {
     "cpu-gpu",
     1,
     1,
-    {0.0, 27.47007171175215},
-    {0.0, 2.4503249293517406},
-    26.56148975638019,
-    5.492407875366183,
+    {0.0, 24.568647727603786, 20.195670421223898},
+    {0.0, 1.8219150438701355, 1.0737789036929812},
+    20.87954759434091,
+    4.863048110249343,
 };
 
 /* builtin: Jetson Orin Nano (Super), module energy, JetPack 5/6 clock table (estimate) */
-static void gcp_orin_nano_super_module_score(double * input, double * output) {
-    double var0[2];
-    if (input[6] <= 1632.5849609375) {
-        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
-    } else {
-        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
-    }
-    memcpy(output, var0, 2 * sizeof(double));
+static void gcp_orin_nano_super_module_score(double *input, double *output)
+{
+    (void)input;
+    output[0] = 1.0;
 }
 
 static const char *const gcp_orin_nano_super_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_orin_nano_super_module_classes[] = {0.0, 612.0};
+static const double gcp_orin_nano_super_module_classes[] = {0.0};
 
 static const gc_tree_model gcp_orin_nano_super_module_tree = {
     "builtin: Jetson Orin Nano (Super), module energy, JetPack 5/6 clock table (estimate)",
     gcp_orin_nano_super_module_score,
     10,
     gcp_orin_nano_super_module_features,
-    2,
+    1,
     gcp_orin_nano_super_module_classes,
     {97.44, 99.71999999999997},
     612.0,
@@ -123,16 +151,16 @@ static const gc_tree_model gcp_orin_nano_super_module_tree = {
     "module",
     0,
     1,
-    {0.0, 14.929467952869976},
-    {2.886986767591819, 2.4340743347489298},
-    14.817111313211692,
-    2.644675652359942,
+    {0.0},
+    {0.0},
+    -7.413166246209789,
+    3.6039793141461294,
 };
 
 /* builtin: Jetson Orin Nano (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate) */
 static void gcp_orin_nano_super_cpu_gpu_score(double * input, double * output) {
     double var0[2];
-    if (input[6] <= 1632.5849609375) {
+    if (input[1] <= 62.614999771118164) {
         memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
     } else {
         memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
@@ -141,7 +169,7 @@ static void gcp_orin_nano_super_cpu_gpu_score(double * input, double * output) {
 }
 
 static const char *const gcp_orin_nano_super_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_orin_nano_super_cpu_gpu_classes[] = {0.0, 510.0};
+static const double gcp_orin_nano_super_cpu_gpu_classes[] = {0.0, 408.0};
 
 static const gc_tree_model gcp_orin_nano_super_cpu_gpu_tree = {
     "builtin: Jetson Orin Nano (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate)",
@@ -162,25 +190,41 @@ static const gc_tree_model gcp_orin_nano_super_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {0.0, 37.176897184524925},
-    {4.489894632100116, 2.2038187729417875},
-    36.809105732621276,
-    4.120266483224203,
+    {0.0, 13.007453626559727},
+    {0.0, 3.8772902494523755},
+    14.76298400646585,
+    3.949029497483246,
 };
 
 /* builtin: Jetson Orin NX (Super), module energy, JetPack 5/6 clock table (estimate) */
 static void gcp_orin_nx_module_score(double * input, double * output) {
     double var0[2];
-    if (input[6] <= 1632.5849609375) {
-        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    if (input[9] <= 24.0) {
+        if (input[7] <= 0.004115226329304278) {
+            memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+        } else {
+            if (input[2] <= 27.0) {
+                memcpy(var0, (double[]){0.42857142857142855, 0.5714285714285714}, 2 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+            }
+        }
     } else {
-        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+        if (input[1] <= 95.25) {
+            if (input[0] <= 0.5) {
+                memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+            }
+        } else {
+            memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+        }
     }
     memcpy(output, var0, 2 * sizeof(double));
 }
 
 static const char *const gcp_orin_nx_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_orin_nx_module_classes[] = {0.0, 714.0};
+static const double gcp_orin_nx_module_classes[] = {0.0, 1020.0};
 
 static const gc_tree_model gcp_orin_nx_module_tree = {
     "builtin: Jetson Orin NX (Super), module energy, JetPack 5/6 clock table (estimate)",
@@ -201,80 +245,40 @@ static const gc_tree_model gcp_orin_nx_module_tree = {
     "module",
     0,
     1,
-    {0.0, 19.376284145795143},
-    {3.0753346151916943, 2.3121835389129153},
-    19.208590633519986,
-    2.795894025504017,
+    {0.0, 2.7821001169543993},
+    {0.0, 0.46951091373629067},
+    -1.7316552172085724,
+    3.063018875133027,
 };
 
 /* builtin: Jetson Orin NX (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate) */
 static void gcp_orin_nx_cpu_gpu_score(double * input, double * output) {
-    double var0[3];
-    if (input[9] <= 24.0) {
-        if (input[1] <= 98.71000289916992) {
-            if (input[3] <= 736.0) {
-                if (input[1] <= 95.39999771118164) {
-                    memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
-                } else {
-                    memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
-                }
-            } else {
-                memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
-            }
+    double var0[4];
+    if (input[1] <= 99.86999893188477) {
+        if (input[2] <= 20.0) {
+            memcpy(var0, (double[]){0.07142857142857142, 0.0, 0.9285714285714286, 0.0}, 4 * sizeof(double));
         } else {
-            if (input[7] <= 0.0020224489271640778) {
-                if (input[8] <= 10.0) {
-                    memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
-                } else {
-                    memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
-                }
-            } else {
-                if (input[7] <= 0.0031748327892273664) {
-                    if (input[4] <= 52.15500068664551) {
-                        if (input[1] <= 99.72500228881836) {
-                            memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
-                        } else {
-                            memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
-                        }
-                    } else {
-                        memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
-                    }
-                } else {
-                    memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
-                }
-            }
+            memcpy(var0, (double[]){0.0, 0.05128205128205128, 0.6666666666666666, 0.28205128205128205}, 4 * sizeof(double));
         }
     } else {
-        if (input[1] <= 95.25) {
-            if (input[2] <= 5.0) {
-                if (input[1] <= 73.20000076293945) {
-                    if (input[5] <= 5.620854377746582) {
-                        memcpy(var0, (double[]){1.0, 0.0, 0.0}, 3 * sizeof(double));
-                    } else {
-                        memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
-                    }
-                } else {
-                    memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
-                }
-            } else {
-                memcpy(var0, (double[]){0.0, 1.0, 0.0}, 3 * sizeof(double));
-            }
+        if (input[7] <= 0.5018004114972427) {
+            memcpy(var0, (double[]){0.0, 0.0, 0.0, 1.0}, 4 * sizeof(double));
         } else {
-            memcpy(var0, (double[]){0.0, 0.0, 1.0}, 3 * sizeof(double));
+            memcpy(var0, (double[]){0.0, 0.0, 0.2727272727272727, 0.7272727272727273}, 4 * sizeof(double));
         }
     }
-    memcpy(output, var0, 3 * sizeof(double));
+    memcpy(output, var0, 4 * sizeof(double));
 }
 
 static const char *const gcp_orin_nx_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_orin_nx_cpu_gpu_classes[] = {0.0, 510.0, 612.0};
+static const double gcp_orin_nx_cpu_gpu_classes[] = {0.0, 0.0, 510.0, 510.0};
 
 static const gc_tree_model gcp_orin_nx_cpu_gpu_tree = {
     "builtin: Jetson Orin NX (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate)",
     gcp_orin_nx_cpu_gpu_score,
     10,
     gcp_orin_nx_cpu_gpu_features,
-    3,
+    4,
     gcp_orin_nx_cpu_gpu_classes,
     {97.54, 99.73},
     612.0,
@@ -288,32 +292,40 @@ static const gc_tree_model gcp_orin_nx_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {0.0, 44.15433916893571, 40.74178597731473},
-    {4.858778475989609, 1.6708223160519808, 1.1702227618911822},
-    41.30252880383539,
-    4.202110272924969,
+    {0.0, 0.0, 20.125380977392265, 20.125380977392265},
+    {0.0, 0.0, 4.344399945660816, 4.344399945660816},
+    19.51831903619747,
+    4.517266607287434,
 };
 
 /* builtin: Jetson AGX Thor, module energy, JetPack 7 clock table (estimate) */
 static void gcp_thor_module_score(double * input, double * output) {
-    double var0[2];
-    if (input[6] <= 2403.8399658203125) {
-        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    double var0[4];
+    if (input[9] <= 24.0) {
+        if (input[7] <= 0.006196459988132119) {
+            memcpy(var0, (double[]){0.9375, 0.0, 0.0, 0.0625}, 4 * sizeof(double));
+        } else {
+            memcpy(var0, (double[]){0.2727272727272727, 0.09090909090909091, 0.2727272727272727, 0.36363636363636365}, 4 * sizeof(double));
+        }
     } else {
-        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+        if (input[6] <= 3228.4649658203125) {
+            memcpy(var0, (double[]){0.8571428571428571, 0.0, 0.14285714285714285, 0.0}, 4 * sizeof(double));
+        } else {
+            memcpy(var0, (double[]){1.0, 0.0, 0.0, 0.0}, 4 * sizeof(double));
+        }
     }
-    memcpy(output, var0, 2 * sizeof(double));
+    memcpy(output, var0, 4 * sizeof(double));
 }
 
 static const char *const gcp_thor_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_thor_module_classes[] = {0.0, 945.0};
+static const double gcp_thor_module_classes[] = {0.0, 0.0, 0.0, 1260.0};
 
 static const gc_tree_model gcp_thor_module_tree = {
     "builtin: Jetson AGX Thor, module energy, JetPack 7 clock table (estimate)",
     gcp_thor_module_score,
     10,
     gcp_thor_module_features,
-    2,
+    4,
     gcp_thor_module_classes,
     {96.42999999999999, 99.59000000000002},
     945.0,
@@ -327,25 +339,45 @@ static const gc_tree_model gcp_thor_module_tree = {
     "module",
     0,
     1,
-    {0.0, 11.865105855797378},
-    {0.0, 2.8417470750134566},
-    11.563439149904603,
-    3.2912600999315926,
+    {0.0, 0.0, 0.0, 1.5557784095431364},
+    {0.0, 0.0, 0.0, 0.7134942143592493},
+    -8.107554522463824,
+    4.078098117443986,
 };
 
 /* builtin: Jetson AGX Thor, CPU+GPU energy, JetPack 7 clock table (estimate) */
 static void gcp_thor_cpu_gpu_score(double * input, double * output) {
     double var0[2];
-    if (input[1] <= 62.454999923706055) {
-        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    if (input[9] <= 24.0) {
+        if (input[7] <= 0.5038580247201025) {
+            if (input[2] <= 31.0) {
+                memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.75, 0.25}, 2 * sizeof(double));
+            }
+        } else {
+            if (input[6] <= 16281.21044921875) {
+                memcpy(var0, (double[]){0.25, 0.75}, 2 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+            }
+        }
     } else {
-        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+        if (input[3] <= 384.0) {
+            if (input[0] <= 0.5) {
+                memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+            }
+        } else {
+            memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+        }
     }
     memcpy(output, var0, 2 * sizeof(double));
 }
 
 static const char *const gcp_thor_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_thor_cpu_gpu_classes[] = {0.0, 840.0};
+static const double gcp_thor_cpu_gpu_classes[] = {0.0, 1050.0};
 
 static const gc_tree_model gcp_thor_cpu_gpu_tree = {
     "builtin: Jetson AGX Thor, CPU+GPU energy, JetPack 7 clock table (estimate)",
@@ -366,40 +398,28 @@ static const gc_tree_model gcp_thor_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {0.0, 20.16352332382658},
-    {0.0, 3.400203030388056},
-    19.811956225396177,
-    4.1097649088349035,
+    {0.0, 5.386776630470855},
+    {0.0, 1.016758473771986},
+    -4.051544001235408,
+    4.131666510120428,
 };
 
 /* builtin: Jetson AGX Xavier, module energy, JetPack 4/5 clock table (estimate) */
-static void gcp_agx_xavier_module_score(double * input, double * output) {
-    double var0[2];
-    if (input[1] <= 65.5250015258789) {
-        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
-    } else {
-        if (input[8] <= 24.0) {
-            if (input[6] <= 16281.21044921875) {
-                memcpy(var0, (double[]){0.16666666666666666, 0.8333333333333334}, 2 * sizeof(double));
-            } else {
-                memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
-            }
-        } else {
-            memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
-        }
-    }
-    memcpy(output, var0, 2 * sizeof(double));
+static void gcp_agx_xavier_module_score(double *input, double *output)
+{
+    (void)input;
+    output[0] = 1.0;
 }
 
 static const char *const gcp_agx_xavier_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_agx_xavier_module_classes[] = {0.0, 1032.75};
+static const double gcp_agx_xavier_module_classes[] = {0.0};
 
 static const gc_tree_model gcp_agx_xavier_module_tree = {
     "builtin: Jetson AGX Xavier, module energy, JetPack 4/5 clock table (estimate)",
     gcp_agx_xavier_module_score,
     10,
     gcp_agx_xavier_module_features,
-    2,
+    1,
     gcp_agx_xavier_module_classes,
     {98.06999999999996, 99.92000000000002},
     1032.75,
@@ -413,32 +433,76 @@ static const gc_tree_model gcp_agx_xavier_module_tree = {
     "module",
     0,
     1,
-    {0.0, 4.785691244723786},
-    {0.0, 1.054989984050822},
-    4.77752051485471,
-    1.0448665107134194,
+    {0.0},
+    {0.0},
+    -9.159768398010632,
+    1.626281769248783,
 };
 
 /* builtin: Jetson AGX Xavier, CPU+GPU energy, JetPack 4/5 clock table (estimate) */
 static void gcp_agx_xavier_cpu_gpu_score(double * input, double * output) {
-    double var0[2];
-    if (input[6] <= 1632.5849609375) {
-        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
+    double var0[4];
+    if (input[7] <= 0.5038580247201025) {
+        if (input[1] <= 99.80500030517578) {
+            memcpy(var0, (double[]){0.0, 0.0, 0.0, 1.0}, 4 * sizeof(double));
+        } else {
+            if (input[9] <= 24.0) {
+                if (input[2] <= 30.0) {
+                    if (input[8] <= 10.0) {
+                        memcpy(var0, (double[]){0.0, 0.0, 0.6, 0.4}, 4 * sizeof(double));
+                    } else {
+                        memcpy(var0, (double[]){0.0, 0.0, 0.0, 1.0}, 4 * sizeof(double));
+                    }
+                } else {
+                    memcpy(var0, (double[]){0.0, 0.0, 1.0, 0.0}, 4 * sizeof(double));
+                }
+            } else {
+                if (input[4] <= 32.19499969482422) {
+                    if (input[8] <= 18.0) {
+                        memcpy(var0, (double[]){0.0, 0.0, 1.0, 0.0}, 4 * sizeof(double));
+                    } else {
+                        memcpy(var0, (double[]){0.0, 0.0, 0.0, 1.0}, 4 * sizeof(double));
+                    }
+                } else {
+                    memcpy(var0, (double[]){0.0, 0.0, 1.0, 0.0}, 4 * sizeof(double));
+                }
+            }
+        }
     } else {
-        memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
+        if (input[5] <= 6.070464134216309) {
+            if (input[1] <= 65.5250015258789) {
+                memcpy(var0, (double[]){1.0, 0.0, 0.0, 0.0}, 4 * sizeof(double));
+            } else {
+                memcpy(var0, (double[]){0.0, 1.0, 0.0, 0.0}, 4 * sizeof(double));
+            }
+        } else {
+            if (input[2] <= 29.0) {
+                memcpy(var0, (double[]){0.0, 0.0, 1.0, 0.0}, 4 * sizeof(double));
+            } else {
+                if (input[3] <= 768.0) {
+                    memcpy(var0, (double[]){0.0, 0.0, 0.0, 1.0}, 4 * sizeof(double));
+                } else {
+                    if (input[5] <= 9.057831287384033) {
+                        memcpy(var0, (double[]){0.0, 0.0, 0.5, 0.5}, 4 * sizeof(double));
+                    } else {
+                        memcpy(var0, (double[]){0.0, 0.0, 1.0, 0.0}, 4 * sizeof(double));
+                    }
+                }
+            }
+        }
     }
-    memcpy(output, var0, 2 * sizeof(double));
+    memcpy(output, var0, 4 * sizeof(double));
 }
 
 static const char *const gcp_agx_xavier_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_agx_xavier_cpu_gpu_classes[] = {0.0, 675.75};
+static const double gcp_agx_xavier_cpu_gpu_classes[] = {0.0, 624.75, 905.25, 1032.75};
 
 static const gc_tree_model gcp_agx_xavier_cpu_gpu_tree = {
     "builtin: Jetson AGX Xavier, CPU+GPU energy, JetPack 4/5 clock table (estimate)",
     gcp_agx_xavier_cpu_gpu_score,
     10,
     gcp_agx_xavier_cpu_gpu_features,
-    2,
+    4,
     gcp_agx_xavier_cpu_gpu_classes,
     {98.06999999999996, 99.92000000000002},
     675.75,
@@ -452,44 +516,28 @@ static const gc_tree_model gcp_agx_xavier_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {0.0, 30.413729654999223},
-    {3.433426812525022, 1.2360683702690731},
-    30.203937333676933,
-    2.339198927207716,
+    {0.0, 3.199865636565846, 5.660192799684533, 4.662263747970609},
+    {0.0, 1.1025562588427456, 0.6647363615763282, 0.274976079365223},
+    0.9711445870265744,
+    1.3599324082462463,
 };
 
 /* builtin: Jetson Nano, module energy, JetPack 4 clock table (estimate) */
-static void gcp_nano_module_score(double * input, double * output) {
-    double var0[2];
-    if (input[7] <= 0.5038580247201025) {
-        memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
-    } else {
-        if (input[9] <= 24.0) {
-            if (input[2] <= 20.0) {
-                memcpy(var0, (double[]){0.0, 1.0}, 2 * sizeof(double));
-            } else {
-                memcpy(var0, (double[]){0.875, 0.125}, 2 * sizeof(double));
-            }
-        } else {
-            if (input[5] <= 7.345322370529175) {
-                memcpy(var0, (double[]){0.9333333333333333, 0.06666666666666667}, 2 * sizeof(double));
-            } else {
-                memcpy(var0, (double[]){1.0, 0.0}, 2 * sizeof(double));
-            }
-        }
-    }
-    memcpy(output, var0, 2 * sizeof(double));
+static void gcp_nano_module_score(double *input, double *output)
+{
+    (void)input;
+    output[0] = 1.0;
 }
 
 static const char *const gcp_nano_module_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_nano_module_classes[] = {0.0, 921.6};
+static const double gcp_nano_module_classes[] = {0.0};
 
 static const gc_tree_model gcp_nano_module_tree = {
     "builtin: Jetson Nano, module energy, JetPack 4 clock table (estimate)",
     gcp_nano_module_score,
     10,
     gcp_nano_module_features,
-    2,
+    1,
     gcp_nano_module_classes,
     {99.26000000000005, 99.96999999999996},
     921.6,
@@ -503,10 +551,10 @@ static const gc_tree_model gcp_nano_module_tree = {
     "module",
     0,
     1,
-    {0.0, 2.496502115759136},
-    {0.0, 0.26315442897427366},
-    0.010986503757036569,
-    1.17166014383344,
+    {0.0},
+    {0.0},
+    -1.2572905679538357e-11,
+    1.5390625767342135e-11,
 };
 
 /* builtin: Jetson Nano, CPU+GPU energy, JetPack 4 clock table (estimate) */
@@ -517,7 +565,7 @@ static void gcp_nano_cpu_gpu_score(double *input, double *output)
 }
 
 static const char *const gcp_nano_cpu_gpu_features[] = {"is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len", "log10_c_tok", "intensity", "trainable_share", "weight_bits", "compute_bits"};
-static const double gcp_nano_cpu_gpu_classes[] = {614.4};
+static const double gcp_nano_cpu_gpu_classes[] = {0.0};
 
 static const gc_tree_model gcp_nano_cpu_gpu_tree = {
     "builtin: Jetson Nano, CPU+GPU energy, JetPack 4 clock table (estimate)",
@@ -538,10 +586,10 @@ static const gc_tree_model gcp_nano_cpu_gpu_tree = {
     "cpu-gpu",
     0,
     1,
-    {14.528573081429384},
-    {1.091992825034739},
-    14.528573081429384,
-    1.091992825034739,
+    {0.0},
+    {0.0},
+    -19.919675213732788,
+    2.6223134998408337,
 };
 
 

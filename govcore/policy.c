@@ -704,6 +704,13 @@ static void expectation(const gc_tree_model *m, int policy, gc_decision *d)
         }
 }
 
+const char *gc_tree_origin_kind(const gc_tree_model *m)
+{
+    if (strcmp(m->origin, GC_ORIGIN_BUILTIN) == 0 && m->calibrated >= 0)
+        return m->calibrated ? "calibrated" : "estimate";
+    return m->origin;
+}
+
 void gc_kept_reason(const gc_decision *d, char *out, size_t len)
 {
     if (!len)

@@ -187,6 +187,11 @@ typedef struct gc_tree_model {
 #define GC_ORIGIN_USER "user folder"
 #define GC_ORIGIN_BOARD_LEARNED "board-learned" /* reserved: a tree refitted on the board's runs */
 
+/* What a tree's knowledge is, as a decision's origin "kind" says it (its "source" is m->origin):
+ * a built-in trained on a calibrated simulator profile "calibrated", on an estimate "estimate"
+ * (docs/policy.md, "Decisions that hold on the board a user has"); any other tree its origin. */
+const char *gc_tree_origin_kind(const gc_tree_model *m);
+
 /* A tree pins a clock only where its expected saving against MAXN is clearly positive: the
  * expected saving minus GC_SAVING_MARGIN_SD spreads above 0 (docs/policy.md); else the board is
  * left to its own governor. */

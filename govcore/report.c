@@ -352,6 +352,11 @@ static void gc_json_knows(FILE *f, const gc_tree_model *m, const gc_workload *w,
         fprintf(f, "null");
     fprintf(f, ", \"origin\": {\"kind\": ");
     if (m->origin[0])
+        gc_json_str(f, gc_tree_origin_kind(m));
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"source\": ");
+    if (m->origin[0])
         gc_json_str(f, m->origin);
     else
         fprintf(f, "null");

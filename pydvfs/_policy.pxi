@@ -261,9 +261,12 @@ cdef class Tree:
 
     @property
     def origin(self):
-        """Where the tree comes from: {"kind": built-in / user folder / ..., "board", "measure",
-        "calibrated"} (None where not known), as govcore's JSON says it."""
-        return {"kind": self.m.origin.decode() or None, "board": self.board_id,
+        """What the tree knows and where it comes from: {"kind": calibrated / estimate (a built-in
+        on a calibrated or estimated profile) / user folder / ..., "source": built-in / user
+        folder / ..., "board", "measure", "calibrated"} (None where not known), as govcore's
+        JSON says it (gc_tree_origin_kind)."""
+        return {"kind": gc_tree_origin_kind(&self.m).decode() or None, "source": self.m.origin.decode() or None,
+                "board": self.board_id,
                 "measure": self.m.measure.decode() or None,
                 "calibrated": None if self.m.calibrated < 0 else bool(self.m.calibrated)}
 

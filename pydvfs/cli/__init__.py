@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "pydvfs.cli.measure",     # measure
     "pydvfs.cli.sweep",       # sweep
     "pydvfs.cli.run",         # run
+    "pydvfs.cli.calibrate",   # calibrate
     "pydvfs.cli.analyse",     # analyse
     "pydvfs.cli.policy",      # train, evaluate, apply
     "pydvfs.cli.roofline",    # roofline fit|predict|simulate|collect

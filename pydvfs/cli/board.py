@@ -85,7 +85,7 @@ def power_mode_text(mode: dict | None, cap: dict | None) -> str:
     return text + ")"
 
 
-def _status_text(st: dict, learned: dict | None = None) -> str:
+def _status_text(st: dict, learned: dict | None = None, calibrated: str | None = None) -> str:
     rails = ", ".join(r["name"] for r in st["rails"]) or "none found (no power sensor)"
     release = (f" (JetPack {st['jetpack']}, L4T {st['l4t']})" if st.get("jetpack")
                else f" (L4T {st['l4t']})" if st.get("l4t") else "")
@@ -124,7 +124,27 @@ def _status_text(st: dict, learned: dict | None = None) -> str:
         lines.append("saved     nothing (the board is as it was)")
     if learned is not None:
         lines.append(learned_text(learned))
+    if calibrated is not None:
+        lines.append(calibrated)
     return "\n".join(lines)
+
+
+def calibration_status(board_id: str | None, data_dir) -> tuple[dict | None, str | None]:
+    """status's record (None: not calibrated) and line on the board's calibration (`pydvfs
+    calibrate`, docs/boards.md); no line for a board outside the board table."""
+    from ..policy.calibrated import CalibrationStore, board_calibration
+    from ..sim.profiles import board_ids, profile
+
+    if board_id is None or board_id not in board_ids():
+        return None, None
+    cal = board_calibration(board_id, data_dir, prefix="pydvfs status")
+    if cal is None:
+        kind = "calibrated profile" if profile(board_id).calibrated else "estimate"
+        return None, (f"calibrated no: apply decides from the built-in policy (its simulator is an {kind}); "
+                      "`pydvfs calibrate` measures this board")
+    path = CalibrationStore(data_dir).file_path(board_id)
+    return ({"measurements": cal.measurements, "created_utc": cal.created_utc, "path": path, "knobs": cal.knobs},
+            f"calibrated yes: {cal.note()} ({cal.created_utc}), stored in {path}")
 
 
 def learned_text(r: dict) -> str:
@@ -149,6 +169,9 @@ def _status_once(args: argparse.Namespace, dev) -> None:
         print(f"pydvfs status: warning: {learned['warning']}", file=sys.stderr, flush=True)
     if learned["runs"]:  # only where set: govcore status (which reads no store) has the same JSON otherwise
         st["learned_runs"] = learned
+    cal, cal_line = calibration_status(dev.board_id, getattr(args, "data_dir", None))
+    if cal is not None:  # only where set, as learned_runs
+        st["calibration"] = cal
     if st["warning"]:
         print(f"pydvfs status: warning: {st['warning']}", file=sys.stderr, flush=True)
     warning = zero_rails_warning(st["live"]["power_w"]) if st["live"] else None
@@ -157,7 +180,7 @@ def _status_once(args: argparse.Namespace, dev) -> None:
     if getattr(args, "json", False) and args.watch is not None:
         emit(args, st, "")  # one JSON document per refresh
     else:
-        emit(args, st, lambda: _status_text(st, learned))
+        emit(args, st, lambda: _status_text(st, learned, cal_line))
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -121,7 +121,14 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
     if use_runs and start_mhz is None and workload is not None and model_dir is None:
         learned = board_start(dev, workload, levels, objective, data_dir, log, prefix)
     measure = objective.energy if objective is not None else DEFAULT_MEASURE
-    start, source, keeps_maxn = choose_start(dev, workload, model_dir, start_mhz, learned, measure)
+    calibrated = None
+    if use_runs and learned is None and start_mhz is None and workload is not None and model_dir is None:
+        from ..policy.calibrated import calibrated_start  # the board calibrated from a run (docs/boards.md)
+
+        calibrated = calibrated_start(dev, workload, levels, measure, data_dir, log, prefix)
+    start, source, keeps_maxn = calibrated + (False,) if calibrated else \
+        choose_start(dev, workload, model_dir, start_mhz, learned, measure)
+    spread = None if calibrated else family_spread(dev, workload, measure)
     if start > levels[-1]:
         start, source = levels[-1], f"{source}, capped at the power mode's GPU cap {cap:g} MHz"
     if len(levels) < len(dev.available_frequencies_mhz) and log is not None:
@@ -135,8 +142,25 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
     return {"start_mhz": None if maxn_anchor else start, "start_source": source, "centre_mhz": start,
             "maxn_anchor": maxn_anchor, "board_max_mhz": cap, "search_levels_mhz": list(levels),
             "learned": None if learned is None else learned.to_dict(),
+            # where the board is not calibrated: how far its optimum may be (the family's spread)
+            "family_spread_mhz": spread,
             # the board's record as data for the model search (the hill climb takes none)
             "prior": None if learned is None or search_kind != "model" else learned.prior()}
+
+
+def family_spread(dev, workload, measure: str) -> list | None:
+    """[lowest, highest] best GPU clock of ``workload`` across the uncertainty family of the
+    board's simulator profile (pydvfs.sim.uncertainty.optimum_spread); None without a workload
+    or a profile."""
+    from ..sim.profiles import board_ids
+
+    if workload is None or dev.board_id not in board_ids():
+        return None
+    from ..policy.calibrated import sim_run_for
+    from ..policy.workload import Workload
+    from ..sim.uncertainty import optimum_spread
+
+    return list(optimum_spread(dev.board_id, sim_run_for(Workload.from_any(workload)), measure))
 
 
 def joint_start(plan: dict) -> dict:

@@ -41,17 +41,59 @@ def load_tree(model_dir: str | os.PathLike | None = None, board_id: str | None =
 # GC_ORIGIN_BOARD_LEARNED); see origin_line.
 
 
+BUILTIN_ORIGIN = "built-in"  # GC_ORIGIN_BUILTIN (govcore/policy.h): a tree built into govcore
+
+
 def origin_line(origin: dict) -> str:
-    """``built-in policy of the Jetson Orin NX, module energy (simulated estimate profile)``."""
+    """``built-in policy of the Jetson Orin NX, module energy: trained on an estimate of this
+    board (a scaled simulator no measurement has checked)``."""
     from ..energy import LABEL
 
-    kind = origin.get("kind") or "policy"
-    parts = [f"{kind} policy" + (f" of the {_board_name(origin['board'])}" if origin.get("board") else "")]
+    if origin.get("measurements"):  # pydvfs calibrate (pydvfs/policy/calibrated.py)
+        return (f"the simulator {origin['kind']} from {origin['measurements']} measurements, "
+                f"{LABEL.get(origin.get('measure'), origin.get('measure'))} energy")
+    source = origin.get("source") or origin.get("kind") or "policy"
+    parts = [f"{source} policy" + (f" of the {_board_name(origin['board'])}" if origin.get("board") else "")]
     if origin.get("measure"):
         parts.append(f"{LABEL.get(origin['measure'], origin['measure'])} energy")
-    if origin.get("calibrated") is not None:
-        parts.append("calibrated simulator profile" if origin["calibrated"] else "simulator profile: an estimate")
-    return ", ".join(parts)
+    line = ", ".join(parts)
+    if origin.get("kind") == "calibrated":
+        line += ": trained on this board's calibrated simulator"
+    elif origin.get("kind") == "estimate":
+        line += (": trained on an estimate of this board (a scaled simulator no measurement has checked; "
+                 "its clocks hold across the range of boards it may be)")
+    return line
+
+
+def saving_range(origin: dict | None, policy: str, proposed_mhz: float | None) -> list | None:
+    """[low, high] saving against MAXN (%) that a built-in's choice is expected to give across its
+    board's uncertainty family (pydvfs/data/policy-ranges.json, written with the policies by
+    tools/gen_policies.py): [0, 0] where it keeps MAXN; None for another policy or origin."""
+    if policy != DEFAULT_POLICY or not origin or origin.get("source") != BUILTIN_ORIGIN:
+        return None
+    entry = _ranges().get(f"{origin.get('board')}/{origin.get('measure')}")
+    if entry is None:
+        return None
+    if proposed_mhz is None:
+        return [0.0, 0.0]
+    hits = [c["range_pct"] for c in entry["classes"] if c["mhz"] is not None and abs(c["mhz"] - proposed_mhz) < 0.5]
+    if not hits:
+        return None
+    return [round(min(h[0] for h in hits), 2), round(max(h[1] for h in hits), 2)]
+
+
+_ranges_cache: dict = {}
+
+
+def _ranges() -> dict:
+    if not _ranges_cache:
+        import json
+
+        from ..package_data import package_file
+
+        path = package_file("data", "policy-ranges.json")
+        _ranges_cache.update(json.loads(path.read_text()) if path.is_file() else {})
+    return _ranges_cache
 
 
 def load_roofline(model_dir: str | os.PathLike | None) -> "_core.Roofline":
@@ -121,6 +163,7 @@ class Decision:
     kept_reason: str | None = None
     origin: dict | None = None
     outside_training: str | None = None  # the workload lies outside the built-in policy's training data
+    saving_range_pct: list | None = None  # [low, high] across the board's uncertainty family (built-ins)
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
@@ -131,6 +174,7 @@ class Decision:
                 "expected_saving_pct": self.expected_saving_pct, "saving_spread_pct": self.saving_spread_pct,
                 "kept_from_mhz": self.kept_from_mhz, "kept_reason": self.kept_reason,
                 "outside_training": self.outside_training,
+                "saving_range_pct": self.saving_range_pct,
                 "origin": learned_origin(self.learned) if self.learned else self.origin,
                 **({"learned": self.learned} if self.learned else {}),
                 **({"warning": self.warning} if self.warning else {})}  # as govcore's: only where set
@@ -158,7 +202,14 @@ class Decision:
         if self.expected_saving_pct is not None:
             at = f" at {self.kept_from_mhz:g} MHz" if self.kept_from_mhz is not None else ""
             knows.append(f"expected  {self.expected_saving_pct:.1f} % saving against MAXN{at} "
-                         f"(spread {self.saving_spread_pct:.1f} %, from its training data)")
+                         + ("(the board's calibrated simulator)" if (self.origin or {}).get("measurements") else
+                            f"(spread {self.saving_spread_pct:.1f} %, from its training data)"))
+        if self.saving_range_pct is not None:
+            lo, hi = self.saving_range_pct
+            knows.append(f"range     {lo:.1f} to {hi:.1f} % saving against MAXN across the boards this one may "
+                         "be (the simulator's uncertainty family)" if self.freq_mhz is not None else
+                         "range     MAXN kept: no clock saves for workloads like this on every board this one "
+                         "may be (the simulator's uncertainty family)")
         if self.freq_mhz is None:
             return "\n".join([f"policy {self.policy}: MAXN (the board's own governor){note}", *knows])
         if self.learned:
@@ -171,7 +222,8 @@ def learned_origin(learned: dict) -> dict:
     """The decision's origin where the board's own runs chose the clock."""
     from .learned import ORIGIN
 
-    return {"kind": ORIGIN, "board": learned["board"], "measure": learned["measure"], "runs": learned["runs"]}
+    return {"kind": ORIGIN, "source": ORIGIN, "board": learned["board"], "measure": learned["measure"],
+            "runs": learned["runs"]}
 
 
 def learned_note(learned: dict) -> str:
@@ -179,6 +231,20 @@ def learned_note(learned: dict) -> str:
 
     return Learned(**{**learned, "neighbours": tuple(learned["neighbours"]),
                       "curve": tuple(tuple(c) for c in learned.get("curve", ()))}).note()
+
+
+def _pin_or_clamp(mhz: float, sysfs_root, state_dir, pin: bool, above_power_mode: bool) -> tuple:
+    """(level set, power cap, clamped from, warning) of pinning ``mhz`` (``pin``), or of what the
+    pin would set (the highest level under the power mode's cap)."""
+    dev = open_device(sysfs_root, state_dir, above_power_mode)
+    if pin:
+        r = dev.pin(mhz)
+        return r.freq_mhz, r.power_cap_mhz, r.clamped_from_mhz, r.warning
+    cap = None if above_power_mode else dev.power_cap_mhz()
+    if cap is not None and mhz > cap + 0.5:  # as the pin would: the highest level under the cap
+        below = [f for f in dev.available_frequencies_mhz if f <= cap + 0.5]
+        return max(below) if below else min(dev.available_frequencies_mhz), cap, mhz, None
+    return mhz, cap, None, None
 
 
 def _learned_decision(board, wl: Workload, goal, policy: str, sysfs_root, state_dir, pin: bool,
@@ -193,20 +259,39 @@ def _learned_decision(board, wl: Workload, goal, policy: str, sysfs_root, state_
     if learned is None:
         return None
     tree = load_tree(None)
-    dev = open_device(sysfs_root, state_dir, above_power_mode)
-    freq, cap, clamped, warning = learned.freq_mhz, None, None, None
-    if pin:
-        r = dev.pin(learned.freq_mhz)
-        freq, cap, clamped, warning = r.freq_mhz, r.power_cap_mhz, r.clamped_from_mhz, r.warning
-    else:
-        cap = None if above_power_mode else dev.power_cap_mhz()
-        if cap is not None and freq > cap + 0.5:  # as the pin would: the highest level under the cap
-            below = [f for f in dev.available_frequencies_mhz if f <= cap + 0.5]
-            clamped, freq = freq, max(below) if below else min(dev.available_frequencies_mhz)
+    freq, cap, clamped, warning = _pin_or_clamp(learned.freq_mhz, sysfs_root, state_dir, pin, above_power_mode)
     return Decision(freq_mhz=freq, proposed_mhz=learned.freq_mhz, policy=policy,
                     features=dict(zip(tree.feature_names, tree.features(wl.as_core()))), workload=wl.to_dict(),
                     model=learned.origin()["kind"], policy_mhz=learned.freq_mhz, objective=goal.to_dict(),
                     power_cap_mhz=cap, clamped_from_mhz=clamped, warning=warning, learned=learned.to_dict())
+
+
+def _calibrated_decision(board, wl: Workload, goal, policy: str, sysfs_root, state_dir, pin: bool,
+                         above_power_mode: bool, data_dir) -> Decision | None:
+    """The default policy on a board calibrated from one of its runs (`pydvfs calibrate`,
+    docs/boards.md): the clock of least energy for this workload on the calibrated simulator,
+    pinned as any pin; None where the board is not calibrated or the goal is not plain energy
+    (the tree decides then)."""
+    from .calibrated import ORIGIN, board_calibration, calibrated_choice, predict, sim_run_for
+
+    if wl is None or goal.kind != "energy" or goal.max_slowdown_pct is not None:
+        return None
+    cal = board_calibration(board.board_id or None, data_dir, prefix="pydvfs apply")
+    if cal is None:
+        return None
+    levels = [hz_to_mhz(f) for f in board.freqs_hz]
+    mhz = calibrated_choice(cal, wl, levels, goal.energy)
+    pts = predict(cal.board, cal.knobs, sim_run_for(wl), (mhz, None), goal.energy)
+    saving = round(100.0 * (1.0 - pts[mhz][0] / pts[None][0]), 2)
+    tree = load_tree(None)
+    freq, cap, clamped, warning = _pin_or_clamp(mhz, sysfs_root, state_dir, pin, above_power_mode)
+    origin = {"kind": ORIGIN, "source": ORIGIN, "board": cal.board, "measure": goal.energy,
+              "measurements": cal.measurements, "calibrated": True}
+    return Decision(freq_mhz=freq, proposed_mhz=mhz, policy=policy,
+                    features=dict(zip(tree.feature_names, tree.features(wl.as_core()))), workload=wl.to_dict(),
+                    model=ORIGIN, policy_mhz=mhz, objective=goal.to_dict(), power_cap_mhz=cap,
+                    clamped_from_mhz=clamped, warning=warning, expected_saving_pct=saving, saving_spread_pct=0.0,
+                    origin=origin, saving_range_pct=[saving, saving])
 
 
 def _board_name(board_id: str | None, model: str = "") -> str:
@@ -253,7 +338,8 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         wl = Workload.from_any(workload, **overrides)
     board = _board(sysfs_root)
     if use_runs and policy == DEFAULT_POLICY and model_dir is None:  # what this board measured first
-        learned = _learned_decision(board, wl, goal, policy, sysfs_root, state_dir, pin, above_power_mode, data_dir)
+        learned = _learned_decision(board, wl, goal, policy, sysfs_root, state_dir, pin, above_power_mode, data_dir) \
+            or _calibrated_decision(board, wl, goal, policy, sysfs_root, state_dir, pin, above_power_mode, data_dir)
         if learned is not None:
             return learned
     if not isinstance(board, _core.Board):  # the govcore daemon's board (device/remote.py)
@@ -274,7 +360,9 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
                         warning=d.get("warning") or None, expected_saving_pct=d.get("expected_saving_pct"),
                         saving_spread_pct=d.get("saving_spread_pct"), kept_from_mhz=d.get("kept_from_mhz"),
                         kept_reason=d.get("kept_reason"), origin=d.get("origin"),
-                        outside_training=d.get("outside_training"))
+                        outside_training=d.get("outside_training"),
+                        saving_range_pct=saving_range(d.get("origin"), policy,
+                                                      None if d["freq_mhz"] is None else d["proposed_mhz"]))
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
     flags = _core.POLICY_FLAGS[policy]  # the policy's entry in govcore's table
@@ -318,6 +406,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         kept_reason=r["kept_reason"],
         origin=tree.origin,
         outside_training=r["outside_training"],
+        saving_range_pct=saving_range(tree.origin, policy, None if maxn else r["proposed_mhz"]),
     )
 
 

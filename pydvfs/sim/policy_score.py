@@ -83,17 +83,83 @@ def score(truths, chosen_mhz, measure: str) -> dict:
             "worst_vs_maxn_pct": max(-s for s in saving), "left_at_maxn": sum(f is None for f in chosen_mhz)}
 
 
-def evaluate_builtin(board_id: str, measure: str, workloads=None) -> dict:
+def builtin_choices(board_id: str, measure: str, truths) -> list:
     """The built-in policy of ``board_id`` for ``measure``, deciding (dry run, the host's runs left
-    out) on a fake layout of the board, scored on its simulator (:func:`score`) over ``workloads`` (default
-    :func:`held_out`)."""
+    out) on a fake layout of the board for each of ``truths``' workloads: its clocks (None: MAXN)."""
     from ..device.fake import build_fake_board
     from ..policy.apply import decide
 
-    truths = [truth(board_id, m, t) for m, t in (workloads or held_out())]
     with tempfile.TemporaryDirectory() as tmp:
         fake = build_fake_board(Path(tmp) / board_id, board=board_id)
         # the policy alone: runs the host's store holds (PYDVFS_DATA_DIR) would make it board-learned
-        chosen = [decide(t.workload, "mlg", sysfs_root=fake.root, energy=measure, use_runs=False).freq_mhz
-                  for t in truths]
-    return {"board": board_id, "measure": measure, **score(truths, chosen, measure)}
+        return [decide(t.workload, "mlg", sysfs_root=fake.root, energy=measure, use_runs=False).freq_mhz
+                for t in truths]
+
+
+def evaluate_builtin(board_id: str, measure: str, workloads=None, p=None) -> dict:
+    """The built-in policy of ``board_id`` for ``measure`` (:func:`builtin_choices`), scored on the
+    board's simulator (``p``: its parameters, e.g. a family member's; default the profile's) by
+    :func:`score` over ``workloads`` (default :func:`held_out`)."""
+    truths = [truth(board_id, m, t, p) for m, t in (workloads or held_out())]
+    return {"board": board_id, "measure": measure, **score(truths, builtin_choices(board_id, measure, truths), measure)}
+
+
+# ---- decisions that hold across a board's uncertainty family (pydvfs/sim/uncertainty.py) -------
+MAX_LOSS_PCT = 0.5  # a robust clock costs no training workload more than this against MAXN, on any member
+# (half of the 1 % a decision may cost on a workload it was not trained on: docs/policy.md)
+
+
+def run_of(name: str) -> tuple[str, str, str]:
+    """(model, task, method) of a simulated run's name ``model/task[@method]``."""
+    model, _, rest = name.partition("/")
+    task, _, method = rest.partition("@")
+    return model, task, method or "full-fp32"
+
+
+def family_truths(board_id: str, names, members) -> dict:
+    """member name -> the noise-free :class:`Truth` of each run named in ``names`` on that member."""
+    return {m.name: [truth(board_id, *run_of(n)[:2], m.params(), run_of(n)[2]) for n in names] for m in members}
+
+
+def robust_clock(truths: dict, measure: str, max_loss_pct: float = MAX_LOSS_PCT) -> dict:
+    """The clock for a class of workloads that holds across a family (``truths``: member name ->
+    the class's workloads' :class:`Truth`, the same workloads on each): of the levels that cost no
+    workload more than ``max_loss_pct`` against MAXN on any member, the one whose mean saving on
+    the family's worst member is largest; MAXN (``mhz`` None) unless that worst case saves.
+
+    Returns ``mhz``, ``candidate_mhz`` (the best level, kept or not), ``range_pct`` ([worst,
+    best] member's mean saving against MAXN at ``mhz``: [0, 0] at MAXN) and ``worst_pct`` (the
+    candidate's worst member's mean saving)."""
+    members = list(truths.values())
+    levels = sorted(members[0][0].energy_j[measure])
+
+    def means(f):
+        return [statistics.fmean(-t.vs_maxn_pct(measure, f) for t in ts) for ts in members]
+
+    def loss(f):
+        return max(t.vs_maxn_pct(measure, f) for ts in members for t in ts)
+
+    ok = [f for f in levels if loss(f) <= max_loss_pct] or levels
+    cand = max(ok, key=lambda f: (min(means(f)), -abs(f - levels[-1])))
+    worst = min(means(cand))
+    keep = worst > 0 and loss(cand) <= max_loss_pct
+    m = means(cand)
+    return {"mhz": cand if keep else None, "candidate_mhz": cand, "worst_pct": worst,
+            "range_pct": [min(m), max(m)] if keep else [0.0, 0.0]}
+
+
+def evaluate_family(board_id: str, measure: str, members=None, workloads=None) -> dict:
+    """The built-in policy of ``board_id`` for ``measure`` scored (:func:`score`) on every member of
+    the board's uncertainty family (default :func:`pydvfs.sim.uncertainty.family`) over the
+    held-out workloads: {"default": the default member's scores, "worst": the scores on the member
+    where it saves least (with its ``member``), "max_vs_maxn_pct": the most any decision costs
+    against MAXN on any member}."""
+    from .uncertainty import family
+
+    rows = {}
+    for m in members or family(board_id):
+        truths = [truth(board_id, mo, t, m.params()) for mo, t in (workloads or held_out())]
+        rows[m.name] = score(truths, builtin_choices(board_id, measure, truths), measure) | {"member": m.name}
+    worst = min(rows.values(), key=lambda r: r["saving_pct"])
+    return {"board": board_id, "measure": measure, "default": rows.get("default", worst), "worst": worst,
+            "max_vs_maxn_pct": max(r["worst_vs_maxn_pct"] for r in rows.values())}

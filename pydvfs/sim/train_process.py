@@ -2,7 +2,7 @@
 
     python -m pydvfs.sim.train_process --sysfs-root DIR --model bert-base --task SST-2 \
         [--epochs 1 | --steps N] [--time-scale 200] [--progress-file F] [--seed 0] [--repeat 0] \
-        [--board agx-orin|orin-nano-super|orin-nx|thor|agx-xavier|nano]
+        [--board agx-orin|orin-nano-super|orin-nx|thor|agx-xavier|nano] [--member NAME]
 
 It can be the CMD of a sweep or of ``pydvfs run``: every tick it re-reads the GPU clock limits
 (devfreq ``min_freq``/``max_freq``), pins to ``max_freq`` when they are equal (snapped to the
@@ -10,6 +10,8 @@ OPP table) or emulates podgov between them, advances its steps at that clock's s
 ``cur_freq``, the GPU ``load`` and every rail's mV/mA, as the drivers would. ``--time-scale K``
 runs K simulated seconds per real second: rail powers stay real, so energy integrated from the
 files is the simulated energy divided by K. The step count goes to ``--progress-file``.
+``--member NAME``: the board's physics is that member of its uncertainty family
+(:mod:`pydvfs.sim.uncertainty`: ``static-high``, ``corner-up``, ``held-out-3``...).
 At exit (end, SIGTERM or SIGINT) the rails fall back to the idle board's values and a JSON
 summary is printed on stdout.
 """
@@ -52,6 +54,10 @@ def _setting_for(lo_mhz: float, hi_mhz: float, power_mode: str, top_mode: str = 
 
 def run(args: argparse.Namespace) -> dict:
     p = default_params()
+    if args.member:  # a board of the uncertainty family: physics the policies were not fitted to
+        from .uncertainty import member
+
+        p = member(args.board, args.member).params(p)
     w = get_workload(args.model, args.task, args.batch_size, args.epochs)
     tokens_per_step = w.batch_size * w.task.avg_tokens  # real tokens (padding excluded), as a trainer counts
     target_steps = args.steps if args.steps else w.steps
@@ -189,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the board's nvpmodel mode (default: its top mode, e.g. maxn)")
     ap.add_argument("--board", default=DEFAULT_BOARD, choices=board_ids(),
                     help="simulator profile: the board's clock table, rails and power (default agx-orin)")
+    ap.add_argument("--member", default=None,
+                    help="a member of the board's uncertainty family (pydvfs.sim.uncertainty), e.g. held-out-3")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=0)
     ap.add_argument("--write-log", metavar="F", default=None,

@@ -248,7 +248,7 @@ def test_the_daemon_takes_the_boards_built_in_policy_for_the_measure_asked(daemo
     req = "apply dry_run=1 model=bert layers=12 hidden=768 seq_len=64"
     for measure, extra in (("module", ""), ("module", " energy=module"), ("cpu-gpu", " energy=cpu-gpu")):
         r = daemon.request(req + extra)[0]
-        assert r["origin"]["kind"] == "built-in" and r["origin"]["measure"] == measure, r
+        assert r["origin"]["source"] == "built-in" and r["origin"]["measure"] == measure, r
         local = pydvfs.decide({"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64},
                               sysfs_root=daemon.board.root, energy=measure)
         assert r["origin"] == local.origin and r["freq_mhz"] == local.freq_mhz and r["model"] == local.model

@@ -136,8 +136,8 @@ def test_static_policy_pins_the_learned_clock(cli, orin, tmp_path):
     r = report(res)
     # the AGX Orin's built-in policy for module energy (the default): bert-base's module optimum
     assert r["chosen_mhz"] == 816.0 and r["decision"]["policy"] == "mlg"
-    assert r["decision"]["origin"] == {"kind": "built-in", "board": "agx-orin", "measure": "module",
-                                       "calibrated": True}
+    assert r["decision"]["origin"] == {"kind": "calibrated", "source": "built-in", "board": "agx-orin",
+                                       "measure": "module", "calibrated": True}
     assert r["steps"] == 2000
     # within 6 %: at 816 MHz the animated run (real-time ticks, the idle tail) reads 4-5 % above the
     # steady state on a loaded machine (at 714 MHz it read within 4 %)

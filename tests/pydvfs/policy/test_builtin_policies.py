@@ -56,7 +56,8 @@ def test_every_board_of_the_table_has_a_policy_per_measure_with_its_manifest():
             assert (b, measure) in have
             tree = _core.Tree(None, b, measure)
             m = MANIFESTS[f"{b}/{measure}"]
-            assert tree.origin == {"kind": "built-in", "board": b, "measure": measure, "calibrated": m["calibrated"]}
+            assert tree.origin == {"kind": "calibrated" if m["calibrated"] else "estimate", "source": "built-in",
+                                   "board": b, "measure": measure, "calibrated": m["calibrated"]}
             assert tree.levels_mhz == board_row(b).gpu_levels_mhz == tuple(m["levels_mhz"])
             assert m["jetpack"] == list(board_row(b).jetpack) and m["data"]["sha256"] == tree.provenance["data_sha256"]
             assert list(tree.feature_names) in [list(f) for f in FEATURE_SETS.values()]  # features.py's
@@ -84,10 +85,13 @@ def test_apply_is_never_worse_than_maxn_and_keeps_most_of_the_best_saving(tmp_pa
             assert d.expected_saving_pct is not None and d.saving_spread_pct is not None
         pinned.append(d.freq_mhz)
         pydvfs.restore(sysfs_root=fake.root, state_dir=state)
-    s = score(truths[board_id], pinned, measure)
     for t, f in zip(truths[board_id], pinned):
         assert t.vs_maxn_pct(measure, f) <= 1.0, (t.name, f)
-    assert s["share_of_best_pct"] >= 80.0, s
+    # Issue 35: an estimate board's built-in keeps MAXN wherever some board of its uncertainty
+    # family would not save, so the share of the default simulator's best saving is no longer
+    # bounded from below here (docs/policy.md's family table gives it; the family's own guarantee
+    # is tests/pydvfs/policy/test_robust_policies.py); what it pins still saves on the default.
+    assert all(t.vs_maxn_pct(measure, f) < 0.0 for t, f in zip(truths[board_id], pinned) if f is not None)
 
 
 def _foreign_folder(tmp_path, mhz=714.0, board_id="agx-orin", knows=None):
@@ -135,7 +139,8 @@ def test_json_names_the_expected_saving_and_origin_in_both_front_ends(tmp_path, 
                   "--energy", measure, "--sysfs-root", str(fake.root))
         assert res.returncode == 0, res.stderr
         d = json.loads(res.stdout)
-        assert d["origin"] == {"kind": "built-in", "board": "orin-nx", "measure": measure, "calibrated": False}
+        assert d["origin"] == {"kind": "estimate", "source": "built-in", "board": "orin-nx", "measure": measure,
+                               "calibrated": False}
         assert isinstance(d["expected_saving_pct"], float) and d["saving_spread_pct"] >= 0
         g = subprocess.run([govcore_bin, "--sysfs-root", str(fake.root), "--json", "apply", "--workload",
                             "model=pythia,layers=12,hidden=768,seq_len=64", "--energy", measure, "--dry-run"],
@@ -203,12 +208,15 @@ def test_the_policies_read_how_a_workload_trains():
 @pytest.mark.parametrize("board_id", ["agx-orin", "orin-nano-super", "thor"])
 def test_apply_on_the_decoders_methods_is_near_the_optimum_and_never_above_maxn(tmp_path, board_id):
     """`apply --workload model=qwen2.5-0.5b,...,peft=lora,rank=16,precision=bf16` picks for that job:
-    on held-out decoder workloads of every method the built-in's clock is never above MAXN and
-    within a level's worth of the best clock (module energy, the default measure)."""
+    on held-out decoder workloads of every method the built-in's clock is never above MAXN and, on
+    the calibrated AGX Orin, within a level's worth of the best clock (module energy, the default
+    measure). On an estimate board the built-in keeps MAXN wherever some board of its uncertainty
+    family would not save (issue 35): near the default simulator's optimum is no longer its aim."""
     fake = build_fake_board(tmp_path / board_id, board=board_id)
     truths = [truth(board_id, m, "RTE", method=me) for m in DECODERS for me in METHODS]
     picks = [decide(t.workload, "mlg", None, fake.root, energy="module", use_runs=False).freq_mhz for t in truths]
     for t, f in zip(truths, picks):
         assert t.vs_maxn_pct("module", f) <= 0.0, (t.name, t.workload, f)
     s = score(truths, picks, "module")
-    assert s["max_regret_pct"] <= 2.0 and s["regret_pct"] <= 1.0, s
+    if board_id == "agx-orin":
+        assert s["max_regret_pct"] <= 2.0 and s["regret_pct"] <= 1.0, s

@@ -94,7 +94,7 @@ def test_the_built_in_policy_picks_for_how_the_job_trains(cli, board, govcore_bi
         assert py.returncode == 0 and c.returncode == 0, (py.stderr, c.stderr)
         a, b = json.loads(py.stdout), json.loads(c.stdout)
         assert a["freq_mhz"] == b["freq_mhz"] == best, (method, a["freq_mhz"], b["freq_mhz"], best)
-        assert a["origin"]["kind"] == "built-in" and a["features"]["compute_bits"] == (16 if extra else 32)
+        assert a["origin"]["source"] == "built-in" and a["features"]["compute_bits"] == (16 if extra else 32)
         chosen[method] = a["freq_mhz"]
     assert chosen["lora-bf16"] < chosen["lora-fp32"]
 

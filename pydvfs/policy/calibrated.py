@@ -1,0 +1,371 @@
+"""A board calibrated from one run (docs/boards.md, "Calibrating a board"): the simulator's free
+parameters fitted to what one training job measured on this board, stored in the board's data
+folder, and the decisions made from it.
+
+The free parameters are the knobs of the board's uncertainty family
+(:mod:`pydvfs.sim.uncertainty`: static power share, the V/f curve, the compute-bound share,
+MAXN's podgov): the physics every workload shares, so one job calibrates every workload.
+
+- :func:`design`: the few clocks (and MAXN) at which the family's members disagree most on the
+  job's J/step and s/step shape: where a measurement tells them apart;
+- :func:`fit`: the knob values whose simulator gives the measured shape (J/step and s/step
+  relative to the top level's, and MAXN's), by coordinate search inside the estimate ranges;
+- :class:`CalibrationStore`: ``calibration-<board>.json`` beside the run records, as private and
+  checked as they are (the folder and file checks of :class:`pydvfs.policy.store.RunStore`);
+- :func:`calibrated_choice`: the clock of least energy for a workload on the calibrated
+  simulator (the workload mapped onto the simulator's catalogue: :func:`sim_run_for`).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+
+from ..energy import ROLE, check_measure
+from ..errors import InvalidValueError, StoreError
+from .store import RunStore
+from .workload import Workload
+
+FORMAT = "pydvfs-calibration/1"
+MAX_BYTES = 64 * 1024
+ORIGIN = "calibrated on this board"  # a decision's origin kind
+GRID = 9  # values per knob and pass of the coordinate search
+PASSES = 3
+
+
+def _sim():
+    from ..sim import uncertainty
+
+    return uncertainty
+
+
+def sim_run_for(workload: Workload):
+    """The simulator's run nearest to ``workload``: the catalogue architecture of the same kind
+    (encoder / decoder) nearest in layers and hidden size, the task nearest in tokens per sample,
+    the workload's training method, batch size (16 where unknown)."""
+    from ..sim.workloads import ARCHITECTURES, TASKS, Method, SimRun
+
+    def far(a):
+        return (math.log2(a.layers / workload.layers) ** 2 + math.log2(a.hidden / workload.hidden) ** 2
+                + (0.0 if (a.family != "bert") == workload.is_decoder else 4.0))
+
+    arch = min(ARCHITECTURES.values(), key=far)
+    task = min(TASKS.values(), key=lambda t: abs(math.log(t.avg_tokens / workload.seq_len)))
+    try:
+        method = Method(workload.peft, rank=workload.rank or 16, weight_bits=workload.weight_bits,
+                        precision=workload.precision)
+    except (TypeError, InvalidValueError):
+        method = Method()
+    return SimRun(arch, task, workload.batch_size or 16, method=method)
+
+
+def predict(board: str, knobs: dict, run, clocks, measure: str = "module") -> dict:
+    """clock (None: MAXN) -> (J/step of ``measure``, s/step) of ``run`` on the member ``knobs``."""
+    from ..sim.model import operating_point
+    from ..sim.sweep import maxn_setting
+
+    p = _sim().Member("fit", tuple(sorted(knobs.items()))).params()
+    out = {}
+    for f in clocks:
+        op = operating_point(run, maxn_setting(board), None, p, board=board) if f is None else \
+            operating_point(run, "fixed", f, p, board=board)
+        out[f] = (op.role_power_w[ROLE[measure]] * op.t_step_s, op.t_step_s)
+    return out
+
+
+def _shape(points: dict, ref: float) -> dict:
+    """Each point relative to the reference clock's (J and s)."""
+    j0, s0 = points[ref]
+    return {f: (j / j0, s / s0) for f, (j, s) in points.items()}
+
+
+def _cost(pred: dict, meas: dict) -> float:
+    return sum(math.log(pred[f][0] / m[0]) ** 2 + math.log(pred[f][1] / m[1]) ** 2 for f, m in meas.items())
+
+
+def design(board: str, run, n_clocks: int = 4, measure: str = "module") -> list:
+    """The clocks to measure: the top level (the reference of the shape), MAXN, and the
+    ``n_clocks - 1`` levels where the family's members disagree most on the shape's J/step
+    (greedy, each new level the one of largest spread across the members)."""
+    from .. import boards
+
+    levels = boards.board(board).gpu_levels_mhz
+    top = levels[-1]
+    members = _sim().family(board)
+    shapes = [_shape(predict(board, dict(m.knobs), run, (*levels, None), measure), top) for m in members]
+
+    def spread(f):
+        v = [math.log(s[f][0]) for s in shapes]
+        mu = sum(v) / len(v)
+        return sum((x - mu) ** 2 for x in v)
+
+    chosen = [top, None]
+    rest = [f for f in levels if f != top]
+    for _ in range(max(0, n_clocks - 1)):
+        f = max(rest, key=lambda x: (spread(x), -x))
+        chosen.append(f)
+        rest.remove(f)
+        rest = [x for x in rest if abs(levels.index(x) - levels.index(f)) > 1] or rest
+    return chosen
+
+
+def fit(board: str, run, measured: dict, measure: str = "module") -> tuple[dict, float]:
+    """The knob values (:data:`pydvfs.sim.uncertainty.KNOBS`) that best give ``measured``
+    (clock, None for MAXN -> (J/step, s/step), the top level among them), as the shape relative
+    to the top level's; returns (knobs, rms log error)."""
+    from .. import boards
+
+    top = boards.board(board).gpu_levels_mhz[-1]
+    if top not in measured or len(measured) < 3:
+        raise InvalidValueError("a calibration needs the top level and at least two more points measured")
+    meas = _shape(measured, top)
+    from ..sim.model import default_params
+
+    bounds, p0 = _sim().ESTIMATE_RANGES, default_params()
+    knobs = {k: 1.0 if kind == "scale" else getattr(p0, names[0]) for k, (kind, names) in _sim().KNOBS.items()}
+
+    def cost(kn):
+        return _cost(_shape(predict(board, kn, run, tuple(measured), measure), top), meas)
+
+    best = cost(knobs)
+    for rnd in range(PASSES):
+        for k, (lo, hi) in bounds.items():
+            width = (hi - lo) / (2 ** rnd)
+            c = knobs[k]
+            grid = [min(hi, max(lo, c + width * (i / (GRID - 1) - 0.5))) for i in range(GRID)]
+            for v in grid:
+                trial = {**knobs, k: v}
+                e = cost(trial)
+                if e < best - 1e-12:
+                    best, knobs = e, trial
+    return {k: round(v, 5) for k, v in knobs.items()}, math.sqrt(best / (2 * len(meas)))
+
+
+# ---- the stored calibration ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Calibration:
+    board: str
+    knobs: dict
+    measurements: int
+    rms_log_error: float
+    workload: dict
+    points: list  # [{"freq_mhz": f or None, "j_per_step": J, "s_per_step": s}]
+    measure: str
+    created_utc: str
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "board": self.board, "knobs": self.knobs, "measurements": self.measurements,
+                "rms_log_error": self.rms_log_error, "workload": self.workload, "points": self.points,
+                "measure": self.measure, "created_utc": self.created_utc}
+
+    def note(self) -> str:
+        return f"calibrated on this board from {self.measurements} measurements"
+
+
+def check_calibration(d) -> Calibration:
+    """A stored calibration, checked (ValueError says what is wrong)."""
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise ValueError(f"not a {FORMAT} record")
+    ranges = _sim().ESTIMATE_RANGES
+    knobs = d.get("knobs")
+    if not isinstance(knobs, dict) or set(knobs) != set(ranges):
+        raise ValueError("knobs missing or unknown")
+    for k, v in knobs.items():
+        lo, hi = ranges[k]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo - 1e-9 <= v <= hi + 1e-9:
+            raise ValueError(f"knob {k} outside {lo}..{hi}")
+    n = d.get("measurements")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError("measurements must be a whole number >= 1")
+    check_measure(d.get("measure"))
+    return Calibration(d["board"], dict(knobs), n, float(d.get("rms_log_error", float("nan"))),
+                       dict(d.get("workload") or {}), list(d.get("points") or []), d["measure"],
+                       str(d.get("created_utc", "")))
+
+
+class CalibrationStore(RunStore):
+    """``calibration-<board>.json`` in the run store's folder, with its checks (a private folder
+    owned by this user, no symbolic links, a 0600 regular file)."""
+
+    def file_name(self, board_id: str) -> str:
+        return "calibration-" + super().file_name(board_id)[len("runs-"):-len(".jsonl")] + ".json"
+
+    def save(self, cal: Calibration) -> str:
+        check_calibration(cal.to_dict())
+        return self.write(cal.board, self.file_name(cal.board), json.dumps(cal.to_dict(), indent=1) + "\n")
+
+    def write(self, board_id: str, name: str, text: str) -> str:
+        """Replace ``name`` in the folder by ``text``: a new 0600 file beside it (O_EXCL,
+        O_NOFOLLOW, relative to the checked folder), renamed over it. Returns its path."""
+        self.file_name(board_id)  # a board of the table: nothing else names a file here
+        path = os.path.join(self.path, name)
+        dfd = self._open_dir(create=True)
+        tmp = f".{name}.{os.getpid()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(text)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=dfd)
+                raise
+        except OSError as e:
+            raise StoreError(f"cannot write {path}: {e.strerror}") from None
+        finally:
+            os.close(dfd)
+        return path
+
+    def record_names(self, board_id: str) -> tuple[str, str]:
+        """The shareable record's files (JSON, Markdown) beside the calibration."""
+        stem = self.file_name(board_id)[:-len(".json")]
+        return f"{stem}.record.json", f"{stem}.record.md"
+
+    def read(self, board_id: str) -> Calibration | None:
+        """The board's calibration; None where there is none. A damaged one is a StoreError."""
+        name = self.file_name(board_id)
+        path = os.path.join(self.path, name)
+        dfd = self._open_dir(create=False)
+        if dfd is None:
+            return None
+        try:
+            try:
+                fd = self._open_file(dfd, name, os.O_RDONLY)
+            except FileNotFoundError:
+                return None
+            except OSError as e:
+                raise StoreError(f"cannot read {path}: {e.strerror}") from None
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(MAX_BYTES + 1)
+        finally:
+            os.close(dfd)
+        try:
+            if len(data) > MAX_BYTES:
+                raise ValueError(f"longer than {MAX_BYTES} bytes")
+            cal = check_calibration(json.loads(data.decode("utf-8")))
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            raise StoreError(f"the board's calibration {path} is damaged ({e}): run `pydvfs calibrate` again "
+                             "or remove it") from None
+        if cal.board != board_id:
+            raise StoreError(f"the calibration {path} is of board {cal.board!r}, not {board_id!r}")
+        return cal
+
+
+def board_calibration(board_id: str | None, data_dir=None, log=None, prefix: str = "pydvfs") -> Calibration | None:
+    """This board's stored calibration; None where there is none or it cannot be read (said in
+    one line on ``log``: the built-in policy decides then)."""
+    import sys
+
+    if not board_id:
+        return None
+    try:
+        return CalibrationStore(data_dir).read(board_id)
+    except (StoreError, OSError) as e:
+        print(f"{prefix}: warning: the board's calibration was not read: {e}", file=log or sys.stderr, flush=True)
+        return None
+
+
+def calibrated_choice(cal: Calibration, workload: Workload, levels_mhz, measure: str = "module") -> float:
+    """The level of least ``measure`` energy per step for ``workload`` on the calibrated simulator."""
+    from ..sim.profiles import profile
+
+    levels = [f for f in profile(cal.board).levels_mhz if any(abs(f - x) < 0.5 for x in levels_mhz)] \
+        or list(profile(cal.board).levels_mhz)
+    pts = predict(cal.board, cal.knobs, sim_run_for(workload), levels, measure)
+    return min(levels, key=lambda f: pts[f][0])
+
+
+def calibrated_start(dev, workload, levels_mhz, measure: str, data_dir=None, log=None,
+                     prefix: str = "pydvfs run") -> tuple[float, str] | None:
+    """Where an online search starts on a calibrated board: (the calibrated simulator's clock for
+    ``workload``, the note saying so); None where the board is not calibrated."""
+    cal = board_calibration(dev.board_id, data_dir, log, prefix)
+    if cal is None:
+        return None
+    mhz = calibrated_choice(cal, Workload.from_any(workload), levels_mhz, measure)
+    if log is not None:
+        print(f"{prefix}: starting at {mhz:g} MHz, {cal.note()}", file=log, flush=True)
+    return mhz, cal.note()
+
+
+# The workloads whose decisions a shareable record shows before and after (held-out tasks).
+RECORD_WORKLOADS = (("bert-small", "RTE"), ("bert-base", "MNLI"), ("bert-large", "QQP"), ("pythia-160m", "CoLA"),
+                    ("pythia-1b", "STS-B"))
+
+
+def share_record(cal: Calibration, capture: dict, before: dict) -> dict:
+    """What a user can publish (docs/boards.md, "Publishing a calibration"): the board's capture
+    (pydvfs.device.capture: no serial number, host name, MAC address or user name is ever read),
+    the measured curve beside the simulator's prediction before (the default profile) and after
+    the calibration (each relative to the top level's), and the decisions for
+    :data:`RECORD_WORKLOADS` before (``before``: name -> the built-in's clock, None: MAXN) and
+    after, with the calibrated simulator's J/step at each."""
+    from ..sim.profiles import profile
+    from ..sim.workloads import get_workload
+
+    top = max(p["freq_mhz"] for p in cal.points if p["freq_mhz"] is not None)
+    measured = {p["freq_mhz"]: (p["j_per_step"], p["s_per_step"]) for p in cal.points}
+    run = sim_run_for(Workload.from_any(cal.workload))
+    prior = _shape(predict(cal.board, {}, run, tuple(measured), cal.measure), top)
+    fitted = _shape(predict(cal.board, cal.knobs, run, tuple(measured), cal.measure), top)
+    meas = _shape(measured, top)
+    curve = [{"freq_mhz": f, "measured_j_rel": meas[f][0], "before_j_rel": prior[f][0], "after_j_rel": fitted[f][0],
+              "measured_s_rel": meas[f][1], "before_s_rel": prior[f][1], "after_s_rel": fitted[f][1]} for f in measured]
+    decisions = []
+    for model, task in RECORD_WORKLOADS:
+        w = get_workload(model, task)
+        after = calibrated_choice(cal, w.workload(), profile(cal.board).levels_mhz, cal.measure)
+        b = before.get(w.name)
+        pts = predict(cal.board, cal.knobs, w, tuple({after, b}), cal.measure)
+        decisions.append({"workload": w.name, "before_mhz": b, "after_mhz": after,
+                          "after_vs_before_pct": 100.0 * (pts[after][0] / pts[b][0] - 1.0)})
+    return {"format": FORMAT + "-record", "board": cal.board, "calibration": cal.to_dict(), "capture": capture,
+            "curve": curve, "decisions": decisions}
+
+
+def record_markdown(rec: dict) -> str:
+    """The record as Markdown, to paste into an issue."""
+    from ..markdown import table
+
+    cal = rec["calibration"]
+    name = (rec["capture"].get("meta") or {}).get("model") or rec["board"]
+
+    def mhz(f):
+        return "MAXN" if f is None else f"{f:g} MHz"
+
+    out = [f"# pydvfs calibration of a {name} ({rec['board']})", "",
+           f"Calibrated on this board from {cal['measurements']} measurements of one job "
+           f"({cal['workload'].get('model')}, {cal['workload'].get('layers')} layers, hidden "
+           f"{cal['workload'].get('hidden')}), {cal['measure']} energy, rms error {100 * cal['rms_log_error']:.1f} %; "
+           f"{cal['created_utc']}.", "",
+           "Fitted: " + ", ".join(f"`{k}` {v:g}" for k, v in cal["knobs"].items()) + " (docs/sim.md, "
+           "\"Uncertainty family\").", "", "## Measured curve against the simulator (relative to the top level)", ""]
+    out += table(["setting", "J/step measured", "before", "after", "s/step measured", "before", "after"],
+                 [[mhz(c["freq_mhz"]), f"{c['measured_j_rel']:.3f}", f"{c['before_j_rel']:.3f}",
+                   f"{c['after_j_rel']:.3f}", f"{c['measured_s_rel']:.3f}", f"{c['before_s_rel']:.3f}",
+                   f"{c['after_s_rel']:.3f}"] for c in rec["curve"]])
+    out += ["", "## Decisions before (the built-in policy) and after (the calibrated simulator)", ""]
+    out += table(["workload", "before", "after", "after vs before (calibrated simulator)"],
+                 [[d["workload"], mhz(d["before_mhz"]), mhz(d["after_mhz"]), f"{d['after_vs_before_pct']:+.1f} %"]
+                  for d in rec["decisions"]])
+    out += ["", "The board's capture (no serial number, host name, MAC address or user name: "
+            "`pydvfs capture-board`) is in the JSON record beside this file."]
+    return "\n".join(out) + "\n"
+
+
+def new_calibration(board: str, knobs: dict, rms: float, workload: Workload, measured: dict,
+                    measure: str) -> Calibration:
+    return Calibration(board, knobs, len(measured), rms, workload.to_dict(),
+                       [{"freq_mhz": f, "j_per_step": j, "s_per_step": s} for f, (j, s) in measured.items()],
+                       measure, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+
+__all__ = ["Calibration", "CalibrationStore", "FORMAT", "ORIGIN", "board_calibration", "calibrated_choice",
+           "calibrated_start", "record_markdown", "share_record",
+           "check_calibration", "design", "fit", "new_calibration", "predict", "sim_run_for"]

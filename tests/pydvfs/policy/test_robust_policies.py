@@ -1,0 +1,75 @@
+"""The built-in policies trained against each board's uncertainty family (tools/gen_policies.py,
+pydvfs/sim/policy_score.py: robust_clock; docs/policy.md, "Decisions that hold on the board a
+user has")."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pydvfs import _core
+from pydvfs.device.fake import build_fake_board
+from pydvfs.package_data import package_file
+from pydvfs.policy.apply import decide
+from pydvfs.sim.policy_score import MAX_LOSS_PCT, Truth, evaluate_family, held_out, robust_clock
+from pydvfs.sim.uncertainty import family
+
+RANGES = json.loads(package_file("data", "policy-ranges.json").read_text())
+
+
+def truth(name, maxn, by_level):
+    return Truth(name, {}, {"module": dict(by_level)}, {"module": maxn})
+
+
+def test_a_class_keeps_maxn_unless_the_worst_member_saves():
+    members = {"a": [truth("w", 100.0, {500.0: 80.0, 900.0: 95.0})],
+               "b": [truth("w", 100.0, {500.0: 104.0, 900.0: 100.5})]}
+    r = robust_clock(members, "module")
+    assert r["mhz"] is None and r["range_pct"] == [0.0, 0.0] and r["worst_pct"] <= 0
+
+
+def test_a_class_takes_the_clock_of_best_worst_case_within_the_loss_bound():
+    members = {"a": [truth("w", 100.0, {500.0: 70.0, 700.0: 85.0, 900.0: 95.0})],
+               "b": [truth("w", 100.0, {500.0: 99.0, 700.0: 92.0, 900.0: 97.0})],
+               "c": [truth("w", 100.0, {500.0: 90.0, 700.0: 90.0, 900.0: 96.0}),
+                     truth("x", 100.0, {500.0: 100.0 + 2 * MAX_LOSS_PCT, 700.0: 99.0, 900.0: 99.0})]}
+    r = robust_clock(members, "module")
+    # 500 MHz saves most on the default-like member but costs workload x beyond the bound on c
+    assert r["mhz"] == 700.0 and r["range_pct"] == pytest.approx([5.5, 15.0])
+
+
+def test_every_built_in_class_clock_has_its_range_across_the_family():
+    for b, measure in _core.BUILTIN_POLICIES:
+        entry = RANGES[f"{b}/{measure}"]
+        assert entry["family"] == [m.name for m in family(b)]
+        tree = _core.Tree(None, b, measure)
+        clocks = [c[0] for c in tree.expected_savings["classes"]]
+        assert len(clocks) == len(entry["classes"])
+        for mhz, rec in zip(clocks, entry["classes"]):
+            assert (rec["mhz"] or 0.0) == mhz
+            lo, hi = rec["range_pct"]
+            assert (lo, hi) == (0.0, 0.0) if mhz == 0.0 else 0.0 < lo <= hi
+
+
+def test_apply_says_the_range_and_what_the_knowledge_is(tmp_path):
+    nx = build_fake_board(tmp_path / "nx", board="orin-nx")
+    d = decide({"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64, "util_pct": 90},
+               sysfs_root=nx.root, energy="cpu-gpu", use_runs=False)
+    out = d.to_dict()
+    assert out["origin"]["kind"] == "estimate" and out["origin"]["source"] == "built-in"
+    lo, hi = out["saving_range_pct"]
+    assert d.freq_mhz is not None and 0 < lo <= hi
+    text = d.describe()
+    assert "range     " in text and "trained on an estimate of this board" in text
+    orin = build_fake_board(tmp_path / "orin", board="agx-orin")
+    o = decide({"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64}, sysfs_root=orin.root,
+               use_runs=False).to_dict()
+    assert o["origin"]["kind"] == "calibrated"
+
+
+@pytest.mark.parametrize("board", ["agx-orin", "orin-nano-super", "orin-nx", "thor", "agx-xavier", "nano"])
+def test_no_built_in_decision_costs_more_than_1_percent_above_maxn_on_any_member(board):
+    """docs/policy.md's family table, on a sample of its held-out workloads."""
+    for measure in ("module", "cpu-gpu"):
+        r = evaluate_family(board, measure, workloads=held_out()[::9])
+        assert r["max_vs_maxn_pct"] <= 1.0, (measure, r["worst"]["member"], r["max_vs_maxn_pct"])

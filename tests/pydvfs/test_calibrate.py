@@ -1,0 +1,177 @@
+"""`pydvfs calibrate` (pydvfs/governor/calibrate.py, pydvfs/policy/calibrated.py): one simulated
+job on a board whose physics is a member of its uncertainty family no policy was trained on
+(held out) calibrates the board; `apply` then picks, for workloads it never saw, clocks within
+2 % of that board's least module energy."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from pydvfs.device.fake import build_fake_board
+from pydvfs.errors import InvalidValueError, StoreError
+from pydvfs.governor.calibrate import calibrate
+from pydvfs.governor.engine import WindowParams
+from pydvfs.policy.apply import decide
+from pydvfs.policy.calibrated import CalibrationStore, board_calibration
+from pydvfs.sim.policy_score import held_out, truth
+from pydvfs.sim.uncertainty import held_out as held_out_member
+
+BOARD = "orin-nano-super"
+MEMBER = "held-out-0"  # the default simulator's best clocks cost this board up to 3.6 %
+SCALE = 400.0
+BERT_BASE = {"model": "bert", "layers": 12, "hidden": 768, "seq_len": 13.3}
+WINDOW = WindowParams(min_window_s=0.3, min_steps=60, settle_s=0.05)
+
+
+def job(root, progress, steps=200000, member=MEMBER):
+    return [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(root), "--board", BOARD,
+            "--member", member, "--model", "bert-base", "--task", "SST-2", "--steps", str(steps),
+            "--time-scale", str(SCALE), "--tick-ms", "1", "--progress-file", str(progress)]
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cal")
+    fake = build_fake_board(tmp / "board", board=BOARD)
+    data = tmp / "data"
+    log = io.StringIO()
+    r = calibrate(job(fake.root, tmp / "steps"), BERT_BASE, tmp / "steps", window=WINDOW, rate_hz=1000,
+                  sysfs_root=fake.root, state_dir=str(tmp / "state"), data_dir=data, log=log)
+    return fake, data, r, log.getvalue()
+
+
+def test_one_job_calibrates_the_board_and_restores_it(calibrated):
+    fake, data, r, log = calibrated
+    assert r["restored"] and r["stopped"] and r["calibration"]["measurements"] == len(r["clocks_mhz"]) >= 4
+    assert None in r["clocks_mhz"] and 1020.0 in r["clocks_mhz"]  # MAXN and the top level measured
+    assert "calibrated on this board from" in log
+    cal = board_calibration(BOARD, data)
+    assert cal is not None and cal.measurements == r["calibration"]["measurements"]
+    mode = stat.S_IMODE(os.stat(r["path"]).st_mode)
+    assert mode == 0o600 and stat.S_IMODE(os.stat(data).st_mode) == 0o700
+    assert (fake.read_hz("min_freq"), fake.read_hz("max_freq")) == (306000000, 1020000000)
+
+
+def test_apply_on_the_calibrated_board_picks_within_2_percent_of_its_least_energy(calibrated):
+    fake, data, _, _ = calibrated
+    p = held_out_member(BOARD, 0).params()
+    worst, before, said = 0.0, 0.0, None
+    for model, task in held_out()[::4]:  # workloads the job never ran
+        t = truth(BOARD, model, task, p)
+        e = t.energy_j["module"]
+        d = decide(t.workload, sysfs_root=fake.root, data_dir=data)
+        worst = max(worst, 100.0 * (e[d.freq_mhz] / min(e.values()) - 1.0))
+        said = d
+        # the default simulator's own best clock: what deciding without the calibration gets at most
+        before = max(before, 100.0 * (e[truth(BOARD, model, task).best_mhz("module")] / min(e.values()) - 1.0))
+    assert worst <= 2.0 < before, (worst, before)
+    out = said.to_dict()
+    assert out["origin"]["kind"] == "calibrated on this board" and out["saving_range_pct"] is not None
+    assert "calibrated on this board from" in said.describe()
+
+
+def test_a_damaged_calibration_is_a_warning_and_the_tree_decides(tmp_path):
+    fake = build_fake_board(tmp_path / "board", board=BOARD)
+    store = CalibrationStore(tmp_path / "data")
+    os.makedirs(store.path, mode=0o700)
+    with open(os.path.join(store.path, store.file_name(BOARD)), "w") as fh:
+        fh.write('{"format": "pydvfs-calibration/1", "knobs": {"static": 99}}')
+    os.chmod(os.path.join(store.path, store.file_name(BOARD)), 0o600)
+    with pytest.raises(StoreError, match="damaged"):
+        store.read(BOARD)
+    d = decide(json.loads('{"model": "bert", "layers": 12, "hidden": 768, "seq_len": 13.3}'),
+               sysfs_root=fake.root, data_dir=tmp_path / "data")
+    assert d.to_dict()["origin"]["kind"] in ("estimate", "calibrated")
+
+
+def test_a_job_that_ends_too_soon_is_one_clear_error_and_the_board_is_restored(tmp_path):
+    fake = build_fake_board(tmp_path / "board", board=BOARD)
+    with pytest.raises(InvalidValueError, match="the command ended"):
+        calibrate(job(fake.root, tmp_path / "steps", steps=50), BERT_BASE, tmp_path / "steps", window=WINDOW,
+                  rate_hz=1000, sysfs_root=fake.root, state_dir=str(tmp_path / "state"), data_dir=tmp_path / "d",
+                  log=io.StringIO())
+    assert board_calibration(BOARD, tmp_path / "d") is None
+    assert (fake.read_hz("min_freq"), fake.read_hz("max_freq")) == (306000000, 1020000000)
+
+
+def test_status_says_whether_the_board_is_calibrated(calibrated, tmp_path, capsys):
+    from pydvfs.cli import main
+
+    fake, data, r, _ = calibrated
+    assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert f"calibrated yes: calibrated on this board from {r['calibration']['measurements']} measurements" in out
+    assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(tmp_path / "none"), "--json"]) == 0
+    assert "calibration" not in json.loads(capsys.readouterr().out)
+    assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(tmp_path / "none")]) == 0
+    assert "calibrated no:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--progress-file", "/tmp/x"], "no training command"),
+    (["--progress-file", "/nonexistent-dir/steps", "--", "true"], "no folder /nonexistent-dir"),
+])
+def test_calibrate_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, why):
+    from pydvfs.cli import main
+
+    fake = build_fake_board(tmp_path / "board", board=BOARD)
+    rc = main(["calibrate", "--sysfs-root", str(fake.root), "--workload", "model=bert,layers=12,hidden=768,seq_len=13",
+               "--data-dir", str(tmp_path / "d"), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and why in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert (fake.read_hz("min_freq"), fake.read_hz("max_freq")) == (306000000, 1020000000)
+
+
+def test_an_online_run_and_the_in_process_governor_start_from_the_calibration(calibrated, tmp_path):
+    from pydvfs.device import open_device
+    from pydvfs.governor.loop import plan_online
+
+    fake, data, r, _ = calibrated
+    dev = open_device(fake.root, str(tmp_path / "state"))
+    log = io.StringIO()
+    plan = plan_online(dev, BERT_BASE, log=log, data_dir=data)
+    assert plan["start_mhz"] == r["chosen_mhz"] and "calibrated on this board from" in plan["start_source"]
+    assert "starting at" in log.getvalue()
+    plain = plan_online(dev, BERT_BASE, data_dir=tmp_path / "none", log=io.StringIO())
+    assert "calibrated" not in plain["start_source"]
+    # uncalibrated, the plan says how far the board's optimum may be: the family's spread
+    lo, hi = plain["family_spread_mhz"]
+    assert lo < hi and plan["family_spread_mhz"] is None
+
+
+def test_calibrate_writes_a_record_to_share_without_identifiers(calibrated):
+    fake, data, r, _ = calibrated
+    js, md = r["record"]
+    rec = json.loads(open(js).read())
+    assert rec["board"] == BOARD and rec["capture"]["format"] and len(rec["curve"]) == r["calibration"]["measurements"]
+    for c in rec["curve"]:  # the fitted simulator is nearer the measured shape than the estimate was, overall
+        assert c["after_j_rel"] > 0 and c["before_j_rel"] > 0
+    err = sum(abs(c["after_j_rel"] - c["measured_j_rel"]) for c in rec["curve"])
+    assert err < sum(abs(c["before_j_rel"] - c["measured_j_rel"]) for c in rec["curve"])
+    assert {d["workload"] for d in rec["decisions"]} and all(d["after_mhz"] for d in rec["decisions"])
+    text = open(md).read()
+    assert text.startswith("# pydvfs calibration of") and "| setting |" in text and "| workload |" in text
+    blob = json.dumps(rec).lower()
+    for ident in ("serial_number", "hostname", "/etc/machine-id", "address"):
+        assert ident not in blob
+    assert stat.S_IMODE(os.stat(js).st_mode) == stat.S_IMODE(os.stat(md).st_mode) == 0o600
+
+
+def test_published_records_fold_into_a_profiles_knobs(calibrated, tmp_path, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from fold_calibrations import main as fold_main
+
+    _, _, r, _ = calibrated
+    assert fold_main([r["record"][0], r["record"][0], "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["board"] == BOARD and out["records"] == 2
+    assert out["knobs"]["static"]["median"] == r["calibration"]["knobs"]["static"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "x"}')
+    assert fold_main([str(bad)]) == 2 and "not a pydvfs-calibration/1-record" in capsys.readouterr().err

@@ -3,6 +3,7 @@ after it (also when CMD fails, on SIGINT and SIGTERM), and CMD's exit status (is
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys

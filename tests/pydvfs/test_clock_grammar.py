@@ -54,10 +54,9 @@ def test_freq_lists_take_commas_or_spaces():
             parse_freqs(bad, [306.0, 714.0])
 
 
-def test_sweep_freqs_refuse_a_clock_pin_refuses(tmp_path):
-    """`sweep --freqs 99999` swept 1300.5 MHz and exited 0 where `pin 99999` refuses the typo:
-    the sweep's rule (levels.near_table) answers as govcore's gc_check_near_table, held here
-    against the board's own pin without --nearest on each side of both ends."""
+def _pin_rule(tmp_path):
+    """(device, MHz, whether pin without --nearest takes it) on each side of both ends of a fake
+    AGX Orin's table, and 99999: the rule every other front end must answer alike."""
     from pydvfs.device import open_device
     from pydvfs.device.fake import build_fake_board
 
@@ -73,34 +72,29 @@ def test_sweep_freqs_refuse_a_clock_pin_refuses(tmp_path):
             pinned = False
         finally:
             dev.restore()
+        yield dev, mhz, pinned
+    assert not pinned  # 99999: refused by pin
+
+
+def test_sweep_freqs_refuse_a_clock_pin_refuses(tmp_path):
+    """`sweep --freqs 99999` swept 1300.5 MHz and exited 0 where `pin 99999` refuses the typo:
+    the sweep's rule (levels.near_table) answers as govcore's gc_check_near_table, held here
+    against the board's own pin without --nearest on each side of both ends."""
+    for dev, mhz, pinned in _pin_rule(tmp_path):
         if pinned:
-            assert parse_freqs(f"{mhz:g}", levels) == [dev.snap_mhz(mhz)]
+            assert parse_freqs(f"{mhz:g}", dev.available_frequencies_mhz) == [dev.snap_mhz(mhz)]
         else:
             with pytest.raises(InvalidValueError, match="--freqs: .* outside the board's table"):
-                parse_freqs(f"{mhz:g}", levels)
-    assert not pinned  # 99999: refused by both
+                parse_freqs(f"{mhz:g}", dev.available_frequencies_mhz)
 
 
 def test_run_start_refuses_a_clock_pin_refuses(tmp_path):
     """Issue 37 item 19: `run --start 99999` started at the top clock where `pin 99999` refuses:
     choose_start (the one place every online start goes through) asks pin's rule, on each side
     of both ends of the table."""
-    from pydvfs.device import open_device
-    from pydvfs.device.fake import build_fake_board
     from pydvfs.governor.loop import choose_start
 
-    root = build_fake_board(tmp_path / "b", "jp5").root
-    dev = open_device(root, str(tmp_path / "st"))
-    levels = dev.available_frequencies_mhz
-    step_lo, step_hi = levels[1] - levels[0], levels[-1] - levels[-2]
-    for mhz in (levels[0] - step_lo - 1, levels[0] - step_lo, levels[-1] + step_hi, levels[-1] + step_hi + 1, 99999):
-        try:
-            dev.pin(mhz, nearest=False)
-            pinned = True
-        except InvalidValueError:
-            pinned = False
-        finally:
-            dev.restore()
+    for dev, mhz, pinned in _pin_rule(tmp_path):
         if pinned:
             assert choose_start(dev, None, start_mhz=mhz)[0] == dev.snap_mhz(mhz)
         else:

@@ -32,8 +32,8 @@ from typing import Any, Optional
 
 from ..cli.common import int_range, missing_extra_message
 from ..errors import InvalidValueError, PydvfsError
-from ..progress import write_progress
 from . import glue, models
+from .steps import write_steps
 
 EXIT_USAGE = 2
 MAX_EPOCHS = 1000.0  # passes over a task's rows: more would train for weeks, not fail
@@ -124,18 +124,6 @@ def _validate(args: argparse.Namespace) -> None:
             raise InvalidValueError(f"--progress-file: folder {parent} does not exist")
         if os.path.isdir(args.progress_file):
             raise InvalidValueError(f"--progress-file {args.progress_file}: cannot write it: a folder")
-
-
-def write_steps(args: argparse.Namespace, steps: int, tokens: int) -> None:
-    """Write --progress-file (if any): the loop's and the SFT trainer's one writer; a file that
-    cannot be written (a folder, /proc) is a one-line InvalidValueError."""
-    if args.progress_file is None:
-        return
-    try:
-        write_progress(args.progress_file, steps, tokens)
-    except OSError as e:
-        raise InvalidValueError(f"--progress-file {args.progress_file}: cannot write it: "
-                                f"{e.strerror or e}") from None
 
 
 class _StopFlag:

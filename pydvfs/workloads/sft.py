@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import InvalidValueError
 from . import glue, models
-from .finetune import write_steps
+from .steps import write_steps
 
 # The attention projections LoRA adapts, by family (PEFT's own defaults for these model types).
 LORA_TARGETS = {"qwen2": ["q_proj", "v_proj"], "llama": ["q_proj", "v_proj"], "gemma2": ["q_proj", "v_proj"],

@@ -204,8 +204,9 @@ class Decision:
             knows.append(f"expected  {self.expected_saving_pct:.1f} % saving against MAXN{at} "
                          + ("(the board's calibrated simulator)" if (self.origin or {}).get("measurements") else
                             f"(spread {self.saving_spread_pct:.1f} %, from its training data)"))
-        if self.saving_range_pct is not None:
-            lo, hi = self.saving_range_pct
+        if self.saving_range_pct is not None and not (self.freq_mhz is not None and
+                                                      self.saving_range_pct[0] == self.saving_range_pct[1]):
+            lo, hi = self.saving_range_pct  # (one point, a calibrated board's: `expected` says it)
             knows.append(f"range     {lo:.1f} to {hi:.1f} % saving against MAXN across the boards this one may "
                          "be (the simulator's uncertainty family)" if self.freq_mhz is not None else
                          "range     MAXN kept: no clock saves for workloads like this on every board this one "

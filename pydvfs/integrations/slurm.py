@@ -35,14 +35,17 @@ SUBMIT_TIMEOUT_S = 60  # an sbatch that hangs (no controller) is an error, not a
 
 def allocation(shared_dir: str | os.PathLike) -> dict:
     """The Slurm allocation this process runs in (``$SLURM_JOB_ID``): its nodes and the address
-    of the first (the rendezvous host); ``shared_dir``: a folder every node sees."""
+    of the first (the rendezvous host); ``shared_dir``: a folder every node sees; ``launcher``: its
+    :func:`step_launcher` (what pydvfs.roofline.collect calls, without importing this layer)."""
     job, nodelist = os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_JOB_NODELIST")
     if not job or not nodelist:
         raise InvalidValueError("--slurm runs inside an allocation: salloc -N 2 pydvfs roofline collect --slurm ... "
                                 "(or in an sbatch script)")
     nodes = _scontrol("show", "hostnames", nodelist).split()
     fields = dict(f.split("=", 1) for f in _scontrol("show", "node", "-o", nodes[0]).split() if "=" in f)
-    return {"job": job, "nodes": nodes, "addr": fields.get("NodeAddr", nodes[0]), "shared_dir": str(shared_dir)}
+    alloc = {"job": job, "nodes": nodes, "addr": fields.get("NodeAddr", nodes[0]), "shared_dir": str(shared_dir)}
+    alloc["launcher"] = lambda n_procs, port, label: step_launcher(alloc, n_procs, port, label)
+    return alloc
 
 
 def _scontrol(*args: str) -> str:

@@ -68,7 +68,7 @@ def run_group(cfg: Config, strategies, n: int, steps: int, warmup: int,
 
     ``n == 1`` runs the worker as a plain process (a process group of one, no launcher: saves
     the launcher's start-up); otherwise ``python -m torch.distributed.run --standalone``.
-    ``slurm`` (:func:`pydvfs.integrations.slurm.allocation`): each launch is a job step of the
+    ``slurm`` (:func:`pydvfs.integrations.slurm.allocation`, its ``launcher``): each launch is a job step of the
     allocation, the processes spread over its nodes through torchrun's rendezvous; the result
     goes through a folder every node sees (``slurm["shared_dir"]``).
     """
@@ -77,9 +77,7 @@ def run_group(cfg: Config, strategies, n: int, steps: int, warmup: int,
         out = os.path.join(tmp, "result.json")
         env = dict(os.environ)
         if slurm is not None:
-            from ..integrations.slurm import step_launcher
-
-            launcher = step_launcher(slurm, n, _free_port(), label) + ["pydvfs.roofline.collect_worker"]
+            launcher = slurm["launcher"](n, _free_port(), label) + ["pydvfs.roofline.collect_worker"]
         elif n == 1:
             launcher = [sys.executable, "-m", "pydvfs.roofline.collect_worker"]
         else:

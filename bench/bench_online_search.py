@@ -185,12 +185,14 @@ class Profile:
 
 
 def replay(curve: Curve, search, minutes: float, window_s: float, settle_s: float, seed: int,
-           told: bool = False) -> dict:
+           told: bool = False, noise=window_noise, baseline=None) -> dict:
     """One run; ``told``: before each window the search is told the windows left in the run, as
     the engine converts them (OnlineEngine.remaining_windows: the steps left at the median
     s/step measured at the level the search favours). A replayed window is ``window_s`` long
     whatever its step count (a fraction of a step where one step is a zeus epoch), so the time
-    left is divided by it (the engine's windows also hold ``min_steps``: WindowParams)."""
+    left is divided by it (the engine's windows also hold ``min_steps``: WindowParams).
+    ``noise(rng)``: a window's (time, power) factors; ``baseline``: the level the saving is
+    counted against (default: the curve's default, MAXN or the top level)."""
     f_opt = min(curve.levels, key=curve.j.get)
     n_steps = minutes * 60.0 / curve.s[f_opt]
     rng = random.Random(seed)
@@ -204,7 +206,7 @@ def replay(curve: Curve, search, minutes: float, window_s: float, settle_s: floa
         steps += n
         energy += n * j_f
         t += window_s
-        tf, pf = window_noise(rng)
+        tf, pf = noise(rng)
         s_meas = s_f * tf
         j_meas = j_f * tf * pf
         if told:
@@ -221,24 +223,24 @@ def replay(curve: Curve, search, minutes: float, window_s: float, settle_s: floa
             t += settle_s
     settled = search.best_mhz
     j_settled = curve.at(settled)[0]
+    base_j = curve.baseline_j if baseline is None else curve.j[baseline]
     return {"settled": "MAXN" if settled is None else settled, "probes": len(search.probes), "energy": energy,
             "steps": n_steps,
             # the best of the levels and MAXN (a search that keeps MAXN where it is best is right)
             "gap_pct": 100 * (j_settled / min(curve.j[f_opt], curve.baseline_j) - 1),
             "exploration_pct": 100 * (energy / (n_steps * j_settled) - 1),
-            "saving_pct": 100 * (1 - energy / (n_steps * curve.baseline_j)),
-            "oracle_saving_pct": 100 * (1 - curve.j[f_opt] / curve.baseline_j)}
+            "saving_pct": 100 * (1 - energy / (n_steps * base_j)),
+            "oracle_saving_pct": 100 * (1 - curve.j[f_opt] / base_j)}
 
 
 KNOWN = "model (known length)"
 
 
 def searches(window_s: float, known_length: bool = False):
-    horizon = 60
     out = {
         "hill-climb": lambda c, start: HillClimb(c.levels, start, SearchParams(reprobe_s=math.inf)),
-        "model": lambda c, start, maxn=False: CurveSearch(c.levels, start, CurveParams(
-            reprobe_s=math.inf, horizon_windows=horizon), maxn_anchor=maxn),
+        "model": lambda c, start, maxn=False: CurveSearch(c.levels, start, CurveParams(reprobe_s=math.inf),
+                                                          maxn_anchor=maxn),
         "profile-all": lambda c, start: Profile(c.levels, start),
     }
     if known_length:

@@ -72,7 +72,10 @@ def window_noise(rng: random.Random) -> tuple:
         tf *= 1 + rng.uniform(0.05, 0.15)
     return tf, pf
 
-def replay(grid: Grid, search, gpu_only: bool, minutes: float, window_s: float, settle_s: float, seed: int) -> dict:
+def replay(grid: Grid, search, gpu_only: bool, minutes: float, window_s: float, settle_s: float, seed: int,
+           noise=window_noise, told: bool = True) -> dict:
+    """One run of ``search`` on ``grid``; ``noise(rng)``: a window's (time, power) factors;
+    ``told``: the search is told the windows left before each window (a run of known length)."""
     n_steps = minutes * 60.0 / grid.s[grid.best]
     rng = random.Random(seed)
     steps = energy = t = 0.0
@@ -89,8 +92,9 @@ def replay(grid: Grid, search, gpu_only: bool, minutes: float, window_s: float, 
         steps += n
         energy += n * j_f
         t += window_s
-        tf, pf = window_noise(rng)
-        search.remaining_windows = int((n_steps - steps) * s_f / window_s)
+        tf, pf = noise(rng)
+        if told:
+            search.remaining_windows = int((n_steps - steps) * s_f / window_s)
         nxt = search.observe(target, j_f * tf * pf, t, s_f * tf)
         if nxt != target and steps < n_steps:
             target = nxt

@@ -11,6 +11,7 @@ import math
 import os
 import random
 import re
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,10 @@ from .levels import check_near_table, nearest_level
 from .policy.workload import Workload
 from .sampler import Sampler
 from .signals import terminate_as_exception
+
+# The signals that stop a job (Ctrl-C, scancel, a time limit, a closed terminal, SIGKILL after
+# KillWait): a command ended by one was cut off, not measured.
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGKILL})
 
 MAX_REPEATS = 100  # runs per setting; a sweep of 12 settings x 100 repeats already takes days
 
@@ -159,13 +164,19 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
                 sleep(settle_s)
                 label = f"{'MAXN' if mhz is None else f'{mhz:g} MHz'} rep {rep}"
                 m, status = _measure(sampler, cmd, {"PYDVFS_SETTING": setting, "PYDVFS_FREQ_MHZ": "" if mhz is None else f"{mhz:g}"})
-                row = _row(workload, wl, setting, mhz, rep, m, status, idle_w, board)
-                writer.write(row)
-                if on_row:
-                    on_row(row)
-                summary["runs"] += 1
+                # ended by a termination signal (scancel or a time limit signals the whole step, and
+                # the command may die before this process's own handler runs): a cut-off run, not a
+                # measurement of the cell; left out, so that a resumed sweep runs it again
+                recorded = status - 128 not in STOP_SIGNALS
+                if recorded:
+                    row = _row(workload, wl, setting, mhz, rep, m, status, idle_w, board)
+                    writer.write(row)
+                    if on_row:
+                        on_row(row)
+                    summary["runs"] += 1
                 if status != 0:
-                    summary["failed"].append({"setting": setting, "freq_mhz": mhz, "repeat": rep, "exit_status": status})
+                    summary["failed"].append({"setting": setting, "freq_mhz": mhz, "repeat": rep, "exit_status": status,
+                                              "recorded": recorded})
                 progress.step(label, m.duration_s, status)
     finally:
         try:

@@ -58,7 +58,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             lines.append(f"cut off a half-written last line ({summary['repaired_bytes']} bytes) left by an earlier crash")
         for f in summary["failed"]:
             what = "MAXN" if f["freq_mhz"] is None else f"{f['freq_mhz']:g} MHz"
-            lines.append(f"FAILED: {what} repeat {f['repeat']} exited {f['exit_status']} (recorded in the dataset)")
+            lines.append(f"FAILED: {what} repeat {f['repeat']} exited {f['exit_status']} "
+                         + ("(recorded in the dataset)" if f["recorded"] else
+                            "(ended by a signal: not recorded, a resumed sweep runs it again)"))
         if summary["noise"]:
             lines.append(summary["noise"]["advice"])
         elif noise_missing:

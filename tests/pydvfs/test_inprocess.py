@@ -127,9 +127,11 @@ def test_measured_as_a_context_and_a_decorator(orin):
 
 def test_a_workload_the_model_keeps_at_maxn_starts_under_the_boards_governor(orin):
     log = io.StringIO()
-    tiny = {"model": "bert", "layers": 2, "hidden": 128, "seq_len": 13.32}
-    # mlg for CPU+GPU energy: MAXN (spiky; the module tree, trained with the decoders' method rows
-    # since issue 28, gives it 714 MHz, which the simulator says saves it 0.1 % on the module)
+    tiny = {"model": "bert", "layers": 2, "hidden": 128, "seq_len": 13.32, "util_pct": 40}
+    # mlg for CPU+GPU energy keeps MAXN for a host-bound bert-tiny (40 % GPU load): since the
+    # policies are trained against the board's uncertainty family (issue 35), the CPU+GPU tree
+    # gives the busier bert-tiny 714 MHz, and a class keeps MAXN only where no clock saves on
+    # every member
     gov = pydvfs.OnlineGovernor(workload=tiny, sysfs_root=orin.root, window=FAST, search="model", log=log,
                                 energy="cpu-gpu")
     seen = train(gov, orin, 600)

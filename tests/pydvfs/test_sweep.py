@@ -75,6 +75,23 @@ def test_failing_command_is_recorded(cli, orin, tmp_path):
     assert set(pd.read_csv(out)["exit_status"]) == {3}
 
 
+def test_a_command_ended_by_a_stop_signal_is_not_recorded_and_a_resume_runs_it(orin, tmp_path):
+    """scancel or a time limit signals the whole Slurm step: the command may die of the SIGTERM
+    before the sweep's own handler runs. Such a cell was cut off, not measured: it is left out
+    (and said), so a resumed sweep measures it; an ordinary failure is still recorded."""
+    from pydvfs.sweep import parse_workload, run_sweep
+
+    out = tmp_path / "d.csv"
+    cmd = ["sh", "-c", '[ "$PYDVFS_FREQ_MHZ" != 510 ] || kill -TERM $$']
+    s = run_sweep(cmd, parse_workload(WORKLOAD), out, freqs="510,1300", settle_s=0, idle_s=0,
+                  sysfs_root=str(orin.root), state_dir=str(tmp_path / "st"))
+    assert s["runs"] == 2 and [(f["freq_mhz"], f["exit_status"], f["recorded"]) for f in s["failed"]] == [(510, 143, False)]
+    assert sorted(pd.read_csv(out)["freq_mhz"].fillna(0)) == [0, 1300.5]  # MAXN and 1300.5 MHz
+    s = run_sweep(["true"], parse_workload(WORKLOAD), out, freqs="510,1300", settle_s=0, idle_s=0,
+                  sysfs_root=str(orin.root), state_dir=str(tmp_path / "st"))
+    assert (s["runs"], s["skipped"], s["failed"]) == (1, 2, [])
+
+
 def test_bad_input_one_line_and_board_untouched(cli, orin, tmp_path):
     out = tmp_path / "d.csv"
     cases = [

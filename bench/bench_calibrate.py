@@ -31,7 +31,7 @@ def one(board: str, seed: int) -> dict:
     from pydvfs.governor.calibrate import calibrate
     from pydvfs.governor.engine import WindowParams
     from pydvfs.policy.apply import decide
-    from pydvfs.sim.policy_score import held_out, truth
+    from pydvfs.policy.score import held_out, truth
     from pydvfs.sim.uncertainty import held_out as held_out_member
 
     d = WindowParams()

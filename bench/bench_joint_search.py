@@ -49,7 +49,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pydvfs.sim.joint_replay import Grid, make, replay  # noqa: E402
+from pydvfs.governor.replay import Grid, make, replay  # noqa: E402
 from pydvfs.sim.perturbed import family  # noqa: E402
 
 BOARDS = ("agx-orin", "orin-nano-super")
@@ -349,7 +349,7 @@ def main(argv=None) -> int:
         return 0
     workloads = args.workloads
     if args.all:
-        from pydvfs.sim.study import study_workloads
+        from pydvfs.study import study_workloads
         workloads = [w.name for w in study_workloads()]
     res = run(args.boards, workloads, args.minutes, args.seeds, args.window, args.settle)
     res["summary_markdown"] = summary(res)

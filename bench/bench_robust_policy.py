@@ -21,7 +21,7 @@ OUT = REPO / "bench" / "results" / "robust_policy_paper_a.json"
 
 def main(argv=None) -> int:
     from pydvfs.energy import MEASURES
-    from pydvfs.sim.policy_score import evaluate_builtin, held_out
+    from pydvfs.policy.score import evaluate_builtin, held_out
     from pydvfs.sim.workloads import EVALUATION_TASKS, PAPER_A_MODELS
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -19,7 +19,7 @@ Per board of the table (its simulator profile and clock table):
    holding every *other* workload's run: leave-one-out), over ``--seeds`` noise seeds. Kept
    share = (MAXN's module energy - the run's) / (MAXN's - the best clock's from the first step).
 
-Window noise as bench_online_search (pydvfs.sim.joint_replay.window_noise): 0.5 % time, 1 %
+Window noise as bench_online_search (pydvfs.governor.replay.window_noise): 0.5 % time, 1 %
 power, 5 % spikes; 10-s windows, 2-s settling.
 
     PYTHONPATH=. python bench/bench_store.py [--boards orin-nano-super orin-nx thor agx-orin] [--seeds 3]
@@ -43,11 +43,11 @@ sys.path.insert(0, str(REPO))
 
 from pydvfs.device.fake import build_fake_board  # noqa: E402
 from pydvfs.governor.mode_search import MAXN, CurveParams, CurveSearch  # noqa: E402
+from pydvfs.governor.replay import window_noise  # noqa: E402
 from pydvfs.objective import Objective  # noqa: E402
 from pydvfs.policy.apply import decide, load_tree  # noqa: E402
 from pydvfs.policy.learned import learn  # noqa: E402
 from pydvfs.policy.store import RunStore, make_record  # noqa: E402
-from pydvfs.sim.joint_replay import window_noise  # noqa: E402
 from pydvfs.sim.model import default_params, operating_point, power_modes  # noqa: E402
 from pydvfs.sim.profiles import profile  # noqa: E402
 from pydvfs.sim.workloads import PAPER_MODELS, get_workload  # noqa: E402

@@ -17,7 +17,7 @@ _EXPORTS = {
     "PinResult": "pydvfs.device",
     "pin": "pydvfs.device",
     "restore": "pydvfs.device",
-    "Workload": "pydvfs.policy.workload",
+    "Workload": "pydvfs.workload",
     "Decision": "pydvfs.policy.apply",
     "apply": "pydvfs.policy.apply",
     "decide": "pydvfs.policy.apply",

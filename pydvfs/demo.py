@@ -400,7 +400,7 @@ def stage_joint(ctx: DemoContext) -> dict:
     """The whole power mode (issue 23): the joint online search (GPU x EMC x CPU) beside the
     GPU-only one, replayed window by window against the simulated AGX Orin's every mode (a 60-min
     run, 10-s windows with noise), and the mode sweep's energy picture over GPU x EMC."""
-    from .sim.joint_replay import Grid, make, replay
+    from .governor.replay import Grid, make, replay
     from .sim.workloads import get_workload
 
     rows = []

@@ -24,9 +24,9 @@ from .energy import of as energy_of
 from .energy import unknown_reason
 from .errors import CommandError, InvalidValueError
 from .levels import check_near_table, nearest_level
-from .policy.workload import Workload
 from .sampler import Sampler
 from .signals import terminate_as_exception
+from .workload import Workload
 
 # The signals that stop a job (Ctrl-C, scancel, a time limit, a closed terminal, SIGKILL after
 # KillWait): a command ended by one was cut off, not measured.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate the simulator studies of issues 21 and 23 (pydvfs/sim/study.py):
+"""Regenerate the simulator studies of issues 21 and 23 (pydvfs/study.py):
 
 - module energy vs CPU+GPU energy per board -> bench/results/sim_boards.json, docs/boards.md's
   last section (from its heading to the end of the file);
@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pydvfs.sim import study  # noqa: E402
+from pydvfs import study  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 BOARDS_DOC = REPO / "docs" / "boards.md"

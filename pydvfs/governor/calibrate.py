@@ -80,7 +80,7 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
               sleep: Callable[[float], None] = time.sleep) -> dict:
     """Calibrate the board from CMD's training (see the module); returns the report."""
     from ..policy.calibrated import CalibrationStore, calibrated_choice, design, fit, new_calibration, sim_run_for
-    from ..policy.workload import Workload
+    from ..workload import Workload
 
     cmd = list(cmd)
     if not cmd:

@@ -354,7 +354,7 @@ def _workload_dict(workload) -> dict | None:
     """The workload as the report keeps it (its fields, how it trains included), or None."""
     if workload is None:
         return None
-    from ..policy.workload import Workload
+    from ..workload import Workload
 
     try:
         return Workload.from_any(workload).to_dict()

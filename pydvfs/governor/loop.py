@@ -157,8 +157,8 @@ def family_spread(dev, workload, measure: str) -> list | None:
     if workload is None or dev.board_id not in board_ids():
         return None
     from ..policy.calibrated import sim_run_for
-    from ..policy.workload import Workload
     from ..sim.uncertainty import optimum_spread
+    from ..workload import Workload
 
     return list(optimum_spread(dev.board_id, sim_run_for(Workload.from_any(workload)), measure))
 

@@ -39,14 +39,14 @@ def workload_from(model: Any, dataset: Any, given: Any, options: dict, args: Any
                   tokens_per_step: float | None = None) -> Any:
     """``given`` if set; else the model's config with ``seq_len`` (from ``options`` or the
     dataset) and how it trains: a ``PeftModel``'s adapters and a quantisation config (read from
-    the model: :func:`pydvfs.policy.workload.method_of_model`), the compute ``precision`` (given,
+    the model: :func:`pydvfs.workload.method_of_model`), the compute ``precision`` (given,
     or from a Hugging Face ``TrainingArguments`` ``args``: bf16/fp16), the ``batch_size`` (given,
     or ``args.per_device_train_batch_size``) and ``tokens_per_step`` (the collator's real token
     count of a step, padding excluded: the caller measures it). None when it cannot be built
     (the online search then starts at FFG)."""
     if given is not None:
         return given
-    from ..policy.workload import Workload, precision_of_args
+    from ..workload import Workload, precision_of_args
 
     seq_len = options.get("seq_len") or average_tokens(dataset)
     if model is None or seq_len is None:

@@ -15,8 +15,8 @@ from ..device import hz_to_mhz, open_device, ownership, resolve_sysfs_root
 from ..energy import DEFAULT_MEASURE, check_measure
 from ..errors import InvalidValueError
 from ..signals import terminate_as_exception
+from ..workload import Workload
 from .manifest import load_model_dir
-from .workload import Workload
 
 DEFAULT_POLICY = "mlg"  # the learned tree (policy=None means it too)
 _trees: dict[object, "_core.Tree"] = {}

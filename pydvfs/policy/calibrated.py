@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from ..energy import ROLE, check_measure
 from ..errors import InvalidValueError, StoreError
+from ..workload import Workload
 from .store import RunStore
-from .workload import Workload
 
 FORMAT = "pydvfs-calibration/1"
 MAX_BYTES = 64 * 1024

@@ -12,7 +12,7 @@ from ..curve_model import EnergyCurve, fit_energy, fit_time_power, point_cv
 from ..dataset import METHOD_COLUMNS, check_frame, check_row_lengths
 from ..errors import InvalidValueError
 from ..levels import nearest_level
-from .workload import Workload
+from ..workload import Workload
 
 # The library's default: paper A's CPU+GPU energy (VDD_CPU_CV + VDD_GPU_SOC), which the built-in
 # policy and the replication ledger are trained and scored on. `pydvfs train`/`evaluate` label by

@@ -29,8 +29,8 @@ from statistics import median
 
 from ..levels import nearest_level
 from ..objective import Objective
+from ..workload import Workload
 from .store import workload_of
-from .workload import Workload
 
 K = 3  # shapes that vote
 MAX_DISTANCE = 2.0  # farther shapes are not "of similar shape" (2.0: a factor of 4 in one dimension)

@@ -23,8 +23,8 @@ import pandas as pd
 from ..curve_model import DEFAULT_VF, VFCurve
 from ..errors import InvalidValueError
 from ..package_data import package_file
+from ..workload import Workload
 from .curves import Curve
-from .workload import Workload
 
 DATA_DIR = package_file("data", "real", "perseus_sosp24")
 # model -> (model type, layers, hidden, sequence length), from the published configurations

@@ -167,7 +167,7 @@ def _workload_types() -> dict:
     number, a ``str`` one a string)."""
     import dataclasses
 
-    from .workload import Workload
+    from ..workload import Workload
 
     kinds = {"int": (int,), "float": (int, float), "str": (str,)}
     out = {}
@@ -240,9 +240,9 @@ _workloads: dict = {}  # a record's workload dict (as a key) -> its validated Wo
 
 
 def workload_of(wl: dict):
-    """The :class:`~pydvfs.policy.workload.Workload` of a record's workload dict, validated once
+    """The :class:`~pydvfs.workload.Workload` of a record's workload dict, validated once
     per distinct dict (a store repeats a few shapes hundreds of times)."""
-    from .workload import Workload
+    from ..workload import Workload
 
     try:
         key = tuple(sorted(wl.items()))
@@ -502,7 +502,7 @@ def make_record(report: dict, board_id: str, board_model: str, levels_mhz, workl
     wl = None
     if workload is not None:
         from ..errors import InvalidValueError
-        from .workload import Workload
+        from ..workload import Workload
 
         try:
             wl = Workload.from_any(workload).to_dict()

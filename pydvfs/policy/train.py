@@ -30,10 +30,10 @@ from typing import Callable
 from ..curve_model import DEFAULT_VF, VFCurve
 from ..errors import InvalidValueError
 from ..eta import track
+from ..features import METHOD_FEATURES, PAPER_FEATURES, ROOFLINE_FEATURES, workload_features
 from . import manifest
 from .curves import Curve, noise_summary
 from .export import compile_policy, constant_to_c, tree_to_c
-from .features import METHOD_FEATURES, PAPER_FEATURES, ROOFLINE_FEATURES, workload_features
 
 # Classes are clocks in integer kHz (114.75 MHz -> 114750), whatever the board's table: a
 # classifier needs discrete labels. The class that means "leave the board at MAXN" is 0

@@ -16,7 +16,7 @@ family moves one or more of those away from the structure the model assumes:
 
 :func:`family` lists the members; :func:`perturbed_params` gives a member's simulator
 parameters; :func:`mode_factors` its fixed per-mode (time, power) factors. Used by the joint
-replay (:mod:`pydvfs.sim.joint_replay`), bench/bench_joint_search.py and the tests.
+replay (:mod:`pydvfs.governor.replay`), bench/bench_joint_search.py and the tests.
 """
 from __future__ import annotations
 

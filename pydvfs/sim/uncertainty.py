@@ -16,7 +16,7 @@ range's source):
 
 A member (:class:`Member`) changes simulator parameters as :class:`pydvfs.sim.perturbed.Perturbation`
 does (``updates()``), so :func:`pydvfs.sim.perturbed.perturbed_params` and the joint replay
-(:mod:`pydvfs.sim.joint_replay`) take it too. :func:`family` is a board's training family: the default, every knob to either edge of
+(:mod:`pydvfs.governor.replay`) take it too. :func:`family` is a board's training family: the default, every knob to either edge of
 its range, and two corners (the optimum pushed up: much static power on a flat V/f curve; and
 down). :func:`held_out` draws a member inside the ranges that no policy was trained on (tests,
 benches: "a board the project has never seen"). :func:`optimum_spread` is the range of the best

@@ -134,7 +134,7 @@ def run_sft(args) -> dict:
     losses = [h["loss"] for h in state.log_history if "loss" in h]
     steps = int(state.global_step)
     samples = steps * args.batch_size
-    from ..policy.workload import Workload
+    from ..workload import Workload
 
     workload = Workload.from_any(model, model=spec.family, name=spec.name, seq_len=tokens / samples if samples else 1.0, precision=args.precision,
                                  batch_size=args.batch_size,

@@ -19,7 +19,7 @@ from pydvfs.governor.calibrate import calibrate
 from pydvfs.governor.engine import WindowParams
 from pydvfs.policy.apply import decide
 from pydvfs.policy.calibrated import CalibrationStore, board_calibration
-from pydvfs.sim.policy_score import held_out, truth
+from pydvfs.policy.score import held_out, truth
 from pydvfs.sim.uncertainty import held_out as held_out_member
 
 BOARD = "orin-nano-super"

@@ -10,7 +10,7 @@ import pytest
 
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.mode_search import CurveSearch, JointParams, JointSearch, ModeSearch, Prediction, SearchPrior
-from pydvfs.sim.joint_replay import Grid, make, replay
+from pydvfs.governor.replay import Grid, make, replay
 from pydvfs.sim.perturbed import DEFAULT, family, member, mode_factors, perturbed_params
 from pydvfs.sim.workloads import get_workload
 

@@ -3,7 +3,7 @@ of the table and energy measure, taken by every front end on the board it runs o
 than the board's own governor by what the policy knows; one rule for a policy from another
 board, so the online search's start and `apply --policy ffg` agree on every board.
 
-Truth is the board's simulator without noise (pydvfs/sim/policy_score.py); the decisions are
+Truth is the board's simulator without noise (pydvfs/policy/score.py); the decisions are
 the compiled policies', applied on fake layouts of each board."""
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from pydvfs.objective import Objective
 from pydvfs.policy.apply import decide
 from pydvfs.policy.export import compile_policy, constant_to_c
 from pydvfs.policy.manifest import provenance, write_manifest
+from pydvfs.policy.score import score, truth
 from pydvfs.policy.train import FEATURE_SETS
-from pydvfs.sim.policy_score import score, truth
 
 REPO = Path(__file__).resolve().parents[3]
 MANIFESTS = json.loads((REPO / "docs" / "policy-builtin.json").read_text())
@@ -192,7 +192,7 @@ def test_the_policies_read_how_a_workload_trains():
     sys.path.insert(0, str(REPO / "tools"))
     from gen_policies import FEATURE_SET, sft_pairs
 
-    from pydvfs.policy.features import METHOD_FEATURES
+    from pydvfs.features import METHOD_FEATURES
     from pydvfs.sim.workloads import METHODS as CATALOGUE_METHODS
 
     assert set(METHOD_FEATURES) <= set(FEATURE_SETS[FEATURE_SET])

@@ -1,5 +1,5 @@
 """The built-in policies trained against each board's uncertainty family (tools/gen_policies.py,
-pydvfs/sim/policy_score.py: robust_clock; docs/policy.md, "Decisions that hold on the board a
+pydvfs/policy/score.py: robust_clock; docs/policy.md, "Decisions that hold on the board a
 user has")."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydvfs import _core
 from pydvfs.device.fake import build_fake_board
 from pydvfs.package_data import package_file
 from pydvfs.policy.apply import decide
-from pydvfs.sim.policy_score import MAX_LOSS_PCT, Truth, evaluate_family, held_out, robust_clock
+from pydvfs.policy.score import MAX_LOSS_PCT, Truth, evaluate_family, held_out, robust_clock
 from pydvfs.sim.uncertainty import family
 
 RANGES = json.loads(package_file("data", "policy-ranges.json").read_text())

@@ -13,9 +13,9 @@ import pytest
 import pydvfs
 from pydvfs import _core
 from pydvfs.errors import InvalidValueError
-from pydvfs.policy.features import ALL_FEATURES, METHOD_FEATURES, workload_features
-from pydvfs.policy.workload import Workload, method_of_model, precision_of_args
+from pydvfs.features import ALL_FEATURES, METHOD_FEATURES, workload_features
 from pydvfs.sweep import parse_workload
+from pydvfs.workload import Workload, method_of_model, precision_of_args
 
 QWEN = "model=qwen2.5-0.5b,layers=24,hidden=896,seq_len=200"
 METHOD = "peft=lora,rank=16,precision=bf16,batch_size=8,tokens_per_step=1600"
@@ -83,7 +83,7 @@ def test_the_built_in_policy_picks_for_how_the_job_trains(cli, board, govcore_bi
     """The AGX Orin's built-in policy is trained on the decoders' method rows with the method
     features: a LoRA bf16 job gets its own optimum (bf16 GEMMs: a level lower than fp32), its fp32
     twin its own, the same clock in pydvfs and govcore (the daemon: tests/govcore/test_serve.py)."""
-    from pydvfs.sim.policy_score import truth
+    from pydvfs.policy.score import truth
 
     chosen = {}
     for method, extra in (("lora-fp32", ""), ("lora-bf16", ",precision=bf16")):

@@ -233,7 +233,7 @@ def test_animator_refuses_a_mode_the_board_lacks(tmp_path):
 
 # ---- the studies (tools/sim_study.py) -------------------------------------------------------------
 def test_module_optimum_sits_at_or_above_the_cpu_gpu_one():
-    from pydvfs.sim.study import module_vs_cpu_gpu, module_vs_cpu_gpu_markdown
+    from pydvfs.study import module_vs_cpu_gpu, module_vs_cpu_gpu_markdown
 
     ws = [get_workload("bert-base", "QNLI"), get_workload("bert-mini", "SST-2")]
     res = module_vs_cpu_gpu(boards=("agx-orin", "orin-nano-super"), workloads=ws)

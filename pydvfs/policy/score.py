@@ -17,9 +17,9 @@ from pathlib import Path
 
 from .. import boards
 from ..energy import ROLE, check_measure
-from .model import default_params, operating_point
-from .sweep import maxn_setting
-from .workloads import EVALUATION_TASKS, PAPER_MODELS, get_workload
+from ..sim.model import default_params, operating_point
+from ..sim.sweep import maxn_setting
+from ..sim.workloads import EVALUATION_TASKS, PAPER_MODELS, get_workload
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def builtin_choices(board_id: str, measure: str, truths) -> list:
     """The built-in policy of ``board_id`` for ``measure``, deciding (dry run, the host's runs left
     out) on a fake layout of the board for each of ``truths``' workloads: its clocks (None: MAXN)."""
     from ..device.fake import build_fake_board
-    from ..policy.apply import decide
+    from .apply import decide
 
     with tempfile.TemporaryDirectory() as tmp:
         fake = build_fake_board(Path(tmp) / board_id, board=board_id)
@@ -154,7 +154,7 @@ def evaluate_family(board_id: str, measure: str, members=None, workloads=None) -
     held-out workloads: {"default": the default member's scores, "worst": the scores on the member
     where it saves least (with its ``member``), "max_vs_maxn_pct": the most any decision costs
     against MAXN on any member}."""
-    from .uncertainty import family
+    from ..sim.uncertainty import family
 
     rows = {}
     for m in members or family(board_id):

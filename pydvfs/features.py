@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ..roofline.proxies import compute_per_token
+from .roofline.proxies import compute_per_token
 
 # The paper's five features.
 PAPER_FEATURES = ("is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len")

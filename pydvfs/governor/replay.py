@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from functools import cached_property
 
-from ..governor.joint_search import JointParams, JointSearch
-from ..governor.mode_search import CurveParams, CurveSearch, SearchPrior
+from .joint_search import JointParams, JointSearch
+from .mode_search import CurveParams, CurveSearch, SearchPrior
 
 
 class Grid:
@@ -23,10 +23,10 @@ class Grid:
     default simulator); ``run_seed``: the run whose per-mode spread (fixed for the run) applies."""
 
     def __init__(self, board: str, workload, pert=None, run_seed: int = 0):
-        from .joint import full_sweep
-        from .model import operating_point, power_modes
-        from .perturbed import DEFAULT, mode_factors, perturbed_params
-        from .profiles import profile
+        from ..sim.joint import full_sweep
+        from ..sim.model import operating_point, power_modes
+        from ..sim.perturbed import DEFAULT, mode_factors, perturbed_params
+        from ..sim.profiles import profile
 
         self.pert = pert or DEFAULT
         p = perturbed_params(self.pert)
@@ -121,16 +121,16 @@ def policy_start(board: str, workload, p=None) -> tuple:
     """(GPU MHz, source): where production starts a run of ``workload`` on ``board`` without a
     record of its own runs (:func:`pydvfs.governor.loop.choose_start`: the board's built-in
     policy deciding on a fake layout of the board, as ``pydvfs apply`` decides), the workload
-    described as the policy's scoring describes it (:func:`pydvfs.sim.policy_score.truth`: its
+    described as the policy's scoring describes it (:func:`pydvfs.policy.score.truth`: its
     GPU load at MAXN measured on the simulator ``p``, perturbed or not)."""
     import tempfile
     from pathlib import Path
 
     from ..device import open_device
     from ..device.fake import build_fake_board
-    from ..governor.loop import choose_start
-    from .model import default_params, operating_point
-    from .sweep import maxn_setting
+    from ..sim.model import default_params, operating_point
+    from ..sim.sweep import maxn_setting
+    from .loop import choose_start
 
     if board not in _FAKE_BOARDS:  # one fake layout per board and process (read only)
         tmp = tempfile.TemporaryDirectory(prefix="pydvfs-replay-")

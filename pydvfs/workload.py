@@ -14,13 +14,13 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
-from ..errors import InvalidValueError
+from .errors import InvalidValueError
 from .features import DEFAULT_LORA_RANK, effective_weight_bits, trainable_share
 
 
 def _is_decoder(model: str) -> bool:
     """The model family, from govcore's one list (InvalidValueError if unknown)."""
-    from .. import _core
+    from . import _core
     return _core.model_is_decoder(model)
 
 
@@ -77,7 +77,7 @@ class Workload:
     def __post_init__(self):
         """Types here; values by govcore's one check (``_core.check_workload``: every field
         within its bounds, the keys that agree, a workload some Jetson can train)."""
-        from .. import _core
+        from . import _core
 
         _is_decoder(self.model)
         for name in ("layers", "hidden", "seq_len", "util_pct", "rank", "trainable_params", "weight_bits",
@@ -135,7 +135,7 @@ class Workload:
         out = [f"model={self.model}", f"layers={self.layers}", f"hidden={self.hidden}", f"seq_len={self.seq_len:g}"]
         if self.util_pct is not None:
             out.append(f"util_pct={self.util_pct:g}")
-        from .. import _core
+        from . import _core
         for key in _core.METHOD_KEYS:  # govcore's order (gc_method_keys)
             value = getattr(self, key)
             if value is not None and not (key == "peft" and value == "none") and not (key == "precision" and value == "fp32"):

@@ -8,10 +8,10 @@ run-to-run noise); energies are per training step.
 """
 from __future__ import annotations
 
-from .joint import evaluate_joint_model, full_sweep
-from .model import USABLE_MEMORY_SHARE, default_params, fits, memory_need_gb, operating_point, power_modes
-from .profiles import board_ids, profile
-from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_A_MODELS, PAPER_MODELS, get_workload
+from .sim.joint import evaluate_joint_model, full_sweep
+from .sim.model import USABLE_MEMORY_SHARE, default_params, fits, memory_need_gb, operating_point, power_modes
+from .sim.profiles import board_ids, profile
+from .sim.workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_A_MODELS, PAPER_MODELS, get_workload
 
 
 def study_workloads(host_bound: bool = False) -> list:
@@ -266,7 +266,7 @@ def _module_curve(w, b: str, p) -> dict:
 
 def _maxn_j_per_step(w, b: str, p) -> float:
     """Module energy per step under MAXN, the board's own governor."""
-    from .sweep import maxn_setting
+    from .sim.sweep import maxn_setting
 
     o = operating_point(w, maxn_setting(b), None, p, board=b)
     return o.role_power_w["module"] * o.t_step_s
@@ -278,8 +278,8 @@ def _builtin_picks(b: str, workloads: list) -> list:
     own governor, where the policy does not clearly expect a saving)."""
     import tempfile
 
-    from ..device.fake import build_fake_board
-    from ..policy.apply import decide
+    from .device.fake import build_fake_board
+    from .policy.apply import decide
 
     with tempfile.TemporaryDirectory(prefix="pydvfs-study-") as tmp:
         fake = build_fake_board(f"{tmp}/{b}", board=b)
@@ -294,7 +294,7 @@ def finetune_study(boards=None, models=None, tasks=None, methods=None, p=None) -
     on the true method's curve, over the true optimum's (noise-free steady state); and what the
     board's built-in policy for module energy pins for it (``builtin_mhz``, None: MAXN), its
     regret against the optimum and its saving against MAXN."""
-    from .workloads import METHODS, SFT_MODELS
+    from .sim.workloads import METHODS, SFT_MODELS
 
     p = p or default_params()
     models = list(models or SFT_MODELS)

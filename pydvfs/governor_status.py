@@ -32,7 +32,7 @@ import os
 import stat
 import time
 
-from .progress import replace_atomically
+from .progress import read_capped, replace_atomically
 
 FORMAT = 1
 STATUS_ENV = "PYDVFS_GOVERNOR_STATUS"
@@ -122,12 +122,7 @@ def load_status(path: str | os.PathLike, check_alive: bool = True) -> tuple[dict
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # a FIFO (held open by a writer), a device: not a record
             return None, BAD
-        raw = b""
-        while len(raw) <= MAX_BYTES:
-            chunk = os.read(fd, MAX_BYTES + 1 - len(raw))
-            if not chunk:
-                break
-            raw += chunk
+        raw = read_capped(fd, MAX_BYTES)
     except OSError:
         return None, None
     finally:

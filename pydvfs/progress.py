@@ -28,6 +28,19 @@ def write_progress(path: str | os.PathLike, steps: float, tokens: float | None =
     replace_atomically(path, f"{int(steps)}\n" if tokens is None else f"{int(steps)} {int(tokens)}\n")
 
 
+def read_capped(fd: int, cap: int) -> bytes:
+    """What the open file ``fd`` holds, read to ``cap`` + 1 bytes at most: a result longer than
+    ``cap`` says the file is over it (the one bounded reader of files another user may grow:
+    status files, board captures)."""
+    data = b""
+    while len(data) <= cap:
+        chunk = os.read(fd, cap + 1 - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 def replace_atomically(path: str | os.PathLike, text: str) -> None:
     """Replace ``path`` with ``text``, atomically: the one writer of the small files other
     processes read while they change (the progress file, the governor's status file).

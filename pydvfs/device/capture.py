@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 from ..errors import DeviceNotFoundError, InvalidValueError
+from ..progress import read_capped
 
 FORMAT = "pydvfs-board-capture"
 VERSION = 1
@@ -251,12 +252,7 @@ class _Capture:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 self._skip(real, "not a regular file (a FIFO, socket or device): not read")
                 return None
-            data = b""
-            while len(data) <= cap:
-                chunk = os.read(fd, cap + 1 - len(data))
-                if not chunk:
-                    break
-                data += chunk
+            data = read_capped(fd, cap)
         except OSError as e:
             self._skip(real, f"cannot be read: {e.strerror}")
             return None
@@ -469,12 +465,7 @@ def read_capture(path: str | os.PathLike) -> dict:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise InvalidValueError(f"{path} is not a regular file: not a board capture")
-        data = b""
-        while len(data) <= TOTAL_CAP_BYTES:
-            chunk = os.read(fd, TOTAL_CAP_BYTES + 1 - len(data))
-            if not chunk:
-                break
-            data += chunk
+        data = read_capped(fd, TOTAL_CAP_BYTES)
     except OSError as e:
         raise InvalidValueError(f"cannot read {path}: {e.strerror}") from None
     finally:

@@ -214,7 +214,9 @@ def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, c
         assert f"calibrated on this board from {after.measurements} measurements" in log.getvalue()
     assert stat.S_IMODE(os.stat(CalibrationStore(data).file_path(BOARD)).st_mode) == 0o600
     assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(data)]) == 0
-    assert f"calibrated on this board from {after.measurements} measurements" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"calibrated on this board from {after.measurements} measurements" in out
+    assert f"refitted {after.refit_utc} with 2 online runs" in out
     d = decide(BERT_BASE, sysfs_root=fake.root, data_dir=data)  # no recorded shape near it: the calibration's
     assert d.origin["measurements"] == after.measurements
     assert f"from {after.measurements} measurements" in d.describe()

@@ -206,6 +206,7 @@ def check_calibration(d) -> Calibration:
         lo, hi = ranges[k]
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo - 1e-9 <= v <= hi + 1e-9:
             raise ValueError(f"knob {k} outside {lo}..{hi}")
+
     def count(key, least):
         v = d.get(key, least)
         if not isinstance(v, int) or isinstance(v, bool) or v < least:
@@ -275,7 +276,7 @@ class CalibrationStore(RunStore):
     @contextlib.contextmanager
     def locked(self, board_id: str):
         """The board's calibration held by this process alone (an exclusive ``flock`` on a 0600
-        ``.calibration-<board>.lock`` in the checked folder): a calibrate and a refit, or two
+        ``.calibration-<board>.json.lock`` in the checked folder): a calibrate and a refit, or two
         refits, each read, fit and write in turn, and none writes over the other's newer data."""
         name = "." + self.file_name(board_id) + ".lock"
         dfd = self._open_dir(create=True)

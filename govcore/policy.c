@@ -711,6 +711,34 @@ const char *gc_tree_origin_kind(const gc_tree_model *m)
     return m->origin;
 }
 
+int gc_saving_range(const gc_tree_model *m, const gc_decision *d, double out[2])
+{
+    const gc_builtin_ranges *r = NULL;
+    int i, hits = 0;
+
+    if (!m || !d || d->policy != GC_POLICY_MLG || strcmp(m->origin, GC_ORIGIN_BUILTIN) != 0)
+        return 0;
+    for (i = 0; i < gc_n_builtin_saving_ranges && !r; i++)
+        if (strcmp(gc_builtin_saving_ranges[i].board_id, m->board_id) == 0 &&
+            strcmp(gc_builtin_saving_ranges[i].measure, m->measure) == 0)
+            r = &gc_builtin_saving_ranges[i];
+    if (!r)
+        return 0;
+    if (d->level_hz == 0) { /* the tree's MAXN class, or kept at MAXN: nothing pinned, nothing saved */
+        out[0] = out[1] = 0.0;
+        return 1;
+    }
+    for (i = 0; i < r->n; i++)
+        if (fabs(r->classes[i].mhz - d->proposed_mhz) < 0.5) {
+            if (!hits || r->classes[i].range_pct[0] < out[0])
+                out[0] = r->classes[i].range_pct[0];
+            if (!hits || r->classes[i].range_pct[1] > out[1])
+                out[1] = r->classes[i].range_pct[1];
+            hits++;
+        }
+    return hits > 0;
+}
+
 void gc_kept_reason(const gc_decision *d, char *out, size_t len)
 {
     if (!len)

@@ -216,6 +216,25 @@ int gc_measure_parse(const char *name, const char **measure);
  * a measure that is none. */
 const gc_tree_model *gc_builtin_for(const char *board_id, const char *measure);
 
+/* What a built-in's clock is expected to save against MAXN across its board's uncertainty family
+ * (docs/policy.md, "Decisions that hold on the board a user has"): per board and measure, each
+ * class clock the family training chose (a class that keeps MAXN has none) with the [worst,
+ * best] member's mean saving (%) over its class's training workloads. Generated with the
+ * policies by tools/gen_policies.py from pydvfs/data/policy-ranges.json into
+ * govcore/policy_ranges.c (the one computation that writes both). */
+typedef struct gc_builtin_range {
+    double mhz;
+    double range_pct[2]; /* [low, high] */
+} gc_builtin_range;
+typedef struct gc_builtin_ranges {
+    const char *board_id;
+    const char *measure;
+    int n;
+    const gc_builtin_range *classes; /* NULL where n is 0 */
+} gc_builtin_ranges;
+extern const gc_builtin_ranges gc_builtin_saving_ranges[];
+extern const int gc_n_builtin_saving_ranges;
+
 /* The frequency-aware roofline model (pydvfs/policy/roofline.py has the derivation): board
  * constants fitted by `pydvfs train`, read as data from model_dir/roofline.txt. Per token of a
  * workload with L layers, hidden d, S tokens per sample, at clock f (GHz):
@@ -375,6 +394,12 @@ typedef struct gc_decision {
  * by more than GC_TREE_MAP_MAX_RATIO. */
 int gc_map_to_board(const gc_tree_model *m, const gc_board *b, double *mhz, int *mapped, char *err,
                     size_t err_len);
+
+/* The range of d's saving against MAXN across the family (gc_builtin_saving_ranges) where m is
+ * a built-in and the policy mlg: [0, 0] where the board is left at MAXN, else the lowest low and
+ * highest high of the classes whose clock is d's proposal (within 0.5 MHz). 1 and out set; 0:
+ * none is known (another policy or tree, or a proposal mapped onto another board's table). */
+int gc_saving_range(const gc_tree_model *m, const gc_decision *d, double out[2]);
 
 /* The one line that says why a decision left the board to its own governor (d->kept_maxn),
  * for every front end; "" where it did not. */

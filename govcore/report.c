@@ -330,12 +330,18 @@ void gc_json_restore(FILE *f, int restored, const gc_clock_state *now, const cha
 static void gc_json_knows(FILE *f, const gc_tree_model *m, const gc_workload *w, const gc_decision *d)
 {
     char why[GC_ERR_MAX];
+    double range[2];
 
     fprintf(f, ", \"expected_saving_pct\": ");
     if (d->has_expectation)
         fprintf(f, "%.17g, \"saving_spread_pct\": %.17g", d->expected_saving_pct, d->saving_spread_pct);
     else
         fprintf(f, "null, \"saving_spread_pct\": null");
+    fprintf(f, ", \"saving_range_pct\": ");
+    if (gc_saving_range(m, d, range))
+        fprintf(f, "[%.15g, %.15g]", range[0], range[1]); /* the table's 2-decimal values, as written */
+    else
+        fprintf(f, "null");
     fprintf(f, ", \"kept_from_mhz\": ");
     json_mhz_or_null(f, d->kept_maxn ? d->kept_from_hz : 0);
     gc_kept_reason(d, why, sizeof why);

@@ -352,6 +352,7 @@ cdef extern from "policy.h" nogil:
 
     const gc_tree_model *gc_builtin_for(const char *board_id, const char *measure)
     void gc_kept_reason(const gc_decision *d, char *out, size_t len)
+    int gc_saving_range(const gc_tree_model *m, const gc_decision *d, double out[2])
     void gc_outside_reason(const gc_tree_model *m, int policy, const gc_workload *w, char *out, size_t len)
     const char *gc_tree_origin_kind(const gc_tree_model *m)
     double GC_SAVING_MARGIN_SD

@@ -164,7 +164,9 @@ def decide(board: Board, tree: Tree, policy: str, workload: tuple | None, roofli
     trade predicted by ``roofline`` against the top level: trade_vs_hz (0: none), trade_j_pct,
     trade_s_pct. A bound needs ``roofline`` (except for maxn); edp/ed2p only the roofline policy.
     expected_saving_pct and saving_spread_pct (None: the tree does not know), kept_from_hz and
-    kept_reason (a level not clearly better than MAXN, left to the board's governor). workload
+    kept_reason (a level not clearly better than MAXN, left to the board's governor),
+    saving_range_pct ([low, high] across the board's uncertainty family, a built-in mlg's; None
+    otherwise: gc_saving_range). workload
     None: ffg and maxn only. Nothing is written."""
 def apply(board: Board, tree: Tree, policy: str, workload: tuple, state_dir: str | None = None,
           roofline: Roofline | None = None, objective: str = "energy",

@@ -402,6 +402,8 @@ cdef gc_goal _goal(str objective, max_slowdown_pct) except *:
 cdef dict _decision(gc_decision *d, Tree tree, gc_workload *w):
     cdef char why[512]
     cdef char outside[512]
+    cdef double rng[2]
+    cdef bint has_range = gc_saving_range(&tree.m, d, rng)
     gc_outside_reason(&tree.m, d.policy, w, outside, sizeof(outside))
     gc_kept_reason(d, why, sizeof(why))
     return {"proposed_mhz": d.proposed_mhz, "level_hz": d.level_hz, "policy_level_hz": d.policy_level_hz,
@@ -410,6 +412,7 @@ cdef dict _decision(gc_decision *d, Tree tree, gc_workload *w):
             "mapped_from_mhz": d.mapped_from_mhz if d.mapped_from_mhz > 0 else None,
             "expected_saving_pct": d.expected_saving_pct if d.has_expectation else None,
             "saving_spread_pct": d.saving_spread_pct if d.has_expectation else None,
+            "saving_range_pct": [rng[0], rng[1]] if has_range else None,
             "kept_from_hz": d.kept_from_hz if d.kept_maxn else 0,
             "kept_reason": why.decode() or None, "outside_training": outside.decode() or None}
 

@@ -143,8 +143,11 @@ def calibration_status(board_id: str | None, data_dir) -> tuple[dict | None, str
         return None, (f"calibrated no: apply decides from the built-in policy (its simulator is an {kind}); "
                       "`pydvfs calibrate` measures this board")
     path = CalibrationStore(data_dir).file_path(board_id)
-    return ({"measurements": cal.measurements, "created_utc": cal.created_utc, "path": path, "knobs": cal.knobs},
-            f"calibrated yes: {cal.note()} ({cal.created_utc}), stored in {path}")
+    refit = (f", refitted {cal.refit_utc} with {cal.online_runs} online run{'s' * (cal.online_runs != 1)}"
+             if cal.refit_utc else "")
+    return ({"measurements": cal.measurements, "created_utc": cal.created_utc, "path": path, "knobs": cal.knobs,
+             "online_runs": cal.online_runs, "refit_utc": cal.refit_utc or None},
+            f"calibrated yes: {cal.note()} ({cal.created_utc}{refit}), stored in {path}")
 
 
 def learned_text(r: dict) -> str:

@@ -6,7 +6,8 @@ pinned in turn at the clocks that tell the board's uncertainty family apart best
 (:func:`pydvfs.policy.calibrated.design`, MAXN among them: the board's own governor), each
 measured over one window (the run verb's :class:`WindowParams`: at least ``min_window_s`` and
 ``min_steps`` after ``settle_s``), the simulator's free parameters are fitted to the J/step and
-s/step measured (:func:`pydvfs.policy.calibrated.fit`) and stored in the board's data folder,
+s/step measured (:func:`pydvfs.policy.calibrated.fit`; with the online runs the board's store
+already holds: :func:`pydvfs.policy.calibrated.refit`) and stored in the board's data folder,
 with a record the user can publish (JSON and Markdown: the board's capture without identifiers,
 the measured curve beside the simulator's prediction before and after, the decisions before and
 after: :func:`pydvfs.policy.calibrated.share_record`).
@@ -79,7 +80,16 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
               log=None, clock: Callable[[], float] = time.monotonic,
               sleep: Callable[[float], None] = time.sleep) -> dict:
     """Calibrate the board from CMD's training (see the module); returns the report."""
-    from ..policy.calibrated import CalibrationStore, calibrated_choice, design, fit, new_calibration, sim_run_for
+    from ..policy.calibrated import (
+        CalibrationStore,
+        calibrated_choice,
+        design,
+        fit,
+        new_calibration,
+        refit,
+        sim_run_for,
+    )
+    from ..policy.store import RunStore
     from ..workload import Workload
 
     cmd = list(cmd)
@@ -143,7 +153,10 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
                 knobs, rms = fit(board_id, run, measured, energy)
                 cal = new_calibration(board_id, knobs, rms, wl, measured, energy)
                 before = _builtin_decisions(dev, energy)  # the policy's, before the calibration decides
-                path = store.save(cal)
+                with store.locked(board_id):  # with the online runs the store already holds
+                    cal = refit(cal, RunStore(data_dir).load(board_id).records)
+                    path = store.save(cal)
+                rms = cal.rms_log_error
                 record = _write_record(store, cal, dev, before)
                 chosen = calibrated_choice(cal, wl, dev.available_frequencies_mhz, energy)
                 report.update(calibration=cal.to_dict(), path=path, record=record, chosen_mhz=chosen,

@@ -65,37 +65,6 @@ def origin_line(origin: dict) -> str:
     return line
 
 
-def saving_range(origin: dict | None, policy: str, proposed_mhz: float | None) -> list | None:
-    """[low, high] saving against MAXN (%) that a built-in's choice is expected to give across its
-    board's uncertainty family (pydvfs/data/policy-ranges.json, written with the policies by
-    tools/gen_policies.py): [0, 0] where it keeps MAXN; None for another policy or origin."""
-    if policy != DEFAULT_POLICY or not origin or origin.get("source") != BUILTIN_ORIGIN:
-        return None
-    entry = _ranges().get(f"{origin.get('board')}/{origin.get('measure')}")
-    if entry is None:
-        return None
-    if proposed_mhz is None:
-        return [0.0, 0.0]
-    hits = [c["range_pct"] for c in entry["classes"] if c["mhz"] is not None and abs(c["mhz"] - proposed_mhz) < 0.5]
-    if not hits:
-        return None
-    return [round(min(h[0] for h in hits), 2), round(max(h[1] for h in hits), 2)]
-
-
-_ranges_cache: dict = {}
-
-
-def _ranges() -> dict:
-    if not _ranges_cache:
-        import json
-
-        from ..package_data import package_file
-
-        path = package_file("data", "policy-ranges.json")
-        _ranges_cache.update(json.loads(path.read_text()) if path.is_file() else {})
-    return _ranges_cache
-
-
 def load_roofline(model_dir: str | os.PathLike | None) -> "_core.Roofline":
     """The roofline policy's constants from a model folder (model_dir/roofline.txt)."""
 
@@ -163,7 +132,7 @@ class Decision:
     kept_reason: str | None = None
     origin: dict | None = None
     outside_training: str | None = None  # the workload lies outside the built-in policy's training data
-    saving_range_pct: list | None = None  # [low, high] across the board's uncertainty family (built-ins)
+    saving_range_pct: list | None = None  # [low, high] across the family (a built-in: gc_saving_range)
 
     def to_dict(self) -> dict:
         return {"freq_mhz": self.freq_mhz, "proposed_mhz": self.proposed_mhz, "policy": self.policy,
@@ -362,8 +331,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
                         saving_spread_pct=d.get("saving_spread_pct"), kept_from_mhz=d.get("kept_from_mhz"),
                         kept_reason=d.get("kept_reason"), origin=d.get("origin"),
                         outside_training=d.get("outside_training"),
-                        saving_range_pct=saving_range(d.get("origin"), policy,
-                                                      None if d["freq_mhz"] is None else d["proposed_mhz"]))
+                        saving_range_pct=d.get("saving_range_pct"))
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
     flags = _core.POLICY_FLAGS[policy]  # the policy's entry in govcore's table
@@ -407,7 +375,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         kept_reason=r["kept_reason"],
         origin=tree.origin,
         outside_training=r["outside_training"],
-        saving_range_pct=saving_range(tree.origin, policy, None if maxn else r["proposed_mhz"]),
+        saving_range_pct=r["saving_range_pct"],
     )
 
 

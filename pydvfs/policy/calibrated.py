@@ -10,6 +10,10 @@ MAXN's podgov): the physics every workload shares, so one job calibrates every w
   job's J/step and s/step shape: where a measurement tells them apart;
 - :func:`fit`: the knob values whose simulator gives the measured shape (J/step and s/step
   relative to the top level's, and MAXN's), by coordinate search inside the estimate ranges;
+  :func:`fit_groups` the same over several workloads' measurements at once;
+- :func:`refit`, :func:`refit_from_runs`: the calibration refitted from its own job's
+  measurements and the online runs recorded in the board's store (the physics is shared): each
+  recorded run refits it (:func:`pydvfs.policy.store.record_run`);
 - :class:`CalibrationStore`: ``calibration-<board>.json`` beside the run records, as private and
   checked as they are (the folder and file checks of :class:`pydvfs.policy.store.RunStore`);
 - :func:`calibrated_choice`: the clock of least energy for a workload on the calibrated
@@ -18,11 +22,12 @@ MAXN's podgov): the physics every workload shares, so one job calibrates every w
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..energy import ROLE, check_measure
 from ..errors import InvalidValueError, StoreError
@@ -34,6 +39,10 @@ MAX_BYTES = 64 * 1024
 ORIGIN = "calibrated on this board"  # a decision's origin kind
 GRID = 9  # values per knob and pass of the coordinate search
 PASSES = 3
+# A refit reads the newest this many online runs of the store (each a few clocks): it stays a
+# few seconds at the end of a run whatever the store holds (MAX_RUNS records): ten runs of ten
+# distinct workloads, about 7 s on a busy core; runs of one workload share their predictions.
+MAX_REFIT_RUNS = 10
 
 
 def _sim():
@@ -121,14 +130,29 @@ def fit(board: str, run, measured: dict, measure: str = "module") -> tuple[dict,
     top = boards.board(board).gpu_levels_mhz[-1]
     if top not in measured or len(measured) < 3:
         raise InvalidValueError("a calibration needs the top level and at least two more points measured")
-    meas = _shape(measured, top)
+    return fit_groups(board, [(run, measured, measure, top)])
+
+
+def fit_groups(board: str, groups: list) -> tuple[dict, float]:
+    """:func:`fit` over several workloads' measurements at once: ``groups`` of (simulator run,
+    clock -> (J/step, s/step), measure, reference clock), each measured shape relative to its
+    own reference (runs at different scales are not read as one curve), the squared log errors
+    summed over every point; returns (knobs, rms log error). The runs' predictions are made
+    once per distinct run and measure."""
     from ..sim.model import default_params
 
+    meas = [_shape(m, ref) for _, m, _, ref in groups]
+    clocks: dict = {}  # (run, measure) -> (run, the clocks of every group of it)
+    for run, m, measure, _ in groups:
+        key = (repr(run), measure)
+        clocks[key] = (run, measure, {*clocks.get(key, (None, None, set()))[2], *m})
     bounds, p0 = _sim().ESTIMATE_RANGES, default_params()
     knobs = {k: 1.0 if kind == "scale" else getattr(p0, names[0]) for k, (kind, names) in _sim().KNOBS.items()}
 
     def cost(kn):
-        return _cost(_shape(predict(board, kn, run, tuple(measured), measure), top), meas)
+        pred = {key: predict(board, kn, run, tuple(cs), measure) for key, (run, measure, cs) in clocks.items()}
+        return sum(_cost(_shape({f: pred[(repr(run), measure)][f] for f in m}, ref), sh)
+                   for (run, m, measure, ref), sh in zip(groups, meas))
 
     best = cost(knobs)
     for rnd in range(PASSES):
@@ -141,7 +165,7 @@ def fit(board: str, run, measured: dict, measure: str = "module") -> tuple[dict,
                 e = cost(trial)
                 if e < best - 1e-12:
                     best, knobs = e, trial
-    return {k: round(v, 5) for k, v in knobs.items()}, math.sqrt(best / (2 * len(meas)))
+    return {k: round(v, 5) for k, v in knobs.items()}, math.sqrt(best / (2 * sum(map(len, meas))))
 
 
 # ---- the stored calibration ----------------------------------------------------------------------
@@ -155,11 +179,16 @@ class Calibration:
     points: list  # [{"freq_mhz": f or None, "j_per_step": J, "s_per_step": s}]
     measure: str
     created_utc: str
+    # refitted with the online runs of the board's store (refit): how many runs and points, when
+    online_runs: int = 0
+    online_points: int = 0  # measurements = len(points) + online_points
+    refit_utc: str = ""
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "board": self.board, "knobs": self.knobs, "measurements": self.measurements,
                 "rms_log_error": self.rms_log_error, "workload": self.workload, "points": self.points,
-                "measure": self.measure, "created_utc": self.created_utc}
+                "measure": self.measure, "created_utc": self.created_utc, "online_runs": self.online_runs,
+                "online_points": self.online_points, "refit_utc": self.refit_utc}
 
     def note(self) -> str:
         return f"calibrated on this board from {self.measurements} measurements"
@@ -177,13 +206,35 @@ def check_calibration(d) -> Calibration:
         lo, hi = ranges[k]
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo - 1e-9 <= v <= hi + 1e-9:
             raise ValueError(f"knob {k} outside {lo}..{hi}")
-    n = d.get("measurements")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError("measurements must be a whole number >= 1")
+
+    def count(key, least):
+        v = d.get(key, least)
+        if not isinstance(v, int) or isinstance(v, bool) or v < least:
+            raise ValueError(f"{key} must be a whole number >= {least}")
+        return v
+
+    n, online_runs, online_points = count("measurements", 1), count("online_runs", 0), count("online_points", 0)
+    points = d.get("points")
+    if not isinstance(points, list) or not points:
+        raise ValueError("no measured points")
+    for p in points:
+        if not isinstance(p, dict) or (p.get("freq_mhz") is not None and not _positive(p["freq_mhz"])) \
+                or not _positive(p.get("j_per_step")) or not _positive(p.get("s_per_step")):
+            raise ValueError("a measured point is not a clock (or MAXN) with positive J/step and s/step")
+    if len({p["freq_mhz"] for p in points}) != len(points):
+        raise ValueError("a clock measured twice")
+    if n != len(points) + online_points:
+        raise ValueError(f"measurements {n} is not the {len(points)} points plus the {online_points} online ones")
+    if not isinstance(d.get("board"), str):
+        raise ValueError("no board")
     check_measure(d.get("measure"))
     return Calibration(d["board"], dict(knobs), n, float(d.get("rms_log_error", float("nan"))),
-                       dict(d.get("workload") or {}), list(d.get("points") or []), d["measure"],
-                       str(d.get("created_utc", "")))
+                       dict(d.get("workload") or {}), list(points), d["measure"],
+                       str(d.get("created_utc", "")), online_runs, online_points, str(d.get("refit_utc", "")))
+
+
+def _positive(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
 class CalibrationStore(RunStore):
@@ -221,6 +272,26 @@ class CalibrationStore(RunStore):
         finally:
             os.close(dfd)
         return path
+
+    @contextlib.contextmanager
+    def locked(self, board_id: str):
+        """The board's calibration held by this process alone (an exclusive ``flock`` on a 0600
+        ``.calibration-<board>.json.lock`` in the checked folder): a calibrate and a refit, or two
+        refits, each read, fit and write in turn, and none writes over the other's newer data."""
+        name = "." + self.file_name(board_id) + ".lock"
+        dfd = self._open_dir(create=True)
+        try:
+            try:
+                fd = self._open_file(dfd, name, os.O_RDWR | os.O_CREAT)
+            except OSError as e:
+                raise StoreError(f"cannot lock {os.path.join(self.path, name)}: {e.strerror}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
+        finally:
+            os.close(dfd)
 
     def record_names(self, board_id: str) -> tuple[str, str]:
         """The shareable record's files (JSON, Markdown) beside the calibration."""
@@ -269,6 +340,81 @@ def board_calibration(board_id: str | None, data_dir=None, log=None, prefix: str
     except (StoreError, OSError) as e:
         print(f"{prefix}: warning: the board's calibration was not read: {e}", file=log or sys.stderr, flush=True)
         return None
+
+
+def run_group(record: dict, levels_mhz) -> tuple | None:
+    """An online run's record (pydvfs.policy.store, checked) as a :func:`fit_groups` group: its
+    workload's simulator run, its probes at clocks of the board's table (``levels_mhz``) and MAXN,
+    its measure, the reference (the top level where probed, else its highest clock); None where
+    it cannot calibrate: no workload, or fewer than two such probes with a clock among them."""
+    from .store import workload_of
+
+    if not record.get("workload"):
+        return None
+    measured = {}
+    for p in record["probes"]:
+        f = p["freq_mhz"]
+        if f is not None:
+            f = next((x for x in levels_mhz if abs(x - f) < 0.5), None)
+            if f is None:
+                continue  # a clock of another table (another JetPack): not this board's
+        measured[f] = (float(p["j_per_step"]), float(p["s_per_step"]))
+    clocks = [f for f in measured if f is not None]
+    if len(measured) < 2 or not clocks:
+        return None
+    ref = levels_mhz[-1] if levels_mhz[-1] in measured else max(clocks)
+    return sim_run_for(workload_of(record["workload"])), measured, record["measure"], ref
+
+
+def refit(cal: Calibration, records: list) -> Calibration:
+    """``cal`` refitted from its own job's points and the online runs ``records`` (checked
+    records of its board, oldest first: the newest :data:`MAX_REFIT_RUNS` are read), the same
+    physics fitted to every workload; ``measurements`` counts every point fitted. Its own
+    points, workload and creation time stay: a refit never compounds an earlier one's."""
+    from .. import boards
+
+    levels = list(boards.board(cal.board).gpu_levels_mhz)
+    own = {p["freq_mhz"]: (p["j_per_step"], p["s_per_step"]) for p in cal.points}
+    top = levels[-1] if levels[-1] in own else max(f for f in own if f is not None)
+    groups = [g for g in (run_group(r, levels) for r in records[-MAX_REFIT_RUNS:]) if g is not None]
+    if not groups and not cal.online_points:
+        return cal  # nothing to add to its own job's fit
+    knobs, rms = fit_groups(cal.board, [(sim_run_for(Workload.from_any(cal.workload)), own, cal.measure, top),
+                                        *groups])
+    n = sum(len(g[1]) for g in groups)
+    return replace(cal, knobs=knobs, rms_log_error=rms, measurements=len(own) + n, online_runs=len(groups),
+                   online_points=n, refit_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+
+def refit_from_runs(board_id: str | None, data_dir=None, log=None, prefix: str = "pydvfs") -> Calibration | None:
+    """Refit the board's stored calibration, if it has one, from its points and the online runs
+    of the board's store (:func:`refit`), under the calibration's lock, and store it (as private
+    and checked as calibrate's). Damaged records and records of another board are skipped (the
+    store's checks); a calibration or store that cannot be read or written is one warning on
+    ``log``, never an error: the run is over and its record stands. Returns the new calibration."""
+    import sys
+
+    log = log or sys.stderr
+    if not board_id:
+        return None
+    try:
+        store = CalibrationStore(data_dir)
+        if store.read(board_id) is None:
+            return None
+        with store.locked(board_id):
+            cal = store.read(board_id)  # as it is now that no one else writes it
+            if cal is None:
+                return None
+            new = refit(cal, RunStore(data_dir).load(board_id).records)
+            store.save(new)
+    except (StoreError, OSError, InvalidValueError, ValueError) as e:
+        print(f"{prefix}: warning: the board's calibration was not refitted with the recorded runs: "
+              f"{e.strerror if isinstance(e, OSError) and e.strerror else e}", file=log, flush=True)
+        return None
+    print(f"{prefix}: {new.note()} (its own {len(new.points)} and {new.online_points} of {new.online_runs} "
+          f"online run{'s' * (new.online_runs != 1)} in the store; rms error {100 * new.rms_log_error:.1f} %)",
+          file=log, flush=True)
+    return new
 
 
 def calibrated_choice(cal: Calibration, workload: Workload, levels_mhz, measure: str = "module") -> float:
@@ -368,4 +514,5 @@ def new_calibration(board: str, knobs: dict, rms: float, workload: Workload, mea
 
 __all__ = ["Calibration", "CalibrationStore", "FORMAT", "ORIGIN", "board_calibration", "calibrated_choice",
            "calibrated_start", "record_markdown", "share_record",
-           "check_calibration", "design", "fit", "new_calibration", "predict", "sim_run_for"]
+           "check_calibration", "design", "fit", "fit_groups", "new_calibration", "predict", "refit",
+           "refit_from_runs", "run_group", "sim_run_for"]

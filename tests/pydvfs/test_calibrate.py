@@ -175,3 +175,69 @@ def test_published_records_fold_into_a_profiles_knobs(calibrated, tmp_path, caps
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "x"}')
     assert fold_main([str(bad)]) == 2 and "not a pydvfs-calibration/1-record" in capsys.readouterr().err
+
+
+def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, capsys):
+    """Issue 35: an online run recorded in the store refits the board's calibration from its own
+    job's points and the store's runs (the same physics, another workload); damaged records and
+    another board's are never fitted; status and apply say the new count."""
+    import shutil
+
+    from pydvfs.cli import main
+    from pydvfs.device import open_device
+    from pydvfs.policy.calibrated import predict, sim_run_for
+    from pydvfs.policy.store import RunStore, make_record, record_run
+    from pydvfs.policy.workload import Workload
+
+    fake, data0, _, _ = calibrated
+    data = tmp_path / "data"
+    shutil.copytree(data0, data)  # modes kept: 0700 folder, 0600 files
+    before = board_calibration(BOARD, data)
+    wl = {"model": "pythia", "layers": 6, "hidden": 512, "seq_len": 40.0}
+    clocks = (510.0, 612.0, 714.0, 1020.0, None)  # what an online run on this board measured
+    pts = predict(BOARD, dict(held_out_member(BOARD, 0).knobs), sim_run_for(Workload.from_any(wl)), clocks)
+    report = {"trajectory": [{"freq_mhz": f, "j_per_step": j, "s_per_step": s, "steps": 100} for f, (j, s) in pts.items()],
+              "objective": {"kind": "energy", "energy": "module"}, "chosen_mhz": 612.0, "converged": True}
+    dev = open_device(fake.root, str(tmp_path / "state"))
+    other = make_record(dict(report), "orin-nx", "NVIDIA Jetson Orin NX", [510.0, 612.0, 714.0, 1020.0], wl, "pydvfs run")
+    store = RunStore(data)
+    with open(store.file_path(BOARD), "w") as fh:  # never fitted: a damaged line, another board's record
+        fh.write('{"format": "pydvfs-runs/1", "board": "orin-nano-super", "probes": [\n' + json.dumps(other) + "\n")
+    os.chmod(store.file_path(BOARD), 0o600)
+    for n in (1, 2):
+        log = io.StringIO()
+        assert record_run(dict(report), dev, wl, "pydvfs run", data, log, "pydvfs run")
+        after = board_calibration(BOARD, data)
+        # its own points and each run's five, never an earlier refit's again
+        assert (after.measurements, after.online_runs) == (before.measurements + n * len(clocks), n)
+        assert after.points == before.points and after.created_utc == before.created_utc
+        assert f"calibrated on this board from {after.measurements} measurements" in log.getvalue()
+    assert stat.S_IMODE(os.stat(CalibrationStore(data).file_path(BOARD)).st_mode) == 0o600
+    assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert f"calibrated on this board from {after.measurements} measurements" in out
+    assert f"refitted {after.refit_utc} with 2 online runs" in out
+    d = decide(BERT_BASE, sysfs_root=fake.root, data_dir=data)  # no recorded shape near it: the calibration's
+    assert d.origin["measurements"] == after.measurements
+    assert f"from {after.measurements} measurements" in d.describe()
+
+
+def test_a_damaged_calibration_is_not_refitted_and_the_run_is_still_recorded(tmp_path):
+    from pydvfs.device import open_device
+    from pydvfs.policy.store import RunStore, record_run
+
+    fake = build_fake_board(tmp_path / "board", board=BOARD)
+    store = CalibrationStore(tmp_path / "data")
+    os.makedirs(store.path, mode=0o700)
+    path = os.path.join(store.path, store.file_name(BOARD))
+    with open(path, "w") as fh:
+        fh.write('{"format": "pydvfs-calibration/1", "knobs": {"static": 99}}')
+    os.chmod(path, 0o600)
+    report = {"trajectory": [{"freq_mhz": f, "j_per_step": 1.0 + f / 1e4, "s_per_step": 1e3 / f, "steps": 100}
+                             for f in (510.0, 1020.0)], "objective": {"energy": "module"}, "chosen_mhz": 510.0}
+    log = io.StringIO()
+    dev = open_device(fake.root, str(tmp_path / "state"))
+    assert record_run(report, dev, BERT_BASE, "pydvfs run", tmp_path / "data", log, "pydvfs run")
+    assert len(RunStore(tmp_path / "data").load(BOARD).records) == 1
+    lines = log.getvalue().strip().splitlines()
+    assert len(lines) == 1 and "warning: the board's calibration was not refitted" in lines[0] and "damaged" in lines[0]

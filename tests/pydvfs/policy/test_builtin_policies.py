@@ -148,7 +148,7 @@ def test_json_names_the_expected_saving_and_origin_in_both_front_ends(tmp_path, 
         assert g.returncode == 0, g.stderr
         gd = json.loads(g.stdout)
         for key in ("freq_mhz", "origin", "expected_saving_pct", "saving_spread_pct", "kept_from_mhz", "kept_reason",
-                    "model"):
+                    "saving_range_pct", "model"):
             assert gd[key] == pytest.approx(d[key]) if isinstance(d[key], float) else gd[key] == d[key], key
     bad = subprocess.run([govcore_bin, "--sysfs-root", str(fake.root), "apply", "--workload",
                           "model=bert,layers=2,hidden=128,seq_len=64", "--energy", "watts"], capture_output=True, text=True)

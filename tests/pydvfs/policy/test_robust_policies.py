@@ -51,6 +51,19 @@ def test_every_built_in_class_clock_has_its_range_across_the_family():
             assert (lo, hi) == (0.0, 0.0) if mhz == 0.0 else 0.0 < lo <= hi
 
 
+def test_the_compiled_ranges_are_the_generators_from_the_ranges_file():
+    """govcore/policy_ranges.c (what both front ends' apply says) is tools/gen_policies.py's
+    rendering of pydvfs/data/policy-ranges.json: one computation, two files that agree."""
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    sys.path.insert(0, str(repo / "tools"))
+    from gen_policies import OUT_RANGES_C, ranges_c
+
+    assert OUT_RANGES_C.read_text() == ranges_c(RANGES), "run `python tools/gen_policies.py --ranges-c`"
+
+
 def test_apply_says_the_range_and_what_the_knowledge_is(tmp_path):
     nx = build_fake_board(tmp_path / "nx", board="orin-nx")
     d = decide({"model": "bert", "layers": 12, "hidden": 768, "seq_len": 64, "util_pct": 90},

@@ -268,7 +268,7 @@ class OnlineGovernor:
             if self.engine is not None:
                 self.engine.say_outcome()
                 if self.record:  # what this board measured (docs/store.md)
-                    from ..policy.store import record_run
+                    from ..policy.record import record_run
 
                     record_run(report, self.dev, self.workload, self.front_end, self.data_dir, self.log, "pydvfs")
             return report

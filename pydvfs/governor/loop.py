@@ -524,7 +524,7 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
         report.update(online_outcome(report, energy))
         engine.say_outcome()
         if record:  # what this board measured, for apply and the next run's start (docs/store.md)
-            from ..policy.store import record_run
+            from ..policy.record import record_run
 
             record_run(report, dev, workload, "pydvfs run", data_dir, log, "pydvfs run")
     else:

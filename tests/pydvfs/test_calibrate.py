@@ -186,8 +186,9 @@ def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, c
     from pydvfs.cli import main
     from pydvfs.device import open_device
     from pydvfs.policy.calibrated import predict, sim_run_for
-    from pydvfs.policy.store import RunStore, make_record, record_run
-    from pydvfs.policy.workload import Workload
+    from pydvfs.policy.record import record_run
+    from pydvfs.policy.store import RunStore, make_record
+    from pydvfs.workload import Workload
 
     fake, data0, _, _ = calibrated
     data = tmp_path / "data"
@@ -224,7 +225,8 @@ def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, c
 
 def test_a_damaged_calibration_is_not_refitted_and_the_run_is_still_recorded(tmp_path):
     from pydvfs.device import open_device
-    from pydvfs.policy.store import RunStore, record_run
+    from pydvfs.policy.record import record_run
+    from pydvfs.policy.store import RunStore
 
     fake = build_fake_board(tmp_path / "board", board=BOARD)
     store = CalibrationStore(tmp_path / "data")

@@ -13,7 +13,7 @@ MAXN's podgov): the physics every workload shares, so one job calibrates every w
   :func:`fit_groups` the same over several workloads' measurements at once;
 - :func:`refit`, :func:`refit_from_runs`: the calibration refitted from its own job's
   measurements and the online runs recorded in the board's store (the physics is shared): each
-  recorded run refits it (:func:`pydvfs.policy.store.record_run`);
+  recorded run refits it (:func:`pydvfs.policy.record.record_run`);
 - :class:`CalibrationStore`: ``calibration-<board>.json`` beside the run records, as private and
   checked as they are (the folder and file checks of :class:`pydvfs.policy.store.RunStore`);
 - :func:`calibrated_choice`: the clock of least energy for a workload on the calibrated
@@ -92,7 +92,15 @@ def _shape(points: dict, ref: float) -> dict:
 
 
 def _cost(pred: dict, meas: dict) -> float:
-    return sum(math.log(pred[f][0] / m[0]) ** 2 + math.log(pred[f][1] / m[1]) ** 2 for f, m in meas.items())
+    """The squared log errors of J/step and of s/step, each less its mean over the points: the
+    measured curve's shape is fitted, not its scale, and no one point is the reference of the
+    others (a noisy window at the reference clock once moved every point of the shape by its 4 %)."""
+    out = 0.0
+    for i in (0, 1):
+        d = [math.log(pred[f][i] / m[i]) for f, m in meas.items()]
+        mu = sum(d) / len(d)
+        out += sum((x - mu) ** 2 for x in d)
+    return out
 
 
 def design(board: str, run, n_clocks: int = 4, measure: str = "module") -> list:
@@ -123,27 +131,27 @@ def design(board: str, run, n_clocks: int = 4, measure: str = "module") -> list:
 
 def fit(board: str, run, measured: dict, measure: str = "module") -> tuple[dict, float]:
     """The knob values (:data:`pydvfs.sim.uncertainty.KNOBS`) that best give ``measured``
-    (clock, None for MAXN -> (J/step, s/step), the top level among them), as the shape relative
-    to the top level's; returns (knobs, rms log error)."""
+    (clock, None for MAXN -> (J/step, s/step), the top level among them), as the curve's shape
+    (:func:`_cost`); returns (knobs, rms log error)."""
     from .. import boards
 
     top = boards.board(board).gpu_levels_mhz[-1]
     if top not in measured or len(measured) < 3:
         raise InvalidValueError("a calibration needs the top level and at least two more points measured")
-    return fit_groups(board, [(run, measured, measure, top)])
+    return fit_groups(board, [(run, measured, measure)])
 
 
 def fit_groups(board: str, groups: list) -> tuple[dict, float]:
     """:func:`fit` over several workloads' measurements at once: ``groups`` of (simulator run,
-    clock -> (J/step, s/step), measure, reference clock), each measured shape relative to its
-    own reference (runs at different scales are not read as one curve), the squared log errors
-    summed over every point; returns (knobs, rms log error). The runs' predictions are made
+    clock -> (J/step, s/step), measure), each group's shape fitted apart (:func:`_cost`: runs at
+    different scales are not read as one curve), the squared log errors summed over every point;
+    returns (knobs, rms log error). The runs' predictions are made
     once per distinct run and measure."""
     from ..sim.model import default_params
 
-    meas = [_shape(m, ref) for _, m, _, ref in groups]
+    meas = [m for _, m, _ in groups]
     clocks: dict = {}  # (run, measure) -> (run, the clocks of every group of it)
-    for run, m, measure, _ in groups:
+    for run, m, measure in groups:
         key = (repr(run), measure)
         clocks[key] = (run, measure, {*clocks.get(key, (None, None, set()))[2], *m})
     bounds, p0 = _sim().ESTIMATE_RANGES, default_params()
@@ -151,8 +159,7 @@ def fit_groups(board: str, groups: list) -> tuple[dict, float]:
 
     def cost(kn):
         pred = {key: predict(board, kn, run, tuple(cs), measure) for key, (run, measure, cs) in clocks.items()}
-        return sum(_cost(_shape({f: pred[(repr(run), measure)][f] for f in m}, ref), sh)
-                   for (run, m, measure, ref), sh in zip(groups, meas))
+        return sum(_cost(pred[(repr(run), measure)], m) for run, m, measure in groups)
 
     best = cost(knobs)
     for rnd in range(PASSES):
@@ -345,8 +352,7 @@ def board_calibration(board_id: str | None, data_dir=None, log=None, prefix: str
 def run_group(record: dict, levels_mhz) -> tuple | None:
     """An online run's record (pydvfs.policy.store, checked) as a :func:`fit_groups` group: its
     workload's simulator run, its probes at clocks of the board's table (``levels_mhz``) and MAXN,
-    its measure, the reference (the top level where probed, else its highest clock); None where
-    it cannot calibrate: no workload, or fewer than two such probes with a clock among them."""
+    and its measure; None where it cannot calibrate: no workload, or fewer than two such probes with a clock among them."""
     from .store import workload_of
 
     if not record.get("workload"):
@@ -362,8 +368,7 @@ def run_group(record: dict, levels_mhz) -> tuple | None:
     clocks = [f for f in measured if f is not None]
     if len(measured) < 2 or not clocks:
         return None
-    ref = levels_mhz[-1] if levels_mhz[-1] in measured else max(clocks)
-    return sim_run_for(workload_of(record["workload"])), measured, record["measure"], ref
+    return sim_run_for(workload_of(record["workload"])), measured, record["measure"]
 
 
 def refit(cal: Calibration, records: list) -> Calibration:
@@ -375,11 +380,10 @@ def refit(cal: Calibration, records: list) -> Calibration:
 
     levels = list(boards.board(cal.board).gpu_levels_mhz)
     own = {p["freq_mhz"]: (p["j_per_step"], p["s_per_step"]) for p in cal.points}
-    top = levels[-1] if levels[-1] in own else max(f for f in own if f is not None)
     groups = [g for g in (run_group(r, levels) for r in records[-MAX_REFIT_RUNS:]) if g is not None]
     if not groups and not cal.online_points:
         return cal  # nothing to add to its own job's fit
-    knobs, rms = fit_groups(cal.board, [(sim_run_for(Workload.from_any(cal.workload)), own, cal.measure, top),
+    knobs, rms = fit_groups(cal.board, [(sim_run_for(Workload.from_any(cal.workload)), own, cal.measure),
                                         *groups])
     n = sum(len(g[1]) for g in groups)
     return replace(cal, knobs=knobs, rms_log_error=rms, measurements=len(own) + n, online_runs=len(groups),

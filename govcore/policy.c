@@ -711,17 +711,26 @@ const char *gc_tree_origin_kind(const gc_tree_model *m)
     return m->origin;
 }
 
-int gc_saving_range(const gc_tree_model *m, const gc_decision *d, double out[2])
+/* What the family said of m's classes (gc_builtin_saving_ranges) where m is a built-in and the
+ * policy mlg; NULL otherwise. */
+static const gc_builtin_ranges *builtin_ranges(const gc_tree_model *m, int policy)
 {
-    const gc_builtin_ranges *r = NULL;
-    int i, hits = 0;
+    int i;
 
-    if (!m || !d || d->policy != GC_POLICY_MLG || strcmp(m->origin, GC_ORIGIN_BUILTIN) != 0)
-        return 0;
-    for (i = 0; i < gc_n_builtin_saving_ranges && !r; i++)
+    if (!m || policy != GC_POLICY_MLG || strcmp(m->origin, GC_ORIGIN_BUILTIN) != 0)
+        return NULL;
+    for (i = 0; i < gc_n_builtin_saving_ranges; i++)
         if (strcmp(gc_builtin_saving_ranges[i].board_id, m->board_id) == 0 &&
             strcmp(gc_builtin_saving_ranges[i].measure, m->measure) == 0)
-            r = &gc_builtin_saving_ranges[i];
+            return &gc_builtin_saving_ranges[i];
+    return NULL;
+}
+
+int gc_saving_range(const gc_tree_model *m, const gc_decision *d, double out[2])
+{
+    const gc_builtin_ranges *r = d ? builtin_ranges(m, d->policy) : NULL;
+    int i, hits = 0;
+
     if (!r)
         return 0;
     if (d->level_hz == 0) { /* the tree's MAXN class, or kept at MAXN: nothing pinned, nothing saved */
@@ -744,6 +753,15 @@ void gc_kept_reason(const gc_decision *d, char *out, size_t len)
     if (!len)
         return;
     out[0] = '\0';
+    if (d->kept_maxn == GC_KEPT_BELOW_TRAINED_LOAD) {
+        snprintf(out, len, "left the board to its own governor: the workload's GPU load at MAXN, %g %%, is "
+                 "below every workload the built-in %s policy was trained on (%g %% and up): the board's own "
+                 "governor already runs the GPU low there, and the tree's %g MHz would be an extrapolation "
+                 "that can cost more than MAXN; `pydvfs run --policy online` measures this workload's own "
+                 "best clock", d->util_pct, gc_policy_name(d->policy), d->trained_util_min_pct,
+                 gc_hz_to_mhz(d->kept_from_hz));
+        return;
+    }
     if (!d->kept_maxn)
         return;
     snprintf(out, len, "left the board to its own governor: the %s policy's %g MHz is expected to save "
@@ -828,6 +846,7 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
     const gc_policy_entry *e = gc_policy_of(policy);
     gc_goal unbounded;
     uint64_t want_hz;
+    const gc_builtin_ranges *r;
     int rc, bound;
 
     memset(d, 0, sizeof *d);
@@ -911,9 +930,19 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
         return -ENODEV;
     }
     d->policy_level_hz = d->level_hz;
+    if ((r = builtin_ranges(m, policy)) && w && w->gpu_util_pct >= 0.0 && w->gpu_util_pct < r->util_min_pct) {
+        /* more host-bound than anything the tree was trained on (enum gc_kept): leave it */
+        d->kept_maxn = GC_KEPT_BELOW_TRAINED_LOAD;
+        d->util_pct = w->gpu_util_pct;
+        d->trained_util_min_pct = r->util_min_pct;
+        d->kept_from_hz = d->level_hz;
+        d->level_hz = 0;
+        d->policy_level_hz = 0;
+        return 0;
+    }
     if (d->has_expectation && !(d->expected_saving_pct - GC_SAVING_MARGIN_SD * d->saving_spread_pct > 0.0)) {
         /* not clearly better than the board's own governor by what the tree knows: leave it */
-        d->kept_maxn = 1;
+        d->kept_maxn = GC_KEPT_NOT_CLEAR;
         d->kept_from_hz = d->level_hz;
         d->level_hz = 0;
         d->policy_level_hz = 0;

@@ -231,6 +231,7 @@ typedef struct gc_builtin_ranges {
     const char *measure;
     int n;
     const gc_builtin_range *classes; /* NULL where n is 0 */
+    double util_min_pct; /* the least GPU load at MAXN among the training workloads (%); 0: unknown */
 } gc_builtin_ranges;
 extern const gc_builtin_ranges gc_builtin_saving_ranges[];
 extern const int gc_n_builtin_saving_ranges;
@@ -362,6 +363,13 @@ double gc_propose_rules(const gc_workload *w);
  * roofline policy takes its objective's argmin over those levels. It needs rl (-EINVAL without)
  * except for MAXN, which pins nothing (the board's own governor is as fast as the board). The
  * trade is predicted whenever rl is given and a level is pinned. */
+/* Why a decision left the board to its own governor (gc_decision.kept_maxn; gc_kept_reason
+ * says it): the expected saving is not clearly positive (GC_SAVING_MARGIN_SD); or a built-in's
+ * workload is more host-bound (its GPU load at MAXN below) than every workload it was trained on:
+ * the board's own governor already runs the GPU low there, and the tree's clock would be an
+ * extrapolation that can cost more than MAXN (docs/policy.md). */
+enum gc_kept { GC_KEPT_NOT = 0, GC_KEPT_NOT_CLEAR = 1, GC_KEPT_BELOW_TRAINED_LOAD = 2 };
+
 typedef struct gc_decision {
     int policy;
     double proposed_mhz;      /* 0 for MAXN */
@@ -382,8 +390,9 @@ typedef struct gc_decision {
     int has_expectation;
     double expected_saving_pct;
     double saving_spread_pct;
-    int kept_maxn;
+    int kept_maxn; /* 0, or why the board was left to its own governor: enum gc_kept */
     uint64_t kept_from_hz;
+    double util_pct, trained_util_min_pct; /* GC_KEPT_BELOW_TRAINED_LOAD: the workload's, the least trained */
 } gc_decision;
 
 /* A clock of the tree's training table on this board's (mlg, ffg and rules propose clocks of

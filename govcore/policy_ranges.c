@@ -35,18 +35,18 @@ static const gc_builtin_range gcr_agx_xavier_cpu_gpu_[] = {
 };
 
 const gc_builtin_ranges gc_builtin_saving_ranges[] = {
-    {"agx-orin", "module", 2, gcr_agx_orin_module_},
-    {"agx-orin", "cpu-gpu", 2, gcr_agx_orin_cpu_gpu_},
-    {"orin-nano-super", "module", 0, NULL},
-    {"orin-nano-super", "cpu-gpu", 1, gcr_orin_nano_super_cpu_gpu_},
-    {"orin-nx", "module", 1, gcr_orin_nx_module_},
-    {"orin-nx", "cpu-gpu", 2, gcr_orin_nx_cpu_gpu_},
-    {"thor", "module", 1, gcr_thor_module_},
-    {"thor", "cpu-gpu", 1, gcr_thor_cpu_gpu_},
-    {"agx-xavier", "module", 0, NULL},
-    {"agx-xavier", "cpu-gpu", 3, gcr_agx_xavier_cpu_gpu_},
-    {"nano", "module", 0, NULL},
-    {"nano", "cpu-gpu", 0, NULL},
+    {"agx-orin", "module", 2, gcr_agx_orin_module_, 52.4},
+    {"agx-orin", "cpu-gpu", 2, gcr_agx_orin_cpu_gpu_, 52.4},
+    {"orin-nano-super", "module", 0, NULL, 56.98},
+    {"orin-nano-super", "cpu-gpu", 1, gcr_orin_nano_super_cpu_gpu_, 56.98},
+    {"orin-nx", "module", 1, gcr_orin_nx_module_, 57.95},
+    {"orin-nx", "cpu-gpu", 2, gcr_orin_nx_cpu_gpu_, 57.95},
+    {"thor", "module", 1, gcr_thor_module_, 57.59},
+    {"thor", "cpu-gpu", 1, gcr_thor_cpu_gpu_, 57.59},
+    {"agx-xavier", "module", 0, NULL, 56.42},
+    {"agx-xavier", "cpu-gpu", 3, gcr_agx_xavier_cpu_gpu_, 56.42},
+    {"nano", "module", 0, NULL, 70.1},
+    {"nano", "cpu-gpu", 0, NULL, 70.1},
 };
 const int gc_n_builtin_saving_ranges =
     (int)(sizeof gc_builtin_saving_ranges / sizeof gc_builtin_saving_ranges[0]);

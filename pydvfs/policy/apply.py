@@ -174,8 +174,10 @@ class Decision:
                          + ("(the board's calibrated simulator)" if (self.origin or {}).get("measurements") else
                             f"(spread {self.saving_spread_pct:.1f} %, from its training data)"))
         if self.saving_range_pct is not None and not (self.freq_mhz is not None and
-                                                      self.saving_range_pct[0] == self.saving_range_pct[1]):
-            lo, hi = self.saving_range_pct  # (one point, a calibrated board's: `expected` says it)
+                                                      self.saving_range_pct[0] == self.saving_range_pct[1]) \
+                and not (self.freq_mhz is None and self.kept_from_mhz is not None):
+            # (one point, a calibrated board's: `expected` says it; a clock kept at MAXN: kept_reason)
+            lo, hi = self.saving_range_pct
             knows.append(f"range     {lo:.1f} to {hi:.1f} % saving against MAXN across the boards this one may "
                          "be (the simulator's uncertainty family)" if self.freq_mhz is not None else
                          "range     MAXN kept: no clock saves for workloads like this on every board this one "

@@ -86,3 +86,31 @@ def test_no_built_in_decision_costs_more_than_1_percent_above_maxn_on_any_member
     for measure in ("module", "cpu-gpu"):
         r = evaluate_family(board, measure, workloads=held_out()[::9])
         assert r["max_vs_maxn_pct"] <= 1.0, (measure, r["worst"]["member"], r["max_vs_maxn_pct"])
+
+
+def test_a_workload_more_host_bound_than_any_trained_is_left_to_the_board(govcore_bin, tmp_path):
+    """bert-tiny on CoLA, on the Orin NX member whose GPU computes fastest: its GPU load at MAXN
+    (the board's governor already runs the GPU at about 408 MHz) is below every training
+    workload's, and the CPU+GPU tree's 510 MHz costs it more than MAXN + 1 %; both front ends
+    leave it to the board and say why, and a workload inside the trained loads keeps the clock."""
+    import subprocess
+
+    from pydvfs.policy.score import truth as sim_truth
+    from pydvfs.sim.uncertainty import member
+
+    t = sim_truth("orin-nx", "bert-tiny", "CoLA", member("orin-nx", "compute-high").params())
+    least = RANGES["orin-nx/cpu-gpu"]["trained_util_min_pct"]
+    assert t.workload["util_pct"] < least and t.vs_maxn_pct("cpu-gpu", 510.0) > 1.0
+    fake = build_fake_board(tmp_path / "nx", board="orin-nx")
+    for util, kept in ((t.workload["util_pct"], True), (least + 1.0, False)):
+        w = {**t.workload, "util_pct": util}
+        d = decide(w, "mlg", sysfs_root=fake.root, energy="cpu-gpu", use_runs=False)
+        args = ["apply", "--model", "bert", "--layers", "2", "--hidden", "128", "--seq-len", str(w["seq_len"]),
+                "--util", str(util), "--energy", "cpu-gpu", "--json", "--sysfs-root", str(fake.root)]
+        c = json.loads(subprocess.run([govcore_bin, *args], capture_output=True, text=True, check=True).stdout)
+        if kept:
+            assert d.freq_mhz is None and d.kept_from_mhz == 510.0 and "below every workload" in d.kept_reason
+            assert c["freq_mhz"] is None and c["kept_reason"] == d.kept_reason
+            assert d.saving_range_pct == c["saving_range_pct"] == [0.0, 0.0]
+        else:
+            assert d.freq_mhz == c["freq_mhz"] == 510.0 and d.kept_reason is None

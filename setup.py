@@ -79,6 +79,7 @@ core = Extension(
         ("GC_GIT_DESCRIBE", c_string(GIT_DESCRIBE)),
         ("GC_TREE_SHA256", c_string(hashlib.sha256((GOVCORE / "policy_tree.c").read_bytes()).hexdigest())),
         ("GC_POLICIES_SHA256", c_string(hashlib.sha256((GOVCORE / "policies_builtin.c").read_bytes()).hexdigest())),
+        ("GC_RANGES_SHA256", c_string(hashlib.sha256((GOVCORE / "policy_ranges.c").read_bytes()).hexdigest())),
     ],
     extra_compile_args=["-std=c99", "-D_GNU_SOURCE", "-O2", *lines_of("warnings.txt")],
     libraries=["pthread", "m", "dl"],

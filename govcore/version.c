@@ -1,6 +1,7 @@
 /* version.c - what this build is. The build passes GC_VERSION (pydvfs/__init__.py),
  * GC_GIT_DESCRIBE (`git describe` when built from a clone), GC_TREE_SHA256 (the SHA-256 of
- * the policy_tree.c compiled in) and GC_POLICIES_SHA256 (that of policies_builtin.c);
+ * the policy_tree.c compiled in), GC_POLICIES_SHA256 (that of policies_builtin.c) and
+ * GC_RANGES_SHA256 (that of policy_ranges.c: what the family says of each built-in's classes);
  * govcore/Makefile and setup.py compute them alike. */
 #include <errno.h>
 #include <stdarg.h>
@@ -20,6 +21,9 @@
 #endif
 #ifndef GC_POLICIES_SHA256
 #define GC_POLICIES_SHA256 ""
+#endif
+#ifndef GC_RANGES_SHA256
+#define GC_RANGES_SHA256 ""
 #endif
 
 const char gc_version[] = GC_VERSION;
@@ -110,6 +114,8 @@ int gc_version_text(char *out, size_t len)
                 put_board(out, len, &used, i);
         }
         put(out, len, &used, "          any other board: %s's\n", gc_builtin_fallback_board);
+        put(out, len, &used, "ranges    the family's saving ranges and trained GPU loads (policy_ranges.c, "
+                             "sha256 %s)\n", or_unknown(GC_RANGES_SHA256));
     }
 #endif
     put(out, len, &used, "build     %s\n",

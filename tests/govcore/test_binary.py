@@ -116,7 +116,9 @@ def test_version_names_the_built_in_policies_as_pydvfs_does(native, cli):
         data = _core.Tree(None, board_id=board, measure=measures[0]).provenance["data_sha256"]
         assert line.startswith(f"          {board}: {', '.join(measures)} (data sha256 {data[:12]}"), line
     assert c_lines[2 + len(boards)].startswith("          any other board: ")
-    assert c_lines[3 + len(boards)].startswith("build     dynamic") and len(c_lines) == 4 + len(boards)
+    ranges = hashlib.sha256((GOVCORE / "policy_ranges.c").read_bytes()).hexdigest()
+    assert c_lines[3 + len(boards)].endswith(f"(policy_ranges.c, sha256 {ranges})")
+    assert c_lines[4 + len(boards)].startswith("build     dynamic") and len(c_lines) == 5 + len(boards)
     assert "policy_tree.c" not in c.stdout  # the one tree is not what applies
 
 

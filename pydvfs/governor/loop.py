@@ -144,8 +144,29 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
             "learned": None if learned is None else learned.to_dict(),
             # where the board is not calibrated: how far its optimum may be (the family's spread)
             "family_spread_mhz": spread,
-            # the board's record as data for the model search (the hill climb takes none)
-            "prior": None if learned is None or search_kind != "model" else learned.prior()}
+            # the board's record as data for the model search (the hill climb takes none), and
+            # on a board whose profile is an estimate the family's spread its design reaches
+            "prior": search_prior(dev, learned, spread, search_kind)}
+
+
+def search_prior(dev, learned, spread, search_kind: str) -> dict | None:
+    """What the model search is given (a SearchPrior's fields): the board's record
+    (``learned``), and ``spread`` (the family's [lowest, highest] best clock) where the board's
+    simulator profile is an estimate: the round-0 design reaches its ends (docs/online.md). None
+    for the hill climb, and where neither is given: a calibrated profile (the AGX Orin) or a
+    board calibrated from a run searches as before."""
+    if search_kind != "model":
+        return None
+    prior = learned.prior() if learned is not None else None
+    if spread is not None and not _profile_calibrated(dev.board_id):
+        prior = {**(prior or {}), "spread": list(spread)}
+    return prior
+
+
+def _profile_calibrated(board_id: str) -> bool:
+    from ..sim.profiles import board_ids, profile
+
+    return board_id not in board_ids() or profile(board_id).calibrated
 
 
 def family_spread(dev, workload, measure: str) -> list | None:

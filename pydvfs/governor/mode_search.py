@@ -197,6 +197,20 @@ class SearchPrior:
     observations: tuple = ()
     start: object = None
     source: str = ""
+    # (lowest, highest) best GPU clock (MHz) across the board's uncertainty family where its
+    # profile is an estimate (pydvfs.sim.uncertainty.optimum_spread): the round-0 bracket reaches
+    # its ends where they lie beyond it (docs/online.md, "The family's spread"); None: as before
+    spread: tuple | None = None
+
+    def __post_init__(self):
+        if self.spread is not None:
+            try:
+                lo, hi = (float(x) for x in self.spread)
+            except (TypeError, ValueError):
+                raise InvalidValueError(f"a prior's spread is (lowest, highest) MHz, got {self.spread!r}") from None
+            if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= hi):
+                raise InvalidValueError(f"a prior's spread is (lowest, highest) MHz, got {self.spread!r}")
+            object.__setattr__(self, "spread", (lo, hi))
 
     @classmethod
     def of(cls, prior) -> SearchPrior | None:
@@ -206,7 +220,7 @@ class SearchPrior:
             return prior
         if isinstance(prior, dict):
             return cls(tuple(cls._obs(o) for o in prior.get("observations", ())), prior.get("start"),
-                       str(prior.get("source", "")))
+                       str(prior.get("source", "")), prior.get("spread"))
         return cls(tuple(cls._obs(o) for o in prior))
 
     @staticmethod
@@ -223,7 +237,10 @@ class SearchPrior:
         return mode, j, s
 
     def to_dict(self) -> dict:
-        return {"observations": len(self.observations), "start": self.start, "source": self.source}
+        out = {"observations": len(self.observations), "start": self.start, "source": self.source}
+        if self.spread is not None:
+            out["spread_mhz"] = list(self.spread)
+        return out
 
 
 # -- the models: what predicts a mode's step time and power from windows ------------------------
@@ -666,7 +683,8 @@ class ModeSearch(SearchBase):
             candidates = [j + inward * d, j - inward * d] if better else [(i + j) // 2]
         elif not at_end:  # bracket the start (about 10 % of the table either side on a fine one)
             d = max(1, round(n * self.params.bracket_frac))
-            candidates = [i - d, i + d, i - 1, i + 1]
+            lo, hi = self._spread_ends(line, i - d, i + d)  # (the family's spread, where given)
+            candidates = [lo, hi, i - 1, i + 1]
         elif len(measured) == 1:
             candidates = [i + inward * step]
         else:
@@ -678,6 +696,20 @@ class ModeSearch(SearchBase):
             if 0 <= k < n and line[k] not in self._win:
                 return line[k]
         return None
+
+    def _spread_ends(self, line: list, lo: int, hi: int) -> tuple:
+        """The round-0 bracket (line indices ``lo``, ``hi``), moved onto the prior's spread where
+        the centre lies outside it (the family places the optimum on one side: a bracket point
+        on the other is spent for nothing): the spread's ends, snapped to the line's GPU clocks."""
+        spread = self.prior.spread if self.prior is not None and self._round == 0 else None
+        if spread is None:
+            return lo, hi
+        gpu = [m[0] if self.axes > 1 else m for m in line]
+        c = gpu[line.index(self._center)]
+        if spread[0] <= c <= spread[1]:
+            return lo, hi
+        near = [min(range(len(gpu)), key=lambda k: (abs(gpu[k] - f), k)) for f in spread]
+        return near[0], near[1]
 
     def _axis_scout(self):
         """After the line: one step along each axis not varied yet (measured here or in the prior),

@@ -130,9 +130,10 @@ def main(argv=None) -> int:
     print(table)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"window_s": WINDOW_S, "settle_s": SETTLE_S, "seeds": args.seeds,
-                               "members": [f"held-out-{k}" for k in MEMBERS], "summary_markdown": table,
-                               "rows": rows}, indent=1) + "\n")
+    head = json.dumps({"window_s": WINDOW_S, "settle_s": SETTLE_S, "seeds": args.seeds,
+                       "members": [f"held-out-{k}" for k in MEMBERS], "summary_markdown": table}, indent=1)
+    body = ",\n".join(json.dumps(r, separators=(",", ":")) for r in rows)  # one run a line
+    out.write_text(head[:-2] + ',\n "rows": [\n' + body + "\n ]\n}\n")
     print(f"wrote {out}")
     return 0
 

@@ -198,8 +198,8 @@ class SearchPrior:
     start: object = None
     source: str = ""
     # (lowest, highest) best GPU clock (MHz) across the board's uncertainty family where its
-    # profile is an estimate (pydvfs.sim.uncertainty.optimum_spread): the round-0 bracket reaches
-    # its ends where they lie beyond it (docs/online.md, "The family's spread"); None: as before
+    # profile is an estimate (pydvfs.sim.uncertainty.optimum_spread): where the centre lies
+    # outside it, the round-0 design probes its ends (docs/online.md, "The family's spread")
     spread: tuple | None = None
 
     def __post_init__(self):

@@ -128,6 +128,7 @@ class ModeParams:
     bracket_frac: float = 0.08  # one axis: design step around a start inside the table
     reprobe_s: float = 1800.0
     drift_pct: float = 5.0
+    drift_z: float = 3.0  # ... and a move beyond this many standard errors of the window noise
 
     def __post_init__(self):
         checks = [
@@ -157,6 +158,7 @@ class ModeParams:
             (0 < self.jump_frac <= 1 and 0 < self.bracket_frac <= 1, "jump_frac and bracket_frac must be within (0, 1]"),
             (self.reprobe_s > 0, "reprobe interval must be > 0 s"),
             (self.drift_pct > 0, "drift must be > 0 %"),
+            (self.drift_z >= 0 and math.isfinite(self.drift_z), "drift_z must be a finite number >= 0"),
         ]
         for ok, message in checks:
             if not ok:
@@ -1040,9 +1042,18 @@ class ModeSearch(SearchBase):
         cur = self._cur
         p = self.params
         self._hold_costs = (self._hold_costs + [self._cost(*w)])[-p.max_samples:]
-        # a new phase moves the held mode's cost either way (longer sequences, shorter ones)
+        # a new phase moves the held mode's cost either way (longer sequences, shorter ones): by
+        # drift_pct, and beyond what the window noise alone moves a median of max_samples windows
+        # (~1.25 x a mean's standard error) against the held mode's estimate (its windows, the held
+        # ones included): ``drift_z`` standard errors. With quiet windows (1-2 %) drift_pct is the
+        # larger and the check is as it was; with 3-5 % windows a 5 % move is noise, and a false
+        # alarm would throw the round's windows away and search again
+        ref, n_ref = (self._mode_cost(cur), len(self._kept(cur))) if self._measured(cur) else (self._hold_ref, 1)
+        noise = self._window_noise()
+        band = max(p.drift_pct / 100.0,
+                   p.drift_z * noise * math.hypot(1.25 / math.sqrt(p.max_samples), 1.0 / math.sqrt(n_ref)))
         drifted = len(self._hold_costs) >= p.max_samples and \
-            abs(statistics.median(self._hold_costs) / self._hold_ref - 1.0) > p.drift_pct / 100.0
+            abs(statistics.median(self._hold_costs) / ref - 1.0) > band
         if drifted or now_s >= self._next_reprobe_s:
             self.reprobe_reasons.append((now_s, "drift" if drifted else "timer"))
             self._round += 1

@@ -731,6 +731,8 @@ class ModeSearch(SearchBase):
         if n >= self.params.max_samples:
             return True
         costs = [self._cost(*w) for w in self._pending]
+        if self._win and min(costs) > min(self._mode_cost(b) for b in self._win) * (1 + 2 * self._window_noise()):
+            return True  # even its cleanest window is clearly worse than the best: more cannot make it the best
         return 100.0 * (max(costs) - min(costs)) / statistics.median(costs) <= self.params.spread_pct
 
     # -- the budget ----------------------------------------------------------------------------

@@ -391,8 +391,10 @@ class ModeSearch(SearchBase):
         self._win: dict = {}  # this round: mode -> [(J/step, s/step)]
         self._pending: list = []
         self._spent = 0  # windows this round has measured
+        self._age = 0  # windows fed over the whole run (every round, held ones included)
         self._hold_costs: list = []
         self._hold_ref = math.nan
+        self._hold_n = 1
         self._next_reprobe_s = math.inf
         self.phase = self.SEARCH
         self.probes: list[Probe] = []
@@ -480,6 +482,7 @@ class ModeSearch(SearchBase):
         for v, what in ((j_per_step, "J/step"), (s_per_step, "s/step")):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InvalidValueError(f"{what} must be a positive number, got {v!r}")
+        self._age += 1
         m = MAXN if mode is MAXN else self._snap(mode)
         if m != self._probing:
             return self.target_mhz
@@ -604,6 +607,13 @@ class ModeSearch(SearchBase):
         k0, s0 = p.noise_prior_windows, p.noise_prior_pct / 100.0
         rel = math.sqrt((k0 * s0 * s0 + len(devs) * rel * rel) / (k0 + len(devs))) if k0 + len(devs) else rel
         return max(rel, p.noise_floor_pct / 100.0)
+
+    def _noisy(self, noise: float) -> bool:
+        """Are the windows noisier than the prior the search's rules were tuned for
+        (``noise_prior_pct``, 1-2 % on a real board's 10-s windows)? Only then do the rules for
+        noisy windows apply (a probe that is clearly worse ends early; a neighbour check must pay
+        back in the horizon): with quiet windows the search is what it was."""
+        return noise > self.params.noise_prior_pct / 100.0
 
     def _stderr(self, m, noise: float) -> float:
         n = len(self._kept(m))
@@ -731,9 +741,13 @@ class ModeSearch(SearchBase):
         if n >= self.params.max_samples:
             return True
         costs = [self._cost(*w) for w in self._pending]
-        if self._win and min(costs) > min(self._mode_cost(b) for b in self._win) * (1 + 2 * self._window_noise()):
-            return True  # even its cleanest window is clearly worse than the best: more cannot make it the best
-        return 100.0 * (max(costs) - min(costs)) / statistics.median(costs) <= self.params.spread_pct
+        noise = self._window_noise()
+        if self._noisy(noise) and self._win and min(costs) > min(self._mode_cost(b) for b in self._win) * (1 + 2 * noise):
+            return True  # noisy windows disagree, but even the cleanest is clearly worse than the best: more cannot make it the best
+        # "disagree": beyond spread_pct, tuned for windows as noisy as the prior; noisier windows
+        # disagree by as much more by chance alone (a spike still stands out)
+        spread = self.params.spread_pct * max(1.0, noise / (self.params.noise_prior_pct / 100.0))
+        return 100.0 * (max(costs) - min(costs)) / statistics.median(costs) <= spread
 
     # -- the budget ----------------------------------------------------------------------------
     def _explored(self) -> int:
@@ -910,13 +924,23 @@ class ModeSearch(SearchBase):
         if not why and checks:
             choice, why = self._close_check(best_m, noise, admissible)
         if not why and checks and new_ok:
-            choice, why = self._neighbour_check(best_m, noise, admissible, pred)
+            choice, why = self._neighbour_check(best_m, noise, admissible, pred, self._check_horizon())
         if not why and checks:
             choice, why = self._resolve_guard(self._settle_choice(best_m, admissible), noise)
         if why:
             self._probe(choice, now_s, why)
             return
         self._settle(best_m, noise, now_s, admissible)
+
+    def _check_horizon(self) -> int:
+        """Windows a check beyond the expected gain (a neighbour) is weighed over: those left in a
+        run of known length; else what is left of ``horizon_windows`` or, once the run is older
+        than that, as many windows again as it has run (a run that has gone on this long is as
+        likely to go on as long again): a long run checks as it always did."""
+        left = self.remaining_windows
+        if left is not None:
+            return max(1, left)
+        return max(1, self.params.horizon_windows, self._age)
 
     def _probe(self, m, now_s: float, why: str) -> None:
         self._probing = m
@@ -934,14 +958,27 @@ class ModeSearch(SearchBase):
                 return m, f"re-measure {level_name(m)}: within noise of the best"
         return None, ""
 
-    def _neighbour_check(self, best_m, noise: float, admissible, pred) -> tuple:
+    def _neighbour_check(self, best_m, noise: float, admissible, pred, horizon: int) -> tuple:
         """The unmeasured neighbours of the best, of the modes within noise of it and of the
         best GPU-only mode, that the model does not place clearly worse (a smooth model is only
-        roughly right: one step along an axis is checked, not predicted)."""
+        roughly right: one step along an axis is checked, not predicted). A mode within noise
+        but measured worse than the best has its neighbours checked only where one as good as it,
+        give or take the model's misfit, could pay back their windows in the ``horizon``: with
+        noisy windows "within noise" reaches modes several % worse, whose neighbours cost more
+        than the rest of the run can win back."""
         best = self._mode_cost(best_m)
+        p = self.params
+        misfit = max(p.misfit_floor_pct, (self.fit_summary or {}).get("misfit_pct", 0.0)) / 100.0
+
+        def pays(m) -> bool:
+            c = self._mode_cost(m)
+            gain = expected_improvement(best * (1 - p.resolution_pct / 100), c, misfit * c) * horizon
+            return gain > self._design_windows() * max(0.0, c - best)
+
         close = sorted((m for m in self._win if m in admissible and (
-            m == best_m or self._mode_cost(m) - best <= self.params.z_guard * math.hypot(
-                self._stderr(m, noise), self._stderr(best_m, noise)))), key=self._mode_cost)
+            m == best_m or (self._mode_cost(m) - best <= self.params.z_guard * math.hypot(
+                self._stderr(m, noise), self._stderr(best_m, noise)) and (not self._noisy(noise) or pays(m))))),
+            key=self._mode_cost)
         gpu_best = min((m for m in self._win if self._gpu_only(m) and m in admissible), key=self._mode_cost,
                        default=None)
         if gpu_best is not None and gpu_best not in close:
@@ -1037,6 +1074,7 @@ class ModeSearch(SearchBase):
         self._cur = self._probing = chosen
         self.phase = self.HOLD
         self._hold_ref = self._mode_cost(chosen)
+        self._hold_n = len(self._kept(chosen)) if self._measured(chosen) else 1  # the windows behind it
         self._hold_costs = []
         self._next_reprobe_s = now_s + self.params.reprobe_s
 
@@ -1045,17 +1083,15 @@ class ModeSearch(SearchBase):
         p = self.params
         self._hold_costs = (self._hold_costs + [self._cost(*w)])[-p.max_samples:]
         # a new phase moves the held mode's cost either way (longer sequences, shorter ones): by
-        # drift_pct, and beyond what the window noise alone moves a median of max_samples windows
-        # (~1.25 x a mean's standard error) against the held mode's estimate (its windows, the held
-        # ones included): ``drift_z`` standard errors. With quiet windows (1-2 %) drift_pct is the
-        # larger and the check is as it was; with 3-5 % windows a 5 % move is noise, and a false
-        # alarm would throw the round's windows away and search again
-        ref, n_ref = (self._mode_cost(cur), len(self._kept(cur))) if self._measured(cur) else (self._hold_ref, 1)
-        noise = self._window_noise()
-        band = max(p.drift_pct / 100.0,
-                   p.drift_z * noise * math.hypot(1.25 / math.sqrt(p.max_samples), 1.0 / math.sqrt(n_ref)))
+        # drift_pct from its cost at settling, and beyond what the window noise alone moves a
+        # median of max_samples windows (~1.25 x a mean's standard error) against that estimate
+        # (of the windows it had then): ``drift_z`` standard errors. With quiet windows (1-2 %)
+        # drift_pct is the larger and the check is as it was; with 3-5 % windows a 5 % move is
+        # noise, and a false alarm threw the round's windows away and searched again
+        band = max(p.drift_pct / 100.0, p.drift_z * self._window_noise() * math.hypot(
+            1.25 / math.sqrt(p.max_samples), 1.0 / math.sqrt(max(1, self._hold_n))))
         drifted = len(self._hold_costs) >= p.max_samples and \
-            abs(statistics.median(self._hold_costs) / ref - 1.0) > band
+            abs(statistics.median(self._hold_costs) / self._hold_ref - 1.0) > band
         if drifted or now_s >= self._next_reprobe_s:
             self.reprobe_reasons.append((now_s, "drift" if drifted else "timer"))
             self._round += 1

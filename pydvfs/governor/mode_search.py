@@ -1051,10 +1051,22 @@ class ModeSearch(SearchBase):
         p = self.params
         if ok or gain <= self._mode_cost(a) * max(p.margin_pct, p.resolution_pct) / 100:
             return None, ""
+        if self._noisy(noise) and self._tie(best_m, a, gain, noise):
+            return None, ""
         for m in sorted((best_m, a), key=lambda x: len(self._windows(x))):
             if len(self._windows(m)) + p.samples <= p.max_windows:
                 return m, f"guard: {level_name(best_m)} beats {level_name(a)} by {gain:.3g} +- {sd:.2g}: measure more"
         return None, ""
+
+    def _tie(self, best_m, a, gain: float, noise: float) -> bool:
+        """Can the rest of the run not tell ``best_m`` from the anchor ``a`` at the guard's bar?
+        Proving ``gain`` takes about 2 (z noise cost / gain)^2 windows at each; a tie when the
+        windows still missing (at both) exceed the horizon (:meth:`_check_horizon`): measuring
+        them would take the rest of the run, and the gain could not be collected in it."""
+        z = self.params.z_guard + 0.5 * math.log(max(1, len(self._win) + bool(self._maxn_win)))
+        need = 2.0 * (z * noise * self._mode_cost(a) / max(gain, 1e-12)) ** 2
+        missing = sum(max(0.0, need - len(self._kept(m))) for m in (best_m, a))
+        return missing > self._check_horizon()
 
     def _settle(self, best_m, noise: float, now_s: float, admissible) -> None:
         chosen = self._settle_choice(best_m, admissible)

@@ -392,6 +392,9 @@ class ModeSearch(SearchBase):
         self._pending: list = []
         self._spent = 0  # windows this round has measured
         self._age = 0  # windows fed over the whole run (every round, held ones included)
+        # what the last decision planned for (state()["horizon"]): the run's length told or not, the
+        # windows a probe's gain was counted over, those a check was weighed over, the run's age
+        self.planned: dict = {}
         self._hold_costs: list = []
         self._hold_ref = math.nan
         self._hold_n = 1
@@ -901,6 +904,9 @@ class ModeSearch(SearchBase):
         new_ok = budget and len(self._win) < p.max_modes
         left = self.remaining_windows
         horizon = max(1, left if left is not None else p.horizon_windows - self._spent)
+        self.planned = {"length": "unknown" if left is None else "told", "windows": horizon,
+                        "check_windows": self._check_horizon(), "run_windows": self._age,
+                        "noisy": self._noisy(self._window_noise())}
         choice, net, why = None, 0.0, ""
         for m in admissible:  # a mode where a probe is expected to gain more than its windows cost
             if m in self._win:  # re-measure a measured rival (within noise of the best)
@@ -1148,7 +1154,8 @@ class ModeSearch(SearchBase):
                "moves": [{"t_s": t, "from_mhz": js(a), "to_mhz": js(b)} for t, a, b in self.moves],
                "reprobes": [{"t_s": t, "reason": r} for t, r in self.reprobe_reasons],
                "decisions": self.decisions, "fit": self.fit_summary, "vf_source": self.vf_source,
-               "remaining_windows": self.remaining_windows, "maxn_anchor": self.maxn_anchor,
+               "remaining_windows": self.remaining_windows, "horizon": dict(self.planned) or None,
+               "maxn_anchor": self.maxn_anchor,
                "maxn_probes": self.maxn_probes, "prior": self.prior.to_dict() if self.prior else None,
                "objective": self.objective.to_dict(), "params": self.params.to_dict()}
         if one:

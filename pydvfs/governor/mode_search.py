@@ -121,6 +121,7 @@ class ModeParams:
     noise_floor_pct: float = 0.3  # a window's relative noise is never taken below this
     noise_prior_pct: float = 1.5  # a window's relative noise before many are measured
     noise_prior_windows: int = 4  # ... and how many windows that prior is worth
+    noisy_pct: float = 2.0  # windows noisier than this take the rules for noisy windows (issue 39)
     misfit_floor_pct: float = 1.5  # a mode's deviation from the model, at least
     spiky_misfit_pct: float = 4.0  # ... where the model keeps the workload at MAXN (spiky)
     misfit_corr_pct: float = 1.0  # one axis: levels closer than this (% of the clock) deviate alike
@@ -398,6 +399,7 @@ class ModeSearch(SearchBase):
         self._hold_costs: list = []
         self._hold_ref = math.nan
         self._hold_n = 1
+        self._noise_n = 0  # the windows' deviations behind the last noise estimate
         self._next_reprobe_s = math.inf
         self.phase = self.SEARCH
         self.probes: list[Probe] = []
@@ -606,17 +608,20 @@ class ModeSearch(SearchBase):
             d = sorted(abs(c - med) / med for c in cs)
             devs += d[1:] if len(ws) % 2 else d  # an odd count's median deviates by 0 from itself
         rel = 1.4826 * statistics.median(devs) if devs else 0.0
+        self._noise_n = len(devs)
         p = self.params
         k0, s0 = p.noise_prior_windows, p.noise_prior_pct / 100.0
         rel = math.sqrt((k0 * s0 * s0 + len(devs) * rel * rel) / (k0 + len(devs))) if k0 + len(devs) else rel
         return max(rel, p.noise_floor_pct / 100.0)
 
     def _noisy(self, noise: float) -> bool:
-        """Are the windows noisier than the prior the search's rules were tuned for
-        (``noise_prior_pct``, 1-2 % on a real board's 10-s windows)? Only then do the rules for
-        noisy windows apply (a probe that is clearly worse ends early; a neighbour check must pay
-        back in the horizon): with quiet windows the search is what it was."""
-        return noise > self.params.noise_prior_pct / 100.0
+        """Are the windows noisier (``noisy_pct``) than those the search's rules were tuned for
+        (the prior's 1.5 %; 1-2 % on a real board's 10-s windows)? Only then do the rules for
+        noisy windows apply (disagreeing windows, a probe that is clearly worse, a neighbour check
+        that must pay back in the horizon, a guard that cannot be resolved in it, the drift
+        alarm's reference): with quiet windows the search is what it was."""
+        # (on at least twice the prior's windows: a handful with one spike among them is no evidence)
+        return noise > self.params.noisy_pct / 100.0 and self._noise_n >= 2 * self.params.noise_prior_windows
 
     def _stderr(self, m, noise: float) -> float:
         n = len(self._kept(m))
@@ -749,7 +754,7 @@ class ModeSearch(SearchBase):
             return True  # noisy windows disagree, but even the cleanest is clearly worse than the best: more cannot make it the best
         # "disagree": beyond spread_pct, tuned for windows as noisy as the prior; noisier windows
         # disagree by as much more by chance alone (a spike still stands out)
-        spread = self.params.spread_pct * max(1.0, noise / (self.params.noise_prior_pct / 100.0))
+        spread = self.params.spread_pct * (noise / (self.params.noise_prior_pct / 100.0) if self._noisy(noise) else 1.0)
         return 100.0 * (max(costs) - min(costs)) / statistics.median(costs) <= spread
 
     # -- the budget ----------------------------------------------------------------------------
@@ -1106,10 +1111,17 @@ class ModeSearch(SearchBase):
         # (of the windows it had then): ``drift_z`` standard errors. With quiet windows (1-2 %)
         # drift_pct is the larger and the check is as it was; with 3-5 % windows a 5 % move is
         # noise, and a false alarm threw the round's windows away and searched again
-        band = max(p.drift_pct / 100.0, p.drift_z * self._window_noise() * math.hypot(
-            1.25 / math.sqrt(p.max_samples), 1.0 / math.sqrt(max(1, self._hold_n))))
+        noise = self._window_noise()
+        ref, band = self._hold_ref, p.drift_pct / 100.0
+        if self._noisy(noise):
+            # noisy windows: against the held mode's estimate with its held windows (a level settled
+            # on a few windows measured low is corrected by verifying, not searched again)
+            n_ref = self._hold_n
+            if self._measured(cur):
+                ref, n_ref = self._mode_cost(cur), len(self._kept(cur))
+            band = max(band, p.drift_z * noise * math.hypot(1.25 / math.sqrt(p.max_samples), 1.0 / math.sqrt(max(1, n_ref))))
         drifted = len(self._hold_costs) >= p.max_samples and \
-            abs(statistics.median(self._hold_costs) / self._hold_ref - 1.0) > band
+            abs(statistics.median(self._hold_costs) / ref - 1.0) > band
         if drifted or now_s >= self._next_reprobe_s:
             self.reprobe_reasons.append((now_s, "drift" if drifted else "timer"))
             self._round += 1

@@ -45,6 +45,13 @@ One round (docs/online.md):
    a held mode off the GPU line, resumes the search); a drift of its cost or
    ``reprobe_s`` starts a local round around it.
 
+Windows noisier than ``noisy_pct`` (2 %; issue 39: 3-5 % windows in short runs) take these rules,
+none of which acts on quieter windows: disagreeing windows are judged against the noise, a probe
+clearly worse than the best ends early, the neighbours of a mode within noise but worse than the
+best are checked only where they pay back over the horizon of checks (:meth:`ModeSearch._check_horizon`),
+the guard stops measuring a gain the horizon cannot prove (:meth:`ModeSearch._tie`), and the
+drift alarm needs a move beyond ``drift_z`` standard errors of the held mode's running estimate.
+
 Objectives (:class:`~pydvfs.objective.Objective`): the cost is J/step x (s/step)^k; a slowdown
 bound removes the modes whose (measured, else predicted) step time exceeds the fastest measured
 one's by more than the bound.
@@ -972,14 +979,18 @@ class ModeSearch(SearchBase):
     def _neighbour_check(self, best_m, noise: float, admissible, pred, horizon: int) -> tuple:
         """The unmeasured neighbours of the best, of the modes within noise of it and of the
         best GPU-only mode, that the model does not place clearly worse (a smooth model is only
-        roughly right: one step along an axis is checked, not predicted). A mode within noise
-        but measured worse than the best has its neighbours checked only where one as good as it,
-        give or take the model's misfit, could pay back their windows in the ``horizon``: with
-        noisy windows "within noise" reaches modes several % worse, whose neighbours cost more
-        than the rest of the run can win back."""
+        roughly right: one step along an axis is checked, not predicted). With noisy windows, once
+        the best has ``samples`` windows, a mode within noise but measured worse than it has its
+        neighbours checked only where one as good as it, give or take the model's misfit, could
+        pay back their windows in the ``horizon``: "within noise" then reaches modes several %
+        worse, whose neighbours cost more than the rest of the run can win back."""
         best = self._mode_cost(best_m)
         p = self.params
         misfit = max(p.misfit_floor_pct, (self.fit_summary or {}).get("misfit_pct", 0.0)) / 100.0
+
+        # (until the best has its ``samples`` windows, its estimate may be a few % low by chance:
+        # every mode within noise of it is checked as before)
+        unsure = len(self._kept(best_m)) < p.samples
 
         def pays(m) -> bool:
             c = self._mode_cost(m)
@@ -988,7 +999,7 @@ class ModeSearch(SearchBase):
 
         close = sorted((m for m in self._win if m in admissible and (
             m == best_m or (self._mode_cost(m) - best <= self.params.z_guard * math.hypot(
-                self._stderr(m, noise), self._stderr(best_m, noise)) and (not self._noisy(noise) or pays(m))))),
+                self._stderr(m, noise), self._stderr(best_m, noise)) and (not self._noisy(noise) or unsure or pays(m))))),
             key=self._mode_cost)
         gpu_best = min((m for m in self._win if self._gpu_only(m) and m in admissible), key=self._mode_cost,
                        default=None)

@@ -94,8 +94,14 @@ def text_report(r: dict) -> str:
         lines.append(f"levels    searched {min(levels):g}..{max(levels):g} MHz (the board's max_freq was "
                      f"{r['board_max_mhz']:g} MHz); refused by the board: {refused}")
     if r["policy"] == "online" and r["search"].get("vf_source"):  # the model search
-        horizon = f"the run's {r['total_steps']} steps (--steps)" if r.get("total_steps") else \
-            f"{r['search']['params']['horizon_windows']} windows (the run's length unknown)"
+        planned = r["search"].get("horizon") or {}
+        if r.get("total_steps"):
+            horizon = f"the run's {r['total_steps']} steps (--steps)"
+        else:
+            horizon = f"{r['search']['params']['horizon_windows']} windows (the run's length unknown)"
+        if planned.get("windows") is not None:  # what the last decision planned for (issue 37 item 25)
+            horizon += (f"; planned at the last decision: {planned['windows']} windows for a probe's gain, "
+                        f"{planned['check_windows']} for a check, after {planned['run_windows']} windows")
         lines.append(f"model     V/f curve: {r['search']['vf_source']}; horizon: {horizon}")
     lines.append(f"time      {r['duration_s']:.2f} s")
     from ..energy import LABEL, describe

@@ -45,6 +45,13 @@ One round (docs/online.md):
    a held mode off the GPU line, resumes the search); a drift of its cost or
    ``reprobe_s`` starts a local round around it.
 
+Windows noisier than ``noisy_pct`` (2 %; issue 39: 3-5 % windows in short runs) take these rules,
+none of which acts on quieter windows: disagreeing windows are judged against the noise, a probe
+clearly worse than the best ends early, the neighbours of a mode within noise but worse than the
+best are checked only where they pay back over the horizon of checks (:meth:`ModeSearch._check_horizon`),
+the guard stops measuring a gain the horizon cannot prove (:meth:`ModeSearch._tie`), and the
+drift alarm needs a move beyond ``drift_z`` standard errors of the held mode's running estimate.
+
 Objectives (:class:`~pydvfs.objective.Objective`): the cost is J/step x (s/step)^k; a slowdown
 bound removes the modes whose (measured, else predicted) step time exceeds the fastest measured
 one's by more than the bound.
@@ -121,6 +128,7 @@ class ModeParams:
     noise_floor_pct: float = 0.3  # a window's relative noise is never taken below this
     noise_prior_pct: float = 1.5  # a window's relative noise before many are measured
     noise_prior_windows: int = 4  # ... and how many windows that prior is worth
+    noisy_pct: float = 2.0  # windows noisier than this take the rules for noisy windows (issue 39)
     misfit_floor_pct: float = 1.5  # a mode's deviation from the model, at least
     spiky_misfit_pct: float = 4.0  # ... where the model keeps the workload at MAXN (spiky)
     misfit_corr_pct: float = 1.0  # one axis: levels closer than this (% of the clock) deviate alike
@@ -128,6 +136,7 @@ class ModeParams:
     bracket_frac: float = 0.08  # one axis: design step around a start inside the table
     reprobe_s: float = 1800.0
     drift_pct: float = 5.0
+    drift_z: float = 3.0  # ... and a move beyond this many standard errors of the window noise
 
     def __post_init__(self):
         checks = [
@@ -157,6 +166,7 @@ class ModeParams:
             (0 < self.jump_frac <= 1 and 0 < self.bracket_frac <= 1, "jump_frac and bracket_frac must be within (0, 1]"),
             (self.reprobe_s > 0, "reprobe interval must be > 0 s"),
             (self.drift_pct > 0, "drift must be > 0 %"),
+            (self.drift_z >= 0 and math.isfinite(self.drift_z), "drift_z must be a finite number >= 0"),
         ]
         for ok, message in checks:
             if not ok:
@@ -406,8 +416,14 @@ class ModeSearch(SearchBase):
         self._win: dict = {}  # this round: mode -> [(J/step, s/step)]
         self._pending: list = []
         self._spent = 0  # windows this round has measured
+        self._age = 0  # windows fed over the whole run (every round, held ones included)
+        # what the last decision planned for (state()["horizon"]): the run's length told or not, the
+        # windows a probe's gain was counted over, those a check was weighed over, the run's age
+        self.planned: dict = {}
         self._hold_costs: list = []
         self._hold_ref = math.nan
+        self._hold_n = 1
+        self._noise_n = 0  # the windows' deviations behind the last noise estimate
         self._next_reprobe_s = math.inf
         self.phase = self.SEARCH
         self.probes: list[Probe] = []
@@ -495,6 +511,7 @@ class ModeSearch(SearchBase):
         for v, what in ((j_per_step, "J/step"), (s_per_step, "s/step")):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InvalidValueError(f"{what} must be a positive number, got {v!r}")
+        self._age += 1
         m = MAXN if mode is MAXN else self._snap(mode)
         if m != self._probing:
             return self.target_mhz
@@ -615,10 +632,20 @@ class ModeSearch(SearchBase):
             d = sorted(abs(c - med) / med for c in cs)
             devs += d[1:] if len(ws) % 2 else d  # an odd count's median deviates by 0 from itself
         rel = 1.4826 * statistics.median(devs) if devs else 0.0
+        self._noise_n = len(devs)
         p = self.params
         k0, s0 = p.noise_prior_windows, p.noise_prior_pct / 100.0
         rel = math.sqrt((k0 * s0 * s0 + len(devs) * rel * rel) / (k0 + len(devs))) if k0 + len(devs) else rel
         return max(rel, p.noise_floor_pct / 100.0)
+
+    def _noisy(self, noise: float) -> bool:
+        """Are the windows noisier (``noisy_pct``) than those the search's rules were tuned for
+        (the prior's 1.5 %; 1-2 % on a real board's 10-s windows)? Only then do the rules for
+        noisy windows apply (disagreeing windows, a probe that is clearly worse, a neighbour check
+        that must pay back in the horizon, a guard that cannot be resolved in it, the drift
+        alarm's reference): with quiet windows the search is what it was."""
+        # (on at least twice the prior's windows: a handful with one spike among them is no evidence)
+        return noise > self.params.noisy_pct / 100.0 and self._noise_n >= 2 * self.params.noise_prior_windows
 
     def _stderr(self, m, noise: float) -> float:
         n = len(self._kept(m))
@@ -761,7 +788,13 @@ class ModeSearch(SearchBase):
         if n >= self.params.max_samples:
             return True
         costs = [self._cost(*w) for w in self._pending]
-        return 100.0 * (max(costs) - min(costs)) / statistics.median(costs) <= self.params.spread_pct
+        noise = self._window_noise()
+        if self._noisy(noise) and self._win and min(costs) > min(self._mode_cost(b) for b in self._win) * (1 + 2 * noise):
+            return True  # noisy windows disagree, but even the cleanest is clearly worse than the best: more cannot make it the best
+        # "disagree": beyond spread_pct, tuned for windows as noisy as the prior; noisier windows
+        # disagree by as much more by chance alone (a spike still stands out)
+        spread = self.params.spread_pct * (noise / (self.params.noise_prior_pct / 100.0) if self._noisy(noise) else 1.0)
+        return 100.0 * (max(costs) - min(costs)) / statistics.median(costs) <= spread
 
     # -- the budget ----------------------------------------------------------------------------
     def _explored(self) -> int:
@@ -915,6 +948,9 @@ class ModeSearch(SearchBase):
         new_ok = budget and len(self._win) < p.max_modes
         left = self.remaining_windows
         horizon = max(1, left if left is not None else p.horizon_windows - self._spent)
+        self.planned = {"length": "unknown" if left is None else "told", "windows": horizon,
+                        "check_windows": self._check_horizon(), "run_windows": self._age,
+                        "noisy": self._noisy(self._window_noise())}
         choice, net, why = None, 0.0, ""
         for m in admissible:  # a mode where a probe is expected to gain more than its windows cost
             if m in self._win:  # re-measure a measured rival (within noise of the best)
@@ -938,13 +974,23 @@ class ModeSearch(SearchBase):
         if not why and checks:
             choice, why = self._close_check(best_m, noise, admissible)
         if not why and checks and new_ok:
-            choice, why = self._neighbour_check(best_m, noise, admissible, pred)
+            choice, why = self._neighbour_check(best_m, noise, admissible, pred, self._check_horizon())
         if not why and checks:
             choice, why = self._resolve_guard(self._settle_choice(best_m, admissible), noise)
         if why:
             self._probe(choice, now_s, why)
             return
         self._settle(best_m, noise, now_s, admissible)
+
+    def _check_horizon(self) -> int:
+        """Windows a check beyond the expected gain (a neighbour) is weighed over: those left in a
+        run of known length; else what is left of ``horizon_windows`` or, once the run is older
+        than that, as many windows again as it has run (a run that has gone on this long is as
+        likely to go on as long again): a long run checks as it always did."""
+        left = self.remaining_windows
+        if left is not None:
+            return max(1, left)
+        return max(1, self.params.horizon_windows, self._age)
 
     def _probe(self, m, now_s: float, why: str) -> None:
         self._probing = m
@@ -962,14 +1008,31 @@ class ModeSearch(SearchBase):
                 return m, f"re-measure {level_name(m)}: within noise of the best"
         return None, ""
 
-    def _neighbour_check(self, best_m, noise: float, admissible, pred) -> tuple:
+    def _neighbour_check(self, best_m, noise: float, admissible, pred, horizon: int) -> tuple:
         """The unmeasured neighbours of the best, of the modes within noise of it and of the
         best GPU-only mode, that the model does not place clearly worse (a smooth model is only
-        roughly right: one step along an axis is checked, not predicted)."""
+        roughly right: one step along an axis is checked, not predicted). With noisy windows, once
+        the best has ``samples`` windows, a mode within noise but measured worse than it has its
+        neighbours checked only where one as good as it, give or take the model's misfit, could
+        pay back their windows in the ``horizon``: "within noise" then reaches modes several %
+        worse, whose neighbours cost more than the rest of the run can win back."""
         best = self._mode_cost(best_m)
+        p = self.params
+        misfit = max(p.misfit_floor_pct, (self.fit_summary or {}).get("misfit_pct", 0.0)) / 100.0
+
+        # (until the best has its ``samples`` windows, its estimate may be a few % low by chance:
+        # every mode within noise of it is checked as before)
+        unsure = len(self._kept(best_m)) < p.samples
+
+        def pays(m) -> bool:
+            c = self._mode_cost(m)
+            gain = expected_improvement(best * (1 - p.resolution_pct / 100), c, misfit * c) * horizon
+            return gain > self._design_windows() * max(0.0, c - best)
+
         close = sorted((m for m in self._win if m in admissible and (
-            m == best_m or self._mode_cost(m) - best <= self.params.z_guard * math.hypot(
-                self._stderr(m, noise), self._stderr(best_m, noise)))), key=self._mode_cost)
+            m == best_m or (self._mode_cost(m) - best <= self.params.z_guard * math.hypot(
+                self._stderr(m, noise), self._stderr(best_m, noise)) and (not self._noisy(noise) or unsure or pays(m))))),
+            key=self._mode_cost)
         gpu_best = min((m for m in self._win if self._gpu_only(m) and m in admissible), key=self._mode_cost,
                        default=None)
         if gpu_best is not None and gpu_best not in close:
@@ -1042,10 +1105,22 @@ class ModeSearch(SearchBase):
         p = self.params
         if ok or gain <= self._mode_cost(a) * max(p.margin_pct, p.resolution_pct) / 100:
             return None, ""
+        if self._noisy(noise) and self._tie(best_m, a, gain, noise):
+            return None, ""
         for m in sorted((best_m, a), key=lambda x: len(self._windows(x))):
             if len(self._windows(m)) + p.samples <= p.max_windows:
                 return m, f"guard: {level_name(best_m)} beats {level_name(a)} by {gain:.3g} +- {sd:.2g}: measure more"
         return None, ""
+
+    def _tie(self, best_m, a, gain: float, noise: float) -> bool:
+        """Can the rest of the run not tell ``best_m`` from the anchor ``a`` at the guard's bar?
+        Proving ``gain`` takes about 2 (z noise cost / gain)^2 windows at each; a tie when the
+        windows still missing (at both) exceed the horizon (:meth:`_check_horizon`): measuring
+        them would take the rest of the run, and the gain could not be collected in it."""
+        z = self.params.z_guard + 0.5 * math.log(max(1, len(self._win) + bool(self._maxn_win)))
+        need = 2.0 * (z * noise * self._mode_cost(a) / max(gain, 1e-12)) ** 2
+        missing = sum(max(0.0, need - len(self._kept(m))) for m in (best_m, a))
+        return missing > self._check_horizon()
 
     def _settle(self, best_m, noise: float, now_s: float, admissible) -> None:
         chosen = self._settle_choice(best_m, admissible)
@@ -1065,6 +1140,7 @@ class ModeSearch(SearchBase):
         self._cur = self._probing = chosen
         self.phase = self.HOLD
         self._hold_ref = self._mode_cost(chosen)
+        self._hold_n = len(self._kept(chosen)) if self._measured(chosen) else 1  # the windows behind it
         self._hold_costs = []
         self._next_reprobe_s = now_s + self.params.reprobe_s
 
@@ -1072,9 +1148,23 @@ class ModeSearch(SearchBase):
         cur = self._cur
         p = self.params
         self._hold_costs = (self._hold_costs + [self._cost(*w)])[-p.max_samples:]
-        # a new phase moves the held mode's cost either way (longer sequences, shorter ones)
+        # a new phase moves the held mode's cost either way (longer sequences, shorter ones): by
+        # drift_pct from its cost at settling, and beyond what the window noise alone moves a
+        # median of max_samples windows (~1.25 x a mean's standard error) against that estimate
+        # (of the windows it had then): ``drift_z`` standard errors. With quiet windows (1-2 %)
+        # drift_pct is the larger and the check is as it was; with 3-5 % windows a 5 % move is
+        # noise, and a false alarm threw the round's windows away and searched again
+        noise = self._window_noise()
+        ref, band = self._hold_ref, p.drift_pct / 100.0
+        if self._noisy(noise):
+            # noisy windows: against the held mode's estimate with its held windows (a level settled
+            # on a few windows measured low is corrected by verifying, not searched again)
+            n_ref = self._hold_n
+            if self._measured(cur):
+                ref, n_ref = self._mode_cost(cur), len(self._kept(cur))
+            band = max(band, p.drift_z * noise * math.hypot(1.25 / math.sqrt(p.max_samples), 1.0 / math.sqrt(max(1, n_ref))))
         drifted = len(self._hold_costs) >= p.max_samples and \
-            abs(statistics.median(self._hold_costs) / self._hold_ref - 1.0) > p.drift_pct / 100.0
+            abs(statistics.median(self._hold_costs) / ref - 1.0) > band
         if drifted or now_s >= self._next_reprobe_s:
             self.reprobe_reasons.append((now_s, "drift" if drifted else "timer"))
             self._round += 1
@@ -1119,7 +1209,8 @@ class ModeSearch(SearchBase):
                "moves": [{"t_s": t, "from_mhz": js(a), "to_mhz": js(b)} for t, a, b in self.moves],
                "reprobes": [{"t_s": t, "reason": r} for t, r in self.reprobe_reasons],
                "decisions": self.decisions, "fit": self.fit_summary, "vf_source": self.vf_source,
-               "remaining_windows": self.remaining_windows, "maxn_anchor": self.maxn_anchor,
+               "remaining_windows": self.remaining_windows, "horizon": dict(self.planned) or None,
+               "maxn_anchor": self.maxn_anchor,
                "maxn_probes": self.maxn_probes, "prior": self.prior.to_dict() if self.prior else None,
                "objective": self.objective.to_dict(), "params": self.params.to_dict()}
         if one:

@@ -276,6 +276,8 @@ def test_run_steps_reaches_the_search(cli, orin, tmp_path):
     assert r["total_steps"] == 199 and r["trajectory"]
     told = r["search"]["remaining_windows"]
     assert told is not None and 0 <= told < 199 / 3
+    planned = r["search"]["horizon"]  # the length the search planned for (issue 37 item 25)
+    assert planned["length"] == "told" and planned["windows"] >= 1 and planned["run_windows"] >= 1
     assert r["search"]["vf_source"] == "default Orin table"
     assert (orin.read_hz("min_freq"), orin.read_hz("max_freq")) == FULL
     assert "--steps N" in cli("run", "--help").stdout
@@ -283,7 +285,8 @@ def test_run_steps_reaches_the_search(cli, orin, tmp_path):
                "--window", "0.05", "--min-steps", "3", "--settle", "0", "--steps", "199", "--search", "model",
                "--", sys.executable, "-c", WRITER, str(progress))
     assert text.returncode == 0, text.stderr
-    assert "V/f curve: default Orin table; horizon: the run's 199 steps (--steps)" in text.stderr
+    assert "V/f curve: default Orin table; horizon: the run's 199 steps (--steps); planned at the last decision: " \
+        in text.stderr
 
 
 def test_run_steps_bad_values_are_one_line(cli, orin, tmp_path):

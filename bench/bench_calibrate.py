@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -42,6 +43,7 @@ def one(board: str, seed: int) -> dict:
     member = held_out_member(board, seed)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        os.environ["PYDVFS_LOCK_DIR"] = str(tmp / "locks")  # the fake board's lock, not the host's /run
         fake = build_fake_board(tmp / "board", board=board)
         cmd = [sys.executable, "-m", "pydvfs.sim.train_process", "--sysfs-root", str(fake.root), "--board", board,
                "--member", member.name, "--model", "bert-base", "--task", "SST-2", "--steps", "1000000",

@@ -63,6 +63,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InvalidValueError
+from ..levels import nearest_index
 from ..objective import Objective
 from .search import Probe, SearchBase, latest_estimate
 
@@ -735,8 +736,7 @@ class ModeSearch(SearchBase):
         c = gpu[line.index(self._center)]
         if spread[0] <= c <= spread[1]:
             return lo, hi
-        near = [min(range(len(gpu)), key=lambda k: (abs(gpu[k] - f), k)) for f in spread]
-        return near[0], near[1]
+        return nearest_index(gpu, spread[0]), nearest_index(gpu, spread[1])
 
     def _axis_scout(self):
         """After the line: one step along each axis not varied yet (measured here or in the prior),

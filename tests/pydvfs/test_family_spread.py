@@ -4,8 +4,6 @@ outside it; without a spread (a calibrated board) the design is as before."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -67,8 +65,9 @@ def test_the_plan_gives_the_spread_to_the_search_on_an_estimate_board_only(tmp_p
 
 
 def test_the_spread_bench_runs(tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    import bench_family_spread
+    from repo_scripts import load
+
+    bench_family_spread = load("bench/bench_family_spread.py")
 
     out = tmp_path / "fs.json"
     assert bench_family_spread.main(["--seeds", "1", "--minutes", "10", "--length", "told", "--boards", "orin-nx",

@@ -3,29 +3,18 @@
 never proposes a mode above the power mode's caps, and the replay bench writes its table."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
+from repo_scripts import load
 
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.joint_search import JointParams, JointSearch, parse_knobs, within_caps
 from pydvfs.objective import Objective
 from pydvfs.sim.workloads import get_workload
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_joint_search", REPO / "bench" / "bench_joint_search.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-BENCH = _bench()
+BENCH = load("bench/bench_joint_search.py")
 GRIDS = {}
 
 

@@ -171,13 +171,9 @@ def test_the_prior_reaches_the_search_through_new_search_and_the_governor(powere
 
 
 def test_the_family_bench_reports_the_worst_case_beside_the_default(tmp_path):
-    import importlib.util
-    from pathlib import Path
+    from repo_scripts import load
 
-    path = Path(__file__).resolve().parents[2] / "bench" / "bench_joint_search.py"
-    spec = importlib.util.spec_from_file_location("bench_joint_search", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load("bench/bench_joint_search.py")
     res = bench.run_family(["orin-nano-super"], [("bert-base/SST-2+host", 4.0)], 1, ["default", "spin-1.0"],
                            progress=False, warm=True)
     assert [r["member"] for r in res["rows"]] == ["default", "spin-1.0"]

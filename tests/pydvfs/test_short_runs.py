@@ -7,25 +7,14 @@ stay off, so long runs search as they did; and the search state says which lengt
 for."""
 from __future__ import annotations
 
-import importlib.util
 import statistics
-from pathlib import Path
 
 import pytest
+from repo_scripts import load
 
 from pydvfs.governor.mode_search import CurveParams, CurveSearch
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_short_runs", REPO / "bench" / "bench_short_runs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-BENCH = _bench()
+BENCH = load("bench/bench_short_runs.py")
 SEEDS = 4
 START = 816.0  # the built-in tree's clock for these models (fixed: the test must not follow the policy)
 

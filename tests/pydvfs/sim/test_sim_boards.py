@@ -261,12 +261,8 @@ def test_a_spinning_cpu_does_not_send_host_bound_work_to_1020():
 
 
 def test_study_tool_refuses_an_unknown_study(capsys):
-    import importlib.util
-    from pathlib import Path
+    from repo_scripts import load
 
-    path = Path(__file__).resolve().parents[3] / "tools" / "sim_study.py"
-    spec = importlib.util.spec_from_file_location("sim_study", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load("tools/sim_study.py")
     assert mod.main(["--only", "boards,nonsense"]) == 2
     assert "unknown study nonsense" in capsys.readouterr().err

@@ -88,7 +88,7 @@ def test_no_built_in_decision_costs_more_than_1_percent_above_maxn_on_any_member
         assert r["max_vs_maxn_pct"] <= 1.0, (measure, r["worst"]["member"], r["max_vs_maxn_pct"])
 
 
-def test_a_workload_more_host_bound_than_any_trained_is_left_to_the_board(govcore_bin, tmp_path):
+def test_a_workload_more_host_bound_than_any_trained_is_left_to_the_board(govcore_bin, cli, tmp_path):
     """bert-tiny on CoLA, on the Orin NX member whose GPU computes fastest: its GPU load at MAXN
     (the board's governor already runs the GPU at about 408 MHz) is below every training
     workload's, and the CPU+GPU tree's 510 MHz costs it more than MAXN + 1 %; both front ends
@@ -106,11 +106,15 @@ def test_a_workload_more_host_bound_than_any_trained_is_left_to_the_board(govcor
         w = {**t.workload, "util_pct": util}
         d = decide(w, "mlg", sysfs_root=fake.root, energy="cpu-gpu", use_runs=False)
         args = ["apply", "--model", "bert", "--layers", "2", "--hidden", "128", "--seq-len", str(w["seq_len"]),
-                "--util", str(util), "--energy", "cpu-gpu", "--json", "--sysfs-root", str(fake.root)]
-        c = json.loads(subprocess.run([govcore_bin, *args], capture_output=True, text=True, check=True).stdout)
+                "--util", str(util), "--energy", "cpu-gpu", "--dry-run", "--sysfs-root", str(fake.root)]
+        c = json.loads(subprocess.run([govcore_bin, "--json", *args], capture_output=True, text=True,
+                                      check=True).stdout)
         if kept:
             assert d.freq_mhz is None and d.kept_from_mhz == 510.0 and "below every workload" in d.kept_reason
             assert c["freq_mhz"] is None and c["kept_reason"] == d.kept_reason
             assert d.saving_range_pct == c["saving_range_pct"] == [0.0, 0.0]
+            text = cli(*args)  # the text form: the reason in one line, MAXN on stdout
+            assert text.returncode == 0 and f"pydvfs apply: {d.kept_reason}\n" in text.stderr
+            assert "policy mlg: MAXN" in text.stdout and "MAXN kept: no clock saves" not in text.stdout
         else:
             assert d.freq_mhz == c["freq_mhz"] == 510.0 and d.kept_reason is None

@@ -422,6 +422,7 @@ class ModeSearch(SearchBase):
         # windows a probe's gain was counted over, those a check was weighed over, the run's age
         self.planned: dict = {}
         self._hold_costs: list = []
+        self._moved_for = 0  # windows in a row the held mode's cost has been off its estimate
         self._hold_ref = math.nan
         self._hold_n = 1
         self._noise_n = 0  # the windows' deviations behind the last noise estimate
@@ -1155,18 +1156,38 @@ class ModeSearch(SearchBase):
         # drift_pct is the larger and the check is as it was; with 3-5 % windows a 5 % move is
         # noise, and a false alarm threw the round's windows away and searched again
         noise = self._window_noise()
-        ref, band = self._hold_ref, p.drift_pct / 100.0
-        if self._noisy(noise):
-            # noisy windows: against the held mode's estimate with its held windows (a level settled
-            # on a few windows measured low is corrected by verifying, not searched again)
-            n_ref = self._hold_n
-            if self._measured(cur):
-                ref, n_ref = self._mode_cost(cur), len(self._kept(cur))
-            band = max(band, p.drift_z * noise * math.hypot(1.25 / math.sqrt(p.max_samples), 1.0 / math.sqrt(max(1, n_ref))))
-        drifted = len(self._hold_costs) >= p.max_samples and \
+        ref, band, n_ref = self._hold_ref, p.drift_pct / 100.0, self._hold_n
+        cs = [self._cost(*x) for x in self._windows(cur)] if self._measured(cur) else []
+        if len(cs) >= 2 * p.noise_prior_windows:
+            # the held mode's own spread, once it has the windows: the pooled estimate rests on
+            # modes of two or three windows, whose deviations from their median read 3 % as 2 %
+            med = statistics.median(cs)
+            noise = max(noise, 1.4826 * statistics.median(abs(c / med - 1.0) for c in cs))
+        noisy = self._noisy(noise)
+        if noisy:
+            # noisy windows: against the median of the held mode's windows, its held ones included
+            # (a level settled on a few windows measured low is corrected by verifying, not searched
+            # again). A median against a median: interference stretches some windows of both
+            # alike, where against the mean of the clean windows it read as a move up
+            if cs:
+                ref, n_ref = statistics.median(cs), len(cs)
+            band = max(band, p.drift_z * noise * 1.25 * math.hypot(1.0 / math.sqrt(p.max_samples), 1.0 / math.sqrt(max(1, n_ref))))
+        moved = len(self._hold_costs) >= p.max_samples and \
             abs(statistics.median(self._hold_costs) / ref - 1.0) > band
+        # noisy windows: the move must hold for max_samples windows in a row (a new phase stays;
+        # a cluster of interference passes). Checked after every window of a long hold, a single
+        # median of five crossed the band in half the 120-window runs of a curve that never moved
+        self._moved_for = self._moved_for + 1 if moved else 0
+        drifted = self._moved_for >= (p.max_samples if noisy else 1)
         if drifted or now_s >= self._next_reprobe_s:
             self.reprobe_reasons.append((now_s, "drift" if drifted else "timer"))
+            # what the ending round measured joins the next round's fit as observations, rescaled
+            # to it as a prior's are: the re-search measures only around the held mode, and a fit
+            # over those few modes alone may extrapolate to a mode this run measured far worse
+            carried = {m: (statistics.median(j for j, _ in ws), statistics.median(s for _, s in ws))
+                       for m, ws in self._win.items()}
+            self._prior_obs = [o for o in self._prior_obs if o[0] not in carried] + \
+                [(m, j, s) for m, (j, s) in carried.items()]
             self._round += 1
             self.phase = self.SEARCH
             self._win, self._maxn_win, self._pending, self._hold_costs = {}, [], [], []

@@ -718,7 +718,9 @@ class ModeSearch(SearchBase):
             candidates = [i + inward * step]
         else:
             second = line.index(measured[0] if measured[0] != self._center else measured[-1])
-            better = self._mode_cost(line[second]) < self._mode_cost(self._center)
+            # (worse only beyond a window's noise: from an end of the table a U-shaped curve goes on
+            # falling inward, and one noisy window each sent the joint search back up to the top)
+            better = self._mode_cost(line[second]) < self._mode_cost(self._center) * (1 + self._window_noise())
             candidates = [second + inward * step] if better else [(i + second) // 2]
         candidates += list(range(n))  # any unmeasured mode of the line, as a last resort
         for k in candidates:

@@ -106,13 +106,13 @@ def test_a_noisy_phase_change_is_still_noticed():
         f = s.observe(f, cost[f] * (1 + 0.04 * rng.gauss(0, 1)), t, 0.1)
     drift = [r for r in s.reprobe_reasons if r[1] == "drift"]
     assert s.phase == s.HOLD and s.state()["horizon"]["noisy"] and not drift
-    for k in range(12):
+    for _ in range(12):
         t += 10.0
         f = s.observe(f, 1.25 * cost[f] * (1 + 0.04 * rng.gauss(0, 1)), t, 0.1)
         drift = [r for r in s.reprobe_reasons if r[1] == "drift"]
         if drift:
             break
-    assert drift, k
+    assert drift
 
 
 def test_a_new_search_keeps_what_the_run_measured():

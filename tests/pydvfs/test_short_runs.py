@@ -3,8 +3,9 @@ bench/bench_short_runs.py does: 60-120 windows 3-5 % noisy, the run's length not
 model search keeps >= 90 % of the oracle's saving where the search before issue 39 kept 85-88 %
 (it took every noisy probe to 5 windows, searched again from scratch on false drift alarms and
 checked the neighbours of modes several % worse); with quiet windows the rules for noisy ones
-stay off, so long runs search as they did; and the search state says which length it planned
-for."""
+stay off, so long runs search as they did; the search state says which length it planned for;
+a noisy hold on a curve that never moves raises no drift alarm while a real phase change still
+does; and a new round keeps what the run measured."""
 from __future__ import annotations
 
 import statistics

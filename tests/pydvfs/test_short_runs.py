@@ -86,7 +86,7 @@ def _steady_runs(c, seeds, reprobe_s):
 
 def test_a_noisy_hold_on_a_curve_that_never_moves_raises_no_drift_alarm(curves):
     """The drift check of a noisy hold: its median of five against the held mode's median, the
-    band from the held mode's own spread, and a move that lasts five windows (before: 9 false
+    band from the held mode's own spread, and a move that lasts five windows (before: 3 false
     alarms in these 12 runs, each a new search)."""
     alarms = [r for c in curves.values() for s in _steady_runs(c, SEEDS, float("inf"))
               for r in s.reprobe_reasons if r[1] == "drift"]

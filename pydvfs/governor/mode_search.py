@@ -1149,7 +1149,11 @@ class ModeSearch(SearchBase):
         a = self._anchor
         if chosen != a and self._measured(a):
             proven, gain, sd = self._proven(chosen, noise)
-            if not proven:
+            if not proven and gain > 0 and self._noisy(noise) and self._tie(chosen, a, gain, noise):
+                self.decisions.append({"t_s": now_s, "settle": level_name(chosen),
+                                       "why": f"tie: {level_name(chosen)} and {level_name(a)} cannot be told apart in "
+                                              f"the run ({gain:.3g} +- {sd:.2g}): the better estimate is held"})
+            elif not proven:
                 self.decisions.append({"t_s": now_s, "settle": level_name(a),
                                        "why": f"guard: {level_name(chosen)} not proven better than {level_name(a)} "
                                               f"({gain:.3g} < {self.params.z_guard:g} x {sd:.2g})"})

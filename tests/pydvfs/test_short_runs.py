@@ -5,7 +5,8 @@ model search keeps >= 90 % of the oracle's saving where the search before issue 
 checked the neighbours of modes several % worse); with quiet windows the rules for noisy ones
 stay off, so long runs search as they did; the search state says which length it planned for;
 a noisy hold on a curve that never moves raises no drift alarm while a real phase change still
-does; and a new round keeps what the run measured."""
+does; a new round keeps what the run measured; and a tie the run cannot resolve holds the better
+estimate."""
 from __future__ import annotations
 
 import statistics

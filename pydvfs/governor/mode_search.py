@@ -49,8 +49,10 @@ Windows noisier than ``noisy_pct`` (2 %; issue 39: 3-5 % windows in short runs) 
 none of which acts on quieter windows: disagreeing windows are judged against the noise, a probe
 clearly worse than the best ends early, the neighbours of a mode within noise but worse than the
 best are checked only where they pay back over the horizon of checks (:meth:`ModeSearch._check_horizon`),
-the guard stops measuring a gain the horizon cannot prove (:meth:`ModeSearch._tie`), and the
-drift alarm needs a move beyond ``drift_z`` standard errors of the held mode's running estimate.
+the close check confirms the best alone, the guard weighs an anchor measured once with the fit's
+prediction and stops measuring a gain the horizon cannot prove (:meth:`ModeSearch._tie`: the
+better estimate is held), and the drift alarm needs a move beyond ``drift_z`` standard errors of
+the held mode's median that lasts ``max_samples`` windows.
 
 Objectives (:class:`~pydvfs.objective.Objective`): the cost is J/step x (s/step)^k; a slowdown
 bound removes the modes whose (measured, else predicted) step time exceeds the fastest measured
@@ -424,7 +426,6 @@ class ModeSearch(SearchBase):
         self._hold_costs: list = []
         self._moved_for = 0  # windows in a row the held mode's cost has been off its estimate
         self._hold_ref = math.nan
-        self._hold_n = 1
         self._noise_n = 0  # the windows' deviations behind the last noise estimate
         self._next_reprobe_s = math.inf
         self.phase = self.SEARCH
@@ -954,7 +955,7 @@ class ModeSearch(SearchBase):
         horizon = max(1, left if left is not None else p.horizon_windows - self._spent)
         self.planned = {"length": "unknown" if left is None else "told", "windows": horizon,
                         "check_windows": self._check_horizon(), "run_windows": self._age,
-                        "noisy": self._noisy(self._window_noise())}
+                        "noisy": self._noisy(noise)}
         choice, net, why = None, 0.0, ""
         for m in admissible:  # a mode where a probe is expected to gain more than its windows cost
             if m in self._win:  # re-measure a measured rival (within noise of the best)
@@ -1097,11 +1098,15 @@ class ModeSearch(SearchBase):
             ca, sa = (ca * wm + fit[0] * wf) / (wm + wf), (wm + wf) ** -0.5
         gain = ca - self._mode_cost(best_m)
         sd = math.hypot(sa, self._stderr(best_m, noise))
-        # the best of k measured modes is measured low by chance more often than one mode: the
-        # bar rises with k (0.5 ln k); a gain below the resolution is not worth leaving for
-        z = self.params.z_guard + 0.5 * math.log(max(1, len(self._win) + bool(self._maxn_win)))
+        # (a gain below the resolution is not worth leaving for)
+        z = self._guard_z()
         floor = max(self.params.margin_pct, self.params.resolution_pct) / 100
         return gain > z * sd and gain > self._mode_cost(a) * floor, gain, sd
+
+    def _guard_z(self) -> float:
+        """The guard's bar in standard errors: ``z_guard``, raised by 0.5 ln k for the k modes
+        measured (the best of k is measured low by chance more often than one mode)."""
+        return self.params.z_guard + 0.5 * math.log(max(1, len(self._win) + bool(self._maxn_win)))
 
     def _settle_choice(self, best_m, admissible):
         """The best measured mode, unless it is measured worse than the best GPU-only mode
@@ -1136,7 +1141,7 @@ class ModeSearch(SearchBase):
         Proving ``gain`` takes about 2 (z noise cost / gain)^2 windows at each; a tie when the
         windows still missing (at both) exceed the horizon (:meth:`_check_horizon`): measuring
         them would take the rest of the run, and the gain could not be collected in it."""
-        z = self.params.z_guard + 0.5 * math.log(max(1, len(self._win) + bool(self._maxn_win)))
+        z = self._guard_z()
         need = 2.0 * (z * noise * self._mode_cost(a) / max(gain, 1e-12)) ** 2
         missing = sum(max(0.0, need - len(self._kept(m))) for m in (best_m, a))
         return missing > self._check_horizon()
@@ -1163,7 +1168,6 @@ class ModeSearch(SearchBase):
         self._cur = self._probing = chosen
         self.phase = self.HOLD
         self._hold_ref = self._mode_cost(chosen)
-        self._hold_n = len(self._kept(chosen)) if self._measured(chosen) else 1  # the windows behind it
         self._hold_costs = []
         self._next_reprobe_s = now_s + self.params.reprobe_s
 
@@ -1171,19 +1175,19 @@ class ModeSearch(SearchBase):
         cur = self._cur
         p = self.params
         self._hold_costs = (self._hold_costs + [self._cost(*w)])[-p.max_samples:]
-        # a new phase moves the held mode's cost either way (longer sequences, shorter ones): by
-        # drift_pct from its cost at settling, and beyond what the window noise alone moves a
-        # median of max_samples windows (~1.25 x a mean's standard error) against that estimate
-        # (of the windows it had then): ``drift_z`` standard errors. With quiet windows (1-2 %)
-        # drift_pct is the larger and the check is as it was; with 3-5 % windows a 5 % move is
-        # noise, and a false alarm threw the round's windows away and searched again
+        # a new phase moves the held mode's cost either way (longer sequences, shorter ones): the
+        # median of the last max_samples windows by drift_pct from its cost at settling; with noisy
+        # windows also beyond ``drift_z`` standard errors of what the noise alone moves it (~1.25 x
+        # a mean's), against the held mode's median, for max_samples windows in a row. With quiet
+        # windows (1-2 %) the check is as it was; with 3-5 % windows a 5 % move is noise, and a
+        # false alarm threw the round's windows away and searched again
         noise = self._window_noise()
-        ref, band, n_ref = self._hold_ref, p.drift_pct / 100.0, self._hold_n
+        ref, band, n_ref = self._hold_ref, p.drift_pct / 100.0, 1
         cs = [self._cost(*x) for x in self._windows(cur)] if self._measured(cur) else []
+        med = statistics.median(cs) if cs else math.nan
         if len(cs) >= 2 * p.noise_prior_windows:
             # the held mode's own spread, once it has the windows: the pooled estimate rests on
             # modes of two or three windows, whose deviations from their median read 3 % as 2 %
-            med = statistics.median(cs)
             noise = max(noise, 1.4826 * statistics.median(abs(c / med - 1.0) for c in cs))
         noisy = self._noisy(noise)
         if noisy:
@@ -1192,7 +1196,7 @@ class ModeSearch(SearchBase):
             # again). A median against a median: interference stretches some windows of both
             # alike, where against the mean of the clean windows it read as a move up
             if cs:
-                ref, n_ref = statistics.median(cs), len(cs)
+                ref, n_ref = med, len(cs)
             band = max(band, p.drift_z * noise * 1.25 * math.hypot(1.0 / math.sqrt(p.max_samples), 1.0 / math.sqrt(max(1, n_ref))))
         moved = len(self._hold_costs) >= p.max_samples and \
             abs(statistics.median(self._hold_costs) / ref - 1.0) > band

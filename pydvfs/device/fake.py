@@ -13,6 +13,7 @@ reader holding the file open never sees an empty file (as with real sysfs attrib
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,8 +101,14 @@ class FakeBoard:
 
     # -- what a user would read -------------------------------------------------------------
     def read_hz(self, name: str) -> int:
-        """Read a devfreq file (``min_freq``, ``max_freq``, ``cur_freq``) as Hz."""
-        return int((self.devfreq_dir / name).read_text().strip())
+        """Read a devfreq file (``min_freq``, ``max_freq``, ``cur_freq``) as Hz. A regular file can
+        read empty between a writer's truncate and its write (sysfs cannot): read again then."""
+        for _ in range(1000):
+            text = (self.devfreq_dir / name).read_text().strip()
+            if text:
+                return int(text)
+            time.sleep(0.001)
+        raise ValueError(f"{self.devfreq_dir / name} stayed empty")
 
     def governor(self) -> str:
         return (self.devfreq_dir / "governor").read_text().strip()

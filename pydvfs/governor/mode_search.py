@@ -135,7 +135,7 @@ class ModeParams:
     misfit_floor_pct: float = 1.5  # a mode's deviation from the model, at least
     spiky_misfit_pct: float = 4.0  # ... where the model keeps the workload at MAXN (spiky)
     misfit_corr_pct: float = 1.0  # one axis: levels closer than this (% of the clock) deviate alike
-    jump_frac: float = 0.3  # one axis: design step from an end of the table, a share of its levels
+    jump_frac: float = 0.4  # one axis: design step from an end of the table, a share of its levels
     bracket_frac: float = 0.08  # one axis: design step around a start inside the table
     reprobe_s: float = 1800.0
     drift_pct: float = 5.0
@@ -796,9 +796,12 @@ class ModeSearch(SearchBase):
         noise = self._window_noise()
         if self._noisy(noise) and self._win and min(costs) > min(self._mode_cost(b) for b in self._win) * (1 + 2 * noise):
             return True  # noisy windows disagree, but even the cleanest is clearly worse than the best: more cannot make it the best
-        # "disagree": beyond spread_pct, tuned for windows as noisy as the prior; noisier windows
-        # disagree by as much more by chance alone (a spike still stands out)
-        spread = self.params.spread_pct * (noise / (self.params.noise_prior_pct / 100.0) if self._noisy(noise) else 1.0)
+        # "disagree": beyond spread_pct, tuned for windows as noisy as the prior; windows measured
+        # noisy disagree by as much more by chance alone (a spike still stands out). On the noise
+        # alone, not _noisy's 8 windows: they come after the design, whose probes would each run
+        # to max_samples
+        noisy = noise > self.params.noisy_pct / 100.0
+        spread = self.params.spread_pct * (noise / (self.params.noise_prior_pct / 100.0) if noisy else 1.0)
         return 100.0 * (max(costs) - min(costs)) / statistics.median(costs) <= spread
 
     # -- the budget ----------------------------------------------------------------------------
@@ -966,6 +969,11 @@ class ModeSearch(SearchBase):
             elif pred is not None and new_ok and m in pred:  # a new mode, placed by the model
                 mu, sigma, _ = pred[m]
                 label = "model"
+                wall = self._wall(m, best_m)
+                if wall is not None and expected_improvement(best, mu, sigma) > expected_improvement(
+                        best, self._mode_cost(wall), self._stderr(wall, noise)):
+                    mu, sigma = self._mode_cost(wall), self._stderr(wall, noise)
+                    label = f"model (no better than {level_name(wall)})"
             else:
                 continue
             gain = expected_improvement(best * (1 - p.resolution_pct / 100), mu, sigma) * horizon
@@ -986,6 +994,22 @@ class ModeSearch(SearchBase):
             self._probe(choice, now_s, why)
             return
         self._settle(best_m, noise, now_s, admissible)
+
+    def _wall(self, m, best_m):
+        """One axis: the measured level between ``m`` and the best, where ``m`` lies between two
+        measured levels and the best beyond them (None otherwise, or while the best has fewer
+        than ``samples`` windows: their least may be a few % low by chance). On a U-shaped curve
+        ``m`` is then no better than that wall, whatever the fit's spread there: a probe of ``m``
+        can gain no more than a re-measure of the wall would. On a flat-bottomed curve from the
+        top, the fit's misfit made a level between the design's first point and the top look
+        worth a probe, 50-90 % worse than the best."""
+        if self.axes > 1 or len(self._kept(best_m)) < self.params.samples:
+            return None
+        below = [x for x in self._win if x < m]
+        above = [x for x in self._win if x > m]
+        if not below or not above:
+            return None
+        return max(below) if best_m < m else min(above)
 
     def _check_horizon(self) -> int:
         """Windows a check beyond the expected gain (a neighbour) is weighed over: those left in a

@@ -101,17 +101,25 @@ class FakeBoard:
 
     # -- what a user would read -------------------------------------------------------------
     def read_hz(self, name: str) -> int:
-        """Read a devfreq file (``min_freq``, ``max_freq``, ``cur_freq``) as Hz. A regular file can
-        read empty between a writer's truncate and its write (sysfs cannot): read again then."""
-        for _ in range(1000):
-            text = (self.devfreq_dir / name).read_text().strip()
-            if text:
-                return int(text)
-            time.sleep(0.001)
-        raise ValueError(f"{self.devfreq_dir / name} stayed empty")
+        """Read a devfreq file (``min_freq``, ``max_freq``, ``cur_freq``) as Hz."""
+        return read_int(self.devfreq_dir / name)
 
     def governor(self) -> str:
         return (self.devfreq_dir / "governor").read_text().strip()
+
+
+def read_int(path: Path) -> int:
+    """Read a numeric file. A writer that truncates and rewrites it (govcore pinning a plain file
+    of a fake tree; real sysfs writes are atomic) can leave it empty for an instant: retry."""
+    for _ in range(200):
+        text = path.read_text().strip()
+        if text:
+            try:
+                return int(text)
+            except ValueError:
+                pass
+        time.sleep(0.0005)
+    return int(path.read_text().strip())
 
 
 def rewrite_int(path: Path, value: int) -> None:

@@ -11,11 +11,10 @@ ina3221x driver (a mW file beside mV and mA). A board without a GPU load file (T
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..device.fake import rewrite_int
+from ..device.fake import read_int, rewrite_int
 from ..errors import DeviceNotFoundError
 
 # INA3221 bus voltage written for each rail (mV). The 0x40 rails sit on the 5 V module input;
@@ -31,20 +30,6 @@ CPUFREQ = "sys/devices/system/cpu/cpufreq"
 
 def bus_mv(label: str) -> float:
     return RAIL_BUS_MV.get(label, DEFAULT_BUS_MV)
-
-
-def read_int(path: Path) -> int:
-    """Read a numeric file. A writer that truncates and rewrites it (govcore pinning a plain file
-    of a fake tree; real sysfs writes are atomic) can leave it empty for an instant: retry."""
-    for _ in range(200):
-        text = path.read_text().strip()
-        if text:
-            try:
-                return int(text)
-            except ValueError:
-                pass
-        time.sleep(0.0005)
-    return int(path.read_text().strip())
 
 
 @dataclass(frozen=True)

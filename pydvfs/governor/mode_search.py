@@ -970,10 +970,10 @@ class ModeSearch(SearchBase):
                 mu, sigma, _ = pred[m]
                 label = "model"
                 wall = self._wall(m, best_m)
-                if wall is not None and expected_improvement(best, mu, sigma) > expected_improvement(
-                        best, self._mode_cost(wall), self._stderr(wall, noise)):
-                    mu, sigma = self._mode_cost(wall), self._stderr(wall, noise)
-                    label = f"model (no better than {level_name(wall)})"
+                if wall is not None:
+                    w = self._mode_cost(wall), self._stderr(wall, noise)
+                    if expected_improvement(best, mu, sigma) > expected_improvement(best, *w):
+                        (mu, sigma), label = w, f"model (no better than {level_name(wall)})"
             else:
                 continue
             gain = expected_improvement(best * (1 - p.resolution_pct / 100), mu, sigma) * horizon

@@ -28,7 +28,8 @@ One round (docs/online.md):
    on the modes measured *beyond window noise* (at least ``misfit_floor_pct``). A misfit with a
    structure along one axis (the residuals' means at the axis's measured values differ beyond
    noise) stops extrapolation along it: modes beyond the measured range of that axis are not
-   probed on the model's word (only step by step, as neighbours).
+   probed on the model's word (only step by step, as neighbours). Over whole modes the model's
+   word reaches one measured span beyond the measured range of each axis (a trust region).
 4. **Expected gain vs cost**: probe the mode whose expected improvement over the best measured
    (x the windows left in the run) most exceeds its cost (``samples`` windows at a worse mode);
    a measured mode is re-measured the same way, its spread its standard error. None: re-measure
@@ -365,6 +366,10 @@ class JointModel:
 
         return Prediction(col(pred.time_s), col(pred.power_w), col(pred.energy_rel_sd), col(pred.time_rel_sd),
                           dict(pred.summary, line=list(rest)))
+
+
+def _within(x: float, lo: float, hi: float) -> bool:
+    return lo * (1 - 1e-9) <= x <= hi * (1 + 1e-9)
 
 
 def _coords(m) -> tuple:
@@ -875,10 +880,18 @@ class ModeSearch(SearchBase):
         # no extrapolation along an axis the model misfits with a structure, nor along one not
         # varied yet (its coefficients rest on nothing measured): those modes are reached by steps
         fenced = [d for d in range(self.axes) if d in structured or ranges[d][0] == ranges[d][1]]
+        # over whole modes the fit has no spread of its own and 13 coefficients on 7-10 modes: it
+        # interpolates them, and its misfit reads as the floor however far it extrapolates (it
+        # sent short runs to the corner of the grid, EMC 204-665 MHz, on the word of a fit
+        # measured down to 2133). It is trusted one measured span beyond what was measured
+        # along each axis (a ratio of clocks): the search reaches further a step at a time
+        reach = [(lo * lo / hi, hi * hi / lo) for lo, hi in ranges] if self.axes > 1 else None
         out = {}
         for m, i in index.items():
             c = _coords(m)
             if m not in self._win and any(not ranges[d][0] <= c[d] <= ranges[d][1] for d in fenced):
+                continue
+            if m not in self._win and reach and any(not _within(c[d], *reach[d]) for d in range(self.axes)):
                 continue
             corr = 1.0
             if self.axes == 1 and measured:  # a level next to a measured one deviates alike

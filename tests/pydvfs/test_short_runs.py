@@ -154,3 +154,34 @@ def test_a_level_walled_in_by_clearly_worse_ones_is_not_probed(curves):
     _, searches = replays(c, c.levels[-1], 60, 5.0)
     walled = [d for s in searches for d in s.decisions if 918.0 < d["probe_mhz"] < c.levels[-1]]
     assert walled == [], walled
+
+
+@pytest.mark.parametrize("name,member,seed", [("bert-tiny/SST-2", "default", 0), ("bert-tiny/SST-2", "cpu-exp-1.0", 0),
+                                              ("bert-tiny/SST-2", "cpu-exp-1.0", 2), ("bert-base/SST-2", "corner-a", 1)])
+def test_a_short_joint_run_of_unknown_length_trusts_its_fit_one_span_beyond_what_it_measured(name, member, seed):
+    """#37 item 25: a 3-minute run (18 windows) on the Orin Nano Super's family, its length not
+    told. The joint fit (13 coefficients on 7-8 modes, its misfit read as the floor) sent these
+    runs to the corner of the grid on its word: EMC 665 or 204 MHz, measured down to 2133, for
+    3-5 windows; they kept 20-31 % of the joint oracle's saving (the GPU-only search, 41-68 %).
+    A model probe now lies within one measured span of what was measured along every axis."""
+    from pydvfs.governor.replay import Grid, make, replay
+    from pydvfs.sim.perturbed import family
+    from pydvfs.sim.workloads import get_workload
+
+    pert = {p.name: p for p in family()}[member]
+    g = Grid("orin-nano-super", get_workload(*name.split("/")), pert, run_seed=seed)
+    s = make("joint", g)
+    r = replay(g, s, False, 18 * BENCH.WINDOW_S / 60, BENCH.WINDOW_S, BENCH.SETTLE_S, seed,
+               noise=BENCH.noisy(1.5), told=False)
+    share = r["saving_pct"] / (1 - g.j[g.best] / g.j[g.stock])  # % of the joint oracle's saving
+    assert share >= 45.0, share
+    seen = [tuple(g.stock)]
+    for d in s.decisions:
+        if "probe" not in d:
+            continue
+        m = tuple(d["probe"])
+        if d["why"].startswith("model"):
+            for axis in range(3):
+                lo, hi = min(x[axis] for x in seen), max(x[axis] for x in seen)
+                assert lo * lo / hi * (1 - 1e-9) <= m[axis] <= hi * hi / lo * (1 + 1e-9), (d, seen)
+        seen.append(m)

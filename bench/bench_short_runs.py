@@ -9,7 +9,7 @@ window by window (no board, no real time).
   top and from the middle;
 - ``joint`` and ``gpu-only`` on the perturbed family (:mod:`pydvfs.sim.perturbed`: each member's
   physics moved from what the joint model assumes, a 1.5 % per-mode spread fixed per run), the
-  AGX Orin grid, from the stock mode.
+  AGX Orin grid (``--board``: another's), from the stock mode.
 
 Window noise (the same draws for every search): a window's step time off by a Gaussian 1 %,
 its power by what makes the J/step's noise ``--noise`` % in all, and one window in 20 stretched
@@ -99,8 +99,9 @@ def gpu_runs(curves, windows, noise_pct, seeds, told) -> list[dict]:
     return rows
 
 
-def family_runs(workloads, windows, noise_pct, seeds, told, members=None) -> list[dict]:
+def family_runs(workloads, windows, noise_pct, seeds, told, members=None, board="agx-orin") -> list[dict]:
     rows = []
+    source = "family" if board == "agx-orin" else f"{board} family"
     minutes = windows * WINDOW_S / 60.0
     for wname in workloads:
         model, task = wname.split("/")
@@ -110,7 +111,7 @@ def family_runs(workloads, windows, noise_pct, seeds, told, members=None) -> lis
                 continue
             res: dict = {"joint": [], "gpu-only": []}
             for seed in range(seeds):
-                grid = Grid("agx-orin", w, pert, run_seed=seed)
+                grid = Grid(board, w, pert, run_seed=seed)
                 for kind in res:
                     gpu = kind == "gpu-only"
                     search = make(kind, grid)
@@ -124,7 +125,7 @@ def family_runs(workloads, windows, noise_pct, seeds, told, members=None) -> lis
                     r["converged"] = search.converged
                     res[kind].append(r)
             for kind, runs in res.items():
-                rows.append(_row(kind, "family", f"{wname} {pert.name}", "stock", windows, noise_pct, told, runs))
+                rows.append(_row(kind, source, f"{wname} {pert.name}", "stock", windows, noise_pct, told, runs))
     return rows
 
 
@@ -133,6 +134,7 @@ def _row(search, source, name, start, windows, noise_pct, told, runs) -> dict:
             "noise_pct": noise_pct, "length": "told" if told else "unknown",
             "share_pct_mean": statistics.mean(r["share_pct"] for r in runs),
             "share_pct_min": min(r["share_pct"] for r in runs),
+            "saving_pct_mean": statistics.mean(r["saving_pct"] for r in runs),
             "gap_pct_mean": statistics.mean(r["gap_pct"] for r in runs),
             "gap_pct_worst": max(r["gap_pct"] for r in runs),
             "probes_mean": statistics.mean(r["probes"] for r in runs),
@@ -141,10 +143,11 @@ def _row(search, source, name, start, windows, noise_pct, told, runs) -> dict:
 
 def summary(rows: list[dict]) -> str:
     """Per search, curve set, start, run length (windows), noise and whether the length is told:
-    the least per-workload mean share, the least single run's, the mean share, and the gaps."""
+    the least per-workload mean share, the least single run's, the mean share, the gaps, and the
+    whole run's saving against the start (joint and GPU-only on one footing)."""
     out = ["| search | curves | start | windows | noise | length | workloads >= 90 % (mean share) "
-           "| least mean share | least run | mean share | mean gap | worst mean gap | worst run's gap | unsettled runs |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| least mean share | least run | mean share | mean gap | worst mean gap | worst run's gap | unsettled runs | whole run's saving (mean) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     groups: dict = {}
     for r in rows:
         groups.setdefault((r["search"], r["source"], r["start"], r["windows"], r["noise_pct"], r["length"]), []).append(r)
@@ -155,7 +158,8 @@ def summary(rows: list[dict]) -> str:
                    f"| {statistics.mean(r['share_pct_mean'] for r in g):.0f} % "
                    f"| {statistics.mean(r['gap_pct_mean'] for r in g):.2f} % "
                    f"| {max(r['gap_pct_mean'] for r in g):.2f} % | {max(r['gap_pct_worst'] for r in g):.2f} % "
-                   f"| {sum(r['unconverged'] for r in g)}/{sum(r['runs'] for r in g)} |")
+                   f"| {sum(r['unconverged'] for r in g)}/{sum(r['runs'] for r in g)} "
+                   f"| {statistics.mean(r['saving_pct_mean'] for r in g):.1f} % |")
     return "\n".join(out)
 
 
@@ -169,6 +173,8 @@ def main(argv=None) -> int:
     ap.add_argument("--family-workloads", nargs="+", default=list(FAMILY_WORKLOADS))
     ap.add_argument("--members", nargs="+", help="only these members of the family")
     ap.add_argument("--no-family", action="store_true")
+    ap.add_argument("--no-curves", action="store_true", help="only the family (no GPU-only curves)")
+    ap.add_argument("--board", default="agx-orin", help="the family's board (its mode grid)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "short_runs.json"))
     args = ap.parse_args(argv)
     curves = sim_curves(args.models) + [flat_curve("flat 408-816", 408.0, 816.0),
@@ -178,9 +184,10 @@ def main(argv=None) -> int:
         for noise in args.noise:
             for length in args.length:
                 told = length == "told"
-                new = gpu_runs(curves, windows, noise, args.seeds, told)
+                new = [] if args.no_curves else gpu_runs(curves, windows, noise, args.seeds, told)
                 if not args.no_family:
-                    new += family_runs(args.family_workloads, windows, noise, args.seeds, told, args.members)
+                    new += family_runs(args.family_workloads, windows, noise, args.seeds, told, args.members,
+                                       args.board)
                 for r in new:
                     print(f"{r['search']:8s} {r['workload']:30s} {r['start']:6s} {windows:3d} w {noise:g} % {length:7s} "
                           f"share {r['share_pct_mean']:5.1f} % (min {r['share_pct_min']:5.1f}) "

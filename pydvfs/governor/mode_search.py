@@ -885,13 +885,12 @@ class ModeSearch(SearchBase):
         # sent short runs to the corner of the grid, EMC 204-665 MHz, on the word of a fit
         # measured down to 2133). It is trusted one measured span beyond what was measured
         # along each axis (a ratio of clocks): the search reaches further a step at a time
-        reach = [(lo * lo / hi, hi * hi / lo) for lo, hi in ranges] if self.axes > 1 else None
+        reach = [(lo, hi) if d in fenced else (lo * lo / hi, hi * hi / lo) if self.axes > 1 else (0.0, math.inf)
+                 for d, (lo, hi) in enumerate(ranges)]
         out = {}
         for m, i in index.items():
             c = _coords(m)
-            if m not in self._win and any(not ranges[d][0] <= c[d] <= ranges[d][1] for d in fenced):
-                continue
-            if m not in self._win and reach and any(not _within(c[d], *reach[d]) for d in range(self.axes)):
+            if m not in self._win and not all(_within(c[d], *reach[d]) for d in range(self.axes)):
                 continue
             corr = 1.0
             if self.axes == 1 and measured:  # a level next to a measured one deviates alike

@@ -99,7 +99,8 @@ def gpu_runs(curves, windows, noise_pct, seeds, told) -> list[dict]:
     return rows
 
 
-def family_runs(workloads, windows, noise_pct, seeds, told, members=None, board="agx-orin") -> list[dict]:
+def family_runs(workloads, windows, noise_pct, seeds, told, members=None, board="agx-orin",
+                kinds=("joint", "gpu-only")) -> list[dict]:
     rows = []
     source = "family" if board == "agx-orin" else f"{board} family"
     minutes = windows * WINDOW_S / 60.0
@@ -109,7 +110,7 @@ def family_runs(workloads, windows, noise_pct, seeds, told, members=None, board=
         for pert in family():
             if members and pert.name not in members:
                 continue
-            res: dict = {"joint": [], "gpu-only": []}
+            res: dict = {k: [] for k in kinds}
             for seed in range(seeds):
                 grid = Grid(board, w, pert, run_seed=seed)
                 for kind in res:

@@ -185,3 +185,26 @@ def test_a_short_joint_run_of_unknown_length_trusts_its_fit_one_span_beyond_what
                 lo, hi = min(x[axis] for x in seen), max(x[axis] for x in seen)
                 assert lo * lo / hi * (1 - 1e-9) <= m[axis] <= hi * hi / lo * (1 + 1e-9), (d, seen)
         seen.append(m)
+
+
+@pytest.fixture(scope="module")
+def family_rows():
+    """120-window runs at 5 % on the AGX Orin family, 4 seeds (rows of bench_short_runs.py): the
+    GPU-only search on bert-base, two members; the joint search on bert-tiny, one."""
+    rows = BENCH.family_runs(["bert-base/SST-2"], 120, 5.0, SEEDS, False, ["default", "corner-a"], kinds=["gpu-only"]) + \
+        BENCH.family_runs(["bert-tiny/SST-2"], 120, 5.0, SEEDS, False, ["corner-a"], kinds=["joint"])
+    return {(r["search"], r["workload"]): r for r in rows}
+
+
+def test_a_noisy_mode_is_weighed_with_the_fit_over_every_measured_mode(family_rows):
+    """With 5-7 % windows a level of 9 windows read 4 % low and the search held it over the best,
+    read 3 % high over 10 (the fit over every level placed both within 0.3 % of their truth). A
+    measured mode's windows are now weighed with the fit's word there, by their spreads. The search
+    before (these seeds): GPU-only bert-base kept 89.4 and 87.7 % of the oracle's saving and
+    settled 1.22 % from the best on the default member; the joint search settled 2.16 % from the
+    best on bert-tiny."""
+    gpu = [family_rows[("gpu-only", f"bert-base/SST-2 {m}")] for m in ("default", "corner-a")]
+    assert all(r["share_pct_mean"] >= 90.0 for r in gpu), [r["share_pct_mean"] for r in gpu]
+    assert all(r["gap_pct_mean"] <= 0.5 for r in gpu), [r["gap_pct_mean"] for r in gpu]
+    joint = family_rows[("joint", "bert-tiny/SST-2 corner-a")]
+    assert joint["gap_pct_mean"] <= 1.0 and joint["share_pct_mean"] >= 90.0, joint

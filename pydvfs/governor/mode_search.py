@@ -920,8 +920,9 @@ class ModeSearch(SearchBase):
             own = pred.energy_rel_sd[i] ** 2 + (k * pred.time_rel_sd[i]) ** 2 + bias ** 2
             rel = math.sqrt(own + (misfit * corr) ** 2)
             out[m] = (cost[i], cost[i] * rel if math.isfinite(rel) else math.inf, float(t[i]))
-            whole = math.sqrt(own + misfit ** 2)  # a measured mode's windows are weighed with the
-            if m in self._win and math.isfinite(whole) and whole > 0:  # fit's word and its whole misfit
+            # a measured mode's windows are weighed with the fit's word there and its whole misfit
+            whole = math.sqrt(own + misfit ** 2)
+            if m in self._win and math.isfinite(whole) and whole > 0:
                 at_fit[m] = (cost[i], cost[i] * whole)
         self._at_fit = at_fit
         best = min(out, key=lambda m: out[m][0]) if out else None

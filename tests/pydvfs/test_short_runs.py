@@ -199,9 +199,8 @@ def family_rows():
 def test_a_noisy_mode_is_weighed_with_the_fit_over_every_measured_mode(family_rows):
     """With 5-7 % windows a level 4.6 % above the best read 4 % low over 9 windows and the search
     held it over one 0.3 % above the best, read 3 % high over 10 (the fit over every level ordered
-    them right). A
-    measured mode's windows are now weighed with the fit's word there, by their spreads. The search
-    before (these seeds): GPU-only bert-base kept 89.4 and 87.7 % of the oracle's saving and
+    them right). A measured mode's windows are now weighed with the fit's word there, by their
+    spreads. The search before (these seeds): GPU-only bert-base kept 89.4 and 87.7 % of the oracle's saving and
     settled 1.22 % from the best on the default member; the joint search settled 2.16 % from the
     best on bert-tiny."""
     gpu = [family_rows[("gpu-only", f"bert-base/SST-2 {m}")] for m in ("default", "corner-a")]

@@ -212,9 +212,10 @@ def test_a_noisy_mode_is_weighed_with_the_fit_over_every_measured_mode(family_ro
 
 def test_the_guard_measures_the_anchor_only_where_its_windows_pay():
     """60 windows at 5 % from the top clock, GPU-only, bert-base on two members of the family:
-    a level measured 15 % below the top clock, 2.2-2.9 standard errors (the guard's bar: 3.5 with
-    eight levels measured), sent two of these runs back to the top clock and its neighbour for
-    up to 8 windows, 17 % above the best (they kept 54 and 72 % of the oracle's saving). The
+    a level measured 13-15 % below the top clock, 2.2-2.9 standard errors (the guard's bar: 3.5
+    with eight levels measured), sent two of these runs back to the top clock (then, in one, its
+    neighbour) for up to 7 windows, 17 % above the best (they kept 54 and 71 % of the oracle's
+    saving). The
     chance that the top clock is the better, times by how much, over the horizon, is worth less
     than those windows: the search holds the better estimate, measuring it (free) where it needs."""
     from pydvfs.governor.replay import Grid, make, replay

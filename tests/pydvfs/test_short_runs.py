@@ -200,9 +200,9 @@ def test_a_noisy_mode_is_weighed_with_the_fit_over_every_measured_mode(family_ro
     """With 5-7 % windows a level 4.6 % above the best read 4 % low over 9 windows and the search
     held it over one 0.3 % above the best, read 3 % high over 10 (the fit over every level ordered
     them right). A measured mode's windows are now weighed with the fit's word there, by their
-    spreads. The search before (these seeds): GPU-only bert-base kept 89.4 and 87.7 % of the oracle's saving and
-    settled 1.22 % from the best on the default member; the joint search settled 2.16 % from the
-    best on bert-tiny."""
+    spreads. The search before (these seeds): GPU-only bert-base kept 89.4 and 87.7 % of the
+    oracle's saving and settled 1.22 % from the best on the default member; the joint search
+    settled 2.16 % from the best on bert-tiny."""
     gpu = [family_rows[("gpu-only", f"bert-base/SST-2 {m}")] for m in ("default", "corner-a")]
     assert all(r["share_pct_mean"] >= 90.0 for r in gpu), [r["share_pct_mean"] for r in gpu]
     assert all(r["gap_pct_mean"] <= 0.5 for r in gpu), [r["gap_pct_mean"] for r in gpu]
@@ -215,9 +215,9 @@ def test_the_guard_measures_the_anchor_only_where_its_windows_pay():
     a level measured 13-15 % below the top clock, 2.2-2.9 standard errors (the guard's bar: 3.5
     with eight levels measured), sent two of these runs back to the top clock (then, in one, its
     neighbour) for up to 7 windows, 17 % above the best (they kept 54 and 71 % of the oracle's
-    saving). The
-    chance that the top clock is the better, times by how much, over the horizon, is worth less
-    than those windows: the search holds the better estimate, measuring it (free) where it needs."""
+    saving). The chance that the top clock is the better, times by how much, over the horizon, is
+    worth less than those windows: the search holds the better estimate, measuring it (free)
+    where it needs."""
     from pydvfs.governor.replay import Grid, make, replay
     from pydvfs.sim.perturbed import family
     from pydvfs.sim.workloads import get_workload

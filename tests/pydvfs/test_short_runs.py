@@ -212,50 +212,47 @@ def test_a_noisy_mode_is_weighed_with_the_fit_over_every_measured_mode(family_ro
     assert joint["gap_pct_mean"] <= 1.0 and joint["share_pct_mean"] >= 90.0, joint
 
 
-def test_the_guard_measures_the_anchor_only_where_its_windows_pay():
-    """60 windows at 5 % from the top clock, GPU-only, bert-base on two members of the family:
-    a level measured 13-15 % below the top clock, 2.2-2.9 standard errors (the guard's bar: 3.5
-    with eight levels measured), sent two of these runs back to the top clock (then, in one, its
-    neighbour) for up to 7 windows, 17 % above the best (they kept 54 and 71 % of the oracle's
-    saving). The chance that the top clock is the better, times by how much, over the horizon, is
-    worth less than those windows: the search holds the better estimate, measuring it (free)
-    where it needs."""
+@pytest.fixture(scope="module")
+def bert_base_runs():
+    """60 windows at 5 % from the top clock, GPU-only, bert-base on the family's default and
+    corner-a members, 4 seeds: (member, seed, grid, search, the run's share of the oracle's
+    saving in %)."""
     from pydvfs.governor.replay import Grid, make, replay
     from pydvfs.sim.perturbed import family
     from pydvfs.sim.workloads import get_workload
 
     members = {p.name: p for p in family()}
+    out = []
     for member in ("default", "corner-a"):
         for seed in range(SEEDS):
             g = Grid("agx-orin", get_workload("bert-base", "SST-2"), members[member], run_seed=seed)
             s = make("gpu-only", g)
             r = replay(g, s, True, 60 * BENCH.WINDOW_S / 60, BENCH.WINDOW_S, BENCH.SETTLE_S, seed,
                        noise=BENCH.noisy(5.0), told=False)
-            share = r["saving_pct"] / (1 - g.j[g.gpu_best] / g.j[g.stock])  # % of the oracle's saving
-            back = [d["why"] for d in s.decisions if d.get("probe") == g.stock[0]]
-            assert back == [] and share >= 70.0, (member, seed, share, back)
+            out.append((member, seed, g, s, r["saving_pct"] / (1 - g.j[g.gpu_best] / g.j[g.stock])))
+    return out
 
 
-def test_a_level_beyond_a_rival_is_weighed_on_the_fits_word():
-    """60 windows at 5 % from the top clock, GPU-only, bert-base on two members of the family: the
-    neighbour check of a level measured a few % low by chance (a rival within noise of the best)
-    went on beyond it, away from the best, to the table's ends: 408 and 1224 MHz, 29 and 17 %
-    above the best, in the run that kept 71 % of the oracle's saving. On a U-shaped curve such a
-    level climbs on from the rival: it is now checked only where the fit's expected gain there
-    pays its windows. No rival's neighbour more than 15 % above the best is checked, and each
-    run keeps at least 74 %."""
-    from pydvfs.governor.replay import Grid, make, replay
-    from pydvfs.sim.perturbed import family
-    from pydvfs.sim.workloads import get_workload
+def test_the_guard_measures_the_anchor_only_where_its_windows_pay(bert_base_runs):
+    """A level measured 13-15 % below the top clock, 2.2-2.9 standard errors (the guard's bar:
+    3.5 with eight levels measured), sent two of these runs back to the top clock (then, in one,
+    its neighbour) for up to 7 windows, 17 % above the best (they kept 54 and 71 % of the
+    oracle's saving). The chance that the top clock is the better, times by how much, over the
+    horizon, is worth less than those windows: the search holds the better estimate, measuring it
+    (free) where it needs."""
+    for member, seed, g, s, share in bert_base_runs:
+        back = [d["why"] for d in s.decisions if d.get("probe") == g.stock[0]]
+        assert back == [] and share >= 70.0, (member, seed, share, back)
 
-    members = {p.name: p for p in family()}
-    for member in ("default", "corner-a"):
-        for seed in range(SEEDS):
-            g = Grid("agx-orin", get_workload("bert-base", "SST-2"), members[member], run_seed=seed)
-            s = make("gpu-only", g)
-            r = replay(g, s, True, 60 * BENCH.WINDOW_S / 60, BENCH.WINDOW_S, BENCH.SETTLE_S, seed,
-                       noise=BENCH.noisy(5.0), told=False)
-            share = r["saving_pct"] / (1 - g.j[g.gpu_best] / g.j[g.stock])  # % of the oracle's saving
-            far = [d["probe"] for d in s.decisions if str(d.get("why", "")).startswith("neighbour of a mode")
-                   and g.j[(d["probe"],) + g.stock[1:]] > 1.15 * g.j[g.gpu_best]]
-            assert far == [] and share >= 74.0, (member, seed, share, far)
+
+def test_a_level_beyond_a_rival_is_weighed_on_the_fits_word(bert_base_runs):
+    """The neighbour check of a level measured a few % low by chance (a rival within noise of the
+    best) went on beyond it, away from the best, to the table's ends: 408 and 1224 MHz, 29 and
+    17 % above the best, in the run that kept 71 % of the oracle's saving. On a U-shaped curve
+    such a level climbs on from the rival: it is now checked only where the fit's expected gain
+    there pays its windows. No rival's neighbour more than 15 % above the best is checked, and
+    each run keeps at least 74 %."""
+    for member, seed, g, s, share in bert_base_runs:
+        far = [d["probe"] for d in s.decisions if str(d.get("why", "")).startswith("neighbour of a mode")
+               and g.j[(d["probe"],) + g.stock[1:]] > 1.15 * g.j[g.gpu_best]]
+        assert far == [] and share >= 74.0, (member, seed, share, far)

@@ -92,7 +92,17 @@ def spawn():
     procs = []
 
     def start(args, **kw) -> subprocess.Popen:
-        p = subprocess.Popen([str(a) for a in args], start_new_session=True, **kw)
+        # a shell that starts the tests in the background (`make test &`, nohup in a script)
+        # hands them SIGINT ignored, and an ignored signal stays ignored through exec: the Ctrl-C
+        # of a signal test would never reach the command. A handled one is reset by exec
+        ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        if ignored:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            p = subprocess.Popen([str(a) for a in args], start_new_session=True, **kw)
+        finally:
+            if ignored:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
         procs.append(p)
         return p
 

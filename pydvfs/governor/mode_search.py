@@ -1100,20 +1100,19 @@ class ModeSearch(SearchBase):
         unsure = len(self._kept(best_m)) < p.samples
         noisy = self._noisy(noise)
 
+        def worth(mu: float, sd: float) -> bool:  # a check of a mode ~ N(mu, sd) pays its windows
+            gain = expected_improvement(best * (1 - p.resolution_pct / 100), mu, sd) * horizon
+            return gain > self._design_windows() * max(0.0, mu - best)
+
         def pays(m) -> bool:
             c = self._weighed_cost(m)
-            gain = expected_improvement(best * (1 - p.resolution_pct / 100), c, misfit * c) * horizon
-            return gain > self._design_windows() * max(0.0, c - best)
+            return worth(c, misfit * c)
 
         def beyond_pays(nb) -> bool:
             # one axis, a level beyond a mode within noise, away from the best: on a U-shaped
             # curve it climbs on from that mode. Weighed as a model probe is, on the fit's word
             # there (its slope), not on the mode's
-            if pred is None or nb not in pred:
-                return False
-            mu, sd, _ = pred[nb]
-            gain = expected_improvement(best * (1 - p.resolution_pct / 100), mu, sd) * horizon
-            return gain > self._design_windows() * max(0.0, mu - best)
+            return pred is not None and nb in pred and worth(*pred[nb][:2])
 
         close = sorted((m for m in self._win if m in admissible and (
             m == best_m or (self._weighed_cost(m) - best <= self.params.z_guard * math.hypot(

@@ -1,6 +1,6 @@
 """A real Slurm cluster in a temp folder, for the tests (Debian's slurmctld, slurmd, munge).
 
-Four ``slurmd -N nX`` on this host (NodeAddr 127.0.0.1, ports 17001-17004), each node with its
+Four ``slurmd -N nX`` on this host (NodeAddr 127.0.0.1, the four ports after slurmctld's), each node with its
 own fake board (the SPANK plugin's ``sysfs_root=.../%n``), munged run as the munge user, the
 pydvfs SPANK plugin in plugstack.conf and an epilog that records its environment. Every daemon
 is started here and stopped here by the pid it wrote; every client call has a timeout (an srun
@@ -23,9 +23,7 @@ from pydvfs.device.fake import FakeBoard, build_fake_board
 
 REPO = Path(__file__).resolve().parents[3]
 NODES = ("n1", "n2", "n3", "n4")
-CTLD_PORT = 17000
-SLURMD_PORTS = "17001-17004"
-PORTS = tuple(range(CTLD_PORT, 17005))
+BASE_PORTS = range(17000, 17400, 5)  # slurmctld at a base, the four slurmd after it
 DAEMONS = ("slurmctld", "slurmd", "munged")
 CLIENT_TIMEOUT_S = 60  # every srun/sbatch/squeue call
 INSTALL_HINT = "Slurm and munge are not installed (`make slurm-tools` installs them as root with apt)"
@@ -56,6 +54,7 @@ class Cluster:
     dir: Path
     boards: dict[str, FakeBoard]
     env: dict[str, str]
+    port_lock: socket.socket  # held while this cluster lives: its ports are taken
     pids: dict[str, int] = field(default_factory=dict)
 
     def run(self, *argv: str, timeout: float = CLIENT_TIMEOUT_S, cwd: Path | None = None,
@@ -96,12 +95,12 @@ class Cluster:
         return b.read_hz("min_freq"), b.read_hz("max_freq")
 
 
-def _conf(d: Path) -> str:
+def _conf(d: Path, base: int) -> str:
     host = os.uname().nodename
     return f"""# written by tests/pydvfs/integrations/slurm_cluster.py
 ClusterName=pydvfstest
 SlurmctldHost={host}(127.0.0.1)
-SlurmctldPort={CTLD_PORT}
+SlurmctldPort={base}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -131,7 +130,7 @@ InactiveLimit=0
 MinJobAge=600
 SlurmctldTimeout=30
 SlurmdTimeout=30
-NodeName=n[1-4] NodeHostname={host} NodeAddr=127.0.0.1 Port=[{SLURMD_PORTS}] CPUs=1 Features=agx-orin State=UNKNOWN
+NodeName=n[1-4] NodeHostname={host} NodeAddr=127.0.0.1 Port=[{base + 1}-{base + len(NODES)}] CPUs=1 Features=agx-orin State=UNKNOWN
 PartitionName=debug Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP
 """
 
@@ -166,16 +165,38 @@ def _read_pid(path: Path, timeout: float = 15) -> int:
     raise AssertionError(f"{path} was not written")
 
 
-def start(base: Path, plugin: Path) -> Cluster:
-    """Start a cluster under a new folder in base (which munge's user must be able to traverse)."""
-    for port in PORTS:  # a daemon that cannot bind says so only in its log: say it here
+def _free(base: int) -> bool:
+    for port in range(base, base + 1 + len(NODES)):
         with socket.socket() as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the daemons: TIME_WAIT is no owner
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
-                raise AssertionError(f"port {port} is in use (another test cluster running?): the test "
-                                     f"cluster needs {PORTS[0]}-{PORTS[-1]}") from None
+                return False
+    return True
+
+
+def _take_ports() -> tuple[int, socket.socket]:
+    """A base port whose five ports are free, and a socket bound to a name for that base (Linux's
+    abstract namespace: gone with the process) that keeps a second test cluster, of a test run
+    racing this one, off them while this one lives. A daemon that cannot bind says so only in its
+    log: the ports are checked here."""
+    for base in BASE_PORTS:
+        lock = socket.socket(socket.AF_UNIX)
+        try:
+            lock.bind(f"\0pydvfs-test-slurm-{base}")
+        except OSError:
+            lock.close()
+            continue
+        if _free(base):
+            return base, lock
+        lock.close()
+    raise AssertionError(f"no five free ports from {BASE_PORTS.start} to {BASE_PORTS.stop} for the test cluster")
+
+
+def start(base: Path, plugin: Path) -> Cluster:
+    """Start a cluster under a new folder in base (which munge's user must be able to traverse)."""
+    port, port_lock = _take_ports()
     d = Path(tempfile.mkdtemp(prefix="slurm-", dir=base))
     d.chmod(0o755)
     for sub in ("ctld", "pid", "log", "work", "epilog", "state", "locks"):
@@ -194,7 +215,7 @@ def start(base: Path, plugin: Path) -> Cluster:
     key.chmod(0o600)
     for p in (d / "munge", key):
         os.chown(p, munge.pw_uid, munge.pw_gid)
-    (d / "slurm.conf").write_text(_conf(d))
+    (d / "slurm.conf").write_text(_conf(d, port))
     (d / "plugstack.conf").write_text(
         f"required {plugin} sysfs_root={d}/boards/%n state_dir={d}/state/%n lock_dir={d}/locks\n")
     epilog = d / "epilog.sh"
@@ -202,7 +223,7 @@ def start(base: Path, plugin: Path) -> Cluster:
     epilog.chmod(0o755)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin") + ":/usr/sbin:/sbin", "SLURM_CONF": str(d / "slurm.conf"),
            "LANG": "C.UTF-8"}
-    c = Cluster(d, boards, env)
+    c = Cluster(d, boards, env, port_lock)
     try:
         subprocess.run(["runuser", "-u", "munge", "--", _sbin("munged"), f"--key-file={key}",
                         f"--socket={d}/munge/sock", f"--pid-file={d}/munge/munged.pid",
@@ -238,3 +259,4 @@ def stop(c: Cluster) -> None:
     _stop([pid for name, pid in c.pids.items() if name.startswith("slurmd-")])
     _stop([c.pids[name] for name in ("slurmctld", "munged") if name in c.pids])
     shutil.rmtree(c.dir, ignore_errors=True)
+    c.port_lock.close()

@@ -9,7 +9,10 @@ window by window (no board, no real time).
   top and from the middle;
 - ``joint`` and ``gpu-only`` on the perturbed family (:mod:`pydvfs.sim.perturbed`: each member's
   physics moved from what the joint model assumes, a 1.5 % per-mode spread fixed per run), the
-  AGX Orin grid (``--board``: another's), from the stock mode.
+  AGX Orin grid (``--board``: another's), from the stock mode; with ``--searches``, also
+  ``joint-knows-physics`` and ``gpu-only-knows-physics``: a search that knows the member's smooth
+  physics exactly (everything but the run's per-mode spread) and holds its best from the first
+  step, the ceiling of what a search that measures can keep.
 
 Window noise (the same draws for every search): a window's step time off by a Gaussian 1 %,
 its power by what makes the J/step's noise ``--noise`` % in all, and one window in 20 stretched
@@ -50,6 +53,8 @@ from pydvfs.sim.workloads import PAPER_MODELS, get_workload  # noqa: E402
 
 WINDOW_S, SETTLE_S = 10.0, 2.0
 FAMILY_WORKLOADS = ("bert-base/SST-2", "bert-tiny/SST-2")
+KNOWS = "-knows-physics"
+FAMILY_SEARCHES = ("joint", "gpu-only", "joint" + KNOWS, "gpu-only" + KNOWS)
 
 
 def noisy(pct: float):
@@ -114,20 +119,33 @@ def family_runs(workloads, windows, noise_pct, seeds, told, members=None, board=
             for seed in range(seeds):
                 grid = Grid(board, w, pert, run_seed=seed)
                 for kind in res:
-                    gpu = kind == "gpu-only"
-                    search = make(kind, grid)
-                    r = grid_replay(grid, search, gpu, minutes, WINDOW_S, SETTLE_S, seed, noise=noisy(noise_pct),
-                                    told=told)
+                    gpu = kind.startswith("gpu-only")
+                    if kind.endswith(KNOWS):
+                        r = knows_the_physics(grid, gpu)
+                    else:
+                        search = make(kind, grid)
+                        r = grid_replay(grid, search, gpu, minutes, WINDOW_S, SETTLE_S, seed, noise=noisy(noise_pct),
+                                        told=told)
+                        r["converged"] = search.converged
                     best = grid.gpu_best if gpu else grid.best
                     base = grid.j[grid.stock]
                     r["gap_pct"] = 100 * (grid.j[tuple(r["settled"])] / grid.j[best] - 1)
                     r["oracle_saving_pct"] = 100 * (1 - grid.j[best] / base)
                     r["share_pct"] = 100 * r["saving_pct"] / r["oracle_saving_pct"]
-                    r["converged"] = search.converged
                     res[kind].append(r)
             for kind, runs in res.items():
                 rows.append(_row(kind, source, f"{wname} {pert.name}", "stock", windows, noise_pct, told, runs))
     return rows
+
+
+def knows_the_physics(grid: Grid, gpu: bool) -> dict:
+    """A run held from its first step at the best of the member's smooth physics (the modes of
+    the GPU-only search's line where ``gpu``): what a search keeps that knows everything but the
+    run's per-mode spread, and measures nothing."""
+    modes = [m for m in grid.modes if not gpu or tuple(m[1:]) == tuple(grid.stock[1:])]
+    held = min(modes, key=grid.smooth.get)
+    return {"settled": held, "probes": 0, "converged": True,
+            "saving_pct": 100 * (1 - grid.j[held] / grid.j[grid.stock])}
 
 
 def _row(search, source, name, start, windows, noise_pct, told, runs) -> dict:
@@ -176,6 +194,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-family", action="store_true")
     ap.add_argument("--no-curves", action="store_true", help="only the family (no GPU-only curves)")
     ap.add_argument("--board", default="agx-orin", help="the family's board (its mode grid)")
+    ap.add_argument("--searches", nargs="+", choices=FAMILY_SEARCHES, default=list(FAMILY_SEARCHES[:2]),
+                    help="the family's searches (the two ending in -knows-physics: the ceiling, see above)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "short_runs.json"))
     args = ap.parse_args(argv)
     curves = sim_curves(args.models) + [flat_curve("flat 408-816", 408.0, 816.0),
@@ -188,7 +208,7 @@ def main(argv=None) -> int:
                 new = [] if args.no_curves else gpu_runs(curves, windows, noise, args.seeds, told)
                 if not args.no_family:
                     new += family_runs(args.family_workloads, windows, noise, args.seeds, told, args.members,
-                                       args.board)
+                                       args.board, args.searches)
                 for r in new:
                     print(f"{r['search']:8s} {r['workload']:30s} {r['start']:6s} {windows:3d} w {noise:g} % {length:7s} "
                           f"share {r['share_pct_mean']:5.1f} % (min {r['share_pct_min']:5.1f}) "

@@ -139,11 +139,10 @@ def family_runs(workloads, windows, noise_pct, seeds, told, members=None, board=
 
 
 def knows_the_physics(grid: Grid, gpu: bool) -> dict:
-    """A run held from its first step at the best of the member's smooth physics (the modes of
-    the GPU-only search's line where ``gpu``): what a search keeps that knows everything but the
-    run's per-mode spread, and measures nothing."""
-    modes = [m for m in grid.modes if not gpu or tuple(m[1:]) == tuple(grid.stock[1:])]
-    held = min(modes, key=grid.smooth.get)
+    """A run held from its first step at the best of the member's smooth physics (``Grid.smooth_best``;
+    along the GPU-only search's line where ``gpu``): what a search keeps that knows everything but
+    the run's per-mode spread, and measures nothing."""
+    held = min(((x,) + grid.stock[1:] for x in grid.levels), key=grid.smooth.get) if gpu else grid.smooth_best
     return {"settled": held, "probes": 0, "converged": True,
             "saving_pct": 100 * (1 - grid.j[held] / grid.j[grid.stock])}
 

@@ -51,8 +51,8 @@ none of which acts on quieter windows: disagreeing windows are judged against th
 clearly worse than the best ends early, the neighbours of a mode within noise but worse than the
 best are checked only where they pay back over the horizon of checks (:meth:`ModeSearch._check_horizon`),
 on one axis any neighbour (the best's too, once it has its windows) only where the fit's expected
-gain there pays its windows, the close check confirms the best alone, the guard weighs an anchor measured once with the fit's
-prediction and stops measuring a gain the horizon cannot prove, or one whose proof costs more
+gain there pays its windows, the close check confirms the best alone, the guard weighs an anchor
+measured once with the fit's prediction and stops measuring a gain the horizon cannot prove, or one whose proof costs more
 anchor windows than the chance that the anchor is better risks (:meth:`ModeSearch._tie`: the
 better estimate is held), and the drift alarm needs a move beyond ``drift_z`` standard errors of
 the held mode's median that lasts ``max_samples`` windows.

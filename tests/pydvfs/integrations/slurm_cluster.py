@@ -1,8 +1,8 @@
 """A real Slurm cluster in a temp folder, for the tests (Debian's slurmctld, slurmd, munge).
 
-Four ``slurmd -N nX`` on this host (NodeAddr 127.0.0.1, the four ports after slurmctld's), each node with its
-own fake board (the SPANK plugin's ``sysfs_root=.../%n``), munged run as the munge user, the
-pydvfs SPANK plugin in plugstack.conf and an epilog that records its environment. Every daemon
+Four ``slurmd -N nX`` on this host (NodeAddr 127.0.0.1, the four ports after slurmctld's), each
+node with its own fake board (the SPANK plugin's ``sysfs_root=.../%n``), munged run as the munge
+user, the pydvfs SPANK plugin in plugstack.conf and an epilog that records its environment. Every daemon
 is started here and stopped here by the pid it wrote; every client call has a timeout (an srun
 against a node in state INVAL waits forever).
 """

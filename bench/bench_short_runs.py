@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--windows", type=int, nargs="+", default=[60, 120])
-    ap.add_argument("--noise", type=float, nargs="+", default=[3.0, 5.0], help="window noise, % of J/step")
+    ap.add_argument("--noise", type=float, nargs="+", default=[3.0, 5.0], help="window noise, %% of J/step")
     ap.add_argument("--length", nargs="+", choices=("unknown", "told"), default=["unknown", "told"])
     ap.add_argument("--models", nargs="+", default=list(PAPER_MODELS))
     ap.add_argument("--family-workloads", nargs="+", default=list(FAMILY_WORKLOADS))

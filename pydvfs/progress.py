@@ -18,6 +18,9 @@ import contextlib
 import math
 import os
 import stat
+from pathlib import Path
+
+from .errors import InvalidValueError
 
 TMP_TRIES = 100  # names tried for the temporary file before giving up
 
@@ -128,6 +131,19 @@ def existing_count(path: str | os.PathLike) -> tuple[int | None, int | None]:
     if counts[0] is None and text.strip():
         raise ValueError("it is not a step count (one line: the steps done, a whole number)")
     return counts
+
+
+def check_progress_file(progress: Path) -> tuple[int | None, int | None]:
+    """The count at ``progress`` before a run that reads it starts (:func:`existing_count`);
+    InvalidValueError where CMD could not write there or something that is not a step count is
+    there, which is left as it is (the one check of ``run``'s and ``calibrate``'s file)."""
+    if not progress.parent.is_dir():  # CMD could never write its count there
+        raise InvalidValueError(f"--progress-file {progress}: no folder {progress.parent} to write the step count in")
+    try:
+        return existing_count(progress)
+    except ValueError as e:
+        raise InvalidValueError(f"--progress-file {progress}: {e}: refused, and left as it is (give the file "
+                                "CMD writes its step count to)") from None
 
 
 class StepsSeen:

@@ -26,17 +26,20 @@ from ..command import exit_status, start_command, stop_command
 from ..device import open_device
 from ..energy import DEFAULT_MEASURE, check_measure
 from ..errors import InvalidValueError, PydvfsError
-from ..progress import read_progress_tokens
+from ..progress import StepsSeen, check_progress_file, read_progress_tokens
 from ..sampler import Sampler
 from .engine import WindowParams, window_energy_j
 
 
-def _wait(proc, progress: Path, until: Callable[[float, int | None], bool], clock, sleep, poll_s: float,
-          what: str, timeout_s: float):
-    """Poll until ``until(t, steps)``; an error where CMD ends or no step comes within ``timeout_s``."""
+def _wait(proc, progress: Path, seen: StepsSeen, until: Callable[[float, int | None], bool], clock, sleep,
+          poll_s: float, what: str, timeout_s: float):
+    """Poll until ``until(t, steps)``, ``steps`` the steps ``seen`` since the start (None until
+    CMD moved the count: a count left in the file is not CMD training); an error where CMD ends
+    or no step comes within ``timeout_s``."""
     t0, last_steps, last_t = clock(), None, clock()
     while True:
-        steps, _ = read_progress_tokens(progress)
+        seen.see(*read_progress_tokens(progress))
+        steps = seen.steps if seen.moved else None
         now = clock()
         if steps != last_steps:
             last_steps, last_t = steps, now
@@ -102,8 +105,7 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
     window = window or WindowParams()
     log = log or sys.stderr
     progress = Path(progress_file)
-    if not progress.parent.is_dir():
-        raise InvalidValueError(f"--progress-file {progress}: no folder {progress.parent} to write the step count in")
+    seen = StepsSeen(check_progress_file(progress))  # a count left there is counted from, never removed
     dev = open_device(sysfs_root, state_dir)
     board_id = dev.board_id
     if board_id is None or dev.board is None:
@@ -115,11 +117,6 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
     run = sim_run_for(wl)
     clocks = design(board_id, run, n_clocks, energy)
     sampler = Sampler(rate_hz=rate_hz, sysfs_root=dev.sysfs_root)
-    if progress.exists():
-        try:
-            progress.unlink()
-        except OSError as e:
-            raise InvalidValueError(f"cannot remove the old progress file {progress}: {e.strerror}") from None
     print(f"pydvfs calibrate: measuring {len(clocks)} settings of {board_id} while {cmd[0]} trains: "
           + ", ".join("MAXN" if f is None else f"{f:g} MHz" for f in clocks), file=log, flush=True)
     measured, proc, report = {}, None, {"command": cmd, "board": board_id, "clocks_mhz": clocks}
@@ -136,11 +133,11 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
                         dev.pin(f)
                     name = "MAXN" if f is None else f"{f:g} MHz"
                     t_set = clock()
-                    s0 = _wait(proc, progress, lambda t, s: t - t_set >= window.settle_s and s is not None,
+                    s0 = _wait(proc, progress, seen, lambda t, s: t - t_set >= window.settle_s and s is not None,
                                clock, sleep, poll, f"before {name} was measured", window.progress_timeout_s)
                     sampler.begin_window("cal")
                     t0 = clock()
-                    s1 = _wait(proc, progress, lambda t, s: t - t0 >= window.min_window_s and s is not None
+                    s1 = _wait(proc, progress, seen, lambda t, s: t - t0 >= window.min_window_s and s is not None
                                and s - s0 >= window.min_steps, clock, sleep, poll,
                                f"while {name} was measured", window.stall_s)
                     m = sampler.end_window("cal")

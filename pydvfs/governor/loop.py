@@ -33,7 +33,7 @@ from ..energy import require as require_energy
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
 from ..levels import check_near_table
 from ..objective import Objective
-from ..progress import StepsSeen, existing_count, read_progress, read_progress_tokens
+from ..progress import StepsSeen, check_progress_file, read_progress, read_progress_tokens
 from ..sampler import Sampler
 from ..signals import Terminated
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
@@ -437,14 +437,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     window = window or WindowParams()
     log = log or sys.stderr
     progress = Path(progress_file) if progress_file else None
-    if progress is not None and not progress.parent.is_dir():  # CMD could never write its count there
-        raise InvalidValueError(f"--progress-file {progress}: no folder {progress.parent} to write the step count in")
     if progress is not None:  # a count there is where the run counts from; anything else is not taken
-        try:
-            existing_count(progress)
-        except ValueError as e:
-            raise InvalidValueError(f"--progress-file {progress}: {e}: refused, and left as it is (give the file "
-                                    "CMD writes its step count to)") from None
+        check_progress_file(progress)
     dev = open_device(sysfs_root, state_dir, above_power_mode)
     reconnects = remote.reconnects()
 

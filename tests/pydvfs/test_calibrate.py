@@ -41,6 +41,7 @@ def calibrated(tmp_path_factory):
     fake = build_fake_board(tmp / "board", board=BOARD)
     data = tmp / "data"
     log = io.StringIO()
+    (tmp / "steps").write_text("123456\n")  # a count an earlier job left: counted from, not removed
     r = calibrate(job(fake.root, tmp / "steps"), BERT_BASE, tmp / "steps", window=WINDOW, rate_hz=1000,
                   sysfs_root=fake.root, state_dir=str(tmp / "state"), data_dir=data, log=log)
     return fake, data, r, log.getvalue()
@@ -111,6 +112,25 @@ def test_status_says_whether_the_board_is_calibrated(calibrated, tmp_path, capsy
     assert "calibration" not in json.loads(capsys.readouterr().out)
     assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(tmp_path / "none")]) == 0
     assert "calibrated no:" in capsys.readouterr().out
+
+
+def test_calibrate_never_takes_nor_removes_a_file_that_is_not_a_step_count(tmp_path, capsys):
+    """It removed whatever --progress-file named (a user's file, a FIFO) before it started."""
+    from pydvfs.cli import main
+
+    fake = build_fake_board(tmp_path / "board", board=BOARD)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    rc = main(["calibrate", "--sysfs-root", str(fake.root), "--workload", "model=bert,layers=12,hidden=768,seq_len=13",
+               "--data-dir", str(tmp_path / "d"), "--progress-file", str(notes), "--", "true"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "not a step count" in err and "left as it is" in err and len(err.strip().splitlines()) == 1
+    assert notes.read_text() == "my notes\n"
+    os.mkfifo(tmp_path / "fifo")
+    assert main(["calibrate", "--sysfs-root", str(fake.root), "--workload", "model=bert,layers=2,hidden=128,seq_len=13",
+                 "--data-dir", str(tmp_path / "d"), "--progress-file", str(tmp_path / "fifo"), "--", "true"]) == 2
+    assert "not a regular file" in capsys.readouterr().err and stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
+    assert (fake.read_hz("min_freq"), fake.read_hz("max_freq")) == (306000000, 1020000000)
 
 
 @pytest.mark.parametrize("argv, why", [

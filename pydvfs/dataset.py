@@ -283,9 +283,26 @@ UNIT_BOUNDS = {"MHz": (0.0, MAX_FREQ_MHZ), "J": (0.0, 1e15), "W": (0.0, 1e6), "s
 _POSITIVE_UNITS = ("MHz", "s", "tokens")
 
 
+def check_regular(path: str | os.PathLike) -> None:
+    """InvalidValueError where something other than a regular file is at ``path`` (a FIFO, a
+    device, a folder): an input file is never waited on. A missing path passes (its reader says so)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise InvalidValueError(f"cannot read {path}: {e.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise InvalidValueError(f"{path} is not a regular file (a folder, a FIFO or a device): not read")
+
+
 def check_row_lengths(path: str | os.PathLike) -> None:
     """Refuse a CSV with a row of fewer fields than its header (a truncated or short row, which
-    pandas would silently pad with empty cells). InvalidValueError naming the line."""
+    pandas would silently pad with empty cells). InvalidValueError naming the line, or saying
+    that ``path`` is not a regular file (a FIFO is never waited on)."""
+    check_regular(path)
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as f:
             reader = csv.reader(f)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import stat
 import time
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from .markdown import LOSES_MARK, loses_note
 from .markdown import pct as _pct
 from .markdown import saving as _saving
 from .markdown import table as _table
+from .progress import replace_atomically
 
 
 def _ext_time(results: dict, pol: str):
@@ -348,15 +351,19 @@ def write_report(out_dir: str | Path, force: bool = False) -> Path:
 
         results = None
         md = markdown_user(collect(out_dir), out_dir)
-    existing = [n for n in REPORT_FILES if (out_dir / n).exists()]
+    existing = [n for n in REPORT_FILES if os.path.lexists(out_dir / n)]
     if existing and not force:
         raise InvalidValueError(f"{out_dir / existing[0]} exists: pass --force to rewrite the report")
+    for n in existing:  # --force rewrites a report, never what a link points at, nor a FIFO or a folder
+        if not stat.S_ISREG(os.lstat(out_dir / n).st_mode):
+            raise InvalidValueError(f"{out_dir / n} is not a regular file (a link, a folder or a FIFO): "
+                                    "not a report to rewrite")
     if results is not None and "replication" in results:
         from .ledger import markdown as ledger_markdown
 
-        (out_dir / "replication.md").write_text(ledger_markdown(results))
-    (out_dir / "report.md").write_text(md)
-    (out_dir / "report.html").write_text(html_page(md, out_dir))
+        replace_atomically(out_dir / "replication.md", ledger_markdown(results))
+    replace_atomically(out_dir / "report.md", md)
+    replace_atomically(out_dir / "report.html", html_page(md, out_dir))
     return out_dir / "report.md"
 
 

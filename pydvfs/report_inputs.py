@@ -25,7 +25,8 @@ MAX_DEPTH = 3
 
 
 def _files(root: Path, pattern: str) -> list[Path]:
-    return sorted(p for p in root.rglob(pattern) if len(p.relative_to(root).parts) <= MAX_DEPTH + 1)
+    """The regular files under ``root`` (a FIFO is never waited on) within MAX_DEPTH folders."""
+    return sorted(p for p in root.rglob(pattern) if len(p.relative_to(root).parts) <= MAX_DEPTH + 1 and p.is_file())
 
 
 def _json(path: Path):

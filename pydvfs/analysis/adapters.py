@@ -14,7 +14,7 @@ import re
 
 import pandas as pd
 
-from ..dataset import check_frame, check_row_lengths
+from ..dataset import check_frame, check_regular, check_row_lengths
 from ..errors import InvalidValueError
 
 PERSEUS_COLUMNS = {"stage", "instruction", "frequency", "time", "energy"}
@@ -111,6 +111,7 @@ def load(paths: list[str], fmt: str = "auto", perseus_by: str = "stage") -> tupl
     """Read one or more CSV files of one format; returns (analysis frame, format)."""
     frames, formats = [], set()
     for path in paths:
+        check_regular(path)  # pandas would wait on a FIFO
         try:
             raw = pd.read_csv(path)
         except FileNotFoundError:

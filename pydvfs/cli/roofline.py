@@ -5,16 +5,19 @@ import argparse
 import json
 import math
 import os
+import stat
 import sys
 
 from ..errors import InvalidValueError
 from ..package_data import package_file
+from ..progress import replace_atomically
 from .common import int_range, seed
 
 # Bounds of the numbers these verbs take (stated in --help): beyond them a run takes hours or a
 # size is no transformer, and is refused rather than started.
 MIN_SIM_RUNS, MAX_SIM_RUNS = 20, 2000
 MAX_SIZE = 10**7
+MAX_ENERGY_NOISE = 2.0  # a log-normal sigma: one sigma is a factor e^2 = 7.4 (measured runs: 0.01-0.2)
 
 BUNDLED_A100 = package_file("roofline", "data", "mlenergy_a100.csv")
 
@@ -63,7 +66,7 @@ def register(subparsers, common) -> None:
     s.add_argument("--seed", type=seed, default=0)
     s.add_argument("--n", type=int_range(MIN_SIM_RUNS, MAX_SIM_RUNS), default=410,
                    help=f"number of runs, {MIN_SIM_RUNS}..{MAX_SIM_RUNS} (default 410)")
-    s.add_argument("--energy-noise", type=float, default=0.12, help="log-normal sigma")
+    s.add_argument("--energy-noise", type=float, default=0.12, help=f"log-normal sigma of the energies, 0..{MAX_ENERGY_NOISE:g} (default 0.12)")
     s.set_defaults(func=cmd_simulate)
 
     c = sub.add_parser("collect", parents=[common], help="measure real runs with torchrun",
@@ -171,8 +174,9 @@ def cmd_simulate(args) -> int:
     from ..roofline import multigpu_sim
     from .common import emit
 
-    if not (args.energy_noise >= 0):
-        raise InvalidValueError("--energy-noise must be >= 0")
+    if not 0 <= args.energy_noise <= MAX_ENERGY_NOISE:
+        raise InvalidValueError(f"--energy-noise must be a log-normal sigma from 0 to {MAX_ENERGY_NOISE:g}: "
+                                f"{args.energy_noise:g}")
     df = multigpu_sim.sweep(seed=args.seed, n_configs=args.n, energy_noise=args.energy_noise)
     _write_csv(df, args.out)
     emit(args, {"out": args.out, "rows": len(df), "known": multigpu_sim.KNOWN},
@@ -220,11 +224,23 @@ def cmd_collect(args) -> int:
 
 
 def _write_csv(df, path):
+    """Write ``df`` to ``path``, atomically and never through a link: a new file, or one this
+    command wrote before (a regular file whose first line is the same header); anything else
+    there is not ours to replace."""
+    text = df.to_csv(index=False)
     try:
+        if os.path.lexists(path):
+            ours = stat.S_ISREG(os.lstat(path).st_mode)  # not a link, a FIFO or a folder
+            if ours:
+                with open(path, "rb") as fh:
+                    ours = fh.readline(len(text)).decode("utf-8", "replace") == text.partition("\n")[0] + "\n"
+            if not ours:
+                raise InvalidValueError(f"--out {path}: the file exists and is not a CSV this command wrote "
+                                        "(its first line is not the same header); give a new file name")
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        df.to_csv(path, index=False)
+        replace_atomically(path, text)
     except OSError as e:
-        raise InvalidValueError(f"cannot write {path}: {e.strerror}") from None
+        raise InvalidValueError(f"--out {path}: cannot write it: {e.strerror or e}") from None
 
 
 def _write_json(path, data):

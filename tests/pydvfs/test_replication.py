@@ -77,6 +77,15 @@ def test_report_on_users_own_outputs_and_no_overwrite(cli, tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--force" in r.stderr
     assert (d / "report.md").read_text() == before
     assert cli("report", str(d), "--force").returncode == 0
+    # --force rewrites a report, never what a link in its place points at
+    outside = d.parent / "outside.txt"
+    outside.write_text("mine\n")
+    (d / "report.md").unlink()
+    (d / "report.md").symlink_to(outside)
+    r = cli("report", str(d), "--force")
+    assert r.returncode == 2 and "not a regular file" in r.stderr and outside.read_text() == "mine\n"
+    (d / "report.md").unlink()
+    assert cli("report", str(d), "--force").returncode == 0
 
 
 def test_report_on_a_folder_with_nothing_it_knows(cli, tmp_path):

@@ -68,6 +68,17 @@ def replace_atomically(path: str | os.PathLike, text: str) -> None:
         os.close(dfd)
 
 
+def check_replaceable(path: str | os.PathLike) -> None:
+    """InvalidValueError where something other than a regular file is at ``path`` (a link, a
+    folder, a FIFO): an output a verb rewrites is replaced, never written through a link."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise InvalidValueError(f"{path} is not a regular file (a link, a folder or a FIFO): not replaced")
+
+
 def _create_tmp(dfd: int, name: str) -> tuple[str, int]:
     """A fresh ``NAME.tmp.<pid>[.<n>]`` in the folder dfd: (its name, an open descriptor). An
     entry already there (a stale file, a planted link) is never opened: the next name is tried."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 import html
 import json
 import os
-import stat
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from .markdown import LOSES_MARK, loses_note
 from .markdown import pct as _pct
 from .markdown import saving as _saving
 from .markdown import table as _table
-from .progress import replace_atomically
+from .progress import check_replaceable, replace_atomically
 
 
 def _ext_time(results: dict, pol: str):
@@ -355,9 +354,7 @@ def write_report(out_dir: str | Path, force: bool = False) -> Path:
     if existing and not force:
         raise InvalidValueError(f"{out_dir / existing[0]} exists: pass --force to rewrite the report")
     for n in existing:  # --force rewrites a report, never what a link points at, nor a FIFO or a folder
-        if not stat.S_ISREG(os.lstat(out_dir / n).st_mode):
-            raise InvalidValueError(f"{out_dir / n} is not a regular file (a link, a folder or a FIFO): "
-                                    "not a report to rewrite")
+        check_replaceable(out_dir / n)
     if results is not None and "replication" in results:
         from .ledger import markdown as ledger_markdown
 

@@ -8,6 +8,7 @@ from typing import Optional
 import numpy as np
 
 from ..energy import figure_label
+from ..progress import check_replaceable
 from .ucurve import WorkloadResult
 
 FORMATS = ("png", "svg")
@@ -33,6 +34,7 @@ def _save(fig, out_dir: str, stem: str) -> list[str]:
     paths = []
     for ext in FORMATS:
         path = os.path.join(out_dir, f"{stem}.{ext}")
+        check_replaceable(path)  # a plot is replaced, never written through a link
         fig.savefig(path, dpi=110, bbox_inches="tight")
         paths.append(path)
     return paths

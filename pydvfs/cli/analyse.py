@@ -13,6 +13,7 @@ import os
 
 from ..energy import COLUMN, LABEL, column_label
 from ..errors import InvalidValueError
+from ..progress import check_replaceable, replace_atomically
 from .common import add_energy_option, examples
 
 
@@ -128,6 +129,7 @@ def _handle(args: argparse.Namespace) -> int:
         kw["noise_sigmas"] = args.noise_sigmas
     if args.spiky_ratio is not None:
         kw["spiky_ratio"] = args.spiky_ratio
+    _check_ours(args.out)  # before the analysis: a refusal costs nothing
     results, curves = ucurve.analyse(df, knob=knob, energy_column=energy_column, **kw)
 
     try:
@@ -147,16 +149,11 @@ def _handle(args: argparse.Namespace) -> int:
         "n_u_shaped": sum(r.u_shaped for r in results),
         "workloads": dicts,
     }
-    path = os.path.join(args.out, "summary.json")
-    with open(path, "w") as fh:
-        json.dump(summary, fh, indent=2)
-    files.append(path)
-    path = os.path.join(args.out, "summary.csv")
-    pd.DataFrame([_flat_row(d) for d in dicts]).to_csv(path, index=False)
-    files.append(path)
-    path = os.path.join(args.out, "curves.csv")
-    curves.to_csv(path, index=False)
-    files.append(path)
+    for name, text in (("summary.json", json.dumps(summary, indent=2)),
+                       ("summary.csv", pd.DataFrame([_flat_row(d) for d in dicts]).to_csv(index=False)),
+                       ("curves.csv", curves.to_csv(index=False))):
+        files.append(os.path.join(args.out, name))
+        replace_atomically(files[-1], text)
 
     if not args.no_plots:
         from ..analysis import plots
@@ -174,6 +171,24 @@ def _handle(args: argparse.Namespace) -> int:
 
 def _pct(v) -> str:
     return "    -" if v is None else f"{v:5.1f}"
+
+
+def _check_ours(out: str) -> None:
+    """Refuse (before anything is written) a --out folder whose summary.json is not an analysis
+    (a user's file) or whose outputs are links, folders or FIFOs: they are replaced, not written
+    through."""
+    summary = os.path.join(out, "summary.json")
+    for name in ("summary.json", "summary.csv", "curves.csv"):
+        check_replaceable(os.path.join(out, name))
+    if os.path.lexists(summary):
+        try:
+            with open(summary, encoding="utf-8") as fh:
+                old = json.load(fh)
+        except (OSError, ValueError):
+            old = None
+        if not (isinstance(old, dict) and "knob" in old and isinstance(old.get("workloads"), list)):
+            raise InvalidValueError(f"{summary} is not a summary `pydvfs analyse` wrote: not replaced "
+                                    "(give another --out folder)")
 
 
 def _text(summary: dict, out: str, n_files: int) -> str:

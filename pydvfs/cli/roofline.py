@@ -5,12 +5,11 @@ import argparse
 import json
 import math
 import os
-import stat
 import sys
 
 from ..errors import InvalidValueError
 from ..package_data import package_file
-from ..progress import replace_atomically
+from ..progress import check_replaceable, replace_atomically
 from .common import int_range, seed
 
 # Bounds of the numbers these verbs take (stated in --help): beyond them a run takes hours or a
@@ -230,10 +229,9 @@ def _write_csv(df, path):
     text = df.to_csv(index=False)
     try:
         if os.path.lexists(path):
-            ours = stat.S_ISREG(os.lstat(path).st_mode)  # not a link, a FIFO or a folder
-            if ours:
-                with open(path, "rb") as fh:
-                    ours = fh.readline(len(text)).decode("utf-8", "replace") == text.partition("\n")[0] + "\n"
+            check_replaceable(path)
+            with open(path, "rb") as fh:
+                ours = fh.readline(len(text)).decode("utf-8", "replace") == text.partition("\n")[0] + "\n"
             if not ours:
                 raise InvalidValueError(f"--out {path}: the file exists and is not a CSV this command wrote "
                                         "(its first line is not the same header); give a new file name")

@@ -23,7 +23,7 @@ def test_a_fifo_is_never_waited_on(tmp_path, capsys):
     os.mkdir(tmp_path / "r")
     os.mkfifo(tmp_path / "r" / "sweep.csv")
     one_line_error(capsys, main(["report", str(tmp_path / "r")]), "no results.json")
-    one_line_error(capsys, main(["roofline", "simulate", "--out", str(tmp_path / "data.csv")]), "give a new file name")
+    one_line_error(capsys, main(["roofline", "simulate", "--out", str(tmp_path / "data.csv")]), "not replaced")
 
 
 def test_roofline_out_replaces_only_its_own_csv(tmp_path, capsys):
@@ -31,7 +31,7 @@ def test_roofline_out_replaces_only_its_own_csv(tmp_path, capsys):
     mine.write_text("precious\n")
     one_line_error(capsys, main(["roofline", "simulate", "--out", str(mine)]), "not a CSV this command wrote")
     (tmp_path / "link.csv").symlink_to(tmp_path / "target.csv")
-    one_line_error(capsys, main(["roofline", "simulate", "--out", str(tmp_path / "link.csv")]), "give a new file name")
+    one_line_error(capsys, main(["roofline", "simulate", "--out", str(tmp_path / "link.csv")]), "not replaced")
     assert mine.read_text() == "precious\n" and not (tmp_path / "target.csv").exists()
     out = tmp_path / "sim.csv"
     assert main(["roofline", "simulate", "--out", str(out)]) == 0
@@ -45,3 +45,23 @@ def test_an_energy_noise_beyond_a_sigma_of_two_is_one_line(tmp_path, capsys, noi
     one_line_error(capsys, main(["roofline", "simulate", "--out", str(tmp_path / "s.csv"), "--energy-noise", noise]),
                    "--energy-noise")
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_analyse_replaces_its_own_outputs_only(tmp_path, capsys):
+    data = tmp_path / "sweep.csv"
+    assert main(["sweep", "--sim", "--out", str(data), "--models", "bert-tiny", "--tasks", "SST-2", "--repeats", "1"]) == 0
+    out = tmp_path / "a"
+    out.mkdir()
+    (out / "summary.json").write_text('{"mine": 1}\n')
+    one_line_error(capsys, main(["analyse", "--data", str(data), "--out", str(out), "--no-plots"]),
+                   "not a summary `pydvfs analyse` wrote")
+    assert (out / "summary.json").read_text() == '{"mine": 1}\n'
+    (out / "summary.json").unlink()
+    (out / "curves.csv").symlink_to(tmp_path / "elsewhere.csv")
+    one_line_error(capsys, main(["analyse", "--data", str(data), "--out", str(out), "--no-plots"]), "not replaced")
+    assert not (tmp_path / "elsewhere.csv").exists()
+    (out / "curves.csv").unlink()
+    capsys.readouterr()
+    assert main(["analyse", "--data", str(data), "--out", str(out), "--no-plots"]) == 0
+    assert main(["analyse", "--data", str(data), "--out", str(out), "--no-plots"]) == 0  # its own: rewritten
+    assert "knob" in (out / "summary.json").read_text()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
+import json
 import os
 import sys
 
@@ -70,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    top = list(itertools.takewhile(lambda a: a.startswith("-"), argv))  # the options before the verb
+    if "--version" in top and "--json" in top:  # as every verb's --json: one document on stdout
+        from ..version import version_info
+
+        print(json.dumps(version_info(), indent=2))
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -181,7 +181,7 @@ def _status_once(args: argparse.Namespace, dev) -> None:
     if warning:
         print(f"pydvfs status: {warning}", file=sys.stderr, flush=True)
     if getattr(args, "json", False) and args.watch is not None:
-        emit(args, st, "")  # one JSON document per refresh
+        emit(args, st, "", line=True)  # one JSON document per refresh, one per line (JSON Lines)
     else:
         emit(args, st, lambda: _status_text(st, learned, cal_line))
 
@@ -189,6 +189,8 @@ def _status_once(args: argparse.Namespace, dev) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     dev = open_device(args.sysfs_root, args.state_dir)
     if args.watch is None:
+        if args.count is not None:
+            raise InvalidValueError("--count N counts the refreshes of --watch: give --watch too")
         _status_once(args, dev)
         return 0
     if not args.watch > 0:
@@ -294,7 +296,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        epilog=examples("pydvfs status --sysfs-root /tmp/orin",
                                        "pydvfs status --watch 2"))
     p.add_argument("--watch", type=seconds, nargs="?", const=1.0, default=None, metavar="S",
-                   help="refresh every S seconds (default 1) until Ctrl-C")
+                   help="refresh every S seconds (default 1) until Ctrl-C (with --json: one JSON document per line)")
     p.add_argument("--count", type=int, default=None, metavar="N", help="with --watch: stop after N refreshes")
     add_board_options(p)
     add_store_options(p)

@@ -334,14 +334,17 @@ def _report_stream(args: argparse.Namespace, wrapped: bool):
     return (sys.stderr if wrapped else sys.stdout), False
 
 
-def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str], wrapped: bool = False) -> None:
+def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str], wrapped: bool = False,
+         line: bool = False) -> None:
     """Print ``data`` as JSON with --json, else the human-readable ``text``: on stdout, or, for
     a verb that ran the user's command (``wrapped``), on stderr, leaving stdout to the command;
-    to ``-o FILE`` where given."""
+    to ``-o FILE`` where given. ``line``: the JSON on one line (one of a stream of documents,
+    JSON Lines)."""
     stream, close = _report_stream(args, wrapped)
     try:
         if getattr(args, "json", False):
-            json.dump(_finite(data), stream, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
+            json.dump(_finite(data), stream, indent=None if line else 2, sort_keys=False, default=_json_default,
+                      allow_nan=False)
             stream.write("\n")
         else:
             stream.write(undecodable_as_escapes((text() if callable(text) else text).rstrip("\n")) + "\n")

@@ -65,9 +65,19 @@ def test_status_watch_refreshes(cli, board):
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("board     agx-orin: NVIDIA") == 3 and out.stdout.count("--- ") == 2
     out = cli("status", "--sysfs-root", str(board.root), "--watch", "0.1", "--count", "2", "--json")
-    docs = [json.loads(d) for d in out.stdout.replace("}\n{", "}\0{").split("\0")]
+    docs = [json.loads(line) for line in out.stdout.splitlines()]  # JSON Lines: one document per refresh
     assert len(docs) == 2 and all(d["gpu"] == "ga10b" for d in docs)
     assert cli("status", "--sysfs-root", str(board.root), "--watch", "0").returncode == 2
+    out = cli("status", "--sysfs-root", str(board.root), "--count", "3")  # was ignored without --watch
+    assert out.returncode == 2 and "give --watch too" in out.stderr
+
+
+def test_version_json_is_one_document(capsys):
+    from pydvfs.cli import main
+
+    for argv in (["--version", "--json"], ["--json", "--version"]):
+        assert main(argv) == 0
+        assert json.loads(capsys.readouterr().out)["version"]
 
 
 @pytest.mark.parametrize("want,refused", [("99999", True), ("1400", True), ("200", True), ("1370", False),

@@ -329,6 +329,8 @@ def write_report(out_dir: str | Path, force: bool = False) -> Path:
     ``pydvfs analyse`` folders, ``pydvfs train`` model folders and ``pydvfs evaluate --json``
     files (see :mod:`pydvfs.report_inputs`). An existing report is never rewritten unless
     ``force``."""
+    if not str(out_dir).strip():
+        raise InvalidValueError("the report's folder name is empty")
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
         raise InvalidValueError(f"{out_dir} is not a folder")

@@ -14,6 +14,7 @@ from .common import (
     add_board_options,
     add_report_output,
     add_store_options,
+    count,
     emit,
     examples,
     seconds,
@@ -297,7 +298,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                        "pydvfs status --watch 2"))
     p.add_argument("--watch", type=seconds, nargs="?", const=1.0, default=None, metavar="S",
                    help="refresh every S seconds (default 1) until Ctrl-C (with --json: one JSON document per line)")
-    p.add_argument("--count", type=int, default=None, metavar="N", help="with --watch: stop after N refreshes")
+    p.add_argument("--count", type=count, default=None, metavar="N", help="with --watch: stop after N refreshes")
     add_board_options(p)
     add_store_options(p)
     p.set_defaults(func=cmd_status)

@@ -19,7 +19,10 @@ from .common import (
     add_store_options,
     add_workload_argument,
     check_report_out,
+    count,
     examples,
+    seconds,
+    seconds_or_zero,
 )
 
 
@@ -75,10 +78,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--progress-file", metavar="F", required=True, help="where CMD writes its completed step count")
     p.add_argument("--keep-running", action="store_true", help="let CMD finish at the chosen clock")
     p.add_argument("--rate", type=float, default=None, metavar="HZ", help="sampler rate (default: the sensor's)")
-    p.add_argument("--window", dest="min_window_s", type=float, metavar="S",
+    p.add_argument("--window", dest="min_window_s", type=seconds, metavar="S",
                    help="shortest measuring window per clock (default 10 s)")
-    p.add_argument("--min-steps", type=int, metavar="N", help="fewest steps per window (default 20)")
-    p.add_argument("--settle", dest="settle_s", type=float, metavar="S",
+    p.add_argument("--min-steps", type=count, metavar="N", help="fewest steps per window (default 20)")
+    p.add_argument("--settle", dest="settle_s", type=seconds_or_zero, metavar="S",
                    help="wait after each clock change before measuring (default 2 s)")
     add_energy_option(p)
     add_report_output(p)

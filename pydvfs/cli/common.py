@@ -294,6 +294,21 @@ def seconds(text: str) -> float:
 
 seconds.__name__ = "seconds"
 
+MAX_COUNT = 10**12  # steps, windows, refreshes: a larger count is a typo, not a plan
+count = int_range(1, MAX_COUNT)  # argparse type of a count >= 1 (ASCII digits: '١٢', '1_2', '1e3' refused)
+
+
+def seconds_or_zero(text: str) -> float:
+    """argparse type of a wait that may be none: 0, or an interval as :func:`seconds`."""
+    try:
+        return 0.0 if float(text) == 0 else seconds(text)
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds from 0 to {MAX_SECONDS:g} (a week): "
+                                         f"{text!r}") from None
+
+
+seconds_or_zero.__name__ = "seconds"
+
 
 REPORT_OUT_HELP = ("write the report (text, or JSON with --json) to FILE, a new file, instead of stderr: "
                    "CMD's own output keeps stdout and stderr")
@@ -313,6 +328,8 @@ def check_report_out(args: argparse.Namespace) -> None:
     out = getattr(args, "report_out", None)
     if out is None:
         return
+    if not out.strip():
+        raise InvalidValueError("-o takes a file name; it was empty")
     if os.path.lexists(out):
         raise InvalidValueError(f"-o {out}: the file exists; give a new file name")
     parent = os.path.dirname(os.path.abspath(out))

@@ -21,9 +21,12 @@ from .common import (
     add_workload_argument,
     check_report_out,
     clock_mhz,
+    count,
     examples,
     objective_from_args,
     policy_help,
+    seconds,
+    seconds_or_zero,
 )
 
 
@@ -249,16 +252,16 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--margin", dest="margin_pct", type=float, metavar="PCT",
                    help="hill: move only if J/step is lower by more than this (default 2); model: leave the "
                         "start only for a proven gain larger than this (default 0)")
-    g.add_argument("--samples", type=int, metavar="N",
+    g.add_argument("--samples", type=count, metavar="N",
                    help="windows per probe (default 3; more where they disagree)")
-    g.add_argument("--steps", type=int, metavar="N",
+    g.add_argument("--steps", type=count, metavar="N",
                    help="the count the progress file reaches at the end (CMD's total optimiser steps), if "
                         "known: the model search weighs a probe's gain over what is left of the run instead "
                         "of 10 minutes (a short run explores less, a long one more)")
-    g.add_argument("--window", dest="min_window_s", type=float, metavar="S",
+    g.add_argument("--window", dest="min_window_s", type=seconds, metavar="S",
                    help="shortest measuring window (default 10 s)")
-    g.add_argument("--min-steps", type=int, metavar="N", help="fewest steps per window (default 20)")
-    g.add_argument("--settle", dest="settle_s", type=float, metavar="S",
+    g.add_argument("--min-steps", type=count, metavar="N", help="fewest steps per window (default 20)")
+    g.add_argument("--settle", dest="settle_s", type=seconds_or_zero, metavar="S",
                    help="wait after each clock change before measuring (default 2 s)")
     g.add_argument("--reprobe", dest="reprobe_s", type=float, metavar="S",
                    help="search again after holding this long (default 600 s)")

@@ -13,7 +13,7 @@ from .mode_search import KNOBS, JointParams, JointSearch, Mode, SearchPrior, lev
 def parse_knobs(text: str) -> tuple:
     """``"gpu,emc,cpu"`` -> ("gpu", "emc", "cpu"); the GPU must be among them. Raises
     InvalidValueError (one line) on anything else."""
-    items = [x.strip().lower() for x in str(text).split(",") if x.strip()]
+    items = [x.strip().lower() for x in str(text).split(",")]
     bad = [x for x in items if x not in KNOBS]
     if bad or not items:
         raise InvalidValueError(f"unknown knob {(bad or [text])[0]!r}: expected a comma list of {', '.join(KNOBS)}")

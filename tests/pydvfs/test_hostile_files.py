@@ -65,3 +65,7 @@ def test_analyse_replaces_its_own_outputs_only(tmp_path, capsys):
     assert main(["analyse", "--data", str(data), "--out", str(out), "--no-plots"]) == 0
     assert main(["analyse", "--data", str(data), "--out", str(out), "--no-plots"]) == 0  # its own: rewritten
     assert "knob" in (out / "summary.json").read_text()
+
+
+def test_an_empty_folder_name_is_not_the_current_folder(capsys):
+    one_line_error(capsys, main(["report", ""]), "folder name is empty")

@@ -273,6 +273,11 @@ def test_bad_input_is_one_line_and_leaves_the_board(cli, orin, tmp_path):
         ["run", *root, *p, "--margin", "-1", "--", "true"],
         ["run", *root, *p, "--window", "0", "--", "true"],
         ["run", *root, *p, "--samples", "0", "--", "true"],
+        ["run", *root, *p, "--settle", "inf", "--", "true"],  # nothing was ever probed
+        ["run", *root, *p, "--window", "1e308", "--", "true"],
+        ["run", *root, *p, "--steps", "\u0661\u0662", "--", "true"],  # Arabic-Indic 12: ASCII digits only
+        ["run", *root, *p, "--knobs", "gpu,", "--", "true"],
+        ["run", *root, "--policy", "maxn", "-o", "", "--", "true"],  # the report went to stderr, exit 0
         ["run", *root, *p, "--start", "fast", "--", "true"],
         ["run", *root, *p, "--policy", "turbo", "--", "true"],
         ["run", *root, *p, "--", "/no/such/program"],

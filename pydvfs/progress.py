@@ -1,7 +1,8 @@
 """The progress file: how a training command tells ``pydvfs run``/``sweep`` how far it got.
 
 The format (a public contract, documented here and in docs/online.md): one line holding the
-number of training steps completed so far, a whole number >= 0 in decimal, e.g. ``1200\\n``.
+number of training steps completed so far, a whole number from 0 to ``MAX_COUNT`` in ASCII
+decimal, e.g. ``1200\\n`` (optionally a second, the tokens so far).
 The writer replaces the file atomically (it writes a temporary file in the same folder, created
 O_EXCL|O_NOFOLLOW so a planted link is never followed, then renames it over the old one), so a
 reader sees either the old count or the new one, never a partial line. A reader floors a decimal and treats a missing, empty or unreadable file as
@@ -15,14 +16,15 @@ started (:func:`existing_count`: a file that is not a step count is refused, nev
 from __future__ import annotations
 
 import contextlib
-import math
 import os
+import re
 import stat
 from pathlib import Path
 
 from .errors import InvalidValueError
 
-TMP_TRIES = 100  # names tried for the temporary file before giving up
+TMP_TRIES = 100
+MAX_COUNT = 10**15  # the largest step (or token) count taken: beyond it, a garbled file, not a run  # names tried for the temporary file before giving up
 
 
 def write_progress(path: str | os.PathLike, steps: float, tokens: float | None = None) -> None:
@@ -113,11 +115,10 @@ def _parse(text: str) -> tuple[int | None, int | None]:
         return None, None
     counts = []
     for field in fields:
-        try:
-            value = float(field)
-        except ValueError:
+        if not re.fullmatch(r"[0-9]+(\.[0-9]*)?", field):  # ASCII decimal: not '1e5', 'inf', '١٢'
             return None, None
-        counts.append(int(value) if math.isfinite(value) and value >= 0 else None)
+        value = int(field.partition(".")[0])
+        counts.append(value if value <= MAX_COUNT else None)  # a count past it is a glitch, not progress
     return counts[0], counts[1] if len(counts) == 2 and counts[0] is not None else None
 
 

@@ -11,6 +11,8 @@ import sys
 import textwrap
 from typing import Any, Callable
 
+from ..progress import MAX_COUNT
+
 EXIT_USAGE = 2
 
 # Optional extras (pyproject.toml) and the top-level modules each brings. A verb that needs one
@@ -294,8 +296,7 @@ def seconds(text: str) -> float:
 
 seconds.__name__ = "seconds"
 
-MAX_COUNT = 10**12  # steps, windows, refreshes: a larger count is a typo, not a plan
-count = int_range(1, MAX_COUNT)  # argparse type of a count >= 1 (ASCII digits: '١٢', '1_2', '1e3' refused)
+count = int_range(1, MAX_COUNT)  # argparse type of a count >= 1, up to a progress file's largest
 
 
 def seconds_or_zero(text: str) -> float:

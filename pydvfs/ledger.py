@@ -327,7 +327,7 @@ def markdown(results: dict) -> str:
     if rte:
         L += ["## RTE, workload by workload (paper's protocol)", "",
               "| workload | best clock | MLG clock | MLG saving | FFG clock | FFG saving |", "|---|---|---|---|---|---|"]
-        L += [f"| {x['workload']} | {x['oracle_mhz']:g} | {_f(x['mlg_mhz'], 'g')} | {x['mlg_saving_pct']:.2f} % | "
+        L += [f"| {x['workload']} | {'MAXN' if x['oracle_mhz'] is None else format(x['oracle_mhz'], 'g')} | {_f(x['mlg_mhz'], 'g')} | {x['mlg_saving_pct']:.2f} % | "
               f"{_f(x['ffg_mhz'], 'g')} | {x['ffg_saving_pct']:.2f} % |" for x in rte] + [""]
     L += ["## Host-bound workloads and the utilisation branch", "",
           "The tree with the selected hyper-parameters, refit on the characterisation workloads plus "

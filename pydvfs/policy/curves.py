@@ -73,6 +73,13 @@ class Curve:
     def best_energy_j(self) -> float:
         return min(self.fitted_energy_j)
 
+    @property
+    def oracle_mhz(self) -> float | None:
+        """The oracle: the best of what a policy can choose, every level and MAXN (None) alike.
+        The best level, or MAXN where it uses no more energy (a policy that keeps MAXN there
+        would otherwise score above the oracle)."""
+        return None if self.maxn_energy_j <= self.best_energy_j else self.best_mhz
+
     @cached_property
     def within_mhz(self) -> tuple[float, ...]:
         """The levels within noise of the best (any is as good as the data can tell)."""

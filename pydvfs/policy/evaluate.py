@@ -35,9 +35,10 @@ def evaluate(curves: Sequence[Curve], tree, roofline=None) -> dict:
     rows = []
     for c in track(curves, "evaluate: workloads"):
         picks = choices_for(c, tree, roofline)
+        oracle = c.oracle_mhz
         row = {"workload": c.name, "task": c.task, "model": c.workload.model, "params": c.params,
-               "maxn_energy_j": c.maxn_energy_j, "oracle_mhz": c.best_mhz,
-               "oracle_saving_pct": 100 * c.saving_vs_maxn(c.best_mhz), "policies": {}}
+               "maxn_energy_j": c.maxn_energy_j, "oracle_mhz": oracle,
+               "oracle_saving_pct": 100 * c.saving_vs_maxn(oracle), "policies": {}}
         for name, mhz in picks.items():
             row["policies"][name] = {
                 "freq_mhz": None if mhz is None else c.nearest_mhz(mhz),
@@ -86,7 +87,7 @@ def format_report(result: dict) -> str:
             loses = d["saving_pct"] < 0
             losses += loses and p == "mlg"
             cells.append(f"{f:>6s} {d['saving_pct']:6.1f}%{LOSS_MARK if loses else ' '}")
-        lines.append(f"{r['workload'][:28]:28s} {r['oracle_mhz']:7g} " + " ".join(f"{c:>15s}" for c in cells))
+        lines.append(f"{r['workload'][:28]:28s} {'MAXN' if r['oracle_mhz'] is None else format(r['oracle_mhz'], 'g'):>7s} " + " ".join(f"{c:>15s}" for c in cells))
     if losses:
         lines.append(f"{LOSS_MARK} mlg loses against MAXN on {losses} of {len(result['workloads'])} workloads: there, "
                      "the board's own governor uses less energy than the tree's clock")

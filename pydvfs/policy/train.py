@@ -231,7 +231,7 @@ def score(name: str, curves: Sequence[Curve], choices: Sequence, params=None) ->
     regrets = [c.regret(f) * 100 for c, f in zip(curves, choices)]
     hits = [c.is_hit(f) for c, f in zip(curves, choices)]
     savings = [c.saving_vs_maxn(f) * 100 for c, f in zip(curves, choices)]
-    oracle = statistics.fmean(c.saving_vs_maxn(c.best_mhz) * 100 for c in curves)
+    oracle = statistics.fmean(c.saving_vs_maxn(c.oracle_mhz) * 100 for c in curves)
     mean_saving = statistics.fmean(savings)
     return Score(name, list(choices), sum(hits) / len(hits), statistics.fmean(regrets), max(regrets),
                  mean_saving, params or {}, regrets, mean_saving / oracle if oracle > 0 else None)
@@ -355,7 +355,7 @@ def compare(curves: Sequence[Curve], vf: VFCurve = DEFAULT_VF, group=None) -> tu
     for name, make in track(list(others.items()), f"LOOCV and LOMO of the other models: {len(curves)} folds each"):
         rows.append(cross_validate(name, make, curves, group=group))
     labels = score("labels (fitted best; MAXN within noise)", curves, [c.label_mhz for c in curves])
-    oracle = score("oracle (best clock per workload)", curves, [c.best_mhz for c in curves])
+    oracle = score("oracle (best clock per workload)", curves, [c.oracle_mhz for c in curves])
     labels.lomo, oracle.lomo = labels, oracle
     rows += [labels, oracle]
     return tree, rows

@@ -85,3 +85,18 @@ def test_too_few_workloads(syn_csv, tmp_path):
     curves = curves_from_frame(read_dataset(syn_csv))[:2]
     with pytest.raises(InvalidValueError, match="at least 3"):
         train(curves, tmp_path, source="x")
+
+
+def test_the_oracle_keeps_maxn_where_no_level_beats_it():
+    """The oracle is the best of what a policy can choose, MAXN included: where MAXN used less
+    energy than every level, a policy keeping MAXN scored 225 % of an oracle held to the levels."""
+    from pydvfs.policy.curves import Curve
+    from pydvfs.workload import Workload
+
+    wl = Workload.from_any({"model": "bert", "layers": 2, "hidden": 128, "seq_len": 64})
+    levels = (510.0, 612.0, 714.0)
+    maxn_best = Curve(wl, "SST-2", 1e6, levels, (10.0, 9.5, 10.2), maxn_energy_j=9.0)
+    level_best = Curve(wl, "MRPC", 1e6, levels, (9.5, 9.0, 9.8), maxn_energy_j=10.0)
+    assert maxn_best.oracle_mhz is None and level_best.oracle_mhz == 612.0
+    s = score("keeps MAXN where it is best", [maxn_best, level_best], [None, 612.0])
+    assert s.share_of_oracle == pytest.approx(1.0)

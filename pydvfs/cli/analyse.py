@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import math
 import os
 
 from ..energy import COLUMN, LABEL, column_label
@@ -113,8 +114,8 @@ def _handle(args: argparse.Namespace) -> int:
         raise InvalidValueError("give the data to analyse: --data FILE (or `pydvfs analyse FILE`)")
     for name in ("noise_floor_pct", "noise_sigmas", "spiky_ratio"):
         v = getattr(args, name)
-        if v is not None and not v >= 0:
-            raise InvalidValueError(f"--{name.replace('_', '-')} must be >= 0")
+        if v is not None and not (v >= 0 and math.isfinite(v)):
+            raise InvalidValueError(f"--{name.replace('_', '-')} must be a finite number >= 0, got {v:g}")
     df, fmt = adapters.load(args.files, fmt=args.format, perseus_by=args.perseus_by)
     knob = adapters.KNOB[fmt]
     energy_column = _pick_energy_column(df, args.energy_column, fmt, args.energy)

@@ -102,6 +102,7 @@ def test_zeus_selected_workloads(capsys, tmp_path):
         (["--energy-column", "energy_gpu_j"], "no column 'energy_gpu_j'"),
         (["--workloads", "nothing*"], "no workload matches"),
         (["--noise-floor-pct", "-1"], "--noise-floor-pct"),
+        (["--noise-sigmas", "inf"], "finite number"),  # was taken: no wiggle ever counted
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, extra, msg):

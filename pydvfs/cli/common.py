@@ -225,14 +225,19 @@ def workload_from_args(args: argparse.Namespace) -> dict | None:
     return parse_workload(",".join(spec))
 
 
-def name_list(values: list[str] | str | None) -> list[str] | None:
-    """A list option given as ``a,b``, ``a b`` or both (``--tasks SST-2,QNLI MRPC``)."""
+def name_list(values: list[str] | str | None, option: str = "the list") -> list[str] | None:
+    """A list option given as ``a,b``, ``a b`` or both (``--tasks SST-2,QNLI MRPC``); ``option``
+    names it in the error for an empty one."""
     if values is None:
         return None
     if isinstance(values, str):
         values = [values]
     out = [t.strip() for v in values for t in v.split(",") if t.strip()]
-    return out or None
+    if not out:  # `--tasks ''` read as every task
+        from ..errors import InvalidValueError
+
+        raise InvalidValueError(f"{option}: no names in {' '.join(values)!r}")
+    return out
 
 
 def seed(text: str) -> int:

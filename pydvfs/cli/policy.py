@@ -102,8 +102,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise InvalidValueError("train needs --data FILE and --out DIR (or --from-runs: refit from this "
                                 "board's own runs)")
     df = read_dataset(args.data)
-    curves = curves_from_frame(df, energy_column(args, df), tasks=name_list(args.tasks),
-                               exclude_tasks=name_list(args.exclude_tasks))
+    curves = curves_from_frame(df, energy_column(args, df), tasks=name_list(args.tasks, "--tasks"),
+                               exclude_tasks=name_list(args.exclude_tasks, "--exclude-tasks"))
     if not args.json:
         print(f"training on {len(curves)} workloads from {args.data} (leave-one-out CV) ...", flush=True)
     metrics = train(curves, args.out, source=Path(args.data).name, data_path=args.data, board_id=args.board,
@@ -138,7 +138,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..policy.tree_data import read_tree
 
     df = read_dataset(args.data)
-    curves = curves_from_frame(df, energy_column(args, df), tasks=name_list(args.tasks))
+    curves = curves_from_frame(df, energy_column(args, df), tasks=name_list(args.tasks, "--tasks"))
     roofline = None
     if args.model_dir is not None and (Path(args.model_dir) / "roofline.txt").is_file():
         from ..errors import BoardPermissionError, PolicyLoadError

@@ -111,11 +111,11 @@ def sim_sweep(args: argparse.Namespace) -> int:
         raise InvalidValueError(f"--repeats must be >= 1, got {args.repeats}")
     t0 = time.monotonic()
     knobs = parse_knobs(args.knobs)
-    rows = list(sweep_rows(models=name_list(args.models), tasks=name_list(args.tasks), repeats=args.repeats,
+    rows = list(sweep_rows(models=name_list(args.models, "--models"), tasks=name_list(args.tasks, "--tasks"), repeats=args.repeats,
                            seed=args.seed, power_modes=args.power_modes,
                            batch_size=args.batch_size, epochs=args.epochs,
                            host_bound=args.host_bound, knobs=knobs,
-                           methods=name_list(args.methods)))
+                           methods=name_list(args.methods, "--methods")))
     modes_swept = knobs != ("gpu",)
     written = skipped = 0
     if args.out:

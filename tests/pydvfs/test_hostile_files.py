@@ -1,4 +1,4 @@
-"""Files a verb reads or writes that are not what it expects (a hostile pass): a FIFO is never
+"""Files and names a verb takes that are not what it expects (a hostile pass): a FIFO is never
 waited on, a user's file or a link at an output's name is never replaced, a noise that
 overflows is one line."""
 from __future__ import annotations
@@ -69,3 +69,8 @@ def test_analyse_replaces_its_own_outputs_only(tmp_path, capsys):
 
 def test_an_empty_folder_name_is_not_the_current_folder(capsys):
     one_line_error(capsys, main(["report", ""]), "folder name is empty")
+
+
+def test_an_empty_list_of_names_is_not_every_name(tmp_path, capsys):
+    one_line_error(capsys, main(["sweep", "--sim", "--out", str(tmp_path / "s.csv"), "--tasks", ""]), "--tasks: no names")
+    assert not (tmp_path / "s.csv").exists()

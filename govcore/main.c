@@ -1052,7 +1052,7 @@ int main(int argc, char **argv)
     static char *positional[64];
     struct options o = {0};
     const struct verb *v;
-    int i;
+    int i, dashdash = 0;
 
     o.argv = positional;
     for (i = 1; i < argc; i++) {
@@ -1061,6 +1061,7 @@ int main(int argc, char **argv)
         if (strcmp(a, "--") == 0) {
             o.cmd_argv = argv + i + 1;
             o.cmd_argc = argc - i - 1;
+            dashdash = 1;
             break;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0) {
             print_usage();
@@ -1070,7 +1071,7 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--json") == 0) {
             o.json = 1;
         } else if (strcmp(a, "--sysfs-root") == 0 || strcmp(a, "--state-dir") == 0) {
-            if (i + 1 >= argc)
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
                 return fail("%s needs a folder", a);
             if (strcmp(a, "--sysfs-root") == 0)
                 o.sysfs_root = argv[++i];
@@ -1090,7 +1091,12 @@ int main(int argc, char **argv)
     if (!o.verb)
         return fail("no verb given (see govcore --help)");
     for (v = verbs; v->name; v++)
-        if (strcmp(v->name, o.verb) == 0)
+        if (strcmp(v->name, o.verb) == 0) {
+            /* only measure runs a command: pin/apply would leave the clock pinned, CMD never run */
+            if (dashdash && v->run != cmd_measure)
+                return fail("%s runs no command: `-- CMD` is for measure (`pydvfs %s ... -- CMD` holds "
+                            "the clock while CMD runs)", o.verb, o.verb);
             return v->run(&o);
+        }
     return fail("unknown verb '%s' (see govcore --help)", o.verb);
 }

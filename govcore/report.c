@@ -86,17 +86,62 @@ int gc_status_all_zero(const gc_status *st)
     return st->live.n_rails > 0;
 }
 
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF), 0 where the byte at s does not start one. */
+static int utf8_len(const unsigned char *s)
+{
+    unsigned char lo = 0x80, hi = 0xbf;
+    int n, k;
+
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        n = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        n = 3;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        n = 4;
+    else
+        return 0;
+    if (s[0] == 0xe0)
+        lo = 0xa0;
+    else if (s[0] == 0xed)
+        hi = 0x9f;
+    else if (s[0] == 0xf0)
+        lo = 0x90;
+    else if (s[0] == 0xf4)
+        hi = 0x8f;
+    for (k = 1; k < n; k++) {
+        if (s[k] < lo || s[k] > hi)
+            return 0; /* also the string's end: '\0' is no continuation byte */
+        lo = 0x80;
+        hi = 0xbf;
+    }
+    return n;
+}
+
+/* A JSON string. Bytes that are not UTF-8 (a board file's garbage) are written as the text
+ * \xNN, as pydvfs's --json writes them: the document stays valid JSON, the same from both. */
 void gc_json_str(FILE *f, const char *s)
 {
+    const unsigned char *p = (const unsigned char *)s;
+
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    while (*p) {
+        unsigned char c = *p;
+        int n;
+
         if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
         else if (c < 0x20 || c == 0x7f)
             fprintf(f, "\\u%04x", c);
-        else
+        else if (c < 0x80)
             fputc(c, f);
+        else if ((n = utf8_len(p)) > 0) {
+            fwrite(p, 1, (size_t)n, f);
+            p += n;
+            continue;
+        } else
+            fprintf(f, "\\\\x%02x", c);
+        p++;
     }
     fputc('"', f);
 }

@@ -124,6 +124,8 @@ cdef bytes _opt(s):
         return b""
     if not isinstance(s, (str, os.PathLike)):
         raise errors.InvalidValueError(f"state_dir must be a folder path, got {s!r}")
+    if not os.fspath(s):  # not the default folder in disguise
+        raise errors.InvalidValueError("the state folder is empty: give a folder starting with /")
     return os.fsencode(s)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from .. import signals
 from ..command import stop_command
 from ..errors import InvalidValueError
+from ..progress import check_progress_file
 from ..signals import Terminated, terminate_as_exception
 from .common import emit, examples, int_range
 
@@ -64,8 +65,14 @@ def _write_idle_power(board) -> float:
 def cmd_fake_board(args: argparse.Namespace) -> int:
     from ..device.fake import ORIN_13_LEVELS_HZ, build_fake_board
 
-    if args.progress_file and not args.animate:
+    if args.animate is not None and not args.animate.strip():
+        raise InvalidValueError("--animate takes a model name (e.g. bert-base); it was empty")
+    if args.progress_file is not None and not args.animate:
         raise InvalidValueError("--progress-file is where --animate writes its step count: give --animate MODEL too")
+    if args.steps is not None and not args.animate:
+        raise InvalidValueError("--steps is how long --animate runs: give --animate MODEL too")
+    if args.progress_file is not None:  # a step count it may replace; anything else is refused, left as it is
+        check_progress_file(Path(args.progress_file))
     root = Path(args.dir)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InvalidValueError(f"{root} exists and is not an empty folder: give a new one")

@@ -129,3 +129,29 @@ def test_help_explains_every_verb(cli):
     assert out.returncode == 0
     for verb in ("status", "pin", "restore"):
         assert verb in out.stdout
+
+
+def test_a_board_file_that_is_not_utf8_is_the_same_json_from_both_front_ends(cli, board, govcore_bin):
+    """govcore --json wrote the raw bytes (no JSON parser reads them); the daemon's status too."""
+    (board.devfreq_dir / "governor").write_bytes(b"\xff\xfe\xc3\xa9ok\xed\xa0\x80\n")
+    ours = json.loads(cli("status", "--sysfs-root", str(board.root), "--json").stdout)["governor"]
+    out = subprocess.run([govcore_bin, "--sysfs-root", str(board.root), "--json", "status"], capture_output=True)
+    assert json.loads(out.stdout)["governor"] == ours == "\\xff\\xfe\u00e9ok\\xed\\xa0\\x80"  # é is UTF-8
+
+
+def test_govcore_runs_no_command_where_only_measure_does(cli, board, govcore_bin, tmp_path):
+    """`govcore pin 816 -- CMD` pinned, never ran CMD and left the clock pinned."""
+    for verb in (["pin", "816"], ["apply", "--workload", "model=bert,layers=12,hidden=768,seq_len=128"],
+                 ["restore"], ["status"]):
+        out = subprocess.run([govcore_bin, "--sysfs-root", str(board.root), "--state-dir", str(tmp_path), *verb,
+                              "--", "touch", str(tmp_path / "ran")], capture_output=True, text=True)
+        assert out.returncode == 2 and "runs no command" in out.stderr, (verb, out.stderr)
+    assert not (tmp_path / "ran").exists()
+    assert (board.read_hz("min_freq"), board.read_hz("max_freq")) == (306000000, 1300500000)
+    # an empty --state-dir is not the default folder (as root: /run/pydvfs) in disguise
+    out = subprocess.run([govcore_bin, "--sysfs-root", str(board.root), "--state-dir", "", "pin", "816"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "--state-dir needs a folder" in out.stderr
+    out = cli("pin", "816", "--sysfs-root", str(board.root), "--state-dir", "")
+    assert out.returncode == 2 and "state folder is empty" in out.stderr
+    assert (board.read_hz("min_freq"), board.read_hz("max_freq")) == (306000000, 1300500000)

@@ -81,16 +81,22 @@ def test_animate_runs_every_board_of_the_table(argv, tmp_path, capsys):
     (["--animate", "bert-tiny", "--steps", "-1"], "--steps: must be within 1.."),
     (["--animate", "bert-tiny", "--time-scale", "0"], "--time-scale: must be > 0"),
     (["--animate", "bert-tiny", "--time-scale", "nan"], "--time-scale: must be > 0"),
+    (["--animate", "bert-tiny", "--progress-file", "{tmp}/notes.txt"], "not a step count"),  # was overwritten
+    (["--animate", "bert-tiny", "--progress-file", "{tmp}"], "it is a folder"),  # was a traceback
+    (["--animate", "bert-tiny", "--progress-file", "{tmp}/no/steps"], "no folder"),  # was a traceback
+    (["--steps", "5"], "give --animate MODEL too"),  # was ignored
+    (["--animate", ""], "it was empty"),  # laid out a board that was not animated
 ])
 def test_a_bad_animation_is_refused_before_the_board_is_laid_out(argv, says, tmp_path, capsys):
     """An unknown model or task, --steps -1 or --time-scale 0 laid the tree out, then failed in
     the simulated process seconds later in several lines (or, --steps -1, "ran" and exited 0):
     now one line, exit 2, and no tree."""
     root = tmp_path / "b"
+    (tmp_path / "notes.txt").write_text("mine\n")
     try:
-        rc = main(["fake-board", str(root), *argv])
+        rc = main(["fake-board", str(root), *[a.replace("{tmp}", str(tmp_path)) for a in argv]])
     except SystemExit as e:  # argparse's refusal
         rc = e.code
     err = capsys.readouterr().err
     assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, err
-    assert not root.exists()
+    assert not root.exists() and (tmp_path / "notes.txt").read_text() == "mine\n"

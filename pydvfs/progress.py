@@ -23,8 +23,8 @@ from pathlib import Path
 
 from .errors import InvalidValueError
 
-TMP_TRIES = 100
-MAX_COUNT = 10**15  # the largest step (or token) count taken: beyond it, a garbled file, not a run  # names tried for the temporary file before giving up
+TMP_TRIES = 100  # names tried for the temporary file before giving up
+MAX_COUNT = 10**15  # the largest step (or token) count taken: beyond it, a garbled file, not a run
 
 
 def write_progress(path: str | os.PathLike, steps: float, tokens: float | None = None) -> None:
@@ -117,8 +117,9 @@ def _parse(text: str) -> tuple[int | None, int | None]:
     for field in fields:
         if not re.fullmatch(r"[0-9]+(\.[0-9]*)?", field):  # ASCII decimal: not '1e5', 'inf', '١٢'
             return None, None
-        value = int(field.partition(".")[0])
-        counts.append(value if value <= MAX_COUNT else None)  # a count past it is a glitch, not progress
+        whole = field.partition(".")[0]
+        value = int(whole) if len(whole) <= len(str(MAX_COUNT)) else None  # (int() of 4300 digits raises)
+        counts.append(value if value is not None and value <= MAX_COUNT else None)  # past it: a glitch
     return counts[0], counts[1] if len(counts) == 2 and counts[0] is not None else None
 
 

@@ -34,17 +34,6 @@ COMMAND_MODULES = [
 ]
 
 
-class _VersionAction(argparse.Action):
-    def __init__(self, option_strings, dest, **kwargs):
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        from ..version import format_version, version_info
-
-        print(format_version("pydvfs", version_info()))
-        parser.exit(0)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pydvfs",
@@ -61,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
             "pydvfs demo --quick"),
     )
     add_common_options(parser, suppress=False)
-    parser.add_argument("--version", action=_VersionAction,
+    parser.add_argument("--version", action="store_true",  # answered by main() before parsing
                         help="print the version, git describe and the built-in policies")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
@@ -74,10 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     top = list(itertools.takewhile(lambda a: a.startswith("-"), argv))  # the options before the verb
-    if "--version" in top and "--json" in top:  # as every verb's --json: one document on stdout
-        from ..version import version_info
+    if "--version" in top:  # with --json as every verb's: one document on stdout
+        from ..version import format_version, version_info
 
-        print(json.dumps(version_info(), indent=2))
+        print(json.dumps(version_info(), indent=2) if "--json" in top else format_version("pydvfs", version_info()))
         return 0
     parser = build_parser()
     args = parser.parse_args(argv)

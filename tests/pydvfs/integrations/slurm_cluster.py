@@ -1,7 +1,8 @@
 """A real Slurm cluster in a temp folder, for the tests (Debian's slurmctld, slurmd, munge).
 
 Four ``slurmd -N nX`` on this host (NodeAddr 127.0.0.1, the four ports after slurmctld's), each
-node with its own fake board (the SPANK plugin's ``sysfs_root=.../%n``), munged run as the munge
+node with several CPUs (as a Jetson has 6-14 cores: jobs share a node unless they ask for it whole)
+and its own fake board (the SPANK plugin's ``sysfs_root=.../%n``), munged run as the munge
 user, the pydvfs SPANK plugin in plugstack.conf and an epilog that records its environment. Every daemon
 is started here and stopped here by the pid it wrote; every client call has a timeout (an srun
 against a node in state INVAL waits forever).
@@ -25,6 +26,7 @@ REPO = Path(__file__).resolve().parents[3]
 NODES = ("n1", "n2", "n3", "n4")
 BASE_PORTS = range(17000, 17400, 5)  # slurmctld at a base, the four slurmd after it
 DAEMONS = ("slurmctld", "slurmd", "munged")
+NODE_CPUS = 4  # a node of a lab's cluster: several jobs fit unless one asks for the node (--exclusive)
 CLIENT_TIMEOUT_S = 60  # every srun/sbatch/squeue call
 INSTALL_HINT = "Slurm and munge are not installed (`make slurm-tools` installs them as root with apt)"
 
@@ -94,6 +96,24 @@ class Cluster:
                 time.sleep(0.01)
         return b.read_hz("min_freq"), b.read_hz("max_freq")
 
+    def assert_restored(self, node: str, original: tuple[int, int]) -> None:
+        """The board back as it was and no state left; srun returns once the tasks have ended, a
+        moment before slurmstepd's exit hook restores, so this waits (10 s at most) for it."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (self.board_files(node) != original
+                                               or any((self.dir / "state" / node).glob("*"))):
+            time.sleep(0.05)
+        assert self.board_files(node) == original
+        assert not any((self.dir / "state" / node).glob("*")), "state left behind"
+
+
+def wait_for(pred, timeout: float = 30, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
 
 def _conf(d: Path, base: int) -> str:
     host = os.uname().nodename
@@ -123,6 +143,7 @@ SelectTypeParameters=CR_CPU
 MpiDefault=none
 ReturnToService=2
 JobCompType=jobcomp/none
+SlurmdParameters=config_overrides
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 KillWait=2
@@ -130,7 +151,7 @@ InactiveLimit=0
 MinJobAge=600
 SlurmctldTimeout=30
 SlurmdTimeout=30
-NodeName=n[1-4] NodeHostname={host} NodeAddr=127.0.0.1 Port=[{base + 1}-{base + len(NODES)}] CPUs=1 Features=agx-orin State=UNKNOWN
+NodeName=n[1-4] NodeHostname={host} NodeAddr=127.0.0.1 Port=[{base + 1}-{base + len(NODES)}] CPUs={NODE_CPUS} Features=agx-orin State=UNKNOWN
 PartitionName=debug Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP
 """
 

@@ -1,11 +1,11 @@
 """pydvfs on a real Slurm cluster (tests/pydvfs/integrations/slurm_cluster.py): the SPANK plugin
-(govcore/spank/spank_pydvfs.c), `pydvfs sweep --slurm` and `pydvfs roofline collect --slurm`. One
+(govcore/spank/spank_pydvfs.c) and `pydvfs roofline collect --slurm` (the sweep's array jobs:
+test_slurm_sweep.py). One
 cluster for the module (about two minutes, most of it the time-limit job's wait, which the
 roofline runs fill); every client call has a timeout."""
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import os
 import pwd
@@ -13,15 +13,10 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from slurm_cluster import REPO, missing, start, stop
-
-from pydvfs.dataset import iter_rows
-from pydvfs.device.fake import build_fake_board
-from pydvfs.sweep import parse_workload, run_key, run_sweep
+from slurm_cluster import REPO, missing, start, stop, wait_for
 
 pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 
@@ -44,14 +39,6 @@ def _devfreq(c, node: str) -> str:
     return str(b.devfreq_dir)
 
 
-def _wait_for(pred, timeout: float = 30, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 def _energy(c, job: int, step: str, node: str) -> dict:
     return json.loads((c.dir / "work" / f"slurm-{job}.{step}.{node}.dvfs.json").read_text())
 
@@ -60,16 +47,6 @@ def _policy_level_hz(govcore_bin, c, node: str, *args: str) -> int:
     out = subprocess.run([govcore_bin, "--sysfs-root", str(c.boards[node].root), "apply", *args,
                           "--dry-run", "--json"], capture_output=True, text=True, check=True, timeout=60).stdout
     return round(json.loads(out)["freq_mhz"] * 1e6)
-
-
-def _assert_restored(c, node: str, original: tuple[int, int]) -> None:
-    """The board back as it was and no state left; srun returns once the tasks have ended, a
-    moment before slurmstepd's exit hook restores, so this waits (10 s at most) for it."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (c.board_files(node) != original or any((c.dir / "state" / node).glob("*"))):
-        time.sleep(0.05)
-    assert c.board_files(node) == original
-    assert not any((c.dir / "state" / node).glob("*")), "state left behind"
 
 
 def test_auto_pins_each_node_and_restores(cluster, govcore_bin):
@@ -86,7 +63,7 @@ def test_auto_pins_each_node_and_restores(cluster, govcore_bin):
     seen = {tuple(line.split()) for line in lines if line.startswith("n")}
     assert seen == {("n1", str(want_hz)), ("n2", str(want_hz))}, lines
     for n in nodes:
-        _assert_restored(c, n, original[n])
+        c.assert_restored(n, original[n])
     outer, inner, n2 = (_energy(c, job, s, n) for s, n in (("batch", "n1"), ("0", "n1"), ("0", "n2")))
     assert outer["governed"] and outer["restored"] and outer["policy"] == "mlg"
     assert n2["governed"] and n2["restored"] and n2["level_mhz"] * 1e6 == want_hz
@@ -103,10 +80,10 @@ def test_scancel_mid_step_restores(cluster):
     c = cluster
     original = c.board_files("n3")
     job = c.sbatch("-w", "n3", "--dvfs=700", "-o", "cancel-%j.out", "--wrap", "sleep 600")
-    _wait_for(lambda: c.board_files("n3")[1] == 714_000_000, what="the pin")
+    wait_for(lambda: c.board_files("n3")[1] == 714_000_000, what="the pin")
     c.run("scancel", str(job))
     assert c.wait(job) == "CANCELLED"
-    _assert_restored(c, "n3", original)
+    c.assert_restored("n3", original)
     e = _energy(c, job, "batch", "n3")
     assert e["restored"] and e["level_mhz"] == 714 and e["module_j"] > 0
 
@@ -135,7 +112,7 @@ def test_killed_task_restores(cluster):
     original = c.board_files("n3")
     cp = c.run("srun", "-w", "n3", "--dvfs=700", "sh", "-c", "kill -9 $$", check=False)
     assert cp.returncode != 0
-    _assert_restored(c, "n3", original)
+    c.assert_restored("n3", original)
 
 
 def test_killed_slurmstepd_left_to_the_epilog(cluster):
@@ -145,7 +122,7 @@ def test_killed_slurmstepd_left_to_the_epilog(cluster):
     original = c.board_files("n3")
     pidfile = c.dir / "work" / "orphan.pid"
     job = c.sbatch("-w", "n3", "--dvfs=700", "-o", "orphan-%j.out", "--wrap", f"echo $$ > {pidfile}; exec sleep 600")
-    _wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the job's script")
+    wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the job's script")
     st = c.boards["n3"].devfreq_dir.stat()
     holder = int((c.dir / "locks" / f"gpu-{st.st_dev:x}-{st.st_ino:x}.lock").read_text().split()[0])
     assert Path(f"/proc/{holder}/cmdline").read_bytes().startswith(f"slurmstepd: [{job}.batch]".encode())
@@ -154,7 +131,7 @@ def test_killed_slurmstepd_left_to_the_epilog(cluster):
         assert c.board_files("n3")[1] == 714_000_000  # nothing restored it yet
         c.run("scancel", str(job))
         c.wait(job)
-        _assert_restored(c, "n3", original)  # by the epilog
+        c.assert_restored("n3", original)  # by the epilog
     finally:  # the script's process outlived its slurmstepd: ours to stop
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
@@ -174,7 +151,7 @@ def test_plugstack_default_auto_for_a_partition(cluster, govcore_bin, partitions
     finally:
         conf.write_text(saved)
     assert out == str(ffg_hz if pinned else original[1])
-    _assert_restored(c, "n1", original)
+    c.assert_restored("n1", original)
 
 
 @pytest.mark.parametrize("opt, says", [
@@ -200,7 +177,7 @@ def test_off_and_far_clock(cluster):
     # outside the table: refused on the node, as by `govcore pin`; the step does not start
     assert "launch failed: Plugin initialization failed" in cp.stderr and not marker.exists()
     assert "99999 MHz is outside the board's table" in (c.dir / "log" / "slurmd-n2.log").read_text()
-    _assert_restored(c, "n2", original)
+    c.assert_restored("n2", original)
 
 
 def test_online_job_governs_and_the_step_end_restores(cluster, govcore_bin):
@@ -211,7 +188,7 @@ def test_online_job_governs_and_the_step_end_restores(cluster, govcore_bin):
     out = c.run("srun", "-w", "n3", "--dvfs=online", "sh", "-c",
                 f"{govcore_bin} pin 700 >/dev/null && cat {_devfreq(c, 'n3')}/max_freq").stdout
     assert out.strip() == "714000000"
-    _assert_restored(c, "n3", original)
+    c.assert_restored("n3", original)
 
 
 def test_roofline_collect_on_two_nodes_is_the_one_host_collect(cluster):
@@ -238,78 +215,6 @@ def test_roofline_collect_on_two_nodes_is_the_one_host_collect(cluster):
     assert f"launch task StepId={job}." in log  # the parallel runs reached the second node
 
 
-def _pydvfs(c, *args: str) -> subprocess.CompletedProcess:
-    env = {**c.env, "PYTHONPATH": str(REPO), "PYDVFS_LOCK_DIR": str(c.dir / "locks")}  # the jobs inherit it
-    return subprocess.run([sys.executable, "-m", "pydvfs", *args], env=env, cwd=c.dir / "work", capture_output=True,
-                          text=True, timeout=120)
-
-
-def _keys(path) -> set:
-    return {run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]) for r in iter_rows(path)}
-
-
-def test_sweep_array_merge_and_resubmit(cluster, tmp_path):
-    """8 workloads x the board's levels as an array over the nodes; one task cancelled mid-cell
-    leaves its board restored; submitting again runs only its missing cells; the merged dataset
-    has the cells of the same sweep on one board."""
-    c = cluster
-    folder, release = c.dir / "work" / "sweep", c.dir / "work" / "release"
-    specs = [f"name=w{i},model=bert,layers={2 + i},hidden=64,seq_len=16" for i in range(8)]
-    (c.dir / "work" / "workloads.txt").write_text("\n".join(specs) + "\n")
-    # task 3 blocks in its 714 MHz cell until released
-    cmd = ["sh", "-c", f'[ "$SLURM_ARRAY_TASK_ID" != 3 ] || [ "$PYDVFS_FREQ_MHZ" != 714 ] || [ -e {release} ] '
-                       "|| exec sleep 600"]
-    submit = ["sweep", "--slurm", "--out", str(folder), "--workloads", "workloads.txt", "--settle", "0", "--idle", "0",
-              "--partition", "debug", "--constraint", "agx-orin", "--max-parallel", "4",
-              "--sysfs-root", f"{c.dir}/boards/%n", "--state-dir", f"{c.dir}/state/%n", "--json", "--", *cmd]
-    cp = _pydvfs(c, *submit)
-    assert cp.returncode == 0, cp.stderr
-    first = json.loads(cp.stdout)
-    assert first["submitted"] == list(range(8))
-    task3 = f"{first['array_job']}_3"
-
-    def node_of_task3() -> str:
-        return c.run("squeue", "-h", "-j", task3, "-o", "%N", check=False).stdout.strip()
-
-    _wait_for(lambda: node_of_task3() in c.boards and c.board_files(node_of_task3())[1] == 714_000_000,
-              timeout=60, what="task 3 in its 714 MHz cell")
-    node = node_of_task3()
-    c.run("scancel", task3)
-    c.wait(first["merge_job"])
-    _assert_restored(c, node, (c.boards[node].levels_hz[0], c.boards[node].levels_hz[-1]))
-    merged = folder / "sweep.csv"
-    missing_before = 12 - len({k for k in _keys(merged) if k[0] == "w3"})
-    assert len(_keys(merged)) == 8 * 12 - missing_before and missing_before > 0
-
-    release.touch()
-    cp = _pydvfs(c, *submit)
-    assert cp.returncode == 0, cp.stderr
-    second = json.loads(cp.stdout)
-    assert second["submitted"] == [3]
-    assert c.wait(second["merge_job"]) == "COMPLETED"
-    attempt = json.loads((folder / "parts" / "3.json").read_text())["attempts"][-1]
-    assert attempt["runs"] == missing_before and attempt["skipped"] == 12 - missing_before
-
-    # the same sweep on one board, here
-    board = build_fake_board(tmp_path / "one", "jp5")
-    one = tmp_path / "one.csv"
-    for spec in specs:
-        run_sweep(["true"], parse_workload(spec), one, settle_s=0, idle_s=0, sysfs_root=str(board.root),
-                  state_dir=str(tmp_path / "state"))
-    assert _keys(merged) == _keys(one)
-    # what `pydvfs train --data DIR/sweep.csv` reads: a curve of every workload
-    from pydvfs.policy.curves import curves_from_frame, read_dataset
-
-    assert len(curves_from_frame(read_dataset(merged), "energy_module_j")) == 8
-    assert all(r["exit_status"] == 0 for r in iter_rows(merged))
-    nodes = list(csv.DictReader(open(folder / "nodes.csv")))
-    assert len(nodes) == 8 * 12 and {r["node"] for r in nodes} <= set(c.boards) and len({r["node"] for r in nodes}) >= 3
-    assert {r["board"] for r in nodes} == {"agx-orin"}
-    # the array's own merge job ran pydvfs sweep --merge; by hand it says what it merged
-    cp = _pydvfs(c, "sweep", "--merge", str(folder), "--json")
-    assert json.loads(cp.stdout)["incomplete"] == [] and json.loads(cp.stdout)["rows"] == 96
-
-
 def test_time_limit_restores(cluster):
     """The job submitted with the cluster (--time=1, --dvfs=auto on n4) was pinned by the ffg
     policy and is ended by its time limit; the board is restored and its energy file is there."""
@@ -319,4 +224,4 @@ def test_time_limit_restores(cluster):
     e = _energy(c, job, "batch", "n4")
     assert e["governed"] and e["restored"] and e["policy"] == "ffg" and e["level_mhz"] > 0
     assert e["duration_s"] >= 55 and e["module_j"] > 0
-    _assert_restored(c, "n4", (c.boards["n4"].levels_hz[0], c.boards["n4"].levels_hz[-1]))
+    c.assert_restored("n4", (c.boards["n4"].levels_hz[0], c.boards["n4"].levels_hz[-1]))

@@ -1,0 +1,101 @@
+"""`pydvfs sweep --slurm` on a real Slurm cluster shaped like a lab's
+(tests/pydvfs/integrations/slurm_cluster.py: nodes of several CPUs, the plugin `required`, a
+second user): the array of workloads, its merge, a resubmission, and what another user can do to
+a sweep folder. One cluster for the module; every client call has a timeout."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+from slurm_cluster import REPO, missing, start, stop, wait_for
+
+from pydvfs.dataset import iter_rows
+from pydvfs.device.fake import build_fake_board
+from pydvfs.sweep import parse_workload, run_key, run_sweep
+
+pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
+
+
+@pytest.fixture(scope="module")
+def cluster(test_tmp):
+    subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "spank"], check=True, capture_output=True, timeout=300)
+    c = start(test_tmp, REPO / "govcore" / "build" / "spank_pydvfs.so")
+    yield c
+    stop(c)
+
+
+def _pydvfs(c, *args: str) -> subprocess.CompletedProcess:
+    env = {**c.env, "PYTHONPATH": str(REPO), "PYDVFS_LOCK_DIR": str(c.dir / "locks")}  # the jobs inherit it
+    return subprocess.run([sys.executable, "-m", "pydvfs", *args], env=env, cwd=c.dir / "work", capture_output=True,
+                          text=True, timeout=120)
+
+
+def _keys(path) -> set:
+    return {run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]) for r in iter_rows(path)}
+
+
+def test_sweep_array_merge_and_resubmit(cluster, tmp_path):
+    """8 workloads x the board's levels as an array over the nodes; one task cancelled mid-cell
+    leaves its board restored; submitting again runs only its missing cells; the merged dataset
+    has the cells of the same sweep on one board."""
+    c = cluster
+    folder, release = c.dir / "work" / "sweep", c.dir / "work" / "release"
+    specs = [f"name=w{i},model=bert,layers={2 + i},hidden=64,seq_len=16" for i in range(8)]
+    (c.dir / "work" / "workloads.txt").write_text("\n".join(specs) + "\n")
+    # task 3 blocks in its 714 MHz cell until released
+    cmd = ["sh", "-c", f'[ "$SLURM_ARRAY_TASK_ID" != 3 ] || [ "$PYDVFS_FREQ_MHZ" != 714 ] || [ -e {release} ] '
+                       "|| exec sleep 600"]
+    submit = ["sweep", "--slurm", "--out", str(folder), "--workloads", "workloads.txt", "--settle", "0", "--idle", "0",
+              "--partition", "debug", "--constraint", "agx-orin", "--max-parallel", "4",
+              "--sysfs-root", f"{c.dir}/boards/%n", "--state-dir", f"{c.dir}/state/%n", "--json", "--", *cmd]
+    cp = _pydvfs(c, *submit)
+    assert cp.returncode == 0, cp.stderr
+    first = json.loads(cp.stdout)
+    assert first["submitted"] == list(range(8))
+    task3 = f"{first['array_job']}_3"
+
+    def node_of_task3() -> str:
+        return c.run("squeue", "-h", "-j", task3, "-o", "%N", check=False).stdout.strip()
+
+    wait_for(lambda: node_of_task3() in c.boards and c.board_files(node_of_task3())[1] == 714_000_000,
+              timeout=60, what="task 3 in its 714 MHz cell")
+    node = node_of_task3()
+    c.run("scancel", task3)
+    c.wait(first["merge_job"])
+    c.assert_restored(node, (c.boards[node].levels_hz[0], c.boards[node].levels_hz[-1]))
+    merged = folder / "sweep.csv"
+    missing_before = 12 - len({k for k in _keys(merged) if k[0] == "w3"})
+    assert len(_keys(merged)) == 8 * 12 - missing_before and missing_before > 0
+
+    release.touch()
+    cp = _pydvfs(c, *submit)
+    assert cp.returncode == 0, cp.stderr
+    second = json.loads(cp.stdout)
+    assert second["submitted"] == [3]
+    assert c.wait(second["merge_job"]) == "COMPLETED"
+    attempt = json.loads((folder / "parts" / "3.json").read_text())["attempts"][-1]
+    assert attempt["runs"] == missing_before and attempt["skipped"] == 12 - missing_before
+
+    # the same sweep on one board, here
+    board = build_fake_board(tmp_path / "one", "jp5")
+    one = tmp_path / "one.csv"
+    for spec in specs:
+        run_sweep(["true"], parse_workload(spec), one, settle_s=0, idle_s=0, sysfs_root=str(board.root),
+                  state_dir=str(tmp_path / "state"))
+    assert _keys(merged) == _keys(one)
+    # what `pydvfs train --data DIR/sweep.csv` reads: a curve of every workload
+    from pydvfs.policy.curves import curves_from_frame, read_dataset
+
+    assert len(curves_from_frame(read_dataset(merged), "energy_module_j")) == 8
+    assert all(r["exit_status"] == 0 for r in iter_rows(merged))
+    nodes = list(csv.DictReader(open(folder / "nodes.csv")))
+    assert len(nodes) == 8 * 12 and {r["node"] for r in nodes} <= set(c.boards) and len({r["node"] for r in nodes}) >= 3
+    assert {r["board"] for r in nodes} == {"agx-orin"}
+    # the array's own merge job ran pydvfs sweep --merge; by hand it says what it merged
+    cp = _pydvfs(c, "sweep", "--merge", str(folder), "--json")
+    assert json.loads(cp.stdout)["incomplete"] == [] and json.loads(cp.stdout)["rows"] == 96
+
+

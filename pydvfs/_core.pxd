@@ -77,6 +77,9 @@ cdef extern from "govcore.h" nogil:
 
 
 # The clocks beside the GPU's (govcore/domain.h): the EMC (BPMP debugfs) and each cpufreq policy.
+cdef extern from "sysfs.h" nogil:
+    int gc_sysfs_read(const char *root, const char *path, char *buf, size_t buf_len)
+
 cdef extern from "domain.h" nogil:
     enum:
         GC_MAX_DOMAINS

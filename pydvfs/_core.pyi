@@ -34,6 +34,9 @@ def board_text(raw: bytes) -> str:
     """Text a board file holds, for people: UTF-8, other bytes shown as \\xNN."""
 
 MHZ_GRAMMAR: str  # GC_MHZ_GRAMMAR: the clock grammar in words
+BOARD_FILE_MAX: int
+def read_board_file(sysfs_root: str | None, path: str) -> bytes | None:
+    """A board file (bounded) read as govcore reads one: under the root, no link out of it."""
 def default_state_dir() -> str | None: ...
 
 MAX_INTERPOLATED_PCT: float  # sampler.h GC_SAMPLER_MAX_INTERPOLATED_PCT

@@ -106,6 +106,24 @@ def board_text(raw):
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+BOARD_FILE_MAX = 4096  # bytes of a board file read_board_file returns at most
+
+
+def read_board_file(sysfs_root, str path):
+    """A board file's bytes (at most BOARD_FILE_MAX, trailing newlines, blanks and NULs cut), read
+    as govcore reads every board file (gc_sysfs_read): under the sysfs root, through no link that
+    leads out of it; None where it cannot be read."""
+    cdef char buf[4097]
+    cdef bytes r = os.fsencode(sysfs_root or "/")
+    cdef bytes p = os.fsencode(path) if r == b"/" else r.rstrip(b"/") + os.fsencode(path)  # a board path
+    cdef const char *cr = r
+    cdef const char *cp = p
+    cdef int rc
+    with nogil:
+        rc = gc_sysfs_read(cr, cp, buf, sizeof(buf))
+    return None if rc < 0 else bytes(buf)
+
+
 def default_state_dir():
     """Where saved clock states live when no folder is given; None where there is no private
     default (no $XDG_RUNTIME_DIR for a user: a folder must then be passed)."""

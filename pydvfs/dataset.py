@@ -17,6 +17,7 @@ appended to it.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import warnings
@@ -227,9 +228,13 @@ def write_rows(path: str | os.PathLike, rows: Iterable[dict]) -> int:
         return w.rows_written
 
 
-def iter_rows(path: str | os.PathLike) -> Iterator[dict]:
-    """Rows as dicts with typed values (None for empty cells). Needs no pandas."""
+def iter_rows(path: str | os.PathLike, torn_tail: bool = False) -> Iterator[dict]:
+    """Rows as dicts with typed values (None for empty cells). Needs no pandas. ``torn_tail``: a
+    last line without its newline (a writer killed mid-row) is not read (the next writer cuts it)."""
     with open(path, newline="", encoding="utf-8") as f:
+        if torn_tail:
+            text = f.read()
+            f = io.StringIO(text[:text.rfind("\n") + 1])
         reader = csv.DictReader(f)
         header = tuple(reader.fieldnames or ())
         if header == LEGACY_COLUMN_NAMES:

@@ -81,6 +81,36 @@ def check_replaceable(path: str | os.PathLike) -> None:
         raise InvalidValueError(f"{path} is not a regular file (a link, a folder or a FIFO): not replaced")
 
 
+def check_folders_above(path: str, what: str, error=InvalidValueError) -> None:
+    """``error`` unless no user but root and this one can change where ``path`` leads: every
+    symbolic link on the way, as written, owned by root or this user (another user's link chooses
+    where the folder is), and every real folder above it owned by root or this user and writable
+    by no one else unless sticky (/tmp: no one else can rename what this user owns there). A
+    folder not made yet is skipped (the check runs again once it is). ``what`` names the folder
+    in the message ("the run-record folder")."""
+    me = os.geteuid()
+    parts = path.rstrip("/").split("/")
+    for i in range(2, len(parts)):
+        p = "/".join(parts[:i])
+        try:
+            st = os.lstat(p)
+        except OSError:
+            break  # not made yet: nothing below it is either
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (0, me):
+            raise error(f"refusing {what} {path}: {p} above it is a symbolic link owned by "
+                        f"another user (uid {st.st_uid}); use a private folder")
+    real = os.path.realpath(path)
+    while real != "/":
+        real = os.path.dirname(real)
+        try:
+            st = os.stat(real)
+        except OSError:
+            continue
+        if st.st_uid not in (0, me) or (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX):
+            raise error(f"refusing {what} {path}: {real} above it can be changed by another "
+                        f"user (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):03o}); use a private folder")
+
+
 def _create_tmp(dfd: int, name: str) -> tuple[str, int]:
     """A fresh ``NAME.tmp.<pid>[.<n>]`` in the folder dfd: (its name, an open descriptor). An
     entry already there (a stale file, a planted link) is never opened: the next name is tried."""

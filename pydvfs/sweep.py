@@ -26,13 +26,14 @@ from .errors import CommandError, InvalidValueError
 from .levels import check_near_table, nearest_level
 from .sampler import Sampler
 from .signals import terminate_as_exception
-from .workload import Workload
+from .workload import WORKLOAD_ENV, Workload
 
 # The signals that stop a job (Ctrl-C, scancel, a time limit, a closed terminal, SIGKILL after
 # KillWait): a command ended by one was cut off, not measured.
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGKILL})
 
 MAX_REPEATS = 100  # runs per setting; a sweep of 12 settings x 100 repeats already takes days
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def parse_workload(spec: str) -> dict:
@@ -47,6 +48,41 @@ def parse_workload(spec: str) -> dict:
     if "name" not in out:
         out["name"] = f"{out['model']}-L{out['layers']}-H{out['hidden']}" + (f"/{out['task']}" if "task" in out else "")
     return out
+
+
+def workload_text(spec: dict) -> str:
+    """A parsed workload (:func:`parse_workload`) written back in its grammar: what a cell's
+    command reads in ``$PYDVFS_WORKLOAD``."""
+    return ",".join(f"{k}={v}" for k, v in spec.items())
+
+
+def workload_env(spec: dict) -> dict[str, str]:
+    """The environment a cell's command gets for its workload: ``PYDVFS_WORKLOAD`` (the spec) and
+    ``PYDVFS_WORKLOAD_<KEY>`` for each of its fields (``PYDVFS_WORKLOAD_MODEL=bert``)."""
+    return {WORKLOAD_ENV: workload_text(spec), **{f"{WORKLOAD_ENV}_{k.upper()}": str(v) for k, v in spec.items()}}
+
+
+def cell_command(cmd: Sequence[str], spec: dict) -> list[str]:
+    """``cmd`` with each ``{key}`` filled from the workload's field of that name (``{model}``,
+    ``{task}``, ``{name}``, ...; ``{{`` and ``}}`` stand for braces). InvalidValueError naming the
+    placeholder for a key the grammar does not have, or the workload does not give: checked
+    before anything runs."""
+    from . import _core
+
+    def fill(m: re.Match) -> str:
+        key = m.group(1)
+        if key is None:
+            return m.group(0)[0]
+        if key not in _core.WORKLOAD_FIELDS:
+            raise InvalidValueError(f"the command's {{{key}}} is not a workload field (known: "
+                                    f"{', '.join(sorted(_core.WORKLOAD_FIELDS))}; write {{{{{key}}}}} for the text "
+                                    f"{{{key}}})")
+        if key not in spec:
+            raise InvalidValueError(f"the command's {{{key}}} has no value in workload {spec.get('name')!r} "
+                                    f"(give {key}=... in its spec)")
+        return str(spec[key])
+
+    return [_PLACEHOLDER.sub(fill, arg) for arg in cmd]
 
 
 def parse_freqs(text: str, levels_mhz: Sequence[float]) -> list[float]:
@@ -117,9 +153,11 @@ def _idle_power_w(sampler: Sampler, seconds: float) -> float | None:
 def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs: str = "all",
               repeats: int = 1, settle_s: float = 2.0, idle_s: float = 5.0, rate_hz: float | None = None,
               seed: int = 0, sysfs_root=None, state_dir=None, progress: Progress | None = None,
-              sleep: Callable[[float], None] = time.sleep, on_row: Callable[[dict], None] | None = None) -> dict:
+              sleep: Callable[[float], None] = time.sleep, on_row: Callable[[dict], None] | None = None,
+              retry_failed: bool = False) -> dict:
     """Sweep ``cmd`` over the clocks; returns a summary (runs done, skipped, failed).
-    ``on_row``: called with each row once it is written (a Slurm task records its node)."""
+    ``on_row``: called with each row once it is written (a Slurm task records its node).
+    ``retry_failed``: a cell whose last run failed is run again (its rows stay; the last counts)."""
     if not cmd:
         raise InvalidValueError("no training command given (put it after --)")
     if not 1 <= repeats <= MAX_REPEATS:
@@ -135,9 +173,13 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
     settings = [("fixed", f) for f in levels] + [("maxn", None)]
     wl = Workload.from_any(workload)
     name = workload["name"]
+    cmd = cell_command(cmd, workload)  # before the first pin: a bad placeholder changes nothing
+    cell_env = workload_env(workload)
 
     writer = DatasetWriter(out)  # repairs a half-written last line before we read what is done
     done = {run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]): r for r in iter_rows(out)}
+    if retry_failed:
+        done = {k: r for k, r in done.items() if r["exit_status"] in (0, None)}
     plan = []
     for rep in range(repeats):
         order = list(settings)
@@ -163,7 +205,8 @@ def run_sweep(cmd: Sequence[str], workload: dict, out: str | os.PathLike, freqs:
                     dev.pin(mhz)
                 sleep(settle_s)
                 label = f"{'MAXN' if mhz is None else f'{mhz:g} MHz'} rep {rep}"
-                m, status = _measure(sampler, cmd, {"PYDVFS_SETTING": setting, "PYDVFS_FREQ_MHZ": "" if mhz is None else f"{mhz:g}"})
+                m, status = _measure(sampler, cmd, {**cell_env, "PYDVFS_SETTING": setting,
+                                                     "PYDVFS_FREQ_MHZ": "" if mhz is None else f"{mhz:g}"})
                 # ended by a termination signal (scancel or a time limit signals the whole step, and
                 # the command may die before this process's own handler runs): a cut-off run, not a
                 # measurement of the cell; left out, so that a resumed sweep runs it again
@@ -218,4 +261,4 @@ def _row(spec: dict, wl: Workload, setting: str, mhz, rep: int, m, status: int, 
     }
 
 
-__all__ = ["run_sweep", "parse_workload", "parse_freqs", "Progress"]
+__all__ = ["run_sweep", "parse_workload", "parse_freqs", "Progress", "cell_command", "workload_env"]

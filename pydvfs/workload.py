@@ -41,6 +41,7 @@ def _whole(value, what: str) -> int:
 
 
 # The keys of a workload (``--workload``, dicts, sweep CSVs) beyond the dataclass's own names.
+WORKLOAD_ENV = "PYDVFS_WORKLOAD"  # a sweep cell's workload spec (pydvfs.sweep.workload_env)
 ALIASES = {"seq-len": "seq_len", "avg_seq_len": "seq_len", "util": "util_pct",
            "gpu_util_pct": "util_pct", "num_hidden_layers": "layers", "hidden_size": "hidden",
            "r": "rank", "lora_r": "rank", "bits": "weight_bits", "dtype": "precision",

@@ -78,16 +78,16 @@ def _slurm(args: argparse.Namespace, cmd: list[str]) -> int:
     from ..integrations import slurm
     from .common import emit
 
+    if args.plan_sha256 is not None and not (args.slurm_task or args.merge):
+        raise InvalidValueError("--plan-sha256 goes with --slurm-task or --merge")
     if args.slurm_task:
-        summary = slurm.run_task(args.slurm_task)
+        summary = slurm.run_task(args.slurm_task, plan_sha256=args.plan_sha256)
         emit(args, summary, lambda: f"{summary['workload']}: {summary['runs']} runs measured, "
                                     f"{summary['skipped']} already in the part", wrapped=True)
         return 1 if summary["failed"] else 0
     if args.merge:
-        summary = slurm.merge(args.merge)
-        emit(args, summary, lambda: f"{summary['out']}: {summary['rows']} runs" + (
-            f"; not complete: {', '.join(summary['incomplete'])} (submit the sweep again to fill them)"
-            if summary["incomplete"] else ""))
+        summary = slurm.merge(args.merge, plan_sha256=args.plan_sha256)
+        emit(args, summary, lambda: _merge_text(summary))
         return 0
     if args.sim:
         raise InvalidValueError("--slurm sweeps boards: no --sim")
@@ -110,12 +110,27 @@ def _slurm(args: argparse.Namespace, cmd: list[str]) -> int:
                **{k: None if v is None else os.path.abspath(v)
                   for k, v in (("sysfs_root", args.sysfs_root), ("state_dir", args.state_dir))}}
     summary = slurm.submit(os.path.abspath(args.out), workloads, cmd, options, partition=args.partition,
-                           constraint=args.constraint, max_parallel=args.max_parallel)
+                           constraint=args.constraint, max_parallel=args.max_parallel,
+                           exclusive=not args.share_node)
+    running = (f"; {len(summary['running'])} still pending or running, not submitted again"
+               if summary["running"] else "")
     emit(args, summary, lambda: (
-        f"{summary['folder']}: complete, nothing to submit" if summary["array_job"] is None else
-        f"array job {summary['array_job']} ({len(summary['submitted'])} of {summary['workloads']} workloads), "
+        f"{summary['folder']}: nothing to submit{running or ' (complete)'}" if summary["array_job"] is None else
+        f"array job {summary['array_job']} ({len(summary['submitted'])} of {summary['workloads']} workloads{running}), "
         f"merge job {summary['merge_job']} after it -> {summary['folder']}/{slurm.MERGED}"))
     return 0
+
+
+def _merge_text(summary: dict) -> str:
+    lines = [f"{summary['out']}: {summary['rows']} runs"]
+    if summary["incomplete"]:
+        lines.append(f"not complete: {', '.join(summary['incomplete'])} (submit the sweep again to fill them)")
+    for f in summary["failed"]:
+        what = "MAXN" if f["freq_mhz"] is None else f"{f['freq_mhz']:g} MHz"
+        lines.append(f"FAILED: {f['workload']} {what} repeat {f['repeat']} exited {f['exit_status']} "
+                     "(submit the sweep again to rerun it)")
+    lines += [f"skipped, damaged: {d}" for d in summary["damaged"]]
+    return "\n".join(lines)
 
 
 def _noise_check():
@@ -170,13 +185,20 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--slurm", action="store_true",
                    help="submit the sweep as an array job, one task per workload, each on its node's board; "
                         "--out is then the sweep's folder (merged into DIR/sweep.csv by a job after it); "
-                        "submitting again runs only the missing cells; %%n in --sysfs-root/--state-dir: the node")
+                        "submitting again runs only the missing or failed cells; %%n in --sysfs-root/--state-dir: "
+                        "the node; the command may hold {model}, {task}, {name}, ... (the workload's fields), and "
+                        "each cell gets $PYDVFS_WORKLOAD")
     g.add_argument("--workloads", metavar="FILE", help="(--slurm) more workloads, one --workload spec a line")
     g.add_argument("--partition", metavar="P", help="(--slurm) the partition to run in")
     g.add_argument("--constraint", metavar="FEATURE", help="(--slurm) the nodes' feature, as sbatch's")
     g.add_argument("--max-parallel", type=int_range(1, 100000), metavar="N", help="(--slurm) tasks at once")
     g.add_argument("--merge", metavar="DIR", help="merge a --slurm sweep's folder into DIR/sweep.csv")
+    g.add_argument("--share-node", action="store_true",
+                   help="(--slurm) let a task share its node with other jobs (default: each task asks for its node "
+                        "whole, --exclusive, as a measurement must; with this, it asks for the GPU's GRES where the "
+                        "nodes declare one)")
     g.add_argument("--slurm-task", metavar="DIR", help=argparse.SUPPRESS)  # what each array task runs
+    g.add_argument("--plan-sha256", metavar="HEX", help=argparse.SUPPRESS)  # the plan a task or merge trusts
     from .common import add_report_output
 
     add_report_output(p)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ..energy import MEASURES
 from ..errors import StoreError
+from ..progress import check_folders_above
 
 FORMAT = "pydvfs-runs/1"  # the record's "format": a record of another format is skipped
 MAX_RUNS = 500  # records kept per board; the oldest go first
@@ -83,32 +84,9 @@ def _mkdir_private(path: str) -> None:
 
 
 def _check_ancestors(path: str) -> None:
-    """Every folder above ``path``, as written and as reached: a symbolic link on the way owned
-    by root or this user (another user's link chooses where the store goes), and every real
-    folder above owned by root or this user and writable by no one else unless sticky (/tmp):
-    another user could swap the folder otherwise. A folder not made yet is skipped (the check
-    runs again once it is)."""
-    me = os.geteuid()
-    parts = path.rstrip("/").split("/")
-    for i in range(2, len(parts)):
-        p = "/".join(parts[:i])
-        try:
-            st = os.lstat(p)
-        except OSError:
-            break  # not made yet: nothing below it is either
-        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (0, me):
-            raise StoreError(f"refusing the run-record folder {path}: {p} above it is a symbolic link owned by "
-                             f"another user (uid {st.st_uid}); use a private folder")
-    real = os.path.realpath(path)
-    while real != "/":
-        real = os.path.dirname(real)
-        try:
-            st = os.stat(real)
-        except OSError:
-            continue
-        if st.st_uid not in (0, me) or (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX):
-            raise StoreError(f"refusing the run-record folder {path}: {real} above it can be changed by another "
-                             f"user (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):03o}); use a private folder")
+    """No one but root and this user can change where the store's folder leads (a folder not
+    made yet is skipped: the check runs again once it is)."""
+    check_folders_above(path, "the run-record folder", StoreError)
 
 
 def _check_owned(st: os.stat_result, what: str, path: str) -> None:

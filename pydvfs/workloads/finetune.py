@@ -32,6 +32,7 @@ from typing import Any, Optional
 
 from ..cli.common import int_range, missing_extra_message
 from ..errors import InvalidValueError, PydvfsError
+from ..workload import WORKLOAD_ENV
 from . import glue, models
 from .steps import write_steps
 
@@ -53,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m pydvfs.workloads.finetune",
         description="Fine-tune a (random-init or MiniLM) classifier on a GLUE task; no downloads.",
     )
-    p.add_argument("--model", default="bert-base", help=f"one of: {', '.join(models.MODELS)}")
+    p.add_argument("--model", default=None,
+                   help=f"one of: {', '.join(models.MODELS)} (default: the model of $PYDVFS_WORKLOAD, the "
+                        "workload a sweep's cell runs, with its task, batch size and method; else bert-base)")
     p.add_argument("--trainer", default="loop", choices=("loop", "sft"),
                    help="loop: a classifier in a plain training loop (default); sft: a decoder "
                         f"({', '.join(models.DECODERS)}) with TRL's SFTTrainer")
@@ -66,12 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compute precision: fp32 (default), or 16-bit autocast")
     p.add_argument("--vocab-size", type=int, default=2048, metavar="N",
                    help="sft: the BPE tokenizer trained on the shipped sentences (default 2048)")
-    p.add_argument("--task", default="sst2", help=f"one of: {', '.join(glue.TASKS)}")
+    p.add_argument("--task", default=None, help=f"one of: {', '.join(glue.TASKS)} (default sst2)")
     p.add_argument("--max-steps", type=int, default=None, metavar="N",
                    help="stop after N optimiser steps (default: --epochs over the training rows)")
     p.add_argument("--epochs", type=float, default=1.0,
                    help=f"passes over the training rows, at most {MAX_EPOCHS:g} (default 1)")
-    p.add_argument("--batch-size", type=int, default=16, metavar="B")
+    p.add_argument("--batch-size", type=int, default=None, metavar="B", help="(default 16)")
     p.add_argument("--max-seq-len", type=int, default=128, metavar="S",
                    help="truncate inputs to S tokens (default 128)")
     p.add_argument("--pad-to-max", action="store_true",
@@ -88,6 +91,57 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after every step, atomically replace F with the completed step count")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
+
+
+DEFAULTS = {"model": "bert-base", "task": "sst2", "batch_size": 16}
+
+
+def from_workload_env(args: argparse.Namespace, environ=os.environ) -> str | None:
+    """Without --model, a sweep's cell (``$PYDVFS_WORKLOAD``, pydvfs.sweep.workload_env) names
+    what to train: the catalogue model of the spec's ``model_size`` (or of its model, layers and
+    hidden), and its task, batch size, PEFT method, rank and precision where the spec gives them
+    and the command does not. Fills ``args``; returns the line that says so (None: no workload,
+    the defaults). InvalidValueError where the spec names no model of the catalogue."""
+    text = environ.get(WORKLOAD_ENV) if args.model is None else None
+    taken = {}
+    if text:
+        from .. import _core
+
+        spec = _core.parse_workload(text)
+        parser_defaults = vars(build_parser().parse_args([]))
+        args.model = _catalogue_model(spec)
+        taken["model"] = args.model
+        fields = {"task": "task", "batch_size": "batch_size", "peft": "peft", "rank": "rank",
+                  "precision": "precision"}
+        for key, attr in fields.items():
+            if key in spec and getattr(args, attr) in (None, parser_defaults[attr]):
+                value = spec[key]
+                if key == "task":
+                    value = value.lower().replace("-", "")
+                elif key in ("batch_size", "rank"):
+                    value = int(float(value))
+                setattr(args, attr, value)
+                taken[key] = value
+        if models.model_spec(args.model).is_causal_lm and args.trainer == "loop":
+            args.trainer = taken["trainer"] = "sft"
+    for key, value in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if not taken:
+        return None
+    return f"from ${WORKLOAD_ENV} ({text}): " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in taken.items())
+
+
+def _catalogue_model(spec: dict) -> str:
+    if spec.get("model_size", "").lower() in models.MODELS:
+        return spec["model_size"].lower()
+    for name, m in models.MODELS.items():
+        if m.family.startswith(spec["model"].lower()) and str(m.layers) == spec.get("layers") \
+                and str(m.hidden) == spec.get("hidden"):
+            return name
+    raise InvalidValueError(f"${WORKLOAD_ENV} names no model of the catalogue (model {spec.get('model')}, layers "
+                            f"{spec.get('layers')}, hidden {spec.get('hidden')}; give model_size=NAME in the spec or "
+                            f"--model; known: {', '.join(models.MODELS)})")
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -208,6 +262,7 @@ def _pearson(xs: list, ys: list) -> Optional[float]:
 
 def run(args: argparse.Namespace) -> dict:
     """Train and score; returns the result record (also what --json prints)."""
+    from_workload_env(args, {})  # the defaults of what main() did not fill
     _validate(args)
     if args.trainer == "sft":
         from .sft import run_sft
@@ -369,6 +424,9 @@ def main(argv: Optional[list] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        said = from_workload_env(args)
+        if said:
+            print(f"{parser.prog}: {said}", file=sys.stderr, flush=True)
         result = run(args)
     except PydvfsError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)

@@ -133,22 +133,30 @@ def _status_text(st: dict, learned: dict | None = None, calibrated: str | None =
 def calibration_status(board_id: str | None, data_dir) -> tuple[dict | None, str | None]:
     """status's record (None: not calibrated) and line on the board's calibration (`pydvfs
     calibrate`, docs/boards.md); no line for a board outside the board table."""
+    from ..errors import StoreError
     from ..policy.calibrated import CalibrationStore, board_calibration
     from ..sim.profiles import board_ids, profile
 
     if board_id is None or board_id not in board_ids():
         return None, None
     cal = board_calibration(board_id, data_dir, prefix="pydvfs status")
+    try:
+        rejected = CalibrationStore(data_dir).rejection(board_id)
+    except (StoreError, OSError):
+        rejected = None
+    why = f"; the last fit was rejected ({rejected['utc']}, {rejected['source']}): {rejected['why']}" if rejected else ""
     if cal is None:
         kind = "calibrated profile" if profile(board_id).calibrated else "estimate"
         return None, (f"calibrated no: apply decides from the built-in policy (its simulator is an {kind}); "
-                      "`pydvfs calibrate` measures this board")
+                      f"`pydvfs calibrate` or one governed run measures this board{why}")
     path = CalibrationStore(data_dir).file_path(board_id)
     refit = (f", refitted {cal.refit_utc} with {cal.online_runs} online run{'s' * (cal.online_runs != 1)}"
              if cal.refit_utc else "")
     return ({"measurements": cal.measurements, "created_utc": cal.created_utc, "path": path, "knobs": cal.knobs,
-             "online_runs": cal.online_runs, "refit_utc": cal.refit_utc or None},
-            f"calibrated yes: {cal.note()} ({cal.created_utc}{refit}), stored in {path}")
+             "online_runs": cal.online_runs, "refit_utc": cal.refit_utc or None,
+             "rms_log_error": cal.rms_log_error, "last_rejected": rejected},
+            f"calibrated yes: {cal.note()} ({cal.created_utc}{refit}, rms error {100 * cal.rms_log_error:.1f} %), "
+            f"stored in {path}{why}")
 
 
 def learned_text(r: dict) -> str:

@@ -2,7 +2,8 @@
 board's simulator from one training job (docs/boards.md, "Calibrating a board").
 
 Exits with 0 once the board is calibrated (CMD stopped; with --keep-running, CMD's own status);
-2 with one line on bad input or where CMD ends before enough was measured; 130/143 on
+2 with one line on bad input, where CMD ends before enough was measured, writes no step within
+--progress-timeout, or where the fit is rejected (its steps do not follow the clock: nothing stored); 130/143 on
 Ctrl-C/SIGTERM. The board is restored on every path.
 """
 from __future__ import annotations
@@ -54,7 +55,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     check_report_out(args)
     workload = workload_from_args(args)
     window = WindowParams(**{k: v for k, v in (("min_window_s", args.min_window_s), ("min_steps", args.min_steps),
-                                               ("settle_s", args.settle_s)) if v is not None})
+                                               ("settle_s", args.settle_s),
+                                               ("progress_timeout_s", args.progress_timeout_s)) if v is not None})
     with terminate_as_exception():
         report = calibrate(cmd, workload, args.progress_file, keep_running=args.keep_running, window=window,
                            rate_hz=args.rate, sysfs_root=args.sysfs_root, state_dir=args.state_dir,
@@ -83,6 +85,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--min-steps", type=count, metavar="N", help="fewest steps per window (default 20)")
     p.add_argument("--settle", dest="settle_s", type=seconds_or_zero, metavar="S",
                    help="wait after each clock change before measuring (default 2 s)")
+    p.add_argument("--progress-timeout", dest="progress_timeout_s", type=seconds, metavar="S",
+                   help="how long to wait for CMD's first step before giving up and restoring the board "
+                        "(default 120 s)")
     add_energy_option(p)
     add_report_output(p)
     add_board_options(p)

@@ -16,6 +16,7 @@ chooses for it). The board is restored on every path.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -25,7 +26,7 @@ from typing import Callable, Sequence
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
 from ..energy import DEFAULT_MEASURE, check_measure
-from ..errors import InvalidValueError, PydvfsError
+from ..errors import InvalidValueError, PydvfsError, StoreError
 from ..progress import StepsSeen, check_progress_file, read_progress_tokens
 from ..sampler import Sampler
 from .engine import WindowParams, window_energy_j
@@ -49,6 +50,10 @@ def _wait(proc, progress: Path, seen: StepsSeen, until: Callable[[float, int | N
             raise InvalidValueError(f"the command ended (status {exit_status(proc.returncode)}) {what}: "
                                     "calibrate needs a job that trains for a few minutes")
         if now - last_t > timeout_s:
+            if steps is None:
+                raise InvalidValueError(f"no step count came in {progress} in {timeout_s:g} s {what}: calibrate "
+                                        "needs CMD to write its completed step count there (--progress-timeout "
+                                        "waits longer); the board was restored")
             raise InvalidValueError(f"no new step in {progress} for {timeout_s:g} s {what}")
         if now - t0 < 0:  # a clock that goes back
             t0 = now
@@ -85,6 +90,7 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
     """Calibrate the board from CMD's training (see the module); returns the report."""
     from ..policy.calibrated import (
         CalibrationStore,
+        FitRejected,
         calibrated_choice,
         design,
         fit,
@@ -126,6 +132,8 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
         with dev.governing(), sampler:
             proc = start_command(cmd, {"PYDVFS_POLICY": "calibrate"})
             try:
+                print(f"pydvfs calibrate: waiting up to {window.progress_timeout_s:g} s for {cmd[0]}'s first step "
+                      f"in {progress}", file=log, flush=True)
                 for f in clocks:
                     if f is None:
                         dev.restore()
@@ -147,12 +155,26 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
                     measured[f] = (e / (s1 - s0), m.duration_s / (s1 - s0))
                     print(f"pydvfs calibrate: {name}: {measured[f][0]:.5g} J/step, {measured[f][1]:.5g} s/step",
                           file=log, flush=True)
-                knobs, rms = fit(board_id, run, measured, energy)
+                try:
+                    knobs, rms = fit(board_id, run, measured, energy)
+                except FitRejected as e:  # the last good calibration (or none) stays
+                    with contextlib.suppress(StoreError, OSError):
+                        store.note_rejection(board_id, str(e), "pydvfs calibrate")
+                    raise FitRejected(f"no calibration stored (the board's is as it was): {e}") from None
                 cal = new_calibration(board_id, knobs, rms, wl, measured, energy)
                 before = _builtin_decisions(dev, energy)  # the policy's, before the calibration decides
                 with store.locked(board_id):  # with the online runs the store already holds
-                    cal = refit(cal, RunStore(data_dir).load(board_id).records)
+                    try:
+                        cal, left = refit(cal, RunStore(data_dir).load(board_id).records)
+                    except FitRejected as e:
+                        left = 0
+                        print(f"pydvfs calibrate: this job's fit alone is stored: with the recorded online runs "
+                              f"the fit was rejected: {e}", file=log, flush=True)
                     path = store.save(cal)
+                    store.clear_rejection(board_id)
+                if left:
+                    print(f"pydvfs calibrate: {left} recorded run{'s' * (left != 1)} the fit could not follow "
+                          "left out", file=log, flush=True)
                 rms = cal.rms_log_error
                 record = _write_record(store, cal, dev, before)
                 chosen = calibrated_choice(cal, wl, dev.available_frequencies_mhz, energy)

@@ -188,13 +188,25 @@ def test_published_records_fold_into_a_profiles_knobs(calibrated, tmp_path, caps
     from fold_calibrations import main as fold_main
 
     _, _, r, _ = calibrated
-    assert fold_main([r["record"][0], r["record"][0], "--json"]) == 0
+    rec = json.loads(Path(r["record"][0]).read_text())
+    other = dict(rec, calibration={**rec["calibration"], "knobs": {**rec["calibration"]["knobs"], "static": 1.5}})
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    # one record given three times is one vote (issue 51: it counted three)
+    assert fold_main([r["record"][0], r["record"][0], r["record"][0], str(tmp_path / "other.json"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["board"] == BOARD and out["records"] == 2
-    assert out["knobs"]["static"]["median"] == r["calibration"]["knobs"]["static"]
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"format": "x"}')
-    assert fold_main([str(bad)]) == 2 and "not a pydvfs-calibration/1-record" in capsys.readouterr().err
+    assert out["board"] == BOARD and out["records"] == 2 and out["given"] == 4
+    assert out["knobs"]["static"]["median"] == (r["calibration"]["knobs"]["static"] + 1.5) / 2
+    # refused in one line, never a traceback: not a record, a record whose calibration is of another
+    # board than it says, a malformed calibration, not JSON
+    moved = dict(rec, board="orin-nx")
+    broken = dict(rec, calibration={**rec["calibration"], "points": [{"j_per_step": 1.0, "s_per_step": 1.0}] * 2})
+    for text, why in (('{"format": "x"}', "not a pydvfs-calibration/1-record"), ("[1, 2]", "not a pydvfs"),
+                      (json.dumps(moved), "of board 'orin-nx' holds a calibration of 'orin-nano-super'"),
+                      (json.dumps(broken), "malformed"), ("{", "not JSON")):
+        (tmp_path / "bad.json").write_text(text)
+        assert fold_main([str(tmp_path / "bad.json")]) == 2
+        err = capsys.readouterr().err
+        assert why in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
 def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, capsys):
@@ -216,20 +228,26 @@ def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, c
     before = board_calibration(BOARD, data)
     wl = {"model": "pythia", "layers": 6, "hidden": 512, "seq_len": 40.0}
     clocks = (510.0, 612.0, 714.0, 1020.0, None)  # what an online run on this board measured
-    pts = predict(BOARD, dict(held_out_member(BOARD, 0).knobs), sim_run_for(Workload.from_any(wl)), clocks)
-    report = {"trajectory": [{"freq_mhz": f, "j_per_step": j, "s_per_step": s, "steps": 100} for f, (j, s) in pts.items()],
-              "objective": {"kind": "energy", "energy": "module"}, "chosen_mhz": 612.0, "converged": True}
+
+    def run_report(w):
+        pts = predict(BOARD, dict(held_out_member(BOARD, 0).knobs), sim_run_for(Workload.from_any(w)), clocks)
+        return {"trajectory": [{"freq_mhz": f, "j_per_step": j, "s_per_step": s, "steps": 100}
+                               for f, (j, s) in pts.items()],
+                "objective": {"kind": "energy", "energy": "module"}, "chosen_mhz": 612.0, "converged": True}
+
+    report = run_report(wl)
     dev = open_device(fake.root, str(tmp_path / "state"))
     other = make_record(dict(report), "orin-nx", "NVIDIA Jetson Orin NX", [510.0, 612.0, 714.0, 1020.0], wl, "pydvfs run")
     store = RunStore(data)
     with open(store.file_path(BOARD), "w") as fh:  # never fitted: a damaged line, another board's record
         fh.write('{"format": "pydvfs-runs/1", "board": "orin-nano-super", "probes": [\n' + json.dumps(other) + "\n")
     os.chmod(store.file_path(BOARD), 0o600)
-    for n in (1, 2):
+    wl2 = {"model": "pythia", "layers": 16, "hidden": 2048, "seq_len": 60.0}
+    for n, w in ((1, wl), (2, wl2), (2, wl2)):  # the same run given twice is one vote
         log = io.StringIO()
-        assert record_run(dict(report), dev, wl, "pydvfs run", data, log, "pydvfs run")
+        assert record_run(run_report(w), dev, w, "pydvfs run", data, log, "pydvfs run")
         after = board_calibration(BOARD, data)
-        # its own points and each run's five, never an earlier refit's again
+        # its own points and each distinct run's five, never an earlier refit's again
         assert (after.measurements, after.online_runs) == (before.measurements + n * len(clocks), n)
         assert after.points == before.points and after.created_utc == before.created_utc
         assert f"calibrated on this board from {after.measurements} measurements" in log.getvalue()
@@ -263,3 +281,56 @@ def test_a_damaged_calibration_is_not_refitted_and_the_run_is_still_recorded(tmp
     assert len(RunStore(tmp_path / "data").load(BOARD).records) == 1
     lines = log.getvalue().strip().splitlines()
     assert len(lines) == 1 and "warning: the board's calibration was not refitted" in lines[0] and "damaged" in lines[0]
+
+
+# steps at a steady rate in argv[1] whatever the GPU does, while the simulated job argv[3:] draws the
+# board's power at its clock (its own steps in argv[2], awaited before the first step)
+STEADY = """import os, signal, subprocess, sys, time
+from pydvfs.progress import write_progress
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+child = subprocess.Popen(sys.argv[3:])
+try:
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.01)
+    n = 0
+    while True:
+        n += 1
+        write_progress(sys.argv[1], n)
+        time.sleep(0.002)
+finally:
+    child.kill()
+    child.wait()
+"""
+
+
+def test_a_command_whose_steps_do_not_follow_the_clock_is_no_calibration(tmp_path, capsys):
+    """Issue 51: steps at a steady rate whatever the GPU does fitted with 47.6 % rms error,
+    knobs at bounds, exit 0, and were stored as the board's calibration."""
+    from pydvfs.cli import main
+
+    fake = build_fake_board(tmp_path / "board", board=BOARD)
+    rc = main(["calibrate", "--sysfs-root", str(fake.root), "--state-dir", str(tmp_path / "state"),
+               "--data-dir", str(tmp_path / "d"), "--workload", "model=bert,layers=12,hidden=768,seq_len=13.3",
+               "--progress-file", str(tmp_path / "steps"), "--window", "0.3", "--min-steps", "20", "--settle", "0.05",
+               "--", sys.executable, "-c", STEADY, str(tmp_path / "steps"), str(tmp_path / "sim"),
+               *job(fake.root, tmp_path / "sim")])
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert rc == 2 and "no calibration stored" in last and "do not follow the GPU clock" in last, err
+    assert board_calibration(BOARD, tmp_path / "d") is None
+    assert (fake.read_hz("min_freq"), fake.read_hz("max_freq")) == (306000000, 1020000000)
+    assert CalibrationStore(tmp_path / "d").rejection(BOARD)["source"] == "pydvfs calibrate"
+
+
+def test_calibrate_waits_a_bounded_time_for_the_first_step_and_restores_the_board(tmp_path):
+    """Issue 51: a command that never writes its step count kept the board at its top clock."""
+    fake = build_fake_board(tmp_path / "board", board=BOARD)
+    log = io.StringIO()
+    with pytest.raises(InvalidValueError, match="no step count came .* in 0.5 s") as e:
+        calibrate([sys.executable, "-c", "import time; time.sleep(60)"], BERT_BASE, tmp_path / "steps",
+                  window=WindowParams(min_window_s=0.3, min_steps=20, settle_s=0.05, progress_timeout_s=0.5),
+                  rate_hz=1000, sysfs_root=fake.root, state_dir=str(tmp_path / "state"), data_dir=tmp_path / "d",
+                  log=log)
+    assert "board was restored" in str(e.value) and "waiting up to 0.5 s for" in log.getvalue()
+    assert (fake.read_hz("min_freq"), fake.read_hz("max_freq")) == (306000000, 1020000000)
+    assert board_calibration(BOARD, tmp_path / "d") is None

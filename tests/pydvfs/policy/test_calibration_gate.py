@@ -1,0 +1,84 @@
+"""Issue 51: every fit of a board's calibration earns its place (pydvfs.policy.calibrated.gated_fit):
+a curve the board's family cannot follow, knobs pushed to a bound by a loose fit, too few clocks,
+a partial run or a record repeated are never a calibration, nor can one record pull the rest."""
+from __future__ import annotations
+
+import pytest
+
+from pydvfs.policy.calibrated import (
+    MAX_RMS,
+    FitRejected,
+    calibrated_choice,
+    fit,
+    gated_fit,
+    new_calibration,
+    predict,
+    refit,
+    run_group,
+    sim_run_for,
+)
+from pydvfs.sim.uncertainty import held_out
+from pydvfs.workload import Workload
+
+BOARD = "orin-nano-super"
+CLOCKS = (1020.0, None, 306.0, 510.0, 714.0)  # calibrate's design for bert-base on this board
+BERT = Workload.from_any({"model": "bert", "layers": 12, "hidden": 768, "seq_len": 13.3})
+RUN = sim_run_for(BERT)
+TRUE = dict(held_out(BOARD, 0).knobs)
+
+
+def curve(knobs=TRUE, run=RUN, clocks=CLOCKS):
+    return predict(BOARD, knobs, run, clocks)
+
+
+def record(points: dict, workload: Workload, partial=False):
+    return {"workload": workload.to_dict(), "partial": partial, "measure": "module",
+            "probes": [{"freq_mhz": f, "j_per_step": j, "s_per_step": s} for f, (j, s) in points.items()]}
+
+
+def test_a_curve_whose_steps_do_not_follow_the_clock_is_rejected_in_one_line():
+    """The tester's command (steps at a constant rate whatever the GPU does) fitted with 47.6 %
+    rms error, knobs at bounds, and was stored."""
+    true = curve()
+    steady = {f: (j / s * 0.01, 0.01) for f, (j, s) in true.items()}  # s/step constant: J/step follows power
+    with pytest.raises(FitRejected, match="do not follow the GPU clock") as e:
+        fit(BOARD, RUN, steady)
+    assert "\n" not in str(e.value)
+    knobs, rms = fit(BOARD, RUN, true)  # the board's own curve: kept
+    assert rms < 0.01
+
+
+def test_too_few_clocks_and_a_partial_run_never_calibrate():
+    true = curve()
+    with pytest.raises(FitRejected, match="only 2 distinct GPU clocks"):
+        fit(BOARD, RUN, {f: true[f] for f in (1020.0, 510.0, None)})
+    two = {f: true[f] for f in (510.0, 1020.0)}
+    assert run_group(record(two, BERT), [306.0, 510.0, 714.0, 1020.0]) is not None
+    assert run_group(record(true, BERT, partial=True), list(CLOCKS[2:]) + [1020.0]) is None  # Ctrl-C'd
+
+
+def test_a_knob_pushed_to_its_bound_by_a_loose_fit_is_rejected():
+    from pydvfs.policy.calibrated import BOUND_RMS, fit_rejection
+
+    groups = [(RUN, curve(), "module")]
+    assert fit_rejection(groups, {**TRUE, "static": 0.6}, (BOUND_RMS + MAX_RMS) / 2) is not None
+    assert fit_rejection(groups, {**TRUE, "static": 0.6}, BOUND_RMS / 2) is None  # a tight fit says it lies there
+    assert fit_rejection(groups, TRUE, (BOUND_RMS + MAX_RMS) / 2) is None
+
+
+def test_one_record_cannot_outvote_the_rest_and_repeats_are_one_vote():
+    """A per-run refit took a record with 369.5 % rms error; one record given N times counted N."""
+    levels = [306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0]
+    cal = new_calibration(BOARD, *fit(BOARD, RUN, curve()), BERT, curve(), "module")
+    other = Workload.from_any({"model": "pythia", "layers": 6, "hidden": 512, "seq_len": 40.0})
+    good = record(curve(run=sim_run_for(other)), other)
+    wild = record({f: (j * (5.0 if f and f < 600 else 1.0), s) for f, (j, s) in curve(run=sim_run_for(other)).items()},
+                  Workload.from_any({"model": "bert", "layers": 24, "hidden": 1024, "seq_len": 30.0}))
+    kept, left = refit(cal, [good, wild])
+    assert left == 1 and kept.online_runs == 1 and kept.rms_log_error <= MAX_RMS
+    for w in (BERT, other):  # the decisions are the calibration's, as without the wild record
+        assert calibrated_choice(kept, w, levels) == calibrated_choice(cal, w, levels)
+    again, _ = refit(cal, [good, good, good])
+    assert again.online_runs == 1 and again.measurements == len(cal.points) + len(good["probes"])
+    with pytest.raises(FitRejected):
+        gated_fit(BOARD, [run_group(wild, levels)])  # alone, it is no calibration either

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 
@@ -23,6 +24,10 @@ pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 def cluster(test_tmp):
     subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "spank"], check=True, capture_output=True, timeout=300)
     c = start(test_tmp, REPO / "govcore" / "build" / "spank_pydvfs.so")
+    # as docs/slurm.md sets a Jetson partition up: the plugin governs every job there by default
+    conf = c.dir / "plugstack.conf"
+    conf.write_text(conf.read_text().rstrip("\n") + " default=auto default_partitions=debug\n")
+    (c.dir / "sweeps").mkdir(mode=0o755)  # root's own folder for root's sweeps
     yield c
     stop(c)
 
@@ -42,12 +47,14 @@ def test_sweep_array_merge_and_resubmit(cluster, tmp_path):
     leaves its board restored; submitting again runs only its missing cells; the merged dataset
     has the cells of the same sweep on one board."""
     c = cluster
-    folder, release = c.dir / "work" / "sweep", c.dir / "work" / "release"
+    folder, release = c.dir / "sweeps" / "sweep", c.dir / "work" / "release"
+    cells = c.dir / "sweeps" / "cells"
+    cells.mkdir()
     specs = [f"name=w{i},model=bert,layers={2 + i},hidden=64,seq_len=16" for i in range(8)]
     (c.dir / "work" / "workloads.txt").write_text("\n".join(specs) + "\n")
-    # task 3 blocks in its 714 MHz cell until released
-    cmd = ["sh", "-c", f'[ "$SLURM_ARRAY_TASK_ID" != 3 ] || [ "$PYDVFS_FREQ_MHZ" != 714 ] || [ -e {release} ] '
-                       "|| exec sleep 600"]
+    # each cell records the workload it was given; w3 blocks in its 714 MHz cell until released
+    cmd = ["sh", "-c", f'echo "$PYDVFS_WORKLOAD" > {cells}/{{name}}-$PYDVFS_SETTING-$PYDVFS_FREQ_MHZ; '
+                       f'[ {{name}} != w3 ] || [ "$PYDVFS_FREQ_MHZ" != 714 ] || [ -e {release} ] || exec sleep 600']
     submit = ["sweep", "--slurm", "--out", str(folder), "--workloads", "workloads.txt", "--settle", "0", "--idle", "0",
               "--partition", "debug", "--constraint", "agx-orin", "--max-parallel", "4",
               "--sysfs-root", f"{c.dir}/boards/%n", "--state-dir", f"{c.dir}/state/%n", "--json", "--", *cmd]
@@ -63,6 +70,13 @@ def test_sweep_array_merge_and_resubmit(cluster, tmp_path):
     wait_for(lambda: node_of_task3() in c.boards and c.board_files(node_of_task3())[1] == 714_000_000,
               timeout=60, what="task 3 in its 714 MHz cell")
     node = node_of_task3()
+    # each task asks for its node whole (the plugin's default=auto pinning them would fail every cell)
+    assert "OverSubscribe=NO" in c.run("scontrol", "show", "job", task3).stdout
+    # resubmitted while task 3 runs: nothing submitted twice
+    cp = _pydvfs(c, *submit)
+    assert cp.returncode == 0, cp.stderr
+    during = json.loads(cp.stdout)
+    assert 3 in during["running"] and 3 not in during["submitted"] and during["submitted"] == [], during
     c.run("scancel", task3)
     c.wait(first["merge_job"])
     c.assert_restored(node, (c.boards[node].levels_hz[0], c.boards[node].levels_hz[-1]))
@@ -94,8 +108,47 @@ def test_sweep_array_merge_and_resubmit(cluster, tmp_path):
     nodes = list(csv.DictReader(open(folder / "nodes.csv")))
     assert len(nodes) == 8 * 12 and {r["node"] for r in nodes} <= set(c.boards) and len({r["node"] for r in nodes}) >= 3
     assert {r["board"] for r in nodes} == {"agx-orin"}
+    # eight workloads measured, each cell with its own (w3's resubmitted cells too)
+    seen = {p.name: p.read_text().strip() for p in cells.iterdir()}
+    assert len(seen) == 8 * 12
+    assert all(text == specs[int(name[1])] for name, text in seen.items())
+    # the node never drained (the plugin's default=auto did not fail the tasks' launch)
+    assert set(c.run("sinfo", "-h", "-N", "-o", "%t").stdout.split()) <= {"idle", "mix", "alloc"}
     # the array's own merge job ran pydvfs sweep --merge; by hand it says what it merged
     cp = _pydvfs(c, "sweep", "--merge", str(folder), "--json")
     assert json.loads(cp.stdout)["incomplete"] == [] and json.loads(cp.stdout)["rows"] == 96
 
 
+
+
+def test_a_folder_another_user_can_change_is_refused(cluster):
+    """The critical defect: another user's 0777 folder (or a parent any group member may write)
+    let that user swap plan.json while the array was pending: its command ran as root."""
+    import pwd
+
+    c = cluster
+    nobody = pwd.getpwnam("nobody")
+    theirs = c.dir / "work" / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
+    theirs.chmod(0o777)
+    shared = c.dir / "shared"  # a lab's group-writable folder, not sticky
+    shared.mkdir(mode=0o775)
+    shared.chmod(0o2775)
+    for out, says in ((theirs, "refusing the sweep folder"), (theirs / "sweep", "above it can be changed by another"),
+                      (shared / "sweep", "above it can be changed by another")):
+        cp = _pydvfs(c, "sweep", "--slurm", "--out", str(out), "--workload", "name=w0,model=bert,layers=2,hidden=64,"
+                     "seq_len=16", "--", "true")
+        assert cp.returncode == 2 and says in cp.stderr and "Traceback" not in cp.stderr, cp.stderr
+        assert not (out / "plan.json").exists()
+    assert not c.run("squeue", "-h", "-n", "pydvfs-sweep").stdout.strip()
+
+
+def test_more_workloads_than_the_array_takes_is_one_line(cluster):
+    c = cluster
+    folder = c.dir / "sweeps" / "big"
+    (c.dir / "work" / "big.txt").write_text("".join(f"name=w{i},model=bert,layers=2,hidden=64,seq_len=16\n"
+                                                    for i in range(1002)))
+    cp = _pydvfs(c, "sweep", "--slurm", "--out", str(folder), "--workloads", "big.txt", "--", "true")
+    assert cp.returncode == 2 and "MaxArraySize is 1001" in cp.stderr, cp.stderr
+    assert not (folder / "plan.json").exists()

@@ -14,6 +14,13 @@
  * from its saved state. A step started inside a governed step on the same node (srun inside a
  * governed batch script) only measures: the outer step owns the board.
  *
+ * A step the node cannot govern as asked never fails its launch (a failed batch launch drains the
+ * node and tells the user nothing): it starts, and its tasks (slurm_spank_task_init, in the task
+ * as the user, before the job's program) write the reason to the job's stderr and exit non-zero.
+ * A job governed only by plugstack's default= runs ungoverned instead, saying why. What govcore
+ * says (a decision that keeps the board's own governor, a restore's warning) goes to the job's
+ * output and the energy file.
+ *
  * plugstack.conf arguments: sysfs_root=DIR, state_dir=DIR, lock_dir=DIR (each may hold %n, the
  * node's name: a test cluster gives every node its own fake board), default=MODE (the mode of a
  * job that gives no --dvfs), default_partitions=P1,P2 (the default only in these partitions),
@@ -28,6 +35,9 @@
 #include <slurm/spank.h>
 
 #include <fcntl.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +49,13 @@
 SPANK_PLUGIN(pydvfs, 1);
 
 #define LOCK_WAIT_MS 2000
-#define OWNER_FILE "spank-owner" /* in the state folder: the job whose step owns the board */
+#define OWNER_FILE "spank-owner" /* in the state folder: the job whose step owns the board (written
+                                  * before its pin; the epilog restores only its own job's) */
+#define MAX_NOTES 6
+/* The exit status of a refused step's tasks */
+#define EXIT_REFUSED 2 /* the clock asked for is not one this node's board takes (bad input) */
+#define EXIT_NODE 1    /* the node cannot govern: no board, a pin made outside Slurm, a failed pin */
+#define EXIT_BUSY 75   /* EX_TEMPFAIL: another job's step governs the GPU */
 
 /* plugstack.conf's arguments (node patterns keep their %n) */
 static char conf_sysfs_root[GC_PATH_MAX] = "/";
@@ -69,7 +85,40 @@ static struct {
     gc_sampler *sampler;
     gc_snapshot start;
     char err[GC_ERR_MAX];
+    int asked;                /* 1: the job gave --dvfs; 0: plugstack's default governs it */
+    int refuse_rc;            /* not 0: the step is refused, its tasks exit with this status */
+    char refused[GC_ERR_MAX]; /* why the step was not governed ("" if it was) */
+    char kept[GC_ERR_MAX];    /* gc_kept_reason of a decision that left the board to itself */
+    int n_notes;              /* what govcore said: the job's stderr and the energy file */
+    char notes[MAX_NOTES][GC_ERR_MAX];
 } st;
+
+/* Something govcore said about this step, for the job's output and the energy file. */
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (st.n_notes >= MAX_NOTES)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(st.notes[st.n_notes++], GC_ERR_MAX, fmt, ap);
+    va_end(ap);
+}
+
+/* The step is not governed, and why. A job that asked (--dvfs) is refused: its tasks say so and
+ * exit with rc (slurm_spank_task_init); a job under plugstack's default runs ungoverned. */
+static void not_governed(int rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(st.refused, sizeof st.refused, fmt, ap);
+    va_end(ap);
+    if (st.asked)
+        st.refuse_rc = rc;
+    slurm_info("pydvfs: %s: --dvfs=%s%s not governed: %s", st.node, st.mode, st.asked ? "" : " (default=)",
+               st.refused);
+}
 
 /* A mode is off, auto, online or a clock (gc_parse_mhz's grammar). */
 static int mode_check(const char *mode, char *err, size_t len)
@@ -102,13 +151,41 @@ static int workload_parse(const char *text, gc_workload *w, char *err, size_t le
     return gc_workload_check(w, err, len) < 0 ? -EINVAL : 0;
 }
 
+/* At submission, a clock no board of govcore's table takes: above every table's top level by
+ * more than one level step (gc_check_near_table's rule, on the built-in policies' tables). The
+ * node checks the clock against its own board again. 0, or -EINVAL with err. */
+static int clock_in_some_table(const char *mode, char *err, size_t len)
+{
+    double mhz, top = 0, limit = 0;
+    uint64_t hz;
+    int i;
+
+    if (gc_parse_mhz(mode, strlen(mode), &hz) < 0)
+        return 0; /* not a clock */
+    for (i = 0; i < gc_n_builtin_policies; i++) {
+        const gc_tree_model *m = gc_builtin_policies[i].tree;
+        int n = m ? m->n_levels : 0;
+
+        if (n >= 2 && 2 * m->levels_mhz[n - 1] - m->levels_mhz[n - 2] > limit) {
+            top = m->levels_mhz[n - 1];
+            limit = 2 * top - m->levels_mhz[n - 2];
+        }
+    }
+    mhz = gc_hz_to_mhz(hz);
+    if (limit <= 0 || mhz <= limit)
+        return 0;
+    snprintf(err, len, "--dvfs=%s: %g MHz is above the top GPU clock of every board in govcore's table "
+             "(the highest is %g MHz) by more than one level", mode, mhz, top);
+    return -EINVAL;
+}
+
 static int opt_dvfs_cb(int val, const char *optarg, int remote)
 {
     char err[GC_ERR_MAX];
 
     (void)val;
-    (void)remote;
-    if (!optarg || mode_check(optarg, err, sizeof err) < 0) {
+    if (!optarg || mode_check(optarg, err, sizeof err) < 0 ||
+        (!remote && clock_in_some_table(optarg, err, sizeof err) < 0)) {
         slurm_error("pydvfs: %s", optarg ? err : "--dvfs needs a value");
         return -1;
     }
@@ -189,14 +266,32 @@ static int parse_args(int ac, char **av)
                 found = 1;
             }
         if (!found && eq && klen == 7 && !strncmp(a, "rate_hz", 7)) {
+            /* 0 (the sensor's rate) or a rate the sampler takes: nothing that integrates nothing */
             conf_rate_hz = strtod(eq + 1, &end);
-            found = *end == '\0' && end != eq + 1 && conf_rate_hz >= 0;
+            found = *end == '\0' && end != eq + 1 && isfinite(conf_rate_hz) &&
+                    (conf_rate_hz == 0 || (conf_rate_hz >= GC_SAMPLER_MIN_RATE_HZ &&
+                                           conf_rate_hz <= GC_SAMPLER_MAX_RATE_HZ));
+            if (!found) {
+                slurm_error("pydvfs: plugstack.conf: rate_hz= is 0 (the sensor's rate) or %g..%g samples "
+                            "a second, not '%s'", GC_SAMPLER_MIN_RATE_HZ, GC_SAMPLER_MAX_RATE_HZ, eq + 1);
+                return -1;
+            }
         }
         if (!found) {
             slurm_error("pydvfs: plugstack.conf: unknown or bad argument '%s' (known: sysfs_root=, "
                         "state_dir=, lock_dir=, default=, default_partitions=, rate_hz=)", a);
             return -1;
         }
+    }
+    if (conf_sysfs_root[0] != '/') {
+        slurm_error("pydvfs: plugstack.conf: sysfs_root= is an absolute folder (%%n: the node's name), "
+                    "not '%s'", conf_sysfs_root);
+        return -1;
+    }
+    if ((*conf_state_dir && *conf_state_dir != '/') || (*conf_lock_dir && *conf_lock_dir != '/')) {
+        slurm_error("pydvfs: plugstack.conf: state_dir= and lock_dir= are absolute folders, not '%s'",
+                    *conf_state_dir && *conf_state_dir != '/' ? conf_state_dir : conf_lock_dir);
+        return -1;
     }
     if (!strcmp(conf_default, "off") || !strcmp(conf_default, "auto"))
         return 0;
@@ -272,19 +367,20 @@ static void job_mode(spank_t sp, char *out, size_t len)
     snprintf(out, len, "off");
 }
 
-/* 1 if the board's lock is held by another step of this job (its owner file names the job). */
-static int owned_by_job(uint32_t job)
+/* The job named by the board's owner file (0: none): the job whose step holds, or last held, the
+ * board's lock and pinned it. */
+static uint32_t owner_job(const char *state_dir)
 {
     char path[GC_PATH_MAX + 32], text[32] = "";
     FILE *f;
 
-    snprintf(path, sizeof path, "%s/" OWNER_FILE, st.state_dir);
+    snprintf(path, sizeof path, "%s/" OWNER_FILE, state_dir);
     if (!(f = fopen(path, "re")))
         return 0;
     if (!fgets(text, sizeof text, f))
         text[0] = '\0';
     fclose(f);
-    return strtoul(text, NULL, 10) == job;
+    return (uint32_t)strtoul(text, NULL, 10);
 }
 
 static void owner_mark(uint32_t job, int set)
@@ -301,59 +397,98 @@ static void owner_mark(uint32_t job, int set)
     }
 }
 
-/* Pin the board as the mode says (the lock is held). 0 or -errno with st.board.err. */
+/* Pin the board as the mode says (the lock is held). 0 or -errno with st.board.err; what govcore
+ * says about it (a decision that keeps the board's own governor, a pin's warning) in st. */
 static int govern(void)
 {
+    const gc_tree_model *m;
+    char outside[GC_ERR_MAX];
     gc_decision d;
     gc_workload w;
     uint64_t hz;
     int rc, policy;
 
+    st.board.warn[0] = '\0';
     if (strcmp(st.mode, "auto")) { /* a clock */
         gc_parse_mhz(st.mode, strlen(st.mode), &hz);
         if ((rc = gc_check_near_table(&st.board, hz)) < 0)
             return rc;
         st.policy = "pin";
-        return gc_pin_hz(&st.board, hz, st.state_dir, &st.level_hz);
+        rc = gc_pin_hz(&st.board, hz, st.state_dir, &st.level_hz);
+        if (rc == 0 && st.board.clamped_from_hz)
+            note("%g MHz lowered to %g MHz, the power mode's GPU cap", gc_hz_to_mhz(st.board.clamped_from_hz),
+                 gc_hz_to_mhz(st.level_hz));
+    } else {
+        if (*opt_workload && workload_parse(opt_workload, &w, st.board.err, sizeof st.board.err) < 0)
+            return -EINVAL;
+        policy = *opt_workload ? GC_POLICY_MLG : GC_POLICY_FFG;
+        st.policy = gc_policy_name(policy);
+        m = gc_builtin_for(st.board.board_id, NULL);
+        rc = gc_apply(&st.board, m, NULL, policy, *opt_workload ? &w : NULL, st.state_dir, &d);
+        st.level_hz = rc == 0 ? d.level_hz : 0;
+        if (rc == 0) {
+            gc_kept_reason(&d, st.kept, sizeof st.kept);
+            gc_outside_reason(m, policy, *opt_workload ? &w : NULL, outside, sizeof outside);
+            if (*outside)
+                note("%s", outside);
+            if (d.clamped_from_hz)
+                note("%g MHz lowered to %g MHz, the power mode's GPU cap", gc_hz_to_mhz(d.clamped_from_hz),
+                     gc_hz_to_mhz(d.level_hz));
+        }
     }
-    if (*opt_workload && workload_parse(opt_workload, &w, st.board.err, sizeof st.board.err) < 0)
-        return -EINVAL;
-    policy = *opt_workload ? GC_POLICY_MLG : GC_POLICY_FFG;
-    st.policy = gc_policy_name(policy);
-    rc = gc_apply(&st.board, gc_builtin_for(st.board.board_id, NULL), NULL, policy, *opt_workload ? &w : NULL,
-                  st.state_dir, &d);
-    st.level_hz = rc == 0 ? d.level_hz : 0;
+    if (rc == 0 && st.board.warn[0])
+        note("%s", st.board.warn);
     return rc;
 }
 
 /* Take the board's lock and pin it as the mode says; a step inside a step of the same job that
- * owns the board only measures. 0, or -1 with the error logged. */
-static int take_board(uint32_t job)
+ * owns the board only measures. A board this step cannot govern: not_governed says why. */
+static void take_board(uint32_t job)
 {
+    gc_clock_state saved;
+    uint32_t holder;
     int rc = gc_lock_acquire(&st.board, 0, &st.lock);
 
-    if (rc == -EBUSY && owned_by_job(job)) {
+    if (rc == -EBUSY && owner_job(st.state_dir) == job) {
         st.policy = "outer step";
-        return 0;
+        return;
     }
     if (rc == -EBUSY)
         rc = gc_lock_acquire(&st.board, LOCK_WAIT_MS, &st.lock);
+    if (rc == -EBUSY && (holder = owner_job(st.state_dir)) != 0) {
+        not_governed(EXIT_BUSY, "the GPU is governed by job %u's step (waited %g s): run on another node, "
+                     "ask for the node whole (--exclusive), or --dvfs=off", holder, LOCK_WAIT_MS / 1e3);
+        return;
+    }
     if (rc < 0) {
-        slurm_error("pydvfs: %s: %s", st.node, st.board.err[0] ? st.board.err : strerror(-rc));
-        return -1;
+        not_governed(rc == -EBUSY ? EXIT_BUSY : EXIT_NODE, "the GPU's lock: %s",
+                     st.board.err[0] ? st.board.err : strerror(-rc));
+        return;
+    }
+    /* a saved state no step of this job made: a pin made outside Slurm (root's `pydvfs pin`);
+     * a step's restore would undo it */
+    rc = gc_state_load(&st.board, st.state_dir, &saved);
+    if (rc != -ENOENT && owner_job(st.state_dir) != job) {
+        not_governed(EXIT_NODE, rc == 0 ? "the board holds a pin made outside Slurm (its saved state in %s): "
+                     "it stays; `pydvfs restore` as root ends it" : "the board's saved state in %s: %s",
+                     st.state_dir, st.board.err);
+        gc_lock_release(&st.lock);
+        return;
     }
     st.owner = 1;
+    owner_mark(job, 1); /* before the pin: the epilog restores only a pin its own job made */
     if ((rc = govern()) < 0) {
         int restored;
 
-        slurm_error("pydvfs: %s: --dvfs=%s: %s", st.node, st.mode, st.board.err[0] ? st.board.err : strerror(-rc));
+        not_governed(rc == -EINVAL ? EXIT_REFUSED : EXIT_NODE, "%s", st.board.err[0] ? st.board.err : strerror(-rc));
         gc_restore(&st.board, st.state_dir, &restored);
+        owner_mark(job, 0);
         gc_lock_release(&st.lock);
-        return -1;
+        st.owner = 0;
+        return;
     }
-    owner_mark(job, 1);
-    slurm_info("pydvfs: %s: job %u governed: %s, %g MHz", st.node, job, st.policy, gc_hz_to_mhz(st.level_hz));
-    return 0;
+    slurm_info("pydvfs: %s: job %u governed: %s, %g MHz%s%s", st.node, job, st.policy, gc_hz_to_mhz(st.level_hz),
+               st.kept[0] ? "; " : "", st.kept);
 }
 
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
@@ -367,47 +502,95 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     if (spank_context() == S_CTX_ALLOCATOR || spank_context() == S_CTX_LOCAL) {
         char cwd[GC_PATH_MAX];
 
-        /* the epilog finds the energy files through SPANK_PYDVFS_ENERGY_DIR */
-        if (*opt_mode && strcmp(opt_mode, "off") && getcwd(cwd, sizeof cwd))
+        /* the epilog finds the energy files through SPANK_PYDVFS_ENERGY_DIR: a job that asks
+         * for a mode, or one that plugstack's default may govern */
+        if (((*opt_mode && strcmp(opt_mode, "off")) || (!*opt_mode && strcmp(conf_default, "off"))) &&
+            getcwd(cwd, sizeof cwd))
             spank_job_control_setenv(sp, "PYDVFS_ENERGY_DIR", cwd, 1);
         return 0;
     }
     if (!spank_remote(sp))
         return 0;
+    /* From here on nothing fails the step's launch (a failed batch launch drains the node):
+     * what cannot be governed is said by the step's tasks (slurm_spank_task_init). */
     spank_get_item(sp, S_JOB_ID, &job);
     spank_get_item(sp, S_JOB_STEPID, &step);
     job_mode(sp, st.mode, sizeof st.mode);
+    st.asked = *opt_mode != '\0';
     if (!strcmp(st.mode, "off") || step == SLURM_EXTERN_CONT)
         return 0;
     gc_lock_init(&st.lock);
+    st.active = 1;
     if ((rc = open_node_board(&st.board, st.state_dir, sizeof st.state_dir, st.node, sizeof st.node)) < 0) {
-        slurm_error("pydvfs: %s: no board to govern: %s", st.node, st.board.err[0] ? st.board.err : strerror(-rc));
-        return -1;
+        not_governed(EXIT_NODE, "no board to govern: %s", st.board.err[0] ? st.board.err : strerror(-rc));
+        return 0;
     }
+    if (st.board.warning[0])
+        note("%s", st.board.warning);
     if (!strcmp(st.mode, "online")) {
         /* the job's own `pydvfs run --policy online` governs: it is given this node's board and
          * folders (as root; another user's job governs through `govcore serve`), and the step's
          * end restores whatever it leaves */
         const char *lock_dir = getenv(GC_LOCK_DIR_ENV);
+        gc_clock_state saved;
 
-        if (spank_setenv(sp, "PYDVFS_SYSFS_ROOT", st.root, 1) != ESPANK_SUCCESS ||
-            spank_setenv(sp, "PYDVFS_STATE_DIR", st.state_dir, 1) != ESPANK_SUCCESS ||
-            (lock_dir && spank_setenv(sp, GC_LOCK_DIR_ENV, lock_dir, 1) != ESPANK_SUCCESS)) {
-            slurm_error("pydvfs: %s: cannot set the job's environment", st.node);
-            return -1;
+        if ((rc = gc_state_load(&st.board, st.state_dir, &saved)) != -ENOENT) {
+            not_governed(EXIT_NODE, "the board holds a pin made outside this step (its saved state in %s): "
+                         "it stays", st.state_dir);
+        } else if (spank_setenv(sp, "PYDVFS_SYSFS_ROOT", st.root, 1) != ESPANK_SUCCESS ||
+                   spank_setenv(sp, "PYDVFS_STATE_DIR", st.state_dir, 1) != ESPANK_SUCCESS ||
+                   (lock_dir && spank_setenv(sp, GC_LOCK_DIR_ENV, lock_dir, 1) != ESPANK_SUCCESS)) {
+            not_governed(EXIT_NODE, "cannot set the job's environment");
+        } else {
+            st.online = 1;
+            st.policy = "online";
         }
-        st.online = 1;
-        st.policy = "online";
-    } else if ((rc = take_board(job)) < 0) {
-        return -1;
+    } else {
+        take_board(job);
     }
-    st.active = 1;
+    if (st.refuse_rc)
+        return 0; /* its tasks exit at once: nothing to measure */
     if ((rc = gc_sampler_create(&st.sampler, &st.board, &cfg)) < 0 || (rc = gc_sampler_start(st.sampler)) < 0 ||
         (rc = gc_sampler_snapshot(st.sampler, &st.start)) < 0) {
         snprintf(st.err, sizeof st.err, "no energy: %s", st.board.err[0] ? st.board.err : strerror(-rc));
         gc_sampler_free(st.sampler);
         st.sampler = NULL;
     }
+    return 0;
+}
+
+static int energy_path(spank_t sp, char *out, size_t len);
+
+/* In each task, as the job's user, before the job's program: the first task of the step on this
+ * node writes what was said about the step to the job's stderr (and that its energy file's name
+ * is taken, where it is); a refused step's tasks exit. */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+    char path[GC_PATH_MAX * 2];
+    struct stat sb;
+    int task = 0, i;
+
+    (void)ac;
+    (void)av;
+    if (!spank_remote(sp) || !st.active)
+        return 0;
+    if (spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS)
+        task = 0;
+    if (task == 0) {
+        for (i = 0; i < st.n_notes; i++)
+            dprintf(STDERR_FILENO, "pydvfs: %s: %s\n", st.node, st.notes[i]);
+        if (st.kept[0])
+            dprintf(STDERR_FILENO, "pydvfs: %s: --dvfs=%s (%s) %s\n", st.node, st.mode, st.policy, st.kept);
+        if (st.refused[0])
+            dprintf(STDERR_FILENO, "pydvfs: %s: --dvfs=%s%s: not governed: %s%s\n", st.node, st.mode,
+                    st.asked ? "" : " (the partition's default)", st.refused,
+                    st.refuse_rc ? "; the step's tasks did not start" : "; the step runs ungoverned");
+        if (!st.refuse_rc && energy_path(sp, path, sizeof path) == 0 && lstat(path, &sb) == 0)
+            dprintf(STDERR_FILENO, "pydvfs: %s: %s is there already (not this step's): this step's energy "
+                    "cannot be recorded there\n", st.node, path);
+    }
+    if (st.refuse_rc)
+        _exit(st.refuse_rc);
     return 0;
 }
 
@@ -443,6 +626,22 @@ static char *energy_json(uint32_t job, const char *stepname, const gc_window *w,
     json_text(f, st.board.model);
     fprintf(f, ", \"level_mhz\": %.6g, \"governed\": %s, \"restored\": %s", gc_hz_to_mhz(st.level_hz),
             st.owner && !st.online ? "true" : "false", restored ? "true" : "false");
+    fprintf(f, ", \"not_governed\": ");
+    if (st.refused[0])
+        json_text(f, st.refused);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"refused\": %s, \"kept_reason\": ", st.refuse_rc ? "true" : "false");
+    if (st.kept[0])
+        json_text(f, st.kept);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"warnings\": [");
+    for (r = 0; r < st.n_notes; r++) {
+        fprintf(f, r ? ", " : "");
+        json_text(f, st.notes[r]);
+    }
+    fprintf(f, "]");
     if (w) {
         fprintf(f, ", \"duration_s\": %.6f, \"samples\": %llu", w->duration_ns / 1e9,
                 (unsigned long long)w->samples);
@@ -466,36 +665,79 @@ static char *energy_json(uint32_t job, const char *stepname, const gc_window *w,
     return text;
 }
 
-/* slurm-JOB.STEP.NODE.dvfs.json in the job's submit folder (beside slurm-JOB.out), created, never
- * overwritten, by a child running as the job's user: the folder is the user's to name, so root
- * writes nothing there. */
-static void write_energy(spank_t sp, uint32_t job, const char *stepname, const char *text)
+/* The step's energy file: slurm-JOB.STEP.NODE.dvfs.json in the job's submit folder. 0 or -1. */
+static int energy_path(spank_t sp, char *out, size_t len)
 {
-    char dir[GC_PATH_MAX] = "", path[GC_PATH_MAX * 2];
+    char dir[GC_PATH_MAX] = "";
+    uint32_t job = 0, step = 0;
+
+    if (spank_getenv(sp, "SLURM_SUBMIT_DIR", dir, sizeof dir) != ESPANK_SUCCESS || !*dir ||
+        spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+        return -1;
+    if (step == SLURM_BATCH_SCRIPT)
+        snprintf(out, len, "%s/slurm-%u.batch.%s.dvfs.json", dir, job, st.node);
+    else
+        snprintf(out, len, "%s/slurm-%u.%u.%s.dvfs.json", dir, job, step, st.node);
+    return 0;
+}
+
+/* The job's supplementary groups, as its tasks have them (Slurm's list, else the user's from
+ * the group database): *n of them in out. */
+static void job_groups(spank_t sp, uid_t uid, gid_t gid, gid_t *out, int *n)
+{
+    gid_t *gids = NULL;
+    int count = 0, max = *n;
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+
+    if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &count) == ESPANK_SUCCESS && gids && count > 0) {
+        *n = count < max ? count : max;
+        memcpy(out, gids, (size_t)*n * sizeof *out);
+        return;
+    }
+    if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found &&
+        getgrouplist(pw.pw_name, gid, out, n) >= 0)
+        return;
+    out[0] = gid;
+    *n = 1;
+}
+
+/* slurm-JOB.STEP.NODE.dvfs.json in the job's submit folder (beside slurm-JOB.out), created, never
+ * overwritten, by a child running as the job's user with the job's groups: the folder is the
+ * user's to name, so root writes nothing there. 0, or -1 with why in st.err. */
+static int write_energy(spank_t sp, const char *text)
+{
+    char path[GC_PATH_MAX * 2];
     uid_t uid = 0;
-    gid_t gid = 0;
-    int status = 0;
+    gid_t gid = 0, groups[256];
+    int status = 0, n_groups = 256;
     pid_t pid;
 
-    if (spank_getenv(sp, "SLURM_SUBMIT_DIR", dir, sizeof dir) != ESPANK_SUCCESS || !*dir)
-        return;
-    snprintf(path, sizeof path, "%s/slurm-%u.%s.%s.dvfs.json", dir, job, stepname, st.node);
+    if (energy_path(sp, path, sizeof path) < 0)
+        return 0;
     if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
-        return;
+        return 0;
+    job_groups(sp, uid, gid, groups, &n_groups);
     if ((pid = fork()) == 0) { /* async-signal-safe calls only: this process has threads */
         size_t n = strlen(text);
         int fd;
 
-        if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+        if (setgroups((size_t)n_groups, groups) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
             _exit(EPERM);
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0)
             _exit(errno & 0x7f);
         _exit(write(fd, text, n) == (ssize_t)n && close(fd) == 0 ? 0 : EIO);
     }
-    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        slurm_error("pydvfs: %s: cannot write %s: %s", st.node, path,
-                    pid > 0 && WIFEXITED(status) ? strerror(WEXITSTATUS(status)) : "the writer failed");
+    if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == EEXIST)
+        snprintf(st.err, sizeof st.err, "cannot write %s: a file of that name is there already (not this "
+                 "step's: left as it is); the energy is not recorded", path);
+    else
+        snprintf(st.err, sizeof st.err, "cannot write %s: %s", path,
+                 pid > 0 && WIFEXITED(status) ? strerror(WEXITSTATUS(status)) : "the writer failed");
+    return -1;
 }
 
 int slurm_spank_exit(spank_t sp, int ac, char **av)
@@ -504,7 +746,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     gc_snapshot end;
     gc_window w;
     char *text, stepname[16];
-    int have_w = 0, restored = 0, rc;
+    int have_w = 0, restored = 0, rc, said;
 
     (void)ac;
     (void)av;
@@ -517,11 +759,13 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
         have_w = 1;
     if (st.online && gc_lock_acquire(&st.board, LOCK_WAIT_MS, &st.lock) == 0)
         st.owner = 1; /* the job's governor has ended: what it left is put back */
+    said = st.n_notes; /* what task_init said; what the end adds goes to the job's output here */
     if (st.owner) {
-        if ((rc = gc_restore(&st.board, st.state_dir, &restored)) < 0) {
+        st.board.warn[0] = '\0';
+        if ((rc = gc_restore(&st.board, st.state_dir, &restored)) < 0)
             snprintf(st.err, sizeof st.err, "restore: %s", st.board.err[0] ? st.board.err : strerror(-rc));
-            slurm_error("pydvfs: %s: %s", st.node, st.err);
-        }
+        if (st.board.warn[0])
+            note("restore: %s", st.board.warn);
         owner_mark(job, 0);
         gc_lock_release(&st.lock);
     }
@@ -532,36 +776,50 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     text = energy_json(job, stepname, have_w ? &w : NULL, restored);
     gc_sampler_free(st.sampler); /* its thread stopped before write_energy forks */
     st.sampler = NULL;
-    if (text)
-        write_energy(sp, job, stepname, text);
+    for (; said < st.n_notes; said++)
+        slurm_error("pydvfs: %s: %s", st.node, st.notes[said]);
+    if (st.err[0])
+        slurm_error("pydvfs: %s: %s", st.node, st.err);
+    if (text && write_energy(sp, text) < 0)
+        slurm_error("pydvfs: %s: %s", st.node, st.err);
     free(text);
     return 0;
 }
 
-/* The job's end on each node: where a step's slurmstepd died without its exit hook, its lock
- * died with it and its saved state is still there; put it back. */
+/* The job's end on each node: where a step of this job died with its slurmstepd (no exit hook),
+ * its lock died with it and its saved state is still there; put it back. Only a pin this job's
+ * step made (the owner file names the job): a pin made outside Slurm (root's `pydvfs pin`) or by
+ * another job stays. Never fails: a failed epilog drains the node. */
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
     char state_dir[GC_PATH_MAX], node[GC_NAME_MAX];
+    const char *env = getenv("SLURM_JOB_ID");
+    uint32_t job = 0;
     gc_lock lk;
     int restored = 0, rc;
 
-    (void)sp;
     gc_lock_init(&lk);
+    if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || !job)
+        job = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
     /* this process (slurmstepd's epilog) has not run slurm_spank_init: read the arguments here */
-    if (parse_args(ac, av) < 0)
-        return -1;
+    if (!job || parse_args(ac, av) < 0)
+        return 0;
     if (open_node_board(&st.board, state_dir, sizeof state_dir, node, sizeof node) < 0)
         return 0; /* no board here: nothing to put back */
-    if (gc_lock_acquire(&st.board, 0, &lk) < 0)
-        return 0; /* someone governs it: theirs to restore */
+    if (owner_job(state_dir) != job || gc_lock_acquire(&st.board, 0, &lk) < 0)
+        return 0; /* not this job's pin, or someone governs it: not the epilog's to restore */
     snprintf(st.state_dir, sizeof st.state_dir, "%s", state_dir);
-    owner_mark(0, 0);
+    if (owner_job(state_dir) != job) { /* another job's step took the board meanwhile */
+        gc_lock_release(&lk);
+        return 0;
+    }
     rc = gc_restore(&st.board, state_dir, &restored);
+    if (rc == 0)
+        owner_mark(0, 0);
     gc_lock_release(&lk);
     if (rc < 0)
         slurm_error("pydvfs: %s: epilog restore: %s", node, st.board.err[0] ? st.board.err : strerror(-rc));
     else if (restored)
-        slurm_info("pydvfs: %s: the epilog restored the board a dead step left pinned", node);
+        slurm_info("pydvfs: %s: the epilog restored the board job %u's dead step left pinned", node, job);
     return 0;
 }

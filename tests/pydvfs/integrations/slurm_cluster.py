@@ -3,7 +3,9 @@
 Four ``slurmd -N nX`` on this host (NodeAddr 127.0.0.1, the four ports after slurmctld's), each
 node with several CPUs (as a Jetson has 6-14 cores: jobs share a node unless they ask for it whole)
 and its own fake board (the SPANK plugin's ``sysfs_root=.../%n``), munged run as the munge
-user, the pydvfs SPANK plugin in plugstack.conf and an epilog that records its environment. Every daemon
+user, the pydvfs SPANK plugin ``required`` in plugstack.conf with ``default=auto`` in the partition
+``jetson`` (``debug``, the default partition, has no default), and an epilog that records its
+environment. Every daemon
 is started here and stopped here by the pid it wrote; every client call has a timeout (an srun
 against a node in state INVAL waits forever).
 """
@@ -28,6 +30,7 @@ BASE_PORTS = range(17000, 17400, 5)  # slurmctld at a base, the four slurmd afte
 DAEMONS = ("slurmctld", "slurmd", "munged")
 NODE_CPUS = 4  # a node of a lab's cluster: several jobs fit unless one asks for the node (--exclusive)
 CLIENT_TIMEOUT_S = 60  # every srun/sbatch/squeue call
+DEFAULT_AUTO_PARTITION = "jetson"  # plugstack's default=auto governs a job without --dvfs here
 INSTALL_HINT = "Slurm and munge are not installed (`make slurm-tools` installs them as root with apt)"
 
 
@@ -84,6 +87,11 @@ class Cluster:
                 return states[0]
             time.sleep(0.2)
         raise AssertionError(f"job {job} did not end within {timeout} s")
+
+    def node_states(self) -> dict[str, str]:
+        """Each node's state as sinfo's long form gives it ("idle", "mixed", "drained", ...)."""
+        out = self.run("sinfo", "-h", "-N", "-o", "%N %T", check=False).stdout.split("\n")
+        return dict(line.split() for line in out if line.strip())
 
     def board_files(self, node: str) -> tuple[int, int]:
         """The node's (min_freq, max_freq), Hz; read again when caught between a writer's
@@ -153,6 +161,7 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 NodeName=n[1-4] NodeHostname={host} NodeAddr=127.0.0.1 Port=[{base + 1}-{base + len(NODES)}] CPUs={NODE_CPUS} Features=agx-orin State=UNKNOWN
 PartitionName=debug Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP
+PartitionName={DEFAULT_AUTO_PARTITION} Nodes=n[1-4] MaxTime=INFINITE State=UP
 """
 
 
@@ -238,7 +247,8 @@ def start(base: Path, plugin: Path) -> Cluster:
         os.chown(p, munge.pw_uid, munge.pw_gid)
     (d / "slurm.conf").write_text(_conf(d, port))
     (d / "plugstack.conf").write_text(
-        f"required {plugin} sysfs_root={d}/boards/%n state_dir={d}/state/%n lock_dir={d}/locks\n")
+        f"required {plugin} sysfs_root={d}/boards/%n state_dir={d}/state/%n lock_dir={d}/locks "
+        f"default=auto default_partitions={DEFAULT_AUTO_PARTITION}\n")
     epilog = d / "epilog.sh"
     epilog.write_text(f'#!/bin/sh\nenv > "{d}/epilog/$SLURM_JOB_ID.$SLURMD_NODENAME"\n')
     epilog.chmod(0o755)
@@ -258,8 +268,8 @@ def start(base: Path, plugin: Path) -> Cluster:
             c.pids[f"slurmd-{n}"] = _read_pid(d / "pid" / f"slurmd-{n}.pid")
         deadline = time.monotonic() + 60
         while True:
-            states = c.run("sinfo", "-h", "-N", "-o", "%t", check=False).stdout.split()
-            if len(states) == len(NODES) and all(s == "idle" for s in states):
+            states = c.node_states()
+            if len(states) == len(NODES) and all(s == "idle" for s in states.values()):
                 break
             if time.monotonic() > deadline:
                 raise AssertionError(f"nodes not idle: {states}; see {d}/log")

@@ -6,6 +6,7 @@ roofline runs fill); every client call has a timeout."""
 from __future__ import annotations
 
 import contextlib
+import grp
 import json
 import os
 import pwd
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from slurm_cluster import REPO, missing, start, stop, wait_for
+from slurm_cluster import DEFAULT_AUTO_PARTITION, REPO, missing, start, stop, wait_for
 
 pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 
@@ -76,6 +77,28 @@ def test_auto_pins_each_node_and_restores(cluster, govcore_bin):
     assert f"SPANK_PYDVFS_ENERGY_DIR={c.dir / 'work'}" in env.splitlines()
 
 
+def test_refused_batch_job_says_why_and_the_node_stays_up(cluster):
+    """A batch job refused on its node (a clock outside the table; a GPU another job governs:
+    the time-limit job's on n4) fails with the reason in its output and a non-zero exit; the
+    node is not drained. Under plugstack's default the job runs ungoverned and says why."""
+    c = cluster
+    far = c.sbatch("-w", "n2", "--dvfs=1", "-o", "far-%j.out", "--wrap", "echo ran")
+    busy = c.sbatch("-w", "n4", "--dvfs=auto", "-o", "busy-%j.out", "--wrap", "echo ran")
+    default = c.run("srun", "-p", DEFAULT_AUTO_PARTITION, "-w", "n4", "echo", "ran")
+    assert c.wait(far) == "FAILED" and c.wait(busy) == "FAILED"
+    for job, name, code, says in (
+            (far, "far", 2, "--dvfs=1: not governed: 1 MHz is outside the board's table"),
+            (busy, "busy", 75, f"--dvfs=auto: not governed: the GPU is governed by job {c.timed_job}'s step")):
+        out = (c.dir / "work" / f"{name}-{job}.out").read_text()
+        assert says in out and "ran" not in out, out
+        assert f"ExitCode={code}:0" in c.run("scontrol", "show", "job", str(job)).stdout
+    assert default.stdout == "ran\n"
+    assert f"not governed: the GPU is governed by job {c.timed_job}'s step" in default.stderr
+    assert "the step runs ungoverned" in default.stderr
+    states = c.node_states()
+    assert not any("drain" in s for s in states.values()), states
+
+
 def test_scancel_mid_step_restores(cluster):
     c = cluster
     original = c.board_files("n3")
@@ -105,6 +128,45 @@ def test_energy_file_is_written_as_the_jobs_user(cluster):
     assert not any(closed.iterdir())
     assert f"cannot write {closed}/slurm-{job}.batch.n2.dvfs.json: Permission denied" in \
         (c.dir / "log" / "slurmd-n2.log").read_text()
+
+
+def _member_of_a_supplementary_group():
+    """A user (not root) and a group of the group database that is not the user's primary one."""
+    for g in grp.getgrall():
+        for name in g.gr_mem:
+            with contextlib.suppress(KeyError):
+                pw = pwd.getpwnam(name)
+                if pw.pw_uid != 0 and pw.pw_gid != g.gr_gid:
+                    return pw, g
+    return None
+
+
+def test_energy_file_in_a_shared_group_folder(cluster):
+    """A lab's shared folder: sticky, writable through a supplementary group of the job's user.
+    The energy file is written with the job's groups; a file another user planted at its name
+    stays, and the job's output says its energy could not be recorded there."""
+    found = _member_of_a_supplementary_group()
+    if found is None:
+        pytest.skip("no user of this host has a supplementary group")
+    pw, g = found
+    c = cluster
+    shared = c.dir / "work" / "shared"
+    shared.mkdir()
+    os.chown(shared, 0, g.gr_gid)
+    shared.chmod(0o1770)
+    job = c.sbatch(f"--uid={pw.pw_name}", "-w", "n2", "--dvfs=700", "-o", "/dev/null", "--wrap", "true", cwd=shared)
+    held = c.sbatch("--hold", f"--uid={pw.pw_name}", "-w", "n2", "--dvfs=700", "-o", "planted-%j.out",
+                    "--wrap", "echo ran", cwd=shared)
+    planted = shared / f"slurm-{held}.batch.n2.dvfs.json"
+    planted.write_text("root's\n")
+    c.run("scontrol", "release", str(held))
+    assert c.wait(job) == "COMPLETED" and c.wait(held) == "COMPLETED"
+    path = shared / f"slurm-{job}.batch.n2.dvfs.json"
+    assert path.stat().st_uid == pw.pw_uid and json.loads(path.read_text())["restored"]
+    assert planted.read_text() == "root's\n"
+    out = (shared / f"planted-{held}.out").read_text()
+    assert "ran" in out and f"{planted} is there already (not this step's)" in out, out
+    assert f"cannot write {planted}: a file of that name is there already" in out, out
 
 
 def test_killed_task_restores(cluster):
@@ -137,21 +199,21 @@ def test_killed_slurmstepd_left_to_the_epilog(cluster):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
-@pytest.mark.parametrize("partitions, pinned", [("debug", True), ("gpu,other", False)])
-def test_plugstack_default_auto_for_a_partition(cluster, govcore_bin, partitions, pinned):
-    """default=auto in plugstack.conf governs a job that gives no --dvfs, in the partitions named."""
+@pytest.mark.parametrize("partition, pinned", [(DEFAULT_AUTO_PARTITION, True), ("debug", False)])
+def test_plugstack_default_auto_for_a_partition(cluster, govcore_bin, partition, pinned):
+    """default=auto in plugstack.conf governs a job that gives no --dvfs, in the partitions named;
+    the epilog finds its energy files through the environment as for a job that asked."""
     c = cluster
-    conf = c.dir / "plugstack.conf"
-    saved = conf.read_text()
     original = c.board_files("n1")
     ffg_hz = _policy_level_hz(govcore_bin, c, "n1", "--policy", "ffg", "--workload", WORKLOAD)
-    conf.write_text(saved.rstrip("\n") + f" default=auto default_partitions={partitions}\n")
-    try:
-        out = c.run("srun", "-w", "n1", "sh", "-c", f"cat {_devfreq(c, 'n1')}/max_freq").stdout.strip()
-    finally:
-        conf.write_text(saved)
-    assert out == str(ffg_hz if pinned else original[1])
+    out = c.run("srun", "-p", partition, "-w", "n1", "sh", "-c",
+                f"echo $SLURM_JOB_ID; cat {_devfreq(c, 'n1')}/max_freq").stdout.split()
+    assert out[1] == str(ffg_hz if pinned else original[1])
     c.assert_restored("n1", original)
+    if pinned:
+        wait_for(lambda: (c.dir / "epilog" / f"{out[0]}.n1").exists(), what="the epilog")
+        env = (c.dir / "epilog" / f"{out[0]}.n1").read_text().splitlines()
+        assert f"SPANK_PYDVFS_ENERGY_DIR={c.dir / 'work'}" in env
 
 
 @pytest.mark.parametrize("opt, says", [
@@ -173,10 +235,14 @@ def test_off_and_far_clock(cluster):
     read = f"cat {_devfreq(c, 'n2')}/max_freq"
     assert c.run("srun", "-w", "n2", "--dvfs=off", "sh", "-c", read).stdout.strip() == str(original[1])
     marker = c.dir / "work" / "far-clock-ran"
+    # above every board of govcore's table: refused by srun itself
     cp = c.run("srun", "-w", "n2", "--dvfs=99999", "touch", str(marker), check=False)
-    # outside the table: refused on the node, as by `govcore pin`; the step does not start
-    assert "launch failed: Plugin initialization failed" in cp.stderr and not marker.exists()
-    assert "99999 MHz is outside the board's table" in (c.dir / "log" / "slurmd-n2.log").read_text()
+    assert cp.returncode != 0 and "above the top GPU clock of every board" in cp.stderr and not marker.exists()
+    # outside this node's table: refused on the node, as by `govcore pin`; the step's task says
+    # why and exits 2 (srun's status), the job's program does not run
+    cp = c.run("srun", "-w", "n2", "--dvfs=1", "touch", str(marker), check=False)
+    assert cp.returncode == 2 and not marker.exists()
+    assert "pydvfs: n2: --dvfs=1: not governed: 1 MHz is outside the board's table" in cp.stderr
     c.assert_restored("n2", original)
 
 
@@ -189,6 +255,77 @@ def test_online_job_governs_and_the_step_end_restores(cluster, govcore_bin):
                 f"{govcore_bin} pin 700 >/dev/null && cat {_devfreq(c, 'n3')}/max_freq").stdout
     assert out.strip() == "714000000"
     c.assert_restored("n3", original)
+
+
+def test_a_pin_made_outside_slurm_stays(cluster, govcore_bin):
+    """root's `govcore pin` on a node (its saved state in the node's state folder, no job's):
+    a job's epilog leaves it, even a --dvfs=off job's; a job that asks to govern the board is
+    refused, one under plugstack's default runs ungoverned; both say why."""
+    c = cluster
+    original = c.board_files("n3")
+    gc = [govcore_bin, "--sysfs-root", str(c.boards["n3"].root), "--state-dir", str(c.dir / "state" / "n3")]
+    env = {**os.environ, "PYDVFS_LOCK_DIR": str(c.dir / "locks")}
+    subprocess.run([*gc, "pin", "408"], check=True, capture_output=True, timeout=60, env=env)
+    try:
+        off = c.sbatch("-w", "n3", "--dvfs=off", "-o", "/dev/null", "--wrap", "true")
+        asked = c.run("srun", "-w", "n3", "--dvfs=700", "echo", "ran", check=False)
+        default = c.run("srun", "-p", DEFAULT_AUTO_PARTITION, "-w", "n3", "echo", "ran")
+        assert c.wait(off) == "COMPLETED"  # and its epilog has run (COMPLETING until then)
+        assert asked.returncode == 1 and asked.stdout == ""
+        assert default.stdout == "ran\n"
+        for cp in (asked, default):
+            assert "not governed: the board holds a pin made outside Slurm" in cp.stderr, cp.stderr
+        assert c.board_files("n3") == (408_000_000, 408_000_000)
+    finally:
+        subprocess.run([*gc, "restore"], check=True, capture_output=True, timeout=60, env=env)
+    c.assert_restored("n3", original)
+
+
+def test_govcore_says_reach_the_job_and_the_energy_file(cluster, govcore_bin):
+    """A decision that leaves the board to its own governor says why (gc_kept_reason); a job that
+    lowers max_freq during its pin leaves the board capped (govcore's restore follows what it
+    takes for a power-mode change) and the warning is in the job's output and energy file."""
+    c = cluster
+    original = c.board_files("n1")
+    low = WORKLOAD + ",util_pct=1"
+    kept = json.loads(subprocess.run(
+        [govcore_bin, "--json", "--sysfs-root", str(c.boards["n1"].root), "apply", "--workload", low, "--dry-run"],
+        capture_output=True, text=True, check=True, timeout=60).stdout)["kept_reason"]
+    assert kept
+    cp = c.run("srun", "-w", "n1", "--dvfs=auto", f"--dvfs-workload={low}", "true")
+    assert f"pydvfs: n1: --dvfs=auto (mlg) {kept}" in cp.stderr
+    job = c.sbatch("-w", "n1", "--dvfs=714", "-o", "capped-%j.out", "--wrap",
+                   f"echo 408000000 > {_devfreq(c, 'n1')}/max_freq")
+    assert c.wait(job) == "COMPLETED"
+    try:
+        assert c.board_files("n1") == (306_000_000, 408_000_000)
+        e = _energy(c, job, "batch", "n1")
+        assert e["restored"] and any("the power mode lowered the GPU's max_freq to 408 MHz" in w
+                                     for w in e["warnings"]), e
+        assert "pydvfs: n1: restore: the power mode lowered" in (c.dir / "work" / f"capped-{job}.out").read_text()
+    finally:
+        b = c.boards["n1"]
+        (b.devfreq_dir / "max_freq").write_text(f"{original[1]}\n")
+        (b.devfreq_dir / "min_freq").write_text(f"{original[0]}\n")
+
+
+@pytest.mark.parametrize("arg, says", [
+    ("rate_hz=inf", "rate_hz= is 0 (the sensor's rate) or 0.01..100000 samples a second, not 'inf'"),
+    ("rate_hz=1e-300", "not '1e-300'"),
+    ("sysfs_root=", "sysfs_root= is an absolute folder"),
+])
+def test_plugstack_bad_argument_refused_at_init(cluster, arg, says):
+    """A rate that integrates nothing, an empty sysfs root: the plugin's init refuses them (srun
+    loads plugstack.conf too, and says so)."""
+    c = cluster
+    conf = c.dir / "plugstack.conf"
+    saved = conf.read_text()
+    conf.write_text(saved.rstrip("\n") + f" {arg}\n")
+    try:
+        cp = c.run("srun", "-w", "n1", "true", check=False)
+    finally:
+        conf.write_text(saved)
+    assert cp.returncode != 0 and "pydvfs: plugstack.conf: " in cp.stderr and says in cp.stderr, cp.stderr
 
 
 def test_roofline_collect_on_two_nodes_is_the_one_host_collect(cluster):

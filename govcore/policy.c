@@ -784,8 +784,8 @@ void gc_outside_reason(const gc_tree_model *m, int policy, const gc_workload *w,
     out[0] = '\0';
     if (!w || !m || policy != GC_POLICY_MLG || strcmp(m->origin, GC_ORIGIN_BUILTIN) != 0)
         return;
-    for (i = 0; i < 3; i++)
-        if (v[i] < lo[i] || v[i] > hi[i]) {
+    for (i = 0; i < 3; i++) /* a value typed rounded (SST-2's 13.32 as 13.3) is not outside */
+        if (v[i] < lo[i] * (1 - GC_TRAINED_ROUNDING) || v[i] > hi[i] * (1 + GC_TRAINED_ROUNDING)) {
             int r = snprintf(out + n, len - n, "%s%s %g", outside ? ", " : "the workload's ",
                              gc_workload_fields[GC_WF_LAYERS + i].key, v[i]);
 

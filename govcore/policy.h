@@ -132,6 +132,7 @@ int gc_workload_check(const gc_workload *w, char *err, size_t len);
 #define GC_TRAINED_HIDDEN_MAX 3072.0
 #define GC_TRAINED_SEQ_LEN_MIN 13.32
 #define GC_TRAINED_SEQ_LEN_MAX 53.24
+#define GC_TRAINED_ROUNDING 0.005 /* a value within 0.5 % of the range (typed rounded) is inside it */
 /* " peft=lora rank=16 ..." (a leading space each): the keys that are not the default, numbers
  * in the protocol's plain decimal (6 places at most, trailing zeros cut). "" if it does not fit
  * in len. */

@@ -3,6 +3,7 @@
 #include "sysfs.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -249,6 +250,23 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
     fprintf(f, "%s}", one_line ? "" : "\n");
 }
 
+/* x as the shortest decimal that reads back as the same double (13.3, not 13.300000000000001):
+ * what a user typed in a workload comes back as typed. */
+static void json_num(FILE *f, double x)
+{
+    char buf[32];
+    int prec;
+
+    for (prec = 15; prec < 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    if (prec == 17)
+        snprintf(buf, sizeof buf, "%.17g", x);
+    fputs(buf, f);
+}
+
 static void json_mhz_or_null(FILE *f, uint64_t hz)
 {
     if (hz)
@@ -476,10 +494,15 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
     json_mhz_or_null(f, d->clamped_from_hz);
     fprintf(f, ", \"dry_run\": %s, \"workload\": {\"model\": ", dry_run ? "true" : "false");
     gc_json_str(f, model_name);
-    fprintf(f, ", \"layers\": %.17g, \"hidden\": %.17g, \"seq_len\": %.17g, \"util_pct\": ",
-            w->layers, w->hidden, w->seq_len);
+    fprintf(f, ", \"layers\": ");
+    json_num(f, w->layers);
+    fprintf(f, ", \"hidden\": ");
+    json_num(f, w->hidden);
+    fprintf(f, ", \"seq_len\": ");
+    json_num(f, w->seq_len);
+    fprintf(f, ", \"util_pct\": ");
     if (w->gpu_util_pct >= 0)
-        fprintf(f, "%.17g", w->gpu_util_pct);
+        json_num(f, w->gpu_util_pct);
     else
         fprintf(f, "null");
     /* how it trains; a count not given is null, as pydvfs's Workload has it */
@@ -489,15 +512,16 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
         static const char *const keys[] = {"rank", "trainable_params", "weight_bits", "batch_size"};
 
         for (i = 0; i < 4; i++)
-            if (nums[i] > 0)
-                fprintf(f, ", \"%s\": %.17g", keys[i], nums[i]);
-            else
+            if (nums[i] > 0) {
+                fprintf(f, ", \"%s\": ", keys[i]);
+                json_num(f, nums[i]);
+            } else
                 fprintf(f, ", \"%s\": null", keys[i]);
     }
     fprintf(f, ", \"precision\": \"%s\", \"tokens_per_step\": ",
             gc_precision_names[w->precision >= 0 && w->precision < GC_PRECISION_COUNT ? w->precision : 0]);
     if (w->tokens_per_step > 0)
-        fprintf(f, "%.17g", w->tokens_per_step);
+        json_num(f, w->tokens_per_step);
     else
         fprintf(f, "null");
     fprintf(f, "}, \"features\": {");

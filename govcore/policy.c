@@ -748,6 +748,10 @@ int gc_saving_range(const gc_tree_model *m, const gc_decision *d, double out[2])
     return hits > 0;
 }
 
+/* The way to the saving a kept decision leaves on the table: every kept reason ends with it. */
+#define GC_KEPT_WAY "; to get the saving, one governed run (`pydvfs run -- CMD`: the online policy) " \
+    "or `pydvfs calibrate` (about a minute) calibrates this board for every workload"
+
 void gc_kept_reason(const gc_decision *d, char *out, size_t len)
 {
     if (!len)
@@ -757,18 +761,23 @@ void gc_kept_reason(const gc_decision *d, char *out, size_t len)
         snprintf(out, len, "left the board to its own governor: the workload's GPU load at MAXN, %g %%, is "
                  "below every workload the built-in %s policy was trained on (%g %% and up): the board's own "
                  "governor already runs the GPU low there, and the tree's %g MHz would be an extrapolation "
-                 "that can cost more than MAXN; `pydvfs run --policy online` measures this workload's own "
-                 "best clock", d->util_pct, gc_policy_name(d->policy), d->trained_util_min_pct,
-                 gc_hz_to_mhz(d->kept_from_hz));
+                 "that can cost more than MAXN" GC_KEPT_WAY, d->util_pct, gc_policy_name(d->policy),
+                 d->trained_util_min_pct, gc_hz_to_mhz(d->kept_from_hz));
+        return;
+    }
+    if (d->kept_maxn == GC_KEPT_NO_SAFE_CLOCK) {
+        snprintf(out, len, "kept MAXN for lack of knowledge: no clock of the built-in %s policy saves energy "
+                 "for workloads like this on every board this one may be (its simulator is an estimate: "
+                 "the uncertainty family), and the board's own governor never costs more" GC_KEPT_WAY,
+                 gc_policy_name(d->policy));
         return;
     }
     if (!d->kept_maxn)
         return;
     snprintf(out, len, "left the board to its own governor: the %s policy's %g MHz is expected to save "
              "%.1f %% against MAXN, spread %.1f %% in its training data, which is not clearly positive "
-             "(expected minus %g spread <= 0); `pydvfs run --policy online` measures this workload's own "
-             "best clock", gc_policy_name(d->policy), gc_hz_to_mhz(d->kept_from_hz), d->expected_saving_pct,
-             d->saving_spread_pct, GC_SAVING_MARGIN_SD);
+             "(expected minus %g spread <= 0)" GC_KEPT_WAY, gc_policy_name(d->policy),
+             gc_hz_to_mhz(d->kept_from_hz), d->expected_saving_pct, d->saving_spread_pct, GC_SAVING_MARGIN_SD);
 }
 
 void gc_outside_reason(const gc_tree_model *m, int policy, const gc_workload *w, char *out, size_t len)
@@ -895,8 +904,11 @@ int gc_decide_goal(gc_board *b, const gc_tree_model *m, const gc_roofline *rl, i
     if ((rc = e->propose(b, m, rl, w, &unbounded, &d->proposed_mhz)) < 0)
         return rc;
     expectation(m, policy, d);
-    if (d->proposed_mhz == 0.0)
-        return 0; /* the tree's MAXN class: the board's own governor, as fast as the board */
+    if (d->proposed_mhz == 0.0) { /* the tree's MAXN class: the board's own governor, as fast as the board */
+        if (builtin_ranges(m, policy))
+            d->kept_maxn = GC_KEPT_NO_SAFE_CLOCK; /* a built-in: no clock saves across its family */
+        return 0;
+    }
     if (policy != GC_POLICY_ROOFLINE) { /* the roofline policy chose from this board's table */
         double mhz = d->proposed_mhz;
         int mapped = 0;

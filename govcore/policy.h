@@ -365,11 +365,13 @@ double gc_propose_rules(const gc_workload *w);
  * except for MAXN, which pins nothing (the board's own governor is as fast as the board). The
  * trade is predicted whenever rl is given and a level is pinned. */
 /* Why a decision left the board to its own governor (gc_decision.kept_maxn; gc_kept_reason
- * says it): the expected saving is not clearly positive (GC_SAVING_MARGIN_SD); or a built-in's
- * workload is more host-bound (its GPU load at MAXN below) than every workload it was trained on:
- * the board's own governor already runs the GPU low there, and the tree's clock would be an
- * extrapolation that can cost more than MAXN (docs/policy.md). */
-enum gc_kept { GC_KEPT_NOT = 0, GC_KEPT_NOT_CLEAR = 1, GC_KEPT_BELOW_TRAINED_LOAD = 2 };
+ * says it, with the way to the saving): the expected saving is not clearly positive
+ * (GC_SAVING_MARGIN_SD); or a built-in's workload is more host-bound (its GPU load at MAXN
+ * below) than every workload it was trained on: the board's own governor already runs the GPU
+ * low there, and the tree's clock would be an extrapolation that can cost more than MAXN; or a
+ * built-in's tree keeps MAXN because no clock saves on every board of its uncertainty family
+ * (GC_KEPT_NO_SAFE_CLOCK: kept_from_hz 0) (docs/policy.md). */
+enum gc_kept { GC_KEPT_NOT = 0, GC_KEPT_NOT_CLEAR = 1, GC_KEPT_BELOW_TRAINED_LOAD = 2, GC_KEPT_NO_SAFE_CLOCK = 3 };
 
 typedef struct gc_decision {
     int policy;

@@ -692,6 +692,25 @@ static void test_expected_saving_gate(void)
     CHECK_EQ_U64(st.max_hz, 1300500000);
     gc_kept_reason(&d, why, sizeof why);
     CHECK(strstr(why, "left the board to its own governor") && strstr(why, "714 MHz"));
+    /* every kept reason says the way to the saving, whole in the front ends' GC_ERR_MAX buffers */
+    {
+        gc_decision k = d;
+        int kind;
+
+        k.util_pct = 100.0 / 3.0; /* the longest numbers %g writes */
+        k.trained_util_min_pct = 100.0 / 7.0;
+        k.kept_from_hz = 1300500000;
+        for (kind = GC_KEPT_NOT_CLEAR; kind <= GC_KEPT_NO_SAFE_CLOCK; kind++) {
+            k.kept_maxn = kind;
+            gc_kept_reason(&k, why, sizeof why);
+            CHECK(strlen(why) < sizeof why - 1);
+            CHECK(strstr(why, "one governed run (`pydvfs run -- CMD`") && strstr(why, "`pydvfs calibrate` (about a minute)"));
+            CHECK(strstr(why, "for every workload") == why + strlen(why) - strlen("for every workload"));
+        }
+        k.kept_maxn = GC_KEPT_NO_SAFE_CLOCK;
+        gc_kept_reason(&k, why, sizeof why);
+        CHECK(strstr(why, "kept MAXN for lack of knowledge") == why);
+    }
     /* ffg reads no workload and has its own expectation */
     CHECK(gc_decide(&b, &m, NULL, GC_POLICY_FFG, NULL, &d) == 0);
     CHECK(d.kept_maxn && d.kept_from_hz == 612000000 && d.expected_saving_pct == 1.0);

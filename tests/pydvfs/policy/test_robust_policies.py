@@ -118,3 +118,25 @@ def test_a_workload_more_host_bound_than_any_trained_is_left_to_the_board(govcor
             assert "policy mlg: MAXN" in text.stdout and "MAXN kept: no clock saves" not in text.stdout
         else:
             assert d.freq_mhz == c["freq_mhz"] == 510.0 and d.kept_reason is None
+
+
+def test_a_built_in_that_keeps_maxn_for_lack_of_knowledge_says_so_and_the_way_to_the_saving(govcore_bin, cli,
+                                                                                              tmp_path):
+    """Issue 51: on an estimate board the built-in keeps MAXN where no clock saves on every board of
+    its family; apply said nothing of why, nor what gets the saving. Both front ends, text and JSON,
+    now say it in one line (gc_kept_reason), and no clock was pinned."""
+    import subprocess
+
+    fake = build_fake_board(tmp_path / "nano", board="orin-nano-super")
+    w = {"model": "bert", "layers": 12, "hidden": 768, "seq_len": 13.3}
+    d = decide(w, sysfs_root=fake.root, data_dir=tmp_path / "none", energy="module")
+    assert d.freq_mhz is None and d.kept_from_mhz is None and d.kept_reason.startswith("kept MAXN for lack of knowledge")
+    assert "one governed run (`pydvfs run -- CMD`" in d.kept_reason and "`pydvfs calibrate` (about a minute)" in d.kept_reason
+    args = ["apply", "--model", "bert", "--layers", "12", "--hidden", "768", "--seq-len", "13.3", "--dry-run",
+            "--sysfs-root", str(fake.root), "--data-dir", str(tmp_path / "none")]
+    assert json.loads(cli("--json", *args).stdout)["kept_reason"] == d.kept_reason
+    text = cli(*args)
+    assert text.returncode == 0 and f"pydvfs apply: {d.kept_reason}\n" in text.stderr and "MAXN" in text.stdout
+    c = subprocess.run([govcore_bin, "--json", *args[:-2]], capture_output=True, text=True, check=True)
+    assert json.loads(c.stdout)["kept_reason"] == d.kept_reason
+    assert (fake.read_hz("min_freq"), fake.read_hz("max_freq")) == (306000000, 1020000000)

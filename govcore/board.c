@@ -400,6 +400,48 @@ static int skip_label(const char *label)
     return label[0] == '\0' || strcasecmp(label, "NC") == 0 || strncasecmp(label, "sum", 3) == 0;
 }
 
+static void add_skipped(gc_board *b, const char *raw_label, const char *fmt, ...)
+{
+    gc_skipped_channel *s;
+    va_list ap;
+
+    if (b->n_skipped == GC_MAX_SKIPPED)
+        return;
+    s = &b->skipped[b->n_skipped++];
+    gc_printable(raw_label, s->name, sizeof s->name);
+    va_start(ap, fmt);
+    vsnprintf(s->why, sizeof s->why, fmt, ap);
+    va_end(ap);
+}
+
+/* 1 if a channel the sensor does not measure, recorded in b->skipped with why: an INA3221
+ * channel whose enable file (inN_enable, kernel Documentation/hwmon/ina3221.rst) reads 0, or a
+ * channel one of whose input files cannot be read now (a disabled channel's in3_input on a
+ * JetPack 6 AGX Orin fails with EIO: alumet issue 212). Such a channel is no rail: its power
+ * is not in any sum, and a role that needs it says so (resolve_roles). */
+static int unusable_channel(gc_board *b, const char *label, const char *enable_path,
+                            const char *const *inputs, int n_inputs)
+{
+    char buf[64];
+    uint64_t on;
+    int i, rc;
+
+    if (enable_path && gc_sysfs_read_u64(b->sysfs_root, enable_path, &on) == 0 && on == 0) {
+        add_skipped(b, label, "disabled: %s is 0", enable_path);
+        return 1;
+    }
+    for (i = 0; i < n_inputs; i++) {
+        if (!inputs[i] || !inputs[i][0])
+            continue;
+        rc = gc_sysfs_read(b->sysfs_root, inputs[i], buf, sizeof buf);
+        if (rc < 0) {
+            add_skipped(b, label, "%s cannot be read: %s", inputs[i], gc_sysfs_strerror(rc));
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* One hwmon folder. An ina3221: channels with a label, a bus voltage (mV) and a current (mA).
  * Any hwmon with power channels (powerN_input, uW; the INA238 on Thor): each channel, named by
  * its powerN_label, else by the device's name (with "_powerN" past the first channel). */
@@ -407,6 +449,7 @@ static void scan_hwmon_dir(gc_board *b, const char *dir, struct rail_filter *f)
 {
     char path[GC_PATH_MAX], v_path[GC_PATH_MAX], i_path[GC_PATH_MAX], label[GC_NAME_MAX];
     char dev_name[GC_NAME_MAX];
+    const char *inputs[2];
     uint64_t interval_ms;
     int ch, is_ina3221;
 
@@ -422,6 +465,11 @@ static void scan_hwmon_dir(gc_board *b, const char *dir, struct rail_filter *f)
         snprintf(i_path, sizeof i_path, "%s/curr%d_input", dir, ch);
         if (!gc_sysfs_exists(b->sysfs_root, v_path) || !gc_sysfs_exists(b->sysfs_root, i_path) ||
             !take_channel(f, label))
+            continue;
+        snprintf(path, sizeof path, "%s/in%d_enable", dir, ch);
+        inputs[0] = v_path;
+        inputs[1] = i_path;
+        if (unusable_channel(b, label, path, inputs, 2))
             continue;
         if (add_rail(b, label, GC_RAIL_HWMON, v_path, i_path, NULL) == -E2BIG)
             f->overflow = 1;
@@ -440,6 +488,9 @@ static void scan_hwmon_dir(gc_board *b, const char *dir, struct rail_filter *f)
                 snprintf(label, sizeof label, "%.40s_power%d", dev_name, ch);
         }
         if (skip_label(label) || !take_channel(f, label))
+            continue;
+        inputs[0] = p_path;
+        if (unusable_channel(b, label, NULL, inputs, 1))
             continue;
         if (add_rail(b, label, GC_RAIL_POWER, NULL, NULL, p_path) == -E2BIG)
             f->overflow = 1;
@@ -468,6 +519,7 @@ static void scan_ina3221x(gc_board *b, struct rail_filter *f)
     char drv[GC_PATH_MAX], dev[GC_PATH_MAX], iio[GC_PATH_MAX], path[GC_PATH_MAX];
     char p_path[GC_PATH_MAX], v_path[GC_PATH_MAX], i_path[GC_PATH_MAX], label[GC_NAME_MAX];
     char *addrs[MAX_ENTRIES], *subs[MAX_ENTRIES];
+    const char *inputs[1];
     int na, ns, i, j, ch;
 
     if (under_root(b, drv, sizeof drv, "/sys/bus/i2c/drivers/ina3221x") < 0)
@@ -488,6 +540,9 @@ static void scan_ina3221x(gc_board *b, struct rail_filter *f)
                 snprintf(v_path, sizeof v_path, "%s/in_voltage%d_input", iio, ch);
                 snprintf(i_path, sizeof i_path, "%s/in_current%d_input", iio, ch);
                 if (!gc_sysfs_exists(b->sysfs_root, p_path) || !take_channel(f, label))
+                    continue;
+                inputs[0] = p_path;
+                if (unusable_channel(b, label, NULL, inputs, 1))
                     continue;
                 if (add_rail(b, label, GC_RAIL_INA3221X,
                              gc_sysfs_exists(b->sysfs_root, v_path) ? v_path : NULL,
@@ -539,12 +594,13 @@ static void find_rails(gc_board *b, const gc_board_profile *profile)
 
     /* the first source that has channels: /sys/class/hwmon; trees without it, the power
      * monitor drivers' devices (every driver's: INA3221 and INA238); JetPack 4's ina3221x */
-    for (source = 1; source <= 3 && b->n_rails == 0; source++)
+    for (source = 1; source <= 3 && b->n_rails == 0 && b->n_skipped == 0; source++)
         scan_source(b, &f, source);
     source--;
     if (f.overflow && profile) {
         /* crowded: the table's rails first, then the others while there is room */
         b->n_rails = 0;
+        b->n_skipped = 0;
         f.pass = 1;
         scan_source(b, &f, source);
         f.pass = 2;
@@ -643,24 +699,68 @@ static int rail_index(const gc_board *b, const char *name)
     return -1;
 }
 
-/* Give each role its rails, from the table only. */
+static int optional_rail(const gc_board_profile *p, int role, const char *name)
+{
+    int j;
+
+    for (j = 0; p->optional[role][j]; j++)
+        if (strcmp(p->optional[role][j], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Why a rail of the table is not among the rails: a skipped channel's reason, else not found. */
+static void missing_why(const gc_board *b, const char *name, char *out, size_t len)
+{
+    int i;
+
+    for (i = 0; i < b->n_skipped; i++)
+        if (strcmp(b->skipped[i].name, name) == 0) {
+            snprintf(out, len, "was skipped (%s)", b->skipped[i].why);
+            return;
+        }
+    snprintf(out, len, "was not found");
+}
+
+/* Give each role its rails, from the table only. A missing rail leaves the role unknown, except
+ * one of the table's optional rails of the role: the role is then summed over the rails present
+ * and flagged partial (role_partial), with a warning naming the rail. */
 static void resolve_roles(gc_board *b, const gc_board_profile *p)
 {
+    char why[sizeof b->skipped[0].why + 32], absent[GC_ERR_MAX];
     int role, j, k, idx;
 
     for (role = 0; role < GC_N_ROLES; role++) {
         b->role_n[role] = -1;
+        b->role_partial[role] = 0;
+        b->role_optional[role] = 0;
         if (!p)
             continue;
         b->role_n[role] = 0;
+        absent[0] = '\0';
         for (j = 0; p->roles[role][j]; j++) {
             char dup[GC_NAME_MAX];
+            int twice;
 
             idx = rail_index(b, p->roles[role][j]);
             snprintf(dup, sizeof dup, "%s#2", p->roles[role][j]);
-            if (idx < 0 || rail_index(b, dup) >= 0) {
+            twice = rail_index(b, dup) >= 0;
+            if (idx < 0 && !twice && optional_rail(p, role, p->roles[role][j])) {
+                size_t used = strlen(absent);
+
+                missing_why(b, p->roles[role][j], why, sizeof why);
+                snprintf(absent + used, sizeof absent - used, "%s%s %s", used ? ", " : "",
+                         p->roles[role][j], why);
+                b->role_partial[role] = 1;
+                continue;
+            }
+            if (idx < 0 || twice) {
+                if (idx < 0)
+                    missing_why(b, p->roles[role][j], why, sizeof why);
+                else
+                    snprintf(why, sizeof why, "is labelled twice");
                 add_warning(b, "%s energy is not known: rail %s %s", gc_role_names[role],
-                            p->roles[role][j], idx < 0 ? "was not found" : "is labelled twice");
+                            p->roles[role][j], why);
                 b->role_n[role] = -1;
                 break;
             }
@@ -669,6 +769,20 @@ static void resolve_roles(gc_board *b, const gc_board_profile *p)
                     break;
             if (k == b->role_n[role])
                 b->role_rail[role][b->role_n[role]++] = idx;
+            if (optional_rail(p, role, p->roles[role][j]))
+                b->role_optional[role] |= 1u << idx;
+        }
+        if (b->role_n[role] > 0 && b->role_partial[role])
+            add_warning(b, "%s energy is partial (%s_partial): summed over the rails present, "
+                           "without %s", gc_role_names[role], gc_role_names[role], absent);
+        else if (b->role_n[role] == 0 && b->role_partial[role]) {
+            add_warning(b, "%s energy is not known: no rail of it was found (%s)", gc_role_names[role],
+                        absent);
+            b->role_n[role] = -1;
+        }
+        if (b->role_n[role] < 0) {
+            b->role_partial[role] = 0;
+            b->role_optional[role] = 0;
         }
     }
 }

@@ -24,6 +24,9 @@ typedef struct gc_board_profile {
     const char *of_node_names[GC_PROFILE_LIST_MAX];  /* the GPU's of_node names */
     int has_load;                                    /* the GPU exposes a load file */
     const char *roles[GC_N_ROLES][GC_PROFILE_LIST_MAX]; /* rails per role; empty: none */
+    const char *optional[GC_N_ROLES][GC_PROFILE_LIST_MAX]; /* rails of a role that may be
+                                                        absent: the role is then summed over
+                                                        the rails present, flagged partial */
     double emc_mhz[GC_PROFILE_EMC_MAX];              /* the EMC's rates, ascending, 0-ended;
                                                         used where the kernel lists none */
 } gc_board_profile;
@@ -41,6 +44,7 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      {"ga10b", "gpu", NULL},
      1,
      {{"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO", NULL}, {"VDD_CPU_CV", "VDD_GPU_SOC", NULL}, {NULL}},
+     {{"VDDQ_VDD2_1V8AO", NULL}, {NULL}, {NULL}},
      {204, 665.6, 2133, 3199, 0}},
     {"orin-nano-super", "Jetson Orin Nano (Super)",
      {"Orin Nano", NULL},
@@ -48,6 +52,7 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      {"ga10b", "gpu", NULL},
      1,
      {{"VDD_IN", NULL}, {"VDD_CPU_GPU_CV", NULL}, {NULL}},
+     {{NULL}, {NULL}, {NULL}},
      {204, 665.6, 2133, 3199, 0}},
     {"orin-nx", "Jetson Orin NX (Super)",
      {"Orin NX", NULL},
@@ -55,6 +60,7 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      {"ga10b", "gpu", NULL},
      1,
      {{"VDD_IN", NULL}, {"VDD_CPU_GPU_CV", NULL}, {NULL}},
+     {{NULL}, {NULL}, {NULL}},
      {204, 665.6, 2133, 3199, 0}},
     {"thor", "Jetson AGX Thor",
      {"Thor", NULL},
@@ -62,6 +68,7 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      {NULL},
      0,
      {{"ina238", NULL}, {"VDD_GPU", "VDD_CPU_SOC_MSS", NULL}, {"VDD_GPU", NULL}},
+     {{NULL}, {NULL}, {NULL}},
      {0}},
     {"agx-xavier", "Jetson AGX Xavier",
      {"Jetson-AGX", "AGX Xavier", NULL},
@@ -69,6 +76,7 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      {"gv11b", NULL},
      1,
      {{"GPU", "CPU", "SOC", "CV", "VDDRQ", "SYS5V", NULL}, {"CPU", "GPU", NULL}, {"GPU", NULL}},
+     {{NULL}, {NULL}, {NULL}},
      {0}},
     {"nano", "Jetson Nano",
      {"Jetson Nano", NULL},
@@ -76,6 +84,7 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      {"gpu", NULL},
      1,
      {{"POM_5V_IN", NULL}, {"POM_5V_CPU", "POM_5V_GPU", NULL}, {"POM_5V_GPU", NULL}},
+     {{NULL}, {NULL}, {NULL}},
      {0}},
 };
 

@@ -53,6 +53,14 @@ typedef struct gc_rail {
     char power_path[GC_PATH_MAX];   /* power file: mW (GC_RAIL_INA3221X), uW (GC_RAIL_POWER) */
 } gc_rail;
 
+/* A power channel discovery found and did not take as a rail: the sensor does not measure it
+ * (an INA3221 channel disabled, inN_enable 0) or its reading failed at discovery (EIO). */
+#define GC_MAX_SKIPPED 16
+typedef struct gc_skipped_channel {
+    char name[GC_NAME_MAX];         /* the channel's label, made printable */
+    char why[GC_PATH_MAX + 96];     /* "disabled: <path>/in2_enable is 0", "<path> cannot be read: ..." */
+} gc_skipped_channel;
+
 typedef struct gc_board {
     char sysfs_root[GC_PATH_MAX];   /* every board path is resolved under it; "/" = real board */
     char model[GC_MODEL_MAX];       /* device-tree model (non-printable bytes as \\xNN), "" if none */
@@ -73,6 +81,13 @@ typedef struct gc_board {
      * Roles come from the table only: never guessed from labels. */
     int role_n[GC_N_ROLES];
     int role_rail[GC_N_ROLES][GC_MAX_RAILS];
+    /* role_partial[r] = 1: the role is summed over the rails present, one or more of its
+     * optional rails (the table's optional_rails: the AGX Orin's VDDQ_VDD2_1V8AO) missing; the
+     * warning names them. role_optional[r]: bit k set where rails[k] is an optional rail of r. */
+    int role_partial[GC_N_ROLES];
+    uint32_t role_optional[GC_N_ROLES];
+    int n_skipped;                  /* channels found and not taken as rails (more: not listed) */
+    gc_skipped_channel skipped[GC_MAX_SKIPPED];
     char warning[GC_ERR_MAX];       /* what discovery could not settle, one line; "" if nothing */
     int sensor_interval_ms;         /* INA3221 update_interval, 0 if not exposed */
     char err[GC_ERR_MAX];           /* detail of the last failure, for the user */

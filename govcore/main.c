@@ -237,6 +237,8 @@ static void print_roles(const gc_board *b)
             printf(": no rail of its own");
         for (k = 0; k < b->role_n[role]; k++)
             printf("%s%s", k ? " + " : " = ", b->rails[b->role_rail[role][k]].name);
+        if (b->role_n[role] > 0 && b->role_partial[role])
+            printf(" (partial: a rail of the table is missing)");
     }
     printf("\n");
 }
@@ -300,6 +302,8 @@ static int cmd_status(const struct options *o)
     if (b.n_rails == 0)
         printf(" none found (no power sensor)");
     printf("\n");
+    for (i = 0; i < b.n_skipped; i++)
+        printf("skipped   %s: %s\n", b.skipped[i].name, b.skipped[i].why);
     print_roles(&b);
     if (st.have_live) {
         printf("power    ");
@@ -876,7 +880,7 @@ static void print_role_energies(FILE *out, const gc_sampler *s, const gc_window 
         fprintf(out, "%-9s %12.3f J  %8.3f W avg  (", role_label(role), j, dur_s > 0 ? j / dur_s : 0.0);
         for (k = 0; k < n; k++)
             fprintf(out, "%s%s", k ? " + " : "", gc_sampler_rail_name(s, rails[k]));
-        fprintf(out, ")\n");
+        fprintf(out, ")%s\n", gc_sampler_role_partial(s, role) ? " partial: a rail of the table is missing" : "");
     }
 }
 

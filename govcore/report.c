@@ -195,6 +195,14 @@ void gc_json_status(FILE *f, const gc_board *b, const gc_status *st, int one_lin
         gc_json_str(f, b->rails[i].name);
         fprintf(f, ", \"kind\": \"%s\"}", gc_rail_kind_name(b->rails[i].kind));
     }
+    fprintf(f, "],%s\"skipped_rails\": [", sep);
+    for (i = 0; i < b->n_skipped; i++) {
+        fprintf(f, "%s{\"name\": ", i ? ", " : "");
+        gc_json_str(f, b->skipped[i].name);
+        fprintf(f, ", \"why\": ");
+        gc_json_str(f, b->skipped[i].why);
+        fputc('}', f);
+    }
     fprintf(f, "],%s", sep);
     gc_json_roles_board(f, b);
     fprintf(f, ",%s\"warning\": ", sep);
@@ -558,6 +566,8 @@ void gc_json_roles_board(FILE *f, const gc_board *b)
         fputc(']', f);
     }
     fputc('}', f);
+    fprintf(f, ", \"module_partial\": %s",
+            b->role_n[GC_ROLE_MODULE] > 0 && b->role_partial[GC_ROLE_MODULE] ? "true" : "false");
 }
 
 /* The same for a sampler's rails. */
@@ -582,6 +592,7 @@ static void json_roles_sampler(FILE *f, const gc_sampler *s)
         fputc(']', f);
     }
     fputc('}', f);
+    fprintf(f, ", \"module_partial\": %s", gc_sampler_role_partial(s, GC_ROLE_MODULE) ? "true" : "false");
 }
 
 /* The reading-quality keys (the same in pydvfs's Measurement.to_dict): per rail the failed reads,

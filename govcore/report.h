@@ -73,7 +73,8 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
                       const gc_decision *d, int dry_run, const char *warning);
 
 /* "roles": {"module": [rails] | null, ...}: which rails make each role (null: not known; []: the
- * board has no such role). */
+ * board has no such role), then "module_partial": true where the module is summed over the rails
+ * present, an optional rail of the table missing (gc_board.role_partial). */
 void gc_json_roles_board(FILE *f, const gc_board *b);
 
 /* A window's fields (the Measurement of pydvfs), without the braces: duration_s, board,

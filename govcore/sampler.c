@@ -78,6 +78,7 @@ struct gc_sampler {
     char board_id[GC_NAME_MAX];      /* the board table's id, "" if unknown */
     int role_n[GC_N_ROLES];          /* as gc_board's, by index into rails[] here; -1 unknown */
     int role_rail[GC_N_ROLES][GC_MAX_RAILS];
+    int role_partial[GC_N_ROLES];    /* as gc_board's: summed without an optional rail */
     int has_load;
     int64_t period_ns;               /* 0: flat out */
     double rate_hz;
@@ -523,24 +524,34 @@ static void destroy(gc_sampler *s)
 }
 
 /* The board's rail roles, by index into the sampled rails: a role with a rail left out of the
- * mask is not known. */
+ * mask is not known, unless the rail is optional for the role (board.c: resolve_roles), which
+ * leaves the role partial, as a board without that rail. */
 static void copy_roles(gc_sampler *s, const gc_board *b, uint32_t mask)
 {
-    int role, j, k, at[GC_MAX_RAILS];
+    int role, j, k, n, at[GC_MAX_RAILS];
 
     for (k = 0, j = 0; k < b->n_rails; k++)
         at[k] = (!mask || (mask & (1u << k))) ? j++ : -1;
     for (role = 0; role < GC_N_ROLES; role++) {
         s->role_n[role] = b->role_n[role];
-        for (j = 0; j < b->role_n[role]; j++) {
+        s->role_partial[role] = b->role_partial[role];
+        for (j = 0, n = 0; j < b->role_n[role]; j++) {
             int idx = at[b->role_rail[role][j]];
 
+            if (idx < 0 && (b->role_optional[role] & (1u << b->role_rail[role][j]))) {
+                s->role_partial[role] = 1;
+                continue;
+            }
             if (idx < 0) {
                 s->role_n[role] = -1;
                 break;
             }
-            s->role_rail[role][j] = idx;
+            s->role_rail[role][n++] = idx;
         }
+        if (s->role_n[role] > 0)
+            s->role_n[role] = n > 0 ? n : -1;
+        if (s->role_n[role] < 0)
+            s->role_partial[role] = 0;
     }
 }
 
@@ -769,6 +780,11 @@ int gc_sampler_role(const gc_sampler *s, int role, const int **rails)
     if (rails)
         *rails = s->role_rail[role];
     return s->role_n[role];
+}
+
+int gc_sampler_role_partial(const gc_sampler *s, int role)
+{
+    return role >= 0 && role < GC_N_ROLES && s->role_n[role] > 0 && s->role_partial[role];
 }
 
 double gc_window_role_j(const gc_sampler *s, const gc_window *w, int role, int *known)

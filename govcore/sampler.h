@@ -132,6 +132,9 @@ const char *gc_sampler_board_id(const gc_sampler *s);
  * *rails: the count, 0 if the board has no such role, -1 if it is not known (a board outside
  * the table, a rail missing, repeated or not sampled). */
 int gc_sampler_role(const gc_sampler *s, int role, const int **rails);
+/* 1 if a known role is summed over the rails present, an optional rail of it missing or not
+ * sampled (gc_board.role_partial: the AGX Orin's module without VDDQ_VDD2_1V8AO). */
+int gc_sampler_role_partial(const gc_sampler *s, int role);
 /* A window's energy over a role's rails, each once (J); 0 with *known = 0 where not known. */
 double gc_window_role_j(const gc_sampler *s, const gc_window *w, int role, int *known);
 

@@ -10,6 +10,7 @@ cdef extern from "govcore.h" nogil:
         GC_ERR_MAX
         GC_MAX_FREQS
         GC_MAX_RAILS
+        GC_MAX_SKIPPED
         GC_RAIL_HWMON
         GC_RAIL_INA3221X
         GC_RAIL_POWER
@@ -24,6 +25,10 @@ cdef extern from "govcore.h" nogil:
         char voltage_path[GC_PATH_MAX]     # bus voltage file, mV
         char current_path[GC_PATH_MAX]     # current file, mA
         char power_path[GC_PATH_MAX]       # power file, mW (ina3221x)
+
+    ctypedef struct gc_skipped_channel:
+        char name[GC_NAME_MAX]     # the channel's label, made printable
+        char why[GC_PATH_MAX]      # "disabled: .../in2_enable is 0", ".../in3_input cannot be read: ..."
 
     ctypedef struct gc_board:
         char sysfs_root[GC_PATH_MAX]       # every board path resolves under it
@@ -40,6 +45,9 @@ cdef extern from "govcore.h" nogil:
         gc_rail rails[GC_MAX_RAILS]
         int role_n[GC_N_ROLES]             # rails per role; 0 none, -1 not known
         int role_rail[GC_N_ROLES][GC_MAX_RAILS]
+        int role_partial[GC_N_ROLES]       # 1: summed over the rails present, an optional one missing
+        int n_skipped                      # channels found and not taken as rails
+        gc_skipped_channel skipped[GC_MAX_SKIPPED]
         char warning[GC_ERR_MAX]           # what discovery could not settle, "" if nothing
         int sensor_interval_ms     # INA3221 update_interval, 0 if unknown
         char err[GC_ERR_MAX]              # detail of the last failure

@@ -68,6 +68,11 @@ class Board:
     @property
     def roles(self) -> dict[str, tuple[str, ...] | None]: ...
     @property
+    def module_partial(self) -> bool: ...
+    @property
+    def skipped_rails(self) -> tuple[tuple[str, str], ...]:
+        """(name, why) per channel found and not taken as a rail (disabled, or unreadable)."""
+    @property
     def rails(self) -> tuple[tuple[str, str, str, str, str], ...]:
         """(name, kind 'hwmon'|'ina3221x'|'power', voltage_path, current_path, power_path) per rail."""
     def clock_state(self) -> tuple[int, int, int, str]:

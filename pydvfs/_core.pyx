@@ -205,6 +205,19 @@ cdef class Board:
         return out
 
     @property
+    def module_partial(self):
+        """True where the module's energy is summed over the rails present, one of the table's
+        optional rails of it missing (the AGX Orin without VDDQ_VDD2_1V8AO)."""
+        return self.b.role_n[0] > 0 and self.b.role_partial[0] != 0  # 0: GC_ROLE_MODULE
+
+    @property
+    def skipped_rails(self):
+        """((name, why), ...): the channels discovery found and did not take as rails (an
+        INA3221 channel disabled, or one whose reading failed)."""
+        return tuple((board_text(self.b.skipped[i].name), board_text(self.b.skipped[i].why))
+                     for i in range(self.b.n_skipped))
+
+    @property
     def devfreq_dir(self):
         return os.fsdecode(self.b.devfreq_dir)
 

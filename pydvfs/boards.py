@@ -51,6 +51,7 @@ class Board:
     power_modes: tuple[PowerMode, ...]
     sensors: tuple[dict, ...]
     roles: Mapping[str, tuple[str, ...]]
+    optional_rails: Mapping[str, tuple[str, ...]]  # a role's rails the board may lack (partial)
     emc_mhz: tuple[float, ...]
     cpu_policies: tuple[dict, ...]
     cpu_max_mhz: float
@@ -82,6 +83,7 @@ def _board(row: dict) -> Board:
         power_modes=tuple(PowerMode(int(m["id"]), m["name"], float(m["gpu_cap_mhz"])) for m in row["power_modes"]),
         sensors=tuple(row["sensors"]),
         roles={role: tuple(rails) for role, rails in row["roles"].items()},
+        optional_rails={role: tuple(rails) for role, rails in row.get("optional_rails", {}).items()},
         emc_mhz=tuple(float(f) for f in row["emc_mhz"]), cpu_policies=tuple(row["cpu_policies"]),
         cpu_max_mhz=float(row["cpu_max_mhz"]), estimate=tuple(row["estimate"]),
     )
@@ -136,16 +138,36 @@ def duplicate_name(label: str, copy: int = 2) -> str:
     return f"{label}#{copy}"
 
 
-def role_sum(per_rail: Mapping[str, float], rails: tuple[str, ...]) -> float | None:
+def role_sum(per_rail: Mapping[str, float], rails: tuple[str, ...],
+             optional: tuple[str, ...] = ()) -> float | None:
     """Sum of ``per_rail`` (energy J or power W) over ``rails``, each once; None where the board
     lacks any of them (a partial sum would be a wrong number, not a smaller one), or where one
-    of them was labelled twice (which channel is the rail is then not known)."""
-    if not rails or any(r not in per_rail or duplicate_name(r) in per_rail for r in rails):
+    of them was labelled twice (which channel is the rail is then not known). The ``optional``
+    rails (the table's ``optional_rails`` of the role) may be absent: the sum is then over the
+    rails present, and :func:`partial` says so."""
+    if not rails or any(duplicate_name(r) in per_rail for r in rails):
         return None
-    return float(sum(per_rail[r] for r in dict.fromkeys(rails)))
+    present = [r for r in dict.fromkeys(rails) if r in per_rail]
+    if not present or any(r not in per_rail and r not in optional for r in rails):
+        return None
+    return float(sum(per_rail[r] for r in present))
+
+
+def missing_optional(per_rail: Mapping[str, float], board: Board | None, role: str) -> tuple[str, ...]:
+    """The one definition of a partial role (``module_partial``; govcore's gc_board.role_partial):
+    the optional rails of ``role`` absent from ``per_rail`` where the role is still summed over
+    the rails present; () where the role is whole, or not known at all."""
+    if board is None:
+        return ()
+    optional = board.optional_rails.get(role, ())
+    if not optional or role_sum(per_rail, board.role_rails(role), optional) is None:
+        return ()
+    return tuple(r for r in optional if r not in per_rail)
 
 
 def energies(per_rail: Mapping[str, float], board: Board | None) -> dict[str, float | None]:
     """Each role's sum of ``per_rail`` on ``board`` (None: an unknown board, whose roles are not
-    guessed). Roles the board lacks, or whose rails were not read, are None."""
-    return {role: (role_sum(per_rail, board.role_rails(role)) if board else None) for role in ROLES}
+    guessed). Roles the board lacks, or whose rails were not read, are None; a role whose
+    optional rails alone are missing is summed over the rails present (:func:`missing_optional`)."""
+    return {role: (role_sum(per_rail, board.role_rails(role), board.optional_rails.get(role, ()))
+                   if board else None) for role in ROLES}

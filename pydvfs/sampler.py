@@ -81,8 +81,20 @@ class Measurement:
         not all read (or one was labelled twice), as govcore reports it."""
         energy = {"module": self.module_energy_j, "cpu_gpu": self.cpu_gpu_energy_j,
                   "gpu": self.gpu_energy_j}
-        return {role: (rails if rails is not None and (not rails or energy[role] is not None) else None)
+        return {role: ([r for r in rails if r in self.energy_j] if rails and energy[role] is not None
+                       else rails if rails is not None and not rails else None)
                 for role, rails in role_rails(self.board).items()}
+
+    @property
+    def module_partial(self) -> bool:
+        """True where ``module_energy_j`` is summed over the rails present, an optional rail of
+        the table missing (the AGX Orin without VDDQ_VDD2_1V8AO): see :attr:`module_missing`."""
+        return bool(self.module_missing)
+
+    @property
+    def module_missing(self) -> tuple[str, ...]:
+        """The optional rails the module's sum goes without (boards.missing_optional)."""
+        return boards.missing_optional(self.energy_j, _board(self.board), "module")
 
     @property
     def incomplete_rails(self) -> tuple[str, ...]:
@@ -139,6 +151,7 @@ class Measurement:
             "cpu_gpu_energy_j": self.cpu_gpu_energy_j,
             "gpu_energy_j": self.gpu_energy_j,
             "roles": self.roles,
+            "module_partial": self.module_partial,
             "avg_power_w": dict(self.avg_power_w),
             "gpu_util_pct": self.gpu_util_pct,
             "samples": self.samples,

@@ -40,9 +40,13 @@ def render(table: dict) -> str:
     for b in rows:
         lists += [b["model_match"], b["gpu"]["devfreq_names"], b["gpu"]["of_node_names"]]
         lists += [b["roles"].get(r, []) for r in ROLES]
+        lists += [b.get("optional_rails", {}).get(r, []) for r in ROLES]
         for r in b["roles"]:
             if r not in ROLES:
                 raise ValueError(f"board {b['id']}: unknown role {r!r}")
+        for r, rails in b.get("optional_rails", {}).items():
+            if r not in ROLES or not set(rails) < set(b["roles"].get(r, [])):
+                raise ValueError(f"board {b['id']}: optional_rails {r!r}: not some of the role's rails")
     width = max(len(x) for x in lists) + 1
     emc_max = max(len(b.get("emc_mhz", [])) for b in rows) + 1
     out = [
@@ -73,6 +77,9 @@ def render(table: dict) -> str:
         "    const char *of_node_names[GC_PROFILE_LIST_MAX];  /* the GPU's of_node names */",
         "    int has_load;                                    /* the GPU exposes a load file */",
         "    const char *roles[GC_N_ROLES][GC_PROFILE_LIST_MAX]; /* rails per role; empty: none */",
+        "    const char *optional[GC_N_ROLES][GC_PROFILE_LIST_MAX]; /* rails of a role that may be",
+        "                                                        absent: the role is then summed over",
+        "                                                        the rails present, flagged partial */",
         "    double emc_mhz[GC_PROFILE_EMC_MAX];              /* the EMC's rates, ascending, 0-ended;",
         "                                                        used where the kernel lists none */",
         "} gc_board_profile;",
@@ -89,6 +96,7 @@ def render(table: dict) -> str:
     ]
     for b in rows:
         roles = ", ".join(_c_list(b["roles"].get(r, [])) for r in ROLES)
+        optional = ", ".join(_c_list(b.get("optional_rails", {}).get(r, [])) for r in ROLES)
         out += [
             f"    {{{_c_str(b['id'])}, {_c_str(b['name'])},",
             f"     {_c_list(b['model_match'])},",
@@ -96,6 +104,7 @@ def render(table: dict) -> str:
             f"     {_c_list(b['gpu']['of_node_names'])},",
             f"     {1 if b['gpu']['load'] else 0},",
             f"     {{{roles}}},",
+            f"     {{{optional}}},",
             "     {" + ", ".join([_mhz(m) for m in sorted(b.get("emc_mhz", []))] + ["0"]) + "}},",
         ]
     out += ["};", "", "#endif", ""]
@@ -108,6 +117,13 @@ def _mhz(v) -> str:
 
 def _sum(rails) -> str:
     return " + ".join(rails) if rails else "(no rail of its own)"
+
+
+def _optional(rails) -> str:
+    if not rails:
+        return ""
+    return (f" ({', '.join(rails)} may be absent: the sum is then over the rails present, "
+            "flagged `module_partial`)")
 
 
 def render_doc_tables(table: dict) -> str:
@@ -134,7 +150,8 @@ def render_doc_tables(table: dict) -> str:
             ("clock table, MHz", " ".join(_mhz(f) for f in b["gpu_levels_mhz"])),
             ("power modes: GPU cap, MHz", modes),
             ("sensors", "<br>".join(sensors)),
-            ("module energy", _sum(roles.get("module", []))),
+            ("module energy", _sum(roles.get("module", []))
+             + _optional(b.get("optional_rails", {}).get("module", []))),
             ("CPU+GPU energy", _sum(roles.get("cpu_gpu", []))),
             ("GPU energy", _sum(roles.get("gpu", []))),
             ("from public specs, not measured", ", ".join(f"`{e}`" for e in b["estimate"]) or "nothing"),

@@ -52,13 +52,14 @@ def live_power(sysfs_root: str, window_s: float = LIVE_WINDOW_S) -> dict | None:
 ROLE_LABELS = {"module": "module", "cpu_gpu": "cpu+gpu", "gpu": "gpu"}
 
 
-def roles_text(roles: dict) -> str:
+def roles_text(roles: dict, module_partial: bool = False) -> str:
     """"module = VDD_IN; cpu+gpu = VDD_CPU_GPU_CV; gpu: no rail of its own" (as govcore)."""
     parts = []
     for role, label in ROLE_LABELS.items():
         rails = roles.get(role)
         parts.append(f"{label}: not known" if rails is None else
-                     f"{label}: no rail of its own" if not rails else f"{label} = {' + '.join(rails)}")
+                     f"{label}: no rail of its own" if not rails else f"{label} = {' + '.join(rails)}"
+                     + (" (partial: a rail of the table is missing)" if role == "module" and module_partial else ""))
     return "; ".join(parts)
 
 
@@ -104,7 +105,8 @@ def _status_text(st: dict, learned: dict | None = None, calibrated: str | None =
     if load is not None:
         lines.append(f"gpu load  {load:.1f} %")
     lines.append(f"rails     {rails}")
-    lines.append(f"roles     {roles_text(st['roles'])}")
+    lines += [f"skipped   {r['name']}: {r['why']}" for r in st.get("skipped_rails", [])]
+    lines.append(f"roles     {roles_text(st['roles'], st.get('module_partial', False))}")
     if live:
         watts = ", ".join(f"{name} {w:.2f} W" for name, w in live["power_w"].items())
         total = "".join(f"; {label} {live[role + '_power_w']:.2f} W" for role, label in ROLE_LABELS.items()

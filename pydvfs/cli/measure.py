@@ -112,8 +112,9 @@ def text_report(data: dict) -> str:
                 why = "a rail of the table is missing" if data["board"] else "board not in the table"
                 lines.append(f"{label:<9} not known ({why})")
                 continue
+            partial = " partial: a rail of the table is missing" if role == "module" and data.get("module_partial") else ""
             lines.append(f"{label:<9} {e:12.3f} J  {e / dur if dur > 0 else 0.0:8.3f} W avg  "
-                         f"({' + '.join(rails)})")
+                         f"({' + '.join(rails)}){partial}")
     if data["gpu_util_pct"] is not None:
         lines.append(f"gpu load  {data['gpu_util_pct']:.1f} %")
     lines.append(f"samples   {data['samples']} at {data['rate_hz']:.1f} Hz, "

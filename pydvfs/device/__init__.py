@@ -242,6 +242,18 @@ class Device:
         return self._board.roles
 
     @property
+    def module_partial(self) -> bool:
+        """True where the module's energy is summed over the rails present, an optional rail of
+        the table missing (the AGX Orin without VDDQ_VDD2_1V8AO); :attr:`warning` names it."""
+        return self._board.module_partial
+
+    @property
+    def skipped_rails(self) -> tuple[tuple[str, str], ...]:
+        """(name, why) per power channel found and not taken as a rail: an INA3221 channel
+        disabled (inN_enable 0), or one whose reading failed at discovery."""
+        return self._board.skipped_rails
+
+    @property
     def devfreq_dir(self) -> str:
         return self._board.devfreq_dir
 
@@ -458,7 +470,9 @@ class Device:
             "available_mhz": list(self.available_frequencies_mhz),
             "gpu_load_pct": self.gpu_load_pct(),
             "rails": [{"name": r.name, "kind": r.kind} for r in self.rails],
+            "skipped_rails": [{"name": n, "why": why} for n, why in self.skipped_rails],
             "roles": {k: (None if v is None else list(v)) for k, v in self.roles.items()},
+            "module_partial": self.module_partial,
             "warning": self.warning,
             "sensor_interval_ms": self.sensor_interval_ms,
             "saved_state": None if saved is None else {

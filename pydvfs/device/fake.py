@@ -49,6 +49,7 @@ class FakeRail:
     current_path: Path | None = None  # currN_input, mA
     power_path: Path | None = None  # in_powerN_input (mW, ina3221x) or powerN_input (uW)
     power_unit: str = "mW"            # of power_path: "mW" (ina3221x) or "uW" (hwmon power)
+    enable_path: Path | None = None   # INA3221 inN_enable (1 measured, 0 disabled)
 
 
 @dataclass
@@ -85,6 +86,14 @@ class FakeBoard:
             return
         rewrite_int(rail.voltage_path, round(voltage_mv))
         rewrite_int(rail.current_path, round(current_ma))
+
+    def disable_rail(self, name: str) -> None:
+        """Turn an INA3221 channel off (``inN_enable`` 0, kernel Documentation/hwmon/ina3221.rst),
+        as some releases leave the AGX Orin's VDDQ_VDD2_1V8AO: discovery then skips it."""
+        rail = self.rails[name]
+        if rail.enable_path is None:
+            raise ValueError(f"rail {name} has no enable file (only INA3221 hwmon channels do)")
+        rail.enable_path.write_text("0\n")
 
     def set_load(self, load_permille: int) -> None:
         """GPU load in tenths of a percent (0..1000), as the ``load`` file reports it."""
@@ -297,7 +306,8 @@ def _add_ina3221(fake: FakeBoard, d: Path, channels: dict) -> None:
         rewrite_int(d / f"curr{ch}_input", 0)
         rewrite_int(d / f"in{ch + 3}_input", 0)  # shunt voltage, uV
         if label != "NC":
-            fake.rails[label] = FakeRail(label, d / f"in{ch}_input", d / f"curr{ch}_input")
+            fake.rails[label] = FakeRail(label, d / f"in{ch}_input", d / f"curr{ch}_input",
+                                         enable_path=d / f"in{ch}_enable")
     # The shunt-sum channel: must be skipped by discovery.
     _write(d / "in7_label", "sum of shunt voltages\n")
     rewrite_int(d / "in7_input", 0)

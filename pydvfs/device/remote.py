@@ -326,6 +326,9 @@ class RemoteBoard:
     warning = property(lambda self: self._status.get("warning") or "")
     roles = property(lambda self: {k: (None if v is None else tuple(v))
                                    for k, v in self._status.get("roles", {}).items()})
+    module_partial = property(lambda self: bool(self._status.get("module_partial")))
+    skipped_rails = property(lambda self: tuple((r["name"], r["why"])
+                                                for r in self._status.get("skipped_rails", [])))
     sensor_interval_ms = property(lambda self: self._status["sensor_interval_ms"] or 0)
 
     @property

@@ -148,6 +148,56 @@ static void test_discovers_thor(void)
     fake_tree_remove(root);
 }
 
+/* A channel the sensor does not measure is no rail (issue 52): an INA3221 channel whose
+ * inN_enable reads 0, or one whose input cannot be read at discovery (a folder in place of
+ * in3_input reads EISDIR, as a disabled channel's reads EIO on a JetPack 6 AGX Orin: alumet
+ * issue 212). The skipped channel is listed with why; the AGX Orin's module, whose
+ * VDDQ_VDD2_1V8AO is optional in the table, is then summed over the rails present and flagged
+ * partial, while a missing rail that is not optional leaves its role unknown. */
+static void test_disabled_and_unreadable_channels_are_not_rails(void)
+{
+    const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
+    const char *vddq = "sys/bus/i2c/drivers/ina3221/1-0041/hwmon/hwmon11";
+    char path[GC_PATH_MAX];
+    gc_board b;
+
+    snprintf(path, sizeof path, "%s/in2_enable", vddq);
+    fake_write(root, path, "0\n");
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(b.n_rails == 3 && strcmp(b.rails[2].name, "VIN_SYS_5V0") == 0);
+    CHECK(b.n_skipped == 1 && strcmp(b.skipped[0].name, "VDDQ_VDD2_1V8AO") == 0);
+    CHECK(strstr(b.skipped[0].why, "disabled: ") == b.skipped[0].why);
+    CHECK(strstr(b.skipped[0].why, "hwmon/hwmon11/in2_enable is 0") != NULL);
+    CHECK(b.role_n[GC_ROLE_MODULE] == 3 && b.role_partial[GC_ROLE_MODULE] == 1);
+    CHECK(b.role_n[GC_ROLE_CPU_GPU] == 2 && b.role_partial[GC_ROLE_CPU_GPU] == 0);
+    CHECK(strstr(b.warning, "module energy is partial (module_partial): summed over the rails "
+                            "present, without VDDQ_VDD2_1V8AO was skipped (disabled: ") != NULL);
+    {
+        double w[GC_MAX_RAILS] = {1, 2, 4};
+        int known;
+        CHECK(gc_role_sum(&b, GC_ROLE_MODULE, w, &known) == 7 && known);
+    }
+
+    /* enabled again, its input a folder: read fails, skipped with the reason */
+    fake_write(root, path, "1\n");
+    snprintf(path, sizeof path, "%s/%s/in2_input", root, vddq);
+    CHECK(unlink(path) == 0 && mkdir(path, 0755) == 0);
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(b.n_rails == 3 && b.n_skipped == 1 && strcmp(b.skipped[0].name, "VDDQ_VDD2_1V8AO") == 0);
+    CHECK(strstr(b.skipped[0].why, "in2_input cannot be read: ") != NULL);
+    CHECK(b.role_n[GC_ROLE_MODULE] == 3 && b.role_partial[GC_ROLE_MODULE] == 1);
+
+    /* a rail that is not optional (VIN_SYS_5V0 on 1-0040) unreadable: the module is not known */
+    snprintf(path, sizeof path, "%s/sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon10/in3_input", root);
+    CHECK(unlink(path) == 0 && mkdir(path, 0755) == 0);
+    CHECK(gc_board_open(&b, root) == 0);
+    CHECK(b.n_rails == 2 && b.n_skipped == 2);
+    CHECK(b.role_n[GC_ROLE_MODULE] == -1 && b.role_partial[GC_ROLE_MODULE] == 0);
+    CHECK(b.role_n[GC_ROLE_CPU_GPU] == 2);
+    CHECK(strstr(b.warning, "module energy is not known: rail VIN_SYS_5V0 was skipped (") != NULL);
+    fake_tree_remove(root);
+}
+
 /* A board outside the table still works from discovery alone, with one warning; no role is
  * guessed. The JetPack 6 Orin tree under another model name. */
 static void test_unknown_board_warns_once(void)
@@ -467,6 +517,7 @@ int main(void)
     RUN(test_discovers_jp4_ina3221x);
     RUN(test_discovers_thor);
     RUN(test_unknown_board_warns_once);
+    RUN(test_disabled_and_unreadable_channels_are_not_rails);
     RUN(test_repeated_and_unprintable_labels);
     RUN(test_no_board);
     RUN(test_garbage_table);

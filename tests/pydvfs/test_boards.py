@@ -209,6 +209,72 @@ def test_unprintable_labels_are_escaped(tmp_path, front, label):
     assert "rail VIN_SYS_5V0 was not found" in r.stderr
 
 
+def _status_json(front, root) -> tuple[dict, str]:
+    r = front(root, "--json", "status") if front.name == "govcore" else front(root, "status", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout), r.stderr
+
+
+def test_disabled_channel_is_no_rail_and_the_module_is_partial(tmp_path, front):
+    """Issue 52: an INA3221 channel with inN_enable 0 is no rail; on the AGX Orin, whose
+    VDDQ_VDD2_1V8AO the table marks optional, the module is summed over the three rails present
+    and flagged (module_partial, a notice naming the rail) in status and measure."""
+    fake = build_fake_board(tmp_path / "b", board="agx-orin")
+    powers = rail_powers_w(fake)
+    fake.disable_rail("VDDQ_VDD2_1V8AO")
+    present = ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"]
+    st, err = _status_json(front, fake.root)
+    assert [x["name"] for x in st["rails"]] == present
+    [skipped] = st["skipped_rails"]
+    assert skipped["name"] == "VDDQ_VDD2_1V8AO" and skipped["why"].startswith("disabled: ")
+    assert skipped["why"].endswith("in2_enable is 0")
+    assert st["roles"]["module"] == present and st["module_partial"] is True
+    assert st["live"]["module_power_w"] == pytest.approx(sum(powers[r] for r in present), rel=1e-3)
+    assert "module energy is partial (module_partial)" in st["warning"] and "VDDQ_VDD2_1V8AO" in st["warning"]
+    assert "VDDQ_VDD2_1V8AO" in err  # the notice, on stderr too
+    text = front(fake.root, "status")
+    assert f"skipped   VDDQ_VDD2_1V8AO: {skipped['why']}" in text.stdout
+    assert "module = VDD_GPU_SOC + VDD_CPU_CV + VIN_SYS_5V0 (partial" in text.stdout
+    args = ("--json", "measure", "--", "sleep", "0.2") if front.name == "govcore" else ("measure", "--json", "--", "sleep", "0.2")
+    r = front(fake.root, *args)
+    assert r.returncode == 0, r.stderr
+    d = report(r)
+    assert d["module_partial"] is True and d["roles"]["module"] == present
+    assert d["module_energy_j"] == pytest.approx(sum(powers[r] for r in present) * d["duration_s"], rel=0.01)
+    assert "VDDQ_VDD2_1V8AO" not in d["energy_j"]
+
+
+def test_unreadable_channel_is_no_rail(tmp_path, front):
+    """A channel whose input read fails at discovery (a folder in its place reads EISDIR, as a
+    disabled channel's reads EIO on a JetPack 6 AGX Orin: alumet issue 212) is skipped with the
+    reason; the whole board's module is flagged partial, never a silent null or a wrong sum."""
+    fake = build_fake_board(tmp_path / "b", board="agx-orin")
+    rail_powers_w(fake)
+    inp = fake.rails["VDDQ_VDD2_1V8AO"].voltage_path
+    inp.unlink()
+    inp.mkdir()
+    st, _ = _status_json(front, fake.root)
+    assert "VDDQ_VDD2_1V8AO" not in [x["name"] for x in st["rails"]]
+    [skipped] = st["skipped_rails"]
+    assert skipped["name"] == "VDDQ_VDD2_1V8AO" and "in2_input cannot be read: " in skipped["why"]
+    assert st["module_partial"] is True and len(st["roles"]["module"]) == 3
+
+
+def test_whole_board_is_not_partial(tmp_path):
+    """The flag is off where every rail is there, and the role sums in Python agree with
+    govcore's: an optional rail missing gives the sum over the rest, any other rail missing None."""
+    b = boards.board("agx-orin")
+    full = {r: 1.0 for r in b.rails}
+    assert boards.missing_optional(full, b, "module") == () and boards.energies(full, b)["module"] == 4.0
+    less = {r: 1.0 for r in b.rails if r != "VDDQ_VDD2_1V8AO"}
+    assert boards.missing_optional(less, b, "module") == ("VDDQ_VDD2_1V8AO",)
+    assert boards.energies(less, b)["module"] == 3.0
+    no_vin = {r: 1.0 for r in b.rails if r != "VIN_SYS_5V0"}
+    assert boards.energies(no_vin, b)["module"] is None and boards.missing_optional(no_vin, b, "module") == ()
+    nano = boards.board("orin-nano-super")
+    assert nano.optional_rails == {} and boards.energies({"VDD_SOC": 1.0}, nano)["module"] is None
+
+
 def test_daemon_replies_carry_the_board_and_roles(tmp_path, govcore_bin):
     fake = build_fake_board(tmp_path / "b", board="thor")
     powers = rail_powers_w(fake)

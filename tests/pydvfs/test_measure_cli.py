@@ -15,7 +15,7 @@ from pydvfs.device.fake import build_fake_board
 
 REPO = Path(__file__).resolve().parents[2]
 KEYS = ["command", "exit_status", "duration_s", "board", "energy_j", "module_energy_j",
-        "cpu_gpu_energy_j", "gpu_energy_j", "roles", "avg_power_w", "gpu_util_pct", "samples", "read_errors", "rate_hz",
+        "cpu_gpu_energy_j", "gpu_energy_j", "roles", "module_partial", "avg_power_w", "gpu_util_pct", "samples", "read_errors", "rate_hz",
         "failed_reads", "interpolated_pct", "negative_readings", "incomplete_rails", "readings_ok",
         "no_energy_reason"]
 

@@ -55,7 +55,7 @@ def test_constant_power_is_exact_and_measurement_is_immutable(board):
         m.energy_j["VDD_GPU_SOC"] = 0
     d = m.to_dict()
     assert list(d) == ["duration_s", "board", "energy_j", "module_energy_j", "cpu_gpu_energy_j",
-                       "gpu_energy_j", "roles", "avg_power_w",
+                       "gpu_energy_j", "roles", "module_partial", "avg_power_w",
                        "gpu_util_pct", "samples", "read_errors", "rate_hz",
                        "failed_reads", "interpolated_pct", "negative_readings", "incomplete_rails",
                        "readings_ok"]

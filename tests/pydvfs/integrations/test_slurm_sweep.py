@@ -152,3 +152,68 @@ def test_more_workloads_than_the_array_takes_is_one_line(cluster):
     cp = _pydvfs(c, "sweep", "--slurm", "--out", str(folder), "--workloads", "big.txt", "--", "true")
     assert cp.returncode == 2 and "MaxArraySize is 1001" in cp.stderr, cp.stderr
     assert not (folder / "plan.json").exists()
+
+
+def test_three_workloads_on_four_nodes_rank_clocks_as_the_boards_truth(cluster):
+    """Issue 50's bar: three workloads on four nodes of several CPUs, each cell a simulated
+    fine-tuning (pydvfs.sim.train_process animating its node's fake board, the physics known),
+    one task cancelled mid-cell and the same command resubmitted: each cell once, every board
+    restored, and each workload's measured curve ranks the clocks as the simulator's truth does."""
+    from pydvfs.sim.model import energy_per_step_j
+    from pydvfs.sim.workloads import get_workload
+
+    c = cluster
+    folder = c.dir / "sweeps" / "truth"
+    from pydvfs.workloads.models import model_spec
+
+    workloads = {"bert-base/SST-2": 150, "pythia-160m/MRPC": 80, "bert-mini/SST-2": 1000}  # steps: ~1 s at the top
+    seq_len = {"SST-2": 13.32, "MRPC": 53.24}
+    specs = []
+    for w in workloads:
+        m = model_spec(w.split("/")[0])
+        specs.append(f"name={w},model={m.family},layers={m.layers},hidden={m.hidden},seq_len={seq_len[w.split('/')[1]]},"
+                     f"model_size={m.name},task={w.split('/')[1]}")
+    (c.dir / "work" / "truth.txt").write_text("\n".join(specs) + "\n")
+    steps = " ".join(f"{w.split('/')[0]}) n={n};;" for w, n in workloads.items())
+    cmd = ["sh", "-c", f"case {{model_size}} in {steps} esac; exec {sys.executable} -m pydvfs.sim.train_process "
+                       f"--sysfs-root {c.dir}/boards/$SLURMD_NODENAME --model {{model_size}} --task {{task}} "
+                       "--steps $n --time-scale 25"]
+    submit = ["sweep", "--slurm", "--out", str(folder), "--workloads", "truth.txt", "--freqs", "306,612,1300.5",
+              "--settle", "0", "--idle", "0", "--sysfs-root", f"{c.dir}/boards/%n", "--state-dir", f"{c.dir}/state/%n",
+              "--json", "--", *cmd]
+    cp = _pydvfs(c, *submit)
+    assert cp.returncode == 0, cp.stderr
+    first = json.loads(cp.stdout)
+    task1 = f"{first['array_job']}_1"
+
+    def node_of_task1() -> str:
+        return c.run("squeue", "-h", "-j", task1, "-o", "%N", check=False).stdout.strip()
+
+    wait_for(lambda: node_of_task1() in c.boards and c.board_files(node_of_task1())[1] == 306_000_000,
+             timeout=120, what="task 1 in its 306 MHz cell")
+    node = node_of_task1()
+    c.run("scancel", task1)
+    c.wait(first["merge_job"], timeout=180)
+    c.assert_restored(node, (c.boards[node].levels_hz[0], c.boards[node].levels_hz[-1]))
+    cp = _pydvfs(c, *submit)
+    second = json.loads(cp.stdout)
+    assert second["submitted"] == [1], second
+    assert c.wait(second["merge_job"], timeout=180) == "COMPLETED"
+    for n in c.boards:
+        c.assert_restored(n, (c.boards[n].levels_hz[0], c.boards[n].levels_hz[-1]))
+
+    rows = list(iter_rows(folder / "sweep.csv"))
+    assert sorted(_keys(folder / "sweep.csv")) == sorted({run_key(w, s, f, 0) for w in workloads for s, f in
+                                                          (("fixed", 306), ("fixed", 612), ("fixed", 1300.5),
+                                                           ("maxn", None))})
+    assert len(rows) == 12 and all(r["exit_status"] == 0 for r in rows)
+    for name, steps in workloads.items():
+        model, task = name.split("/")
+        w = get_workload(model, task)
+        measured = {r["freq_mhz"]: r["energy_module_j"] for r in rows if r["workload"] == name and r["freq_mhz"]}
+        truth = {f: energy_per_step_j(w, "fixed", f, energy="module") * steps for f in measured}
+        assert min(measured, key=measured.get) == min(truth, key=truth.get), (name, measured, truth)
+        for a in truth:
+            for b in truth:
+                if truth[a] > 1.2 * truth[b]:  # a clear difference in truth is one in the measurement
+                    assert measured[a] > measured[b], (name, a, b, measured, truth)

@@ -38,6 +38,16 @@ def _pydvfs(c, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+def _in_cell(c, task: str, mhz: int, timeout: float) -> str:
+    """The node of array task ``task`` once its board is pinned at ``mhz`` (its cell runs)."""
+    def node() -> str:
+        return c.run("squeue", "-h", "-j", task, "-o", "%N", check=False).stdout.strip()
+
+    wait_for(lambda: node() in c.boards and c.board_files(node())[1] == mhz * 1_000_000, timeout=timeout,
+             what=f"task {task} in its {mhz} MHz cell")
+    return node()
+
+
 def _keys(path) -> set:
     return {run_key(r["workload"], r["setting"], r["freq_mhz"], r["repeat"]) for r in iter_rows(path)}
 
@@ -64,12 +74,7 @@ def test_sweep_array_merge_and_resubmit(cluster, tmp_path):
     assert first["submitted"] == list(range(8))
     task3 = f"{first['array_job']}_3"
 
-    def node_of_task3() -> str:
-        return c.run("squeue", "-h", "-j", task3, "-o", "%N", check=False).stdout.strip()
-
-    wait_for(lambda: node_of_task3() in c.boards and c.board_files(node_of_task3())[1] == 714_000_000,
-              timeout=60, what="task 3 in its 714 MHz cell")
-    node = node_of_task3()
+    node = _in_cell(c, task3, 714, timeout=60)
     # each task asks for its node whole (the plugin's default=auto pinning them would fail every cell)
     assert "OverSubscribe=NO" in c.run("scontrol", "show", "job", task3).stdout
     # resubmitted while task 3 runs: nothing submitted twice
@@ -186,12 +191,7 @@ def test_three_workloads_on_four_nodes_rank_clocks_as_the_boards_truth(cluster):
     first = json.loads(cp.stdout)
     task1 = f"{first['array_job']}_1"
 
-    def node_of_task1() -> str:
-        return c.run("squeue", "-h", "-j", task1, "-o", "%N", check=False).stdout.strip()
-
-    wait_for(lambda: node_of_task1() in c.boards and c.board_files(node_of_task1())[1] == 306_000_000,
-             timeout=120, what="task 1 in its 306 MHz cell")
-    node = node_of_task1()
+    node = _in_cell(c, task1, 306, timeout=120)
     c.run("scancel", task1)
     c.wait(first["merge_job"], timeout=180)
     c.assert_restored(node, (c.boards[node].levels_hz[0], c.boards[node].levels_hz[-1]))

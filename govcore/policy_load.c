@@ -69,11 +69,19 @@ static int trusted(const struct stat *st)
     return (st->st_uid == 0 || st->st_uid == getuid()) && !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
+/* A folder above the model folder may also be sticky (as /tmp is, 1777 root): no one else can
+ * rename or replace what root or you own in it, and the folder below is checked in turn. */
+static int trusted_above(const struct stat *st)
+{
+    return trusted(st) || ((st->st_uid == 0 || st->st_uid == getuid()) && (st->st_mode & S_ISVTX));
+}
+
 static int refuse_untrusted(const char *what, const struct stat *st, char *err, size_t len)
 {
     snprintf(err, len, "refusing to load a policy as root: %s is %s (owner uid %u, mode %04o); "
              "every folder above policy.so and the files in it must be owned by root (or you) "
-             "and writable by no one else: chown root and chmod go-w, or keep the model folder "
+             "and writable by no one else (a folder above may be sticky, as /tmp is): chown root "
+             "and chmod go-w, or keep the model folder "
              "under a root-owned path such as /opt or /usr/local/share",
              what, (st->st_mode & (S_IWGRP | S_IWOTH)) ? "writable by group or others"
                                                       : "owned by another user",
@@ -84,7 +92,7 @@ static int refuse_untrusted(const char *what, const struct stat *st, char *err, 
 /* The model folder, opened. As root, walked from / with every folder checked (see top). */
 static int open_model_dir(const char *model_dir, int as_root, int *dirfd, char *err, size_t len)
 {
-    char real[PATH_MAX], walked[PATH_MAX] = "", *comp, *save = NULL;
+    char real[PATH_MAX], walked[PATH_MAX] = "", *comp, *after, *save = NULL;
     struct stat st;
     int fd, next, rc;
 
@@ -111,12 +119,14 @@ static int open_model_dir(const char *model_dir, int as_root, int *dirfd, char *
             close(fd);
         return rc;
     }
-    if (!trusted(&st)) {
+    if (!trusted_above(&st)) {
         close(fd);
         return refuse_untrusted("/", &st, err, len);
     }
-    for (comp = strtok_r(real, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+    for (comp = strtok_r(real, "/", &save); comp; comp = after) {
         size_t used = strlen(walked);
+
+        after = strtok_r(NULL, "/", &save); /* NULL: comp is the model folder itself */
 
         snprintf(walked + used, sizeof walked - used, "/%s", comp);
         next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -134,7 +144,7 @@ static int open_model_dir(const char *model_dir, int as_root, int *dirfd, char *
             close(fd);
             return rc;
         }
-        if (!trusted(&st)) {
+        if (!(after ? trusted_above(&st) : trusted(&st))) {
             rc = refuse_untrusted(walked, &st, err, len);
             close(fd);
             return rc;

@@ -124,6 +124,18 @@ def test_group_writable_folder_above(cli, govcore_bin, model, board, marker):
     assert_refused(both(cli, govcore_bin, model, board), marker, str(model.parent), "writable by group or others")
 
 
+def test_a_root_owned_sticky_folder_above_is_safe(cli, govcore_bin, model, board, marker):
+    """`make demo` as root in a clone under /tmp (1777 root): no one else can rename or replace the
+    folders root owns there, so the policy loads; the model folder itself sticky-writable does not."""
+    os.chmod(model.parent, 0o1777)
+    for run in (lambda: run_pydvfs(cli, model, board), lambda: run_govcore(govcore_bin, model, board)):
+        res = run()
+        assert res.returncode == 0, res.stderr
+        marker.unlink()
+    os.chmod(model, 0o1777)
+    assert_refused(both(cli, govcore_bin, model, board), marker, str(model), "writable by group or others")
+
+
 def test_folder_of_another_owner(cli, govcore_bin, model, board, marker):
     os.chown(model, NOBODY, NOBODY)
     assert_refused(both(cli, govcore_bin, model, board), marker, "owned by another user", f"uid {NOBODY}")

@@ -662,6 +662,43 @@ static void read_release(gc_board *b)
     for (i = 0; i < GC_N_L4T_RELEASES; i++)
         if (gc_l4t_jetpack[i][0] == major)
             b->jetpack = gc_l4t_jetpack[i][1];
+    if (b->jetpack == 0) {
+        char known[96] = "";
+        size_t used = 0;
+
+        for (i = 0; i < GC_N_L4T_RELEASES && used < sizeof known; i++)
+            used += (size_t)snprintf(known + used, sizeof known - used, "%sR%d", i ? ", " : "",
+                                     gc_l4t_jetpack[i][0]);
+        add_warning(b, "L4T %s is not in the board table (%s): its JetPack is not known; "
+                       "discovery goes on without it", b->l4t, known);
+    }
+}
+
+/* One notice where the GPU lists levels the table knows for none of the board's releases (its
+ * row's and its variants'): the policies were made for the table's levels; a pin still snaps
+ * to the board's own. Levels within 1 MHz of the table's count as the same (1300 for 1300.5). */
+static void check_levels(gc_board *b, const gc_board_profile *p)
+{
+    char odd[160] = "";
+    size_t used = 0;
+    int i, k, n_odd = 0;
+
+    for (i = 0; i < b->n_freqs; i++) {
+        double mhz = gc_hz_to_mhz(b->freqs_hz[i]);
+        int known = 0;
+
+        for (k = 0; k < GC_PROFILE_LEVELS_MAX && p->levels_mhz[k] > 0; k++)
+            if (fabs(p->levels_mhz[k] - mhz) < 1.0)
+                known = 1;
+        if (known)
+            continue;
+        if (n_odd++ < 6 && used < sizeof odd)
+            used += (size_t)snprintf(odd + used, sizeof odd - used, "%s%g", used ? " " : "", mhz);
+    }
+    if (n_odd)
+        add_warning(b, "%d GPU level%s not in the board table's %s clock tables (%s%s MHz): the "
+                       "policies were made for the table's levels; a pin snaps to the board's own",
+                    n_odd, n_odd == 1 ? " is" : "s are", p->id, odd, n_odd > 6 ? " ..." : "");
 }
 
 /* The table's row whose model strings are in the device-tree model, or NULL. */
@@ -856,6 +893,7 @@ int gc_board_open(gc_board *b, const char *sysfs_root)
     find_rails(b, p); /* the board's table names the rails to keep when there are too many */
     if (p) {
         snprintf(b->board_id, sizeof b->board_id, "%s", p->id);
+        check_levels(b, p);
     } else {
         /* One warning says what is unknown; discovery alone still pins and measures. */
         char warn[GC_ERR_MAX];

@@ -15,6 +15,8 @@
 #define GC_PROFILE_LIST_MAX 7 /* longest name list + its NULL */
 #define GC_N_BOARD_PROFILES 6
 #define GC_PROFILE_EMC_MAX 5 /* most EMC rates + its 0 */
+#define GC_PROFILE_LEVELS_MAX 24 /* most known GPU levels + its 0 */
+#define GC_PROFILE_MODES_MAX 5 /* most known power-mode ids + its -1 */
 
 typedef struct gc_board_profile {
     const char *id;                                  /* the table's id, e.g. "orin-nano-super" */
@@ -29,13 +31,16 @@ typedef struct gc_board_profile {
                                                         the rails present, flagged partial */
     double emc_mhz[GC_PROFILE_EMC_MAX];              /* the EMC's rates, ascending, 0-ended;
                                                         used where the kernel lists none */
+    double levels_mhz[GC_PROFILE_LEVELS_MAX];        /* every GPU level the table knows for
+                                                        the board (its variants' too), 0-ended */
+    int mode_ids[GC_PROFILE_MODES_MAX];              /* every nvpmodel id it knows, -1-ended */
 } gc_board_profile;
 
 static const char *const gc_role_names[GC_N_ROLES] = {"module", "cpu_gpu", "gpu"};
 
 /* The L4T major release of /etc/nv_tegra_release ("# R36 ...") -> its JetPack. */
-#define GC_N_L4T_RELEASES 4
-static const int gc_l4t_jetpack[GC_N_L4T_RELEASES][2] = {{32, 4}, {35, 5}, {36, 6}, {38, 7}};
+#define GC_N_L4T_RELEASES 5
+static const int gc_l4t_jetpack[GC_N_L4T_RELEASES][2] = {{32, 4}, {35, 5}, {36, 6}, {38, 7}, {39, 7}};
 
 static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
     {"agx-orin", "Jetson AGX Orin",
@@ -45,7 +50,9 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      1,
      {{"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO", NULL}, {"VDD_CPU_CV", "VDD_GPU_SOC", NULL}, {NULL}},
      {{"VDDQ_VDD2_1V8AO", NULL}, {NULL}, {NULL}},
-     {204, 665.6, 2133, 3199, 0}},
+     {204, 665.6, 2133, 3199, 0},
+     {114.75, 216.75, 306, 318.75, 408, 420.75, 510, 522.75, 612, 624.75, 714, 726.75, 816, 828.75, 918, 930.75, 1020, 1032.75, 1122, 1134.75, 1224, 1236.75, 1300.5, 0},
+     {0, 1, 2, 3, -1}},
     {"orin-nano-super", "Jetson Orin Nano (Super)",
      {"Orin Nano", NULL},
      {"17000000.ga10b", "17000000.gpu", NULL},
@@ -53,7 +60,9 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      1,
      {{"VDD_IN", NULL}, {"VDD_CPU_GPU_CV", NULL}, {NULL}},
      {{NULL}, {NULL}, {NULL}},
-     {204, 665.6, 2133, 3199, 0}},
+     {204, 665.6, 2133, 3199, 0},
+     {306, 408, 510, 612, 624.75, 714, 816, 918, 1020, 0},
+     {0, 1, 2, 3, -1}},
     {"orin-nx", "Jetson Orin NX (Super)",
      {"Orin NX", NULL},
      {"17000000.ga10b", "17000000.gpu", NULL},
@@ -61,7 +70,9 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      1,
      {{"VDD_IN", NULL}, {"VDD_CPU_GPU_CV", NULL}, {NULL}},
      {{NULL}, {NULL}, {NULL}},
-     {204, 665.6, 2133, 3199, 0}},
+     {204, 665.6, 2133, 3199, 0},
+     {306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1173, 0},
+     {0, 3, -1}},
     {"thor", "Jetson AGX Thor",
      {"Thor", NULL},
      {"gpu-gpc-0", NULL},
@@ -69,7 +80,9 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      0,
      {{"ina238", NULL}, {"VDD_GPU", "VDD_CPU_SOC_MSS", NULL}, {"VDD_GPU", NULL}},
      {{NULL}, {NULL}, {NULL}},
-     {0}},
+     {0},
+     {315, 420, 525, 630, 735, 840, 945, 1050, 1155, 1260, 1365, 1470, 1575, 0},
+     {0, 1, 2, 3, -1}},
     {"agx-xavier", "Jetson AGX Xavier",
      {"Jetson-AGX", "AGX Xavier", NULL},
      {"17000000.gv11b", NULL},
@@ -77,7 +90,9 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      1,
      {{"GPU", "CPU", "SOC", "CV", "VDDRQ", "SYS5V", NULL}, {"CPU", "GPU", NULL}, {"GPU", NULL}},
      {{NULL}, {NULL}, {NULL}},
-     {0}},
+     {0},
+     {114.75, 216.75, 318.75, 420.75, 522.75, 624.75, 675.75, 828.75, 905.25, 1032.75, 1198.5, 1236.75, 1338.75, 1377, 0},
+     {0, -1}},
     {"nano", "Jetson Nano",
      {"Jetson Nano", NULL},
      {"57000000.gpu", NULL},
@@ -85,7 +100,9 @@ static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
      1,
      {{"POM_5V_IN", NULL}, {"POM_5V_CPU", "POM_5V_GPU", NULL}, {"POM_5V_GPU", NULL}},
      {{NULL}, {NULL}, {NULL}},
-     {0}},
+     {0},
+     {76.8, 153.6, 230.4, 307.2, 384, 460.8, 537.6, 614.4, 691.2, 768, 844.8, 921.6, 0},
+     {0, 1, -1}},
 };
 
 #endif

@@ -32,7 +32,26 @@ ROLES = ("module", "cpu_gpu", "gpu")
 class PowerMode:
     id: int
     name: str
-    gpu_cap_mhz: float
+    gpu_cap_mhz: float | None  # None: not known (a variant's mode from a weak source)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The same module as its board's row on other releases or SKUs: what differs (None: as the
+    row), where it was read (``source``) and which facts are ``unconfirmed``. Everything else
+    (rail roles, simulator profile, built-in policy) is the row's: a variant maps onto it."""
+
+    id: str
+    board: str                       # the row's id
+    name: str
+    jetpack: tuple[int, ...]
+    model_example: str | None
+    gpu_levels_mhz: tuple[float, ...] | None
+    power_modes: tuple[PowerMode, ...] | None
+    cpu_max_mhz: float | None
+    emc_devfreq_names: tuple[str, ...]
+    source: str
+    unconfirmed: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -56,6 +75,8 @@ class Board:
     cpu_policies: tuple[dict, ...]
     cpu_max_mhz: float
     estimate: tuple[str, ...]
+    l4t: Mapping[int, int] = None    # JetPack -> the L4T major this board runs there, where several map to it
+    variants: tuple[Variant, ...] = ()
 
     @property
     def rails(self) -> tuple[str, ...]:
@@ -73,6 +94,22 @@ class Board:
         return self.roles.get(role, ())
 
 
+def _modes(rows) -> tuple[PowerMode, ...]:
+    return tuple(PowerMode(int(m["id"]), m["name"], None if m["gpu_cap_mhz"] is None else float(m["gpu_cap_mhz"]))
+                 for m in rows)
+
+
+def _variant(board_id: str, v: dict) -> Variant:
+    return Variant(
+        id=v["id"], board=board_id, name=v["name"], jetpack=tuple(v["jetpack"]),
+        model_example=v.get("model_example"),
+        gpu_levels_mhz=tuple(float(f) for f in v["gpu_levels_mhz"]) if "gpu_levels_mhz" in v else None,
+        power_modes=_modes(v["power_modes"]) if "power_modes" in v else None,
+        cpu_max_mhz=float(v["cpu_max_mhz"]) if "cpu_max_mhz" in v else None,
+        emc_devfreq_names=tuple(v.get("emc_devfreq_names", ())), source=v["source"],
+        unconfirmed=tuple(v["unconfirmed"]))
+
+
 def _board(row: dict) -> Board:
     gpu = row["gpu"]
     return Board(
@@ -80,12 +117,14 @@ def _board(row: dict) -> Board:
         model_example=row["model_example"], jetpack=tuple(row["jetpack"]),
         gpu_devfreq_names=tuple(gpu["devfreq_names"]), gpu_of_node_names=tuple(gpu["of_node_names"]),
         gpu_has_load=bool(gpu["load"]), gpu_levels_mhz=tuple(float(f) for f in row["gpu_levels_mhz"]),
-        power_modes=tuple(PowerMode(int(m["id"]), m["name"], float(m["gpu_cap_mhz"])) for m in row["power_modes"]),
+        power_modes=_modes(row["power_modes"]),
         sensors=tuple(row["sensors"]),
         roles={role: tuple(rails) for role, rails in row["roles"].items()},
         optional_rails={role: tuple(rails) for role, rails in row.get("optional_rails", {}).items()},
         emc_mhz=tuple(float(f) for f in row["emc_mhz"]), cpu_policies=tuple(row["cpu_policies"]),
         cpu_max_mhz=float(row["cpu_max_mhz"]), estimate=tuple(row["estimate"]),
+        l4t={int(j): int(r) for j, r in row.get("l4t", {}).items()},
+        variants=tuple(_variant(row["id"], v) for v in row.get("variants", ())),
     )
 
 
@@ -104,6 +143,19 @@ def boards() -> dict[str, Board]:
 def l4t_jetpack() -> dict[int, int]:
     """L4T major release (``/etc/nv_tegra_release``'s R36) -> JetPack major (6)."""
     return {int(r): int(j) for r, j in _table()["l4t_jetpack"].items()}
+
+
+def variants() -> dict[str, Variant]:
+    """Every board's variants, by id, in the file's order."""
+    return {v.id: v for b in boards().values() for v in b.variants}
+
+
+def l4t_release(b: Board, jetpack: int) -> int:
+    """The L4T major ``b`` runs on ``jetpack``: the row's ``l4t`` where it names one (the AGX
+    Orin on JetPack 7: R39), else the lowest release of that JetPack."""
+    if jetpack in (b.l4t or {}):
+        return b.l4t[jetpack]
+    return min(r for r, j in l4t_jetpack().items() if j == jetpack)
 
 
 def board(board_id: str) -> Board:

@@ -80,9 +80,16 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
         if args.board or args.layout:
             raise InvalidValueError("give --from alone: the capture names its board's layout")
         return _from_capture(args, root)
-    if args.board and args.layout:
-        raise InvalidValueError("give --board or --layout, not both (--layout jp5|jp6 is --board agx-orin)")
-    board_id = args.board or LAYOUT_BOARD[args.layout or "jp5"]
+    if sum(x is not None for x in (args.board, args.layout, args.variant)) > 1:
+        raise InvalidValueError("give one of --board, --variant or --layout (--layout jp5|jp6 is --board agx-orin)")
+    if args.variant and (args.animate or args.levels != "11"):
+        raise InvalidValueError("--variant lays out the variant's own table, unanimated: the simulator "
+                                "animates its board's (--board)")
+    if args.variant:
+        from ..boards import variants
+
+        args.board = args.variant
+    board_id = variants()[args.variant].board if args.variant else args.board or LAYOUT_BOARD[args.layout or "jp5"]
     if board_id != "agx-orin" and args.levels == "13":
         raise InvalidValueError("--levels 13 is an AGX Orin table; this board has its own")
     if args.animate:  # refused here, in one line, before a tree is laid out (not by the process later)
@@ -99,7 +106,8 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
         board = build_fake_board(root, args.layout or "jp5", levels_hz=levels, follow_clamp=not args.animate,
                                  clock_domains=True)
     idle_w = _write_idle_power(board)
-    data = {"sysfs_root": str(board.root.resolve()), "board": board.board, "jetpack": board.jetpack,
+    data = {"sysfs_root": str(board.root.resolve()), "board": board.board, "variant": board.variant,
+            "jetpack": board.jetpack,
             "layout": board.layout, "model": board.model,
             "levels_mhz": [hz / 1e6 for hz in board.levels_hz], "rails": sorted(board.rails),
             "domains": list(board.domains), "idle_power_w": idle_w, "animate": args.animate}
@@ -224,6 +232,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--board", choices=tuple(boards()), default=None,
                    help="a board of the table (docs/boards.md), laid out as on its newest JetPack "
                         "(AGX Xavier: JetPack 4)")
+    from ..boards import variants
+
+    p.add_argument("--variant", choices=tuple(variants()), default=None,
+                   help="a variant of a board of the table (docs/boards.md: another release's clock "
+                        "table, power modes as nvpmodel names them), laid out on its newest JetPack")
     p.add_argument("--layout", choices=("jp4", "jp5", "jp6"), default=None,
                    help="the older names: jp5: AGX Orin JetPack 5 (the default), jp6: JetPack 6, "
                         "jp4: AGX Xavier (ina3221x)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import boards as table
@@ -33,6 +33,7 @@ XAVIER_LEVELS_HZ = _levels_hz("agx-xavier")
 LAYOUTS = ("jp4", "jp5", "jp6")
 _LAYOUT_BOARD = {"jp4": ("agx-xavier", 4), "jp5": ("agx-orin", 5), "jp6": ("agx-orin", 6)}
 BOARDS = tuple(table.boards())  # every board of the table
+VARIANTS = tuple(table.variants())  # every variant of a board (docs/boards.md): build_fake_board(board=ID) too
 ORIN_MODEL = table.board("agx-orin").model_example
 XAVIER_MODEL = table.board("agx-xavier").model_example
 
@@ -67,6 +68,7 @@ class FakeBoard:
     board: str = "agx-orin"           # the board table's id
     jetpack: int = 5
     domains: list[str] = field(default_factory=list)  # clock domains beside the GPU's: "emc", "cpu0", ...
+    variant: str | None = None        # the table's variant laid out (board is then its row's id)
 
     @property
     def has_load(self) -> bool:
@@ -173,7 +175,9 @@ def build_fake_board(
     """Create a fake board tree under ``root`` and return its handle.
 
     ``board``: a board of the table (``pydvfs/data/boards.json``: orin-nano-super, orin-nx,
-    agx-orin, thor, agx-xavier, nano), laid out as that board shows itself on ``jetpack``
+    agx-orin, thor, agx-xavier, nano), or one of its variants (``VARIANTS``: its clock table,
+    model string, CPU maximum, its power modes in ``/etc/nvpmodel.conf`` with mode 0 in force,
+    Thor's ``bwmgr`` memory-clock devfreq device), laid out as that board shows itself on ``jetpack``
     (default: the newest the table lists): its device-tree model, ``/etc/nv_tegra_release``, GPU
     devfreq node (Thor: the virtual ``gpu-gpc-0``, no of_node, no load file, podgov tunables
     in ``nvhost_podgov/``), clock table and sensors (INA3221 hwmon, ina3221x on JetPack 4,
@@ -194,16 +198,26 @@ def build_fake_board(
         jetpack = jetpack or jp
     elif layout is not None:
         raise ValueError("give board= or layout=, not both")
-    b = table.board(board)  # ValueError naming the boards for an unknown id
+    variant = table.variants().get(board)
+    if variant is not None:  # the variant's facts over its row's (dataclasses.replace: None keeps the row's)
+        row = table.board(variant.board)
+        b = replace(row, jetpack=variant.jetpack,
+                    gpu_levels_mhz=variant.gpu_levels_mhz or row.gpu_levels_mhz,
+                    power_modes=variant.power_modes or row.power_modes,
+                    cpu_max_mhz=variant.cpu_max_mhz or row.cpu_max_mhz,
+                    model_example=variant.model_example or row.model_example)
+        board = row.id
+    else:
+        b = table.board(board)  # ValueError naming the boards for an unknown id
     jp4_sensors = any(s["driver"] == "ina3221x" for s in b.sensors)  # JetPack 4's driver
     jetpack = jetpack or (4 if jp4_sensors else max(b.jetpack))
     if jetpack not in b.jetpack or (jp4_sensors and jetpack != 4):
         raise ValueError(f"the table describes {b.name} on JetPack "
                          f"{4 if jp4_sensors else ', '.join(map(str, b.jetpack))}, not {jetpack}")
-    layout = layout or f"{board}-jp{jetpack}"
+    layout = layout or f"{variant.id if variant else board}-jp{jetpack}"
     root = Path(root)
     sys_ = root / "sys"
-    levels = tuple(levels_hz or _levels_hz(board))
+    levels = tuple(levels_hz or (round(mhz * 1e6) for mhz in b.gpu_levels_mhz))
     model = model or b.model_example
     # Boards with two GPU names: the first is JetPack 5's (17000000.ga10b), the last newer ones'.
     pick = 0 if jetpack <= 5 else -1
@@ -247,19 +261,41 @@ def build_fake_board(
     _link(sys_ / "class" / "devfreq" / dla.name, dla_df)
 
     _write(root / "proc" / "device-tree" / "model", model + "\0")
-    l4t = {j: r for r, j in table.l4t_jetpack().items()}[jetpack]
+    l4t = table.l4t_release(b, jetpack)
     _write(root / "etc" / "nv_tegra_release",
            f"# R{l4t} (release), REVISION: 0.0, GCID: 0, BOARD: generic, EABI: aarch64, "
            "DATE: fake board (pydvfs fake-board)\n")
 
     fake = FakeBoard(root=root, layout=layout, model=model, devfreq_dir=devfreq_dir,
-                     gpu_dir=gpu_dir, levels_hz=levels, board=board, jetpack=jetpack)
+                     gpu_dir=gpu_dir, levels_hz=levels, board=board, jetpack=jetpack,
+                     variant=variant.id if variant else None)
     _add_sensors(fake, b, sys_, hwmon_start)
+    if variant is not None:
+        _add_variant(root, variant)
     if clock_domains:
         from .fake_domains import add_clock_domains
 
         fake.domains = add_clock_domains(root, b)
     return fake
+
+
+def _add_variant(root: Path, v) -> None:
+    """What a variant shows beside its row's layout: its power modes as nvpmodel's files hold
+    them (mode 0 in force; a cap the table does not know has no GPU line) and its memory-clock
+    devfreq device (Thor's bwmgr: no of_node, not a GPU)."""
+    if v.power_modes:
+        blocks = [f"< POWER_MODEL ID={m.id} NAME={m.name} >\n"
+                  + (f"GPU MAX_FREQ {round(m.gpu_cap_mhz * 1e6)}\n" if m.gpu_cap_mhz is not None else "")
+                  for m in v.power_modes]
+        _write(root / "etc" / "nvpmodel.conf", "".join(blocks) + f"< PM_CONFIG DEFAULT={v.power_modes[0].id} >\n")
+        _write(root / "var" / "lib" / "nvpmodel" / "status", f"pmode:{v.power_modes[0].id:04d} fmode:quiet\n")
+    for name in v.emc_devfreq_names:
+        d = root / "sys" / "devices" / "virtual" / "devfreq" / name
+        _write(d / "available_frequencies", "4266000000\n")
+        _write(d / "governor", "nvhost_podgov\n")
+        for f in ("min_freq", "max_freq", "cur_freq"):
+            rewrite_int(d / f, 4266000000)
+        _link(root / "sys" / "class" / "devfreq" / name, d)
 
 
 def _add_sensors(fake: FakeBoard, b, sys_: Path, hwmon_start: int) -> None:

@@ -1,0 +1,119 @@
+"""The board table's variants (issue 52): each is laid out by `pydvfs fake-board --variant`, and
+both front ends name its board, JetPack and power mode (as nvpmodel prints it), pin, restore,
+measure and apply on it without a traceback or a notice (its levels and modes are the table's).
+And the notices discovery gives for what the table does not know: an L4T release, a GPU level."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pydvfs import boards
+from pydvfs.cli import main
+from pydvfs.device.fake import build_fake_board
+
+WORKLOAD = "model=bert,layers=12,hidden=768,seq_len=13.3"
+
+
+def _json(capsys, argv) -> dict:
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_every_variant_runs_every_verb(tmp_path, govcore_bin, capsys):
+    for vid, v in boards.variants().items():
+        root, state = tmp_path / vid, tmp_path / f"{vid}-state"
+        state.mkdir(mode=0o700)
+        made = _json(capsys, ["fake-board", str(root), "--variant", vid, "--json"])
+        row = boards.board(v.board)
+        levels = list(v.gpu_levels_mhz or row.gpu_levels_mhz)
+        assert made["board"] == v.board and made["variant"] == vid and made["levels_mhz"] == levels
+        opts = ["--sysfs-root", str(root), "--state-dir", str(state)]
+        st = _json(capsys, ["status", *opts, "--json"])
+        r = subprocess.run([govcore_bin, *opts, "--json", "status"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        for got in (st, json.loads(r.stdout)):
+            assert (got["board"], got["jetpack"], got["available_mhz"]) == (v.board, max(v.jetpack), levels), vid
+            assert got["warning"] is None, (vid, got["warning"])  # its levels are known: no notice
+            if v.power_modes:  # the name nvpmodel prints, mode 0 in force
+                assert got["power_mode"]["name"] == v.power_modes[0].name
+        mid = f"{levels[len(levels) // 2]:g}"
+        dev = Path(st["devfreq_dir"])
+        def limits():
+            return int((dev / "min_freq").read_text()), int((dev / "max_freq").read_text())
+        before = limits()
+        assert main(["pin", mid, *opts]) == 0
+        assert limits() == (round(float(mid) * 1e6),) * 2
+        assert main(["restore", *opts]) == 0
+        assert main(["measure", "--sysfs-root", str(root), "--json", "--", "true"]) == 0
+        assert main(["apply", "--workload", WORKLOAD, *opts, "--", "true"]) == 0
+        assert limits() == before, vid
+        for argv in (["pin", mid], ["restore"]):
+            r = subprocess.run([govcore_bin, *opts, *argv], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_variant_facts(tmp_path):
+    """The variants the issue names, with their sources; the Thor memory clock's devfreq device
+    is no GPU to discovery."""
+    v = boards.variants()
+    assert v["agx-orin-jp5-13"].gpu_levels_mhz[0] == 114.75 and len(v["agx-orin-jp5-13"].gpu_levels_mhz) == 13
+    nano = v["orin-nano-jp5"]
+    assert (nano.gpu_levels_mhz[0], nano.gpu_levels_mhz[-1], len(nano.gpu_levels_mhz)) == (306, 624.75, 5)
+    assert nano.cpu_max_mhz == 1510.4 and nano.board == "orin-nano-super"
+    assert {(m.id, m.name) for m in v["thor-modes"].power_modes} >= {(1, "120W"), (2, "90W"), (3, "70W")}
+    assert v["thor-modes"].emc_devfreq_names == ("bwmgr",)
+    assert {(m.id, m.name) for m in v["agx-orin-mode-names"].power_modes} >= {(1, "MODE_15W"), (2, "MODE_30W"),
+                                                                              (3, "MODE_50W")}
+    assert (2, "MAXN_SUPER") in {(m.id, m.name) for m in v["orin-nano-super-7w"].power_modes}
+    assert (3, "7W") in {(m.id, m.name) for m in v["orin-nano-super-7w"].power_modes}
+    assert (3, "25W") in {(m.id, m.name) for m in v["orin-nx-25w"].power_modes}
+    assert (1, "5W", 640) in {(m.id, m.name, m.gpu_cap_mhz) for m in v["nano-5w"].power_modes}
+    for x in v.values():
+        assert x.source and boards.board(x.board)  # each maps onto a row (its policy, profile, roles)
+    fb = build_fake_board(tmp_path / "thor", board="thor-modes")
+    assert (fb.root / "sys/class/devfreq/bwmgr/available_frequencies").exists()
+    from pydvfs.device import open_device
+
+    assert open_device(fb.root).gpu_name == "gpu-gpc-0"
+
+
+def test_r39_is_jetpack_7(tmp_path, govcore_bin):
+    """L4T R39 is JetPack 7.2 (an AGX Orin: jetson_stats issue 864); the fake AGX Orin on JetPack
+    7 shows R39, the fake Thor R38."""
+    assert boards.l4t_jetpack()[39] == 7
+    fb = build_fake_board(tmp_path / "orin", board="agx-orin", jetpack=7)
+    assert "# R39 " in (fb.root / "etc/nv_tegra_release").read_text()
+    assert "# R38 " in (build_fake_board(tmp_path / "thor", board="thor").root / "etc/nv_tegra_release").read_text()
+    r = subprocess.run([govcore_bin, "--sysfs-root", str(fb.root), "--json", "status"], capture_output=True,
+                       text=True, timeout=60)
+    st = json.loads(r.stdout)
+    assert st["jetpack"] == 7 and st["l4t"].startswith("R39") and st["warning"] is None
+
+
+@pytest.mark.parametrize("front", ["pydvfs", "govcore"])
+def test_unknown_l4t_and_levels_give_one_notice_never_a_failure(tmp_path, govcore_bin, capsys, front):
+    fb = build_fake_board(tmp_path / "b", board="orin-nano-super",
+                          levels_hz=(306000000, 408000000, 500000000, 624750000, 700000000))
+    (fb.root / "etc/nv_tegra_release").write_text("# R41 (release), REVISION: 1.0, GCID: 1, BOARD: generic\n")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    opts = ["--sysfs-root", str(fb.root), "--state-dir", str(state)]
+    if front == "pydvfs":
+        st = _json(capsys, ["status", *opts, "--json"])
+        assert main(["pin", "500", *opts]) == 0 and main(["restore", *opts]) == 0
+    else:
+        r = subprocess.run([govcore_bin, *opts, "--json", "status"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        st = json.loads(r.stdout)
+        for argv in (["pin", "500"], ["restore"]):
+            assert subprocess.run([govcore_bin, *opts, *argv], capture_output=True, timeout=60).returncode == 0
+    assert st["board"] == "orin-nano-super" and st["jetpack"] is None and st["l4t"] == "R41.1.0"
+    assert "L4T R41.1.0 is not in the board table (R32, R35, R36, R38, R39)" in st["warning"]
+    assert ("2 GPU levels are not in the board table's orin-nano-super clock tables (500 700 MHz)"
+            in st["warning"])
+    assert st["warning"].count("L4T") == 1

@@ -196,13 +196,16 @@ def stage_evaluate(ctx: DemoContext) -> dict:
     if "roofline" in s:
         ctx.say(f"unseen tasks: the roofline policy saves {s['roofline']['mean_saving_pct']:.2f} % "
                 f"({100 * s['roofline']['share_of_oracle']:.1f} % of the oracle)")
+    for policy, why in r.get("left_out", {}).items():
+        ctx.say(f"unseen tasks: the {policy} policy is left out: {why}")
     ctx.say(f"unseen tasks: MLG saves {s['mlg']['mean_saving_pct']:.2f} % on average (max "
             f"{s['mlg']['max_saving_pct']:.2f} %, min {s['mlg']['min_saving_pct']:.2f} %), "
             f"{100 * s['mlg']['share_of_oracle']:.1f} % of the oracle; FFG {s['ffg']['mean_saving_pct']:.2f} % "
             f"({LABEL[DEMO_ENERGY]} energy; {s['mlg']['worse_than_maxn']} workloads lose against MAXN)")
     plot = _plot_savings(r, ctx.path("evaluation_savings"))
     return {"summary": s, "workloads": r["workloads"], "per_workload": breakdown["per_workload"],
-            "energy_measure": DEMO_ENERGY, "plot": ctx.rel(plot) if plot else None}
+            "energy_measure": DEMO_ENERGY, "plot": ctx.rel(plot) if plot else None,
+            "left_out": r.get("left_out", {})}
 
 
 def _plot_savings(result: dict, stem: Path) -> Path | None:
@@ -463,6 +466,7 @@ def stage_real_data(ctx: DemoContext) -> dict:
                               ("zeus_bert_v100", zeus, ["--workloads", "*bert*"])):
         if not path.is_file():
             ctx.say(f"{name}: {path} not found, skipped")
+            out.setdefault("left_out", {})[name] = f"{path} not found (the package's data)"
             continue
         a = ctx.verb("analyse", "--data", path, "--out", ctx.path("real", name), *extra)
         out[name] = [{"workload": w["workload"], "knob": w["knob"], "sweet_spot": w["sweet_spot"],

@@ -153,6 +153,10 @@ def markdown(results: dict) -> str:
          "produced by the pipeline in this run; the simulated board is calibrated to published Orin "
          "measurements (docs/sim-calibration.md).", ""]
     L += summary_section(results)
+    missing = [name for name in SECTIONS if name not in results]
+    if missing:
+        L += [f"**Not in this report:** {', '.join(missing)}: `results.json` has no such section (a run of "
+              "`pydvfs demo` that stopped before those stages, or an older one).", ""]
     if "board" in results:
         b = results["board"]
         L += ["## The board", "", f"{b['model']}: {len(b['levels_mhz'])} GPU levels "
@@ -224,7 +228,11 @@ def markdown(results: dict) -> str:
             ["FFG behind MLG", _pct(s["mlg"]["mean_saving_pct"] - s["ffg"]["mean_saving_pct"], ".2f")],
             ["MLG share of the oracle's saving", f"{100 * s['mlg']['share_of_oracle']:.1f} %"],
             ["paper's rules, mean saving", _pct(s["rules"]["mean_saving_pct"], ".2f")],
+            *([["roofline policy, mean saving", _pct(s["roofline"]["mean_saving_pct"], ".2f")]]
+              if "roofline" in s else []),
         ]) + [""]
+        L += [f"**Left out:** the {p} policy, not scored here: {why}" for p, why in e.get("left_out", {}).items()]
+        L += [""] if e.get("left_out") else []
         if e.get("plot"):
             L += [f"![savings]({e['plot']})", ""]
     if "governed_run" in results:
@@ -286,6 +294,7 @@ def markdown(results: dict) -> str:
               "study's top setting.", ""]
         for name in ("perseus_gpt3_a100", "zeus_bert_v100"):
             if name not in r:
+                L += [f"**Left out:** {name}: {r.get('left_out', {}).get(name, 'not in results.json')}", ""]
                 continue
             L += [f"### {name}", ""]
             L += _table(["workload", "knob", "sweet spot", "top", "GPU energy saving vs top", "time penalty", "flags"],

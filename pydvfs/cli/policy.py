@@ -139,7 +139,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     df = read_dataset(args.data)
     curves = curves_from_frame(df, energy_column(args, df), tasks=name_list(args.tasks, "--tasks"))
-    roofline = None
+    roofline, left_out = None, {}
     if args.model_dir is not None and (Path(args.model_dir) / "roofline.txt").is_file():
         from ..errors import BoardPermissionError, PolicyLoadError
         from ..policy.apply import load_roofline
@@ -149,6 +149,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         except (PolicyLoadError, BoardPermissionError) as e:
             # as root, the folder's files get the loader's checks (a user's link must not make root
             # read a file of its choosing); the tree is still scored, as data, without the curve
+            left_out["roofline"] = str(e)  # said in the result (and so in a report), not only here
             print(f"pydvfs evaluate: the roofline policy is left out: {e}", file=sys.stderr, flush=True)
     # a trained tree is read as data (its policy_tree.c), never loaded as code: evaluate touches no
     # board, so it runs as root anywhere (the loader's as-root check guards the verbs that pin).
@@ -160,6 +161,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     tree = load_tree(None, known, measure) if args.model_dir is None else read_tree(args.model_dir)
     result = evaluate(curves, tree, roofline)
     result["energy_column"] = energy_column(args, df)  # what the savings are of
+    result["left_out"] = left_out  # policy -> why it is not scored
     emit(args, result, lambda: format_report(result))
     return 0
 

@@ -100,6 +100,7 @@ def format_report(result: dict) -> str:
                      f"{s['min_saving_pct']:6.2f}% {share:>9s}")
     o = result["summary"]["mlg"]["oracle_mean_saving_pct"]
     lines.append(f"{'oracle':18s} {o:6.2f}%")
+    lines += [f"left out: the {p} policy: {why}" for p, why in result.get("left_out", {}).items()]
     m, f = result["summary"]["mlg"], result["summary"]["ffg"]
     lines.append("")
     if column is not None and column != COLUMN["cpu-gpu"]:  # paper A's figures are CPU+GPU energy

@@ -129,6 +129,7 @@ def test_evaluate_runs_no_code_of_the_folder_even_where_others_can_write(cli, tr
     shared.mkdir()
     os.chmod(shared, 0o1777)
     d = _copy(trained, shared / "model")
+    os.chmod(d, 0o1777)  # the model folder itself anyone can write (a sticky parent alone is safe)
     marker = tmp_path / "policy-code-ran"
     (tmp_path / "ctor.c").write_text(MARKER_C)
     subprocess.run(["cc", "-std=c99", "-fPIC", "-shared", "-DGC_TREE_SYMBOL=gc_tree", f'-DMARKER="{marker}"',
@@ -144,6 +145,13 @@ def test_evaluate_runs_no_code_of_the_folder_even_where_others_can_write(cli, tr
         with pytest.raises(PolicyLoadError, match="writable by group or others"):
             _core.Tree(str(d))
         assert not marker.exists()
+        # the roofline curve is such a file too: left out, and the result and a report say why
+        assert "writable by group or others" in res["left_out"]["roofline"] and "roofline" not in res["summary"]
+        from pydvfs import report
+
+        md = report.markdown({"evaluate": {**res, "energy_measure": "cpu-gpu"}})
+        assert "**Left out:** the roofline policy, not scored here: refusing to load a policy as root" in md
+        assert "**Not in this report:** board, characterise, train, governed_run" in md
 
 
 def test_evaluate_scores_a_trained_folder_as_its_compiled_tree(trained, syn_csv, capsys):

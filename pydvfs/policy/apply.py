@@ -169,7 +169,9 @@ class Decision:
         if self.origin and self.origin.get("kind"):
             knows.append(f"origin    {origin_line(self.origin)}")
         if self.expected_saving_pct is not None:
-            at = f" at {self.kept_from_mhz:g} MHz" if self.kept_from_mhz is not None else ""
+            # a clock not applied is said to be one (the decision keeps MAXN: kept_reason says why)
+            at = "" if self.kept_from_mhz is None else f" at {self.kept_from_mhz:g} MHz" + (
+                ", the tree's clock, not applied (MAXN kept)" if self.freq_mhz is None else "")
             knows.append(f"expected  {self.expected_saving_pct:.1f} % saving against MAXN{at} "
                          + ("(the board's calibrated simulator)" if (self.origin or {}).get("measurements") else
                             f"(spread {self.saving_spread_pct:.1f} %, from its training data)"))

@@ -116,6 +116,8 @@ def test_a_workload_more_host_bound_than_any_trained_is_left_to_the_board(govcor
             text = cli(*args)  # the text form: the reason in one line, MAXN on stdout
             assert text.returncode == 0 and f"pydvfs apply: {d.kept_reason}\n" in text.stderr
             assert "policy mlg: MAXN" in text.stdout and "MAXN kept: no clock saves" not in text.stdout
+            # the saving the tree expected is said to be of a clock not applied (issue 50 item 13)
+            assert "saving against MAXN at 510 MHz, the tree's clock, not applied (MAXN kept)" in text.stdout
         else:
             assert d.freq_mhz == c["freq_mhz"] == 510.0 and d.kept_reason is None
 

@@ -334,3 +334,66 @@ def test_calibrate_waits_a_bounded_time_for_the_first_step_and_restores_the_boar
     assert "board was restored" in str(e.value) and "waiting up to 0.5 s for" in log.getvalue()
     assert (fake.read_hz("min_freq"), fake.read_hz("max_freq")) == (306000000, 1020000000)
     assert board_calibration(BOARD, tmp_path / "d") is None
+
+
+def _online_report(member_knobs, wl, clocks=(510.0, 612.0, 714.0, 816.0, 918.0, 1020.0, None), partial=False):
+    """What an online run of ``wl`` on the board ``member_knobs`` measured (the clocks the search
+    probes on this board, MAXN first)."""
+    from pydvfs.policy.calibrated import predict, sim_run_for
+    from pydvfs.workload import Workload
+
+    pts = predict(BOARD, member_knobs, sim_run_for(Workload.from_any(wl)), clocks)
+    return {"trajectory": [{"freq_mhz": f, "j_per_step": j, "s_per_step": s, "steps": 100} for f, (j, s) in pts.items()],
+            "objective": {"kind": "energy", "energy": "module"}, "chosen_mhz": 714.0, "converged": not partial,
+            "partial": partial}
+
+
+def test_one_governed_run_calibrates_an_uncalibrated_board_for_every_workload(tmp_path, capsys):
+    """Issue 51: an online run on an uncalibrated board calibrated nothing; the built-in keeps MAXN
+    there. Now the run's record calibrates it (gated), and apply on workloads the run never saw
+    picks within 2 % of the board's least energy; a partial run, or steps that do not follow the
+    clock, calibrate nothing, and status says why."""
+    from pydvfs.cli import main
+    from pydvfs.device import open_device
+    from pydvfs.policy.record import record_run
+
+    fake = build_fake_board(tmp_path / "board", board=BOARD)
+    dev = open_device(fake.root, str(tmp_path / "state"))
+    data = tmp_path / "data"
+    knobs = dict(held_out_member(BOARD, 0).knobs)
+    log = io.StringIO()  # Ctrl-C'd part-way: recorded, never a calibration
+    assert record_run(_online_report(knobs, BERT_BASE, partial=True), dev, BERT_BASE, "pydvfs run", data, log, "pydvfs run")
+    assert board_calibration(BOARD, data) is None and "calibrated" not in log.getvalue()
+    steady = _online_report(knobs, BERT_BASE)
+    for w in steady["trajectory"]:  # a step count that rises whatever the GPU does
+        w["j_per_step"], w["s_per_step"] = w["j_per_step"] / w["s_per_step"] * 0.01, 0.01
+    log = io.StringIO()
+    assert record_run(steady, dev, BERT_BASE, "pydvfs run", data, log, "pydvfs run")
+    assert board_calibration(BOARD, data) is None
+    line = log.getvalue().strip().splitlines()
+    assert len(line) == 1 and "not calibrated: the fit with this run was rejected" in line[0], line
+    assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(data)]) == 0
+    assert "the last fit was rejected" in capsys.readouterr().out
+
+    data = tmp_path / "data2"  # a store without the steady record
+    p = held_out_member(BOARD, 0).params()
+    before = []
+    for model, task in held_out()[::16]:  # before any run: MAXN, never above MAXN + 1 %
+        t = truth(BOARD, model, task, p)
+        d = decide(t.workload, sysfs_root=fake.root, data_dir=data)
+        before.append(t.vs_maxn_pct("module", d.freq_mhz))
+        assert d.freq_mhz is None or t.vs_maxn_pct("module", d.freq_mhz) <= 1.0
+        assert d.freq_mhz is not None or "pydvfs calibrate" in d.kept_reason
+    log = io.StringIO()
+    assert record_run(_online_report(knobs, BERT_BASE), dev, BERT_BASE, "pydvfs run", data, log, "pydvfs run")
+    assert "the board is now calibrated on this board from 7 measurements of 1 online run" in log.getvalue()
+    cal = board_calibration(BOARD, data)
+    assert cal is not None and cal.measurements == 7 and cal.online_runs == 0
+    worst = 0.0
+    for model, task in held_out()[::16]:
+        t = truth(BOARD, model, task, p)
+        e = t.energy_j["module"]
+        d = decide(t.workload, sysfs_root=fake.root, data_dir=data)  # the calibration's, or the run's own shape
+        assert d.learned or d.to_dict()["origin"]["kind"] == "calibrated on this board"
+        worst = max(worst, 100.0 * (e[d.freq_mhz] / min(e.values()) - 1.0))
+    assert worst <= 2.0 and min(before) >= -1.0, (worst, before)

@@ -204,5 +204,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     add_report_output(p)
     add_board_options(p)
     add_sim_arguments(p)
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the training command")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...",
+                   help="the training command: {model}, {task}, {name}, ... in it are filled from the workload's "
+                        "fields ({{ and }} for braces), and each run gets $PYDVFS_WORKLOAD (the spec), "
+                        "$PYDVFS_WORKLOAD_<KEY>, $PYDVFS_SETTING and $PYDVFS_FREQ_MHZ")
     p.set_defaults(func=cmd_sweep)

@@ -54,6 +54,7 @@ MAX_RMS = 0.06
 BOUND_RMS = 0.03  # a knob at an edge of its range is believed only where the fit is this tight
 BOUND_TOL = 0.01  # ...at an edge: within this share of the range's width
 MIN_CLOCKS = 3  # distinct fixed clocks a fit needs (MAXN besides)
+VOTE_TOL = 0.001  # a group votes for new knobs where its rms log error is this much lower on them
 
 
 class FitRejected(InvalidValueError):
@@ -501,8 +502,10 @@ def refit(cal: Calibration, records: list) -> tuple[Calibration, int]:
     records of its board, oldest first: the newest :data:`MAX_REFIT_RUNS` are read), the same
     physics fitted to every workload, gated (:func:`gated_fit`: :class:`FitRejected`);
     ``measurements`` counts every point fitted. Its own points, workload and creation time stay:
-    a refit never compounds an earlier one's. Returns (the calibration, how many records the fit
-    left out)."""
+    a refit never compounds an earlier one's. A refit that would change a decision with fewer
+    than two of its groups voting for it (:func:`moved_alone`) is rejected: no record moves a
+    calibrated decision by itself. Returns (the calibration, how many records the fit left out)."""
+
     from .. import boards
 
     levels = list(boards.board(cal.board).gpu_levels_mhz)
@@ -512,9 +515,41 @@ def refit(cal: Calibration, records: list) -> tuple[Calibration, int]:
     if not groups and not cal.online_points:
         return cal, 0  # nothing to add to its own job's fit
     knobs, rms, fitted, left = gated_fit(cal.board, [own, *groups])
+    why = moved_alone(cal.board, cal.knobs, knobs, fitted, cal.measure)
+    if why:
+        raise FitRejected(why)
     n = sum(len(g[1]) for g in fitted[1:])
     return replace(cal, knobs=knobs, rms_log_error=rms, measurements=len(own[1]) + n, online_runs=len(fitted) - 1,
                    online_points=n, refit_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())), left
+
+
+def moved_alone(board: str, old: dict, new: dict, groups: list, measure: str) -> str | None:
+    """Why the knobs ``new`` may not replace ``old``: they change the calibrated clock of a
+    workload (:data:`RECORD_WORKLOADS` and the fitted groups' own) while fewer than two of the
+    fitted ``groups`` (the calibration's own job, each distinct record) fit better on ``new``
+    than on ``old`` (by :data:`VOTE_TOL`): one record cannot move a calibrated decision by
+    itself; a second that agrees with it can. None where the decisions stay or enough vote."""
+    from ..sim.profiles import profile
+    from ..sim.workloads import get_workload
+
+    levels = tuple(profile(board).levels_mhz)
+    runs = {repr(r): r for r in [get_workload(m, t) for m, t in RECORD_WORKLOADS] + [g[0] for g in groups]}
+
+    def choice(kn, run):
+        pts = predict(board, kn, run, levels, measure)
+        return min(levels, key=lambda f: pts[f][0])
+
+    moved = [(r, choice(old, r), choice(new, r)) for r in runs.values()]
+    moved = [m for m in moved if m[1] != m[2]]
+    if not moved:
+        return None
+    votes = sum(n < o - VOTE_TOL for n, o in zip(group_rms(board, new, groups), group_rms(board, old, groups)))
+    if votes >= 2:
+        return None
+    run, a, b = moved[0]
+    return (f"one run alone would move the calibrated clock of {getattr(run, 'name', 'a workload')} from {a:g} to "
+            f"{b:g} MHz ({votes} of {len(groups)} fitted run{'s' * (len(groups) != 1)} fit better so): kept until "
+            "another run agrees")
 
 
 def first_calibration(board_id: str, records: list) -> tuple[Calibration | None, int]:
@@ -681,7 +716,7 @@ def new_calibration(board: str, knobs: dict, rms: float, workload: Workload, mea
                        measure, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
 
-__all__ = ["Calibration", "CalibrationStore", "FORMAT", "FitRejected", "ORIGIN", "first_calibration", "gated_fit", "board_calibration", "calibrated_choice",
+__all__ = ["Calibration", "CalibrationStore", "FORMAT", "FitRejected", "ORIGIN", "first_calibration", "gated_fit", "moved_alone", "board_calibration", "calibrated_choice",
            "calibrated_start", "record_markdown", "share_record",
            "check_calibration", "design", "fit", "fit_groups", "new_calibration", "predict", "refit",
            "refit_from_runs", "run_group", "sim_run_for"]

@@ -82,3 +82,20 @@ def test_one_record_cannot_outvote_the_rest_and_repeats_are_one_vote():
     assert again.online_runs == 1 and again.measurements == len(cal.points) + len(good["probes"])
     with pytest.raises(FitRejected):
         gated_fit(BOARD, [run_group(wild, levels)])  # alone, it is no calibration either
+
+
+def test_no_record_moves_a_calibrated_decision_by_itself_and_two_that_agree_do():
+    """A plausible record (fits well on its own: another member of the family) moved the
+    calibrated decisions alone; now a change needs two fitted runs that fit better with it."""
+    from pydvfs.sim.uncertainty import member
+
+    levels = [306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0]
+    cal = new_calibration(BOARD, *fit(BOARD, RUN, curve()), BERT, curve(), "module")
+    elsewhere = {**TRUE, **dict(member(BOARD, "corner-up").knobs)}
+    ws = [Workload.from_any({"model": "pythia", "layers": 6, "hidden": 512, "seq_len": 40.0}),
+          Workload.from_any({"model": "bert", "layers": 24, "hidden": 1024, "seq_len": 30.0})]
+    recs = [record(curve(knobs=elsewhere, run=sim_run_for(w)), w) for w in ws]
+    with pytest.raises(FitRejected, match="one run alone would move the calibrated clock .* until another run agrees"):
+        refit(cal, recs[:1])
+    both, _ = refit(cal, recs)
+    assert [calibrated_choice(both, w, levels) for w in ws] != [calibrated_choice(cal, w, levels) for w in ws]

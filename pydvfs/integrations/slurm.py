@@ -186,7 +186,7 @@ def digest(data: bytes) -> str:
 
 def read_plan(folder: Path, sha256: str | None = None) -> dict:
     """The sweep's plan, after the folder's checks; with ``sha256`` only the plan submitted."""
-    folder = Path(folder)
+    folder = Path(os.path.abspath(folder))  # the checks walk it from /
     check_folder(folder)
     if not os.path.lexists(folder / PLAN):
         raise InvalidValueError(f"{folder} is not a sweep folder of `pydvfs sweep --slurm` (no {PLAN})")
@@ -309,7 +309,7 @@ def submit(folder: str | os.PathLike, workloads: Sequence[str], cmd: Sequence[st
     only the missing or failed cells. ``exclusive``: each task owns its node (the default: a
     measuring task shares the module's rails with nothing); else it asks for the GPU's GRES where
     the nodes declare one."""
-    folder = Path(folder)
+    folder = Path(os.path.abspath(folder))  # the checks walk it from /
     check_command(cmd)  # on this host: a command missing here would fail every task
     plan = _plan_of(workloads, cmd, options)
     check_folder(folder, create=True)
@@ -371,7 +371,7 @@ def run_task(folder: str | os.PathLike, index: int | None = None, node: str | No
     from ..device import open_device
     from ..sweep import run_sweep
 
-    folder = Path(folder)
+    folder = Path(os.path.abspath(folder))  # the checks walk it from /
     plan = read_plan(folder, plan_sha256)
     if index is None:
         task = os.environ.get("SLURM_ARRAY_TASK_ID", "")
@@ -427,7 +427,7 @@ def merge(folder: str | os.PathLike, plan_sha256: str | None = None) -> dict:
     """One dataset (sweep.csv) and one provenance table (nodes.csv) from the parts, in workload
     order, each cell's last run; names the workloads not complete, the cells whose last run
     failed, and the parts it skipped as damaged (submit the sweep again to fill or rerun them)."""
-    folder = Path(folder)
+    folder = Path(os.path.abspath(folder))  # the checks walk it from /
     plan = read_plan(folder, plan_sha256)
     out, nodes_out = folder / MERGED, folder / NODES
     for path in (out, nodes_out):

@@ -224,6 +224,12 @@ def fit_rejection(groups: list, knobs: dict, rms: float) -> str | None:
     if len(clocks) < MIN_CLOCKS:
         return (f"only {len(clocks)} distinct GPU clock{'s' * (len(clocks) != 1)} measured "
                 f"(a fit needs {MIN_CLOCKS})")
+    return quality_rejection(knobs, rms)
+
+
+def quality_rejection(knobs: dict, rms: float) -> str | None:
+    """:func:`fit_rejection`'s rms and bound checks alone (a stored calibration's clocks are not
+    all kept: :func:`board_calibration` checks these)."""
     if not rms <= MAX_RMS:
         return (f"the board's simulator follows the measured curve only to {100 * rms:.1f} % rms error "
                 f"(at most {100 * MAX_RMS:g} %): the steps do not follow the GPU clock as training does")
@@ -456,17 +462,25 @@ class CalibrationStore(RunStore):
 
 
 def board_calibration(board_id: str | None, data_dir=None, log=None, prefix: str = "pydvfs") -> Calibration | None:
-    """This board's stored calibration; None where there is none or it cannot be read (said in
-    one line on ``log``: the built-in policy decides then)."""
+    """This board's stored calibration; None where there is none, it cannot be read, or it fails
+    the gate's rms and bound checks (:func:`quality_rejection`: one stored before fits were
+    gated), said in one line on ``log``: the built-in policy decides then."""
     import sys
 
     if not board_id:
         return None
     try:
-        return CalibrationStore(data_dir).read(board_id)
+        store = CalibrationStore(data_dir)
+        cal = store.read(board_id)
     except (StoreError, OSError) as e:
         print(f"{prefix}: warning: the board's calibration was not read: {e}", file=log or sys.stderr, flush=True)
         return None
+    why = None if cal is None else quality_rejection(cal.knobs, cal.rms_log_error)
+    if why:  # stored before fits were gated (issue 51): never decided from
+        print(f"{prefix}: warning: the board's calibration {store.file_path(board_id)} is not used: {why}; "
+              "run `pydvfs calibrate` again or remove it", file=log or sys.stderr, flush=True)
+        return None
+    return cal
 
 
 def run_group(record: dict, levels_mhz) -> tuple | None:

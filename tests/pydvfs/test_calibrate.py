@@ -397,3 +397,24 @@ def test_one_governed_run_calibrates_an_uncalibrated_board_for_every_workload(tm
         assert d.learned or d.to_dict()["origin"]["kind"] == "calibrated on this board"
         worst = max(worst, 100.0 * (e[d.freq_mhz] / min(e.values()) - 1.0))
     assert worst <= 2.0 and min(before) >= -1.0, (worst, before)
+
+
+def test_a_nonsense_calibration_stored_before_the_gate_is_not_decided_from(tmp_path, capsys):
+    """Issue 51: a fit with 47.6 % rms error and knobs at bounds was stored and status said
+    calibrated; one already stored is now a warning, and the built-in decides."""
+    from pydvfs.cli import main
+    from pydvfs.policy.calibrated import new_calibration
+    from pydvfs.workload import Workload
+
+    fake = build_fake_board(tmp_path / "board", board=BOARD)
+    knobs = {"static": 0.6, "vf_exp": 0.8, "vf_knee": 1.3, "compute": 1.25, "maxn": 0.7}
+    pts = {f: (0.02, 0.01) for f in (306.0, 510.0, 714.0, 1020.0, None)}
+    CalibrationStore(tmp_path / "d").save(new_calibration(BOARD, knobs, 0.476, Workload.from_any(BERT_BASE), pts,
+                                                          "module"))
+    log = io.StringIO()
+    assert board_calibration(BOARD, tmp_path / "d", log) is None
+    assert "is not used: the board's simulator follows the measured curve only to 47.6 % rms error" in log.getvalue()
+    d = decide(BERT_BASE, sysfs_root=fake.root, data_dir=tmp_path / "d")
+    assert d.to_dict()["origin"]["kind"] != "calibrated on this board"
+    assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(tmp_path / "d")]) == 0
+    assert "calibrated no:" in capsys.readouterr().out

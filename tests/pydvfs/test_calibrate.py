@@ -247,9 +247,13 @@ def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, c
         log = io.StringIO()
         assert record_run(run_report(w), dev, w, "pydvfs run", data, log, "pydvfs run")
         after = board_calibration(BOARD, data)
+        assert after.points == before.points and after.created_utc == before.created_utc
+        if n == 1 and "kept until another run agrees" in log.getvalue():
+            # the first run alone moved a decision of the (noisy) calibrate job's fit: held (issue 51)
+            assert after == before
+            continue
         # its own points and each distinct run's five, never an earlier refit's again
         assert (after.measurements, after.online_runs) == (before.measurements + n * len(clocks), n)
-        assert after.points == before.points and after.created_utc == before.created_utc
         assert f"calibrated on this board from {after.measurements} measurements" in log.getvalue()
     assert stat.S_IMODE(os.stat(CalibrationStore(data).file_path(BOARD)).st_mode) == 0o600
     assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(data)]) == 0

@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "pydvfs.cli.fake_board",  # fake-board
     "pydvfs.cli.capture",     # capture-board
     "pydvfs.cli.exporter",    # exporter
+    "pydvfs.cli.slurm_energy",  # slurm-energy
 ]
 
 

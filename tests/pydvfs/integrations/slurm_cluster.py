@@ -63,8 +63,8 @@ class Cluster:
     pids: dict[str, int] = field(default_factory=dict)
 
     def run(self, *argv: str, timeout: float = CLIENT_TIMEOUT_S, cwd: Path | None = None,
-            check: bool = True) -> subprocess.CompletedProcess:
-        cp = subprocess.run(list(argv), env=self.env, cwd=cwd or self.dir / "work", capture_output=True,
+            check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        cp = subprocess.run(list(argv), env=env or self.env, cwd=cwd or self.dir / "work", capture_output=True,
                             text=True, timeout=timeout)
         if check and cp.returncode != 0:
             raise AssertionError(f"{argv}: rc {cp.returncode}: {cp.stderr.strip()}")

@@ -75,6 +75,21 @@ def test_auto_pins_each_node_and_restores(cluster, govcore_bin):
     # the epilog finds the energy files through the environment
     env = (c.dir / "epilog" / f"{job}.n2").read_text()
     assert f"SPANK_PYDVFS_ENERGY_DIR={c.dir / 'work'}" in env.splitlines()
+    # `pydvfs slurm-energy JOB`: the job's folder from scontrol, per node (n1: the batch step,
+    # its srun inside it not counted twice) and in total
+    cli = [sys.executable, "-m", "pydvfs", "slurm-energy"]
+    env = {**c.env, "PYTHONPATH": str(REPO)}
+    got = json.loads(c.run(*cli, str(job), "--json", env=env).stdout)
+    assert got["folder"] == str(c.dir / "work")
+    per_node = {n["node"]: n for n in got["nodes"]}
+    assert per_node["n1"]["module_j"] == pytest.approx(outer["module_j"])
+    assert per_node["n2"]["module_j"] == pytest.approx(n2["module_j"])
+    assert got["total"]["module_j"] == pytest.approx(outer["module_j"] + n2["module_j"])
+    assert per_node["n2"]["level_mhz"] == [want_hz / 1e6] and per_node["n2"]["mode"] == ["auto"]
+    text = c.run(*cli, str(job), env=env).stdout
+    assert text.startswith(f"job {job}: energy per node") and "total" in text
+    cp = c.run(*cli, "999999", env=env, check=False)
+    assert cp.returncode == 2 and cp.stderr.count("\n") == 1 and "job 999999: no record of it in Slurm" in cp.stderr
 
 
 def test_refused_batch_job_says_why_and_the_node_stays_up(cluster):

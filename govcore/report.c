@@ -7,6 +7,34 @@
 #include <string.h>
 #include <time.h>
 
+/* One notice where the mode in force is not among the modes the board table knows for the board
+ * (its row's and its variants'): nothing fails, its GPU cap is read from the board as any mode's.
+ * Added to b->warning once (a daemon reads the status of one board handle many times); the same
+ * words as pydvfs.boards.mode_notice. */
+static void note_unknown_mode(gc_board *b, const gc_power_mode *pm)
+{
+    char name[GC_NAME_MAX], note[GC_NAME_MAX * 2 + 160];
+    size_t used;
+    int p, i;
+
+    if (pm->id < 0 || !b->board_id[0])
+        return;
+    for (p = 0; p < GC_N_BOARD_PROFILES && strcmp(gc_board_profiles[p].id, b->board_id) != 0; p++)
+        ;
+    if (p == GC_N_BOARD_PROFILES)
+        return;
+    for (i = 0; i < GC_PROFILE_MODES_MAX && gc_board_profiles[p].mode_ids[i] >= 0; i++)
+        if (gc_board_profiles[p].mode_ids[i] == pm->id)
+            return;
+    gc_printable(pm->name, name, sizeof name);
+    snprintf(note, sizeof note, "power mode %d (%s) is not among the board table's modes of %s: its "
+                                "GPU cap is read from the board, as any mode's", pm->id, name, b->board_id);
+    if (strstr(b->warning, note))
+        return;
+    used = strlen(b->warning);
+    snprintf(b->warning + used, sizeof b->warning - used, "%s%s", used ? "; " : "", note);
+}
+
 int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
 {
     int rc;
@@ -28,6 +56,7 @@ int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
     if (rc == -EDESTADDRREQ) { /* the board can still be shown; a saved state cannot be looked up */
         st->no_state_dir = 1;
         gc_power_mode_read(b, &st->mode);
+        note_unknown_mode(b, &st->mode);
         st->have_cap = gc_gpu_cap_read(b, state_dir, &st->cap) == 0;
         return 0;
     }
@@ -38,6 +67,7 @@ int gc_status_read(gc_board *b, const char *state_dir, gc_status *st)
         return rc;
     st->have_saved = rc == 0;
     gc_power_mode_read(b, &st->mode);
+    note_unknown_mode(b, &st->mode);
     st->have_cap = gc_gpu_cap_read(b, state_dir, &st->cap) == 0;
     return 0;
 }

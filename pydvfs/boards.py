@@ -150,6 +150,20 @@ def variants() -> dict[str, Variant]:
     return {v.id: v for b in boards().values() for v in b.variants}
 
 
+def mode_notice(board_id: str | None, mode: dict) -> str | None:
+    """The notice where the power mode in force (``{"id", "name"}``) is not among the modes the
+    table knows for the board (its row's and its variants'); None otherwise. Nothing fails: its
+    GPU cap is read from the board as any mode's (the same words as govcore's report.c)."""
+    b = boards().get(board_id) if board_id else None
+    if b is None or mode.get("id") is None:
+        return None
+    known = {m.id for m in b.power_modes} | {m.id for v in b.variants for m in (v.power_modes or ())}
+    if mode["id"] in known:
+        return None
+    return (f"power mode {mode['id']} ({mode['name']}) is not among the board table's modes of {b.id}: "
+            "its GPU cap is read from the board, as any mode's")
+
+
 def l4t_release(b: Board, jetpack: int) -> int:
     """The L4T major ``b`` runs on ``jetpack``: the row's ``l4t`` where it names one (the AGX
     Orin on JetPack 7: R39), else the lowest release of that JetPack."""

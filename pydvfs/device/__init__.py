@@ -454,6 +454,13 @@ class Device:
         # board is still shown, whether a state is saved there is not known
         known = self.state_dir is not None or _core.default_state_dir() is not None
         saved = self.saved_state() if known else None
+        from ..boards import mode_notice
+
+        mode = self.power_mode()
+        note = mode_notice(self.board_id, mode)
+        if note and note in (self.warning or ""):  # through the daemon, govcore said it already
+            note = None
+        warning = "; ".join(w for w in (self.warning, note) if w) or None
         return {
             "sysfs_root": self.sysfs_root,
             "model": self.model,
@@ -473,7 +480,7 @@ class Device:
             "skipped_rails": [{"name": n, "why": why} for n, why in self.skipped_rails],
             "roles": {k: (None if v is None else list(v)) for k, v in self.roles.items()},
             "module_partial": self.module_partial,
-            "warning": self.warning,
+            "warning": warning,
             "sensor_interval_ms": self.sensor_interval_ms,
             "saved_state": None if saved is None else {
                 "path": self.state_file(),
@@ -482,7 +489,7 @@ class Device:
                 "max_mhz": saved.max_mhz,
             },
             "saved_state_known": known,
-            "power_mode": self.power_mode(),
+            "power_mode": mode,
             "gpu_cap": self.gpu_cap(),
             "domains": self.domains(),
         }

@@ -117,3 +117,28 @@ def test_unknown_l4t_and_levels_give_one_notice_never_a_failure(tmp_path, govcor
     assert ("2 GPU levels are not in the board table's orin-nano-super clock tables (500 700 MHz)"
             in st["warning"])
     assert st["warning"].count("L4T") == 1
+
+
+@pytest.mark.parametrize("front", ["pydvfs", "govcore"])
+def test_a_power_mode_outside_the_table_is_one_notice(tmp_path, govcore_bin, capsys, front):
+    """A mode id the table knows for no release of the board: one notice, and the board works; a
+    variant's mode (the Nano Super's 7W, id 3) is known and says nothing."""
+    for vid, mode, name, noticed in (("orin-nano-super-7w", 3, "7W", False), ("agx-orin-mode-names", 7, "MODE_7W", True)):
+        fb = build_fake_board(tmp_path / vid, board=vid)
+        conf = fb.root / "etc/nvpmodel.conf"
+        conf.write_text(conf.read_text() + f"< POWER_MODEL ID={mode} NAME={name} >\nGPU MAX_FREQ 408000000\n")
+        (fb.root / "var/lib/nvpmodel/status").write_text(f"pmode:{mode:04d} fmode:quiet\n")
+        state = tmp_path / f"{vid}-state"
+        state.mkdir(mode=0o700)
+        opts = ["--sysfs-root", str(fb.root), "--state-dir", str(state)]
+        if front == "pydvfs":
+            st = _json(capsys, ["status", *opts, "--json"])
+            assert main(["pin", "408", *opts]) == 0 and main(["restore", *opts]) == 0
+        else:
+            r = subprocess.run([govcore_bin, *opts, "--json", "status"], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            st = json.loads(r.stdout)
+        assert st["power_mode"]["id"] == mode and st["power_mode"]["name"] == name
+        note = (f"power mode {mode} ({name}) is not among the board table's modes of {boards.variants()[vid].board}: "
+                "its GPU cap is read from the board, as any mode's")
+        assert (st["warning"] == note) if noticed else st["warning"] is None, st["warning"]

@@ -749,7 +749,7 @@ int gc_saving_range(const gc_tree_model *m, const gc_decision *d, double out[2])
 }
 
 /* The way to the saving a kept decision leaves on the table: every kept reason ends with it. */
-#define GC_KEPT_WAY "; to get the saving, one governed run (`pydvfs run -- CMD`: the online policy) " \
+#define GC_KEPT_WAY "; to get the saving, one governed run (`pydvfs run --policy online -- CMD`, the default) " \
     "or `pydvfs calibrate` (about a minute) calibrates this board for every workload"
 
 void gc_kept_reason(const gc_decision *d, char *out, size_t len)

@@ -704,7 +704,7 @@ static void test_expected_saving_gate(void)
             k.kept_maxn = kind;
             gc_kept_reason(&k, why, sizeof why);
             CHECK(strlen(why) < sizeof why - 1);
-            CHECK(strstr(why, "one governed run (`pydvfs run -- CMD`") && strstr(why, "`pydvfs calibrate` (about a minute)"));
+            CHECK(strstr(why, "one governed run (`pydvfs run --policy online -- CMD`") && strstr(why, "`pydvfs calibrate` (about a minute)"));
             CHECK(strstr(why, "for every workload") == why + strlen(why) - strlen("for every workload"));
         }
         k.kept_maxn = GC_KEPT_NO_SAFE_CLOCK;

@@ -133,7 +133,7 @@ def test_a_built_in_that_keeps_maxn_for_lack_of_knowledge_says_so_and_the_way_to
     w = {"model": "bert", "layers": 12, "hidden": 768, "seq_len": 13.3}
     d = decide(w, sysfs_root=fake.root, data_dir=tmp_path / "none", energy="module")
     assert d.freq_mhz is None and d.kept_from_mhz is None and d.kept_reason.startswith("kept MAXN for lack of knowledge")
-    assert "one governed run (`pydvfs run -- CMD`" in d.kept_reason and "`pydvfs calibrate` (about a minute)" in d.kept_reason
+    assert "one governed run (`pydvfs run --policy online -- CMD`" in d.kept_reason and "`pydvfs calibrate` (about a minute)" in d.kept_reason
     args = ["apply", "--model", "bert", "--layers", "12", "--hidden", "768", "--seq-len", "13.3", "--dry-run",
             "--sysfs-root", str(fake.root), "--data-dir", str(tmp_path / "none")]
     assert json.loads(cli("--json", *args).stdout)["kept_reason"] == d.kept_reason

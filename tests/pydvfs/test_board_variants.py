@@ -57,6 +57,15 @@ def test_every_variant_runs_every_verb(tmp_path, govcore_bin, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_fake_board_variant_refusals(tmp_path, capsys):
+    """--variant lays out the variant's own table unanimated, and alone."""
+    for extra in (["--animate", "bert-base"], ["--levels", "13"], ["--board", "thor"]):
+        assert main(["fake-board", str(tmp_path / "x"), "--variant", "thor-modes", *extra]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and ("--variant" in err or "one of --board" in err), err
+    assert not (tmp_path / "x").exists()
+
+
 def test_variant_facts(tmp_path):
     """The variants the issue names, with their sources; the Thor memory clock's devfreq device
     is no GPU to discovery."""

@@ -24,7 +24,9 @@
  * plugstack.conf arguments: sysfs_root=DIR, state_dir=DIR, lock_dir=DIR (each may hold %n, the
  * node's name: a test cluster gives every node its own fake board), default=MODE (the mode of a
  * job that gives no --dvfs), default_partitions=P1,P2 (the default only in these partitions),
- * rate_hz=HZ (the sampler's rate; 0: the sensor's).
+ * rate_hz=HZ (the sampler's rate; 0: the sensor's), record=PYDVFS (the pydvfs program: at a
+ * governed batch step's end, while the job still runs, `PYDVFS slurm-energy --record JOB --dir
+ * SUBMIT_DIR` keeps the job's energy summary in its AdminComment).
  */
 #include "govcore.h"
 #include "lock.h"
@@ -36,7 +38,9 @@
 
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +68,8 @@ static char conf_lock_dir[GC_PATH_MAX] = "";
 static char conf_default[32] = "off";
 static char conf_partitions[256] = "";
 static double conf_rate_hz = 0.0;
+static char conf_record[GC_PATH_MAX] = "";
+#define RECORD_WAIT_MS 30000 /* the record's program: killed past this (the job waits for it) */
 
 /* the job's options */
 static char opt_mode[32] = "";
@@ -252,6 +258,7 @@ static int parse_args(int ac, char **av)
             {"lock_dir", conf_lock_dir, sizeof conf_lock_dir},
             {"default", conf_default, sizeof conf_default},
             {"default_partitions", conf_partitions, sizeof conf_partitions},
+            {"record", conf_record, sizeof conf_record},
         };
         size_t k;
         int found = 0;
@@ -279,7 +286,7 @@ static int parse_args(int ac, char **av)
         }
         if (!found) {
             slurm_error("pydvfs: plugstack.conf: unknown or bad argument '%s' (known: sysfs_root=, "
-                        "state_dir=, lock_dir=, default=, default_partitions=, rate_hz=)", a);
+                        "state_dir=, lock_dir=, default=, default_partitions=, rate_hz=, record=)", a);
             return -1;
         }
     }
@@ -291,6 +298,10 @@ static int parse_args(int ac, char **av)
     if ((*conf_state_dir && *conf_state_dir != '/') || (*conf_lock_dir && *conf_lock_dir != '/')) {
         slurm_error("pydvfs: plugstack.conf: state_dir= and lock_dir= are absolute folders, not '%s'",
                     *conf_state_dir && *conf_state_dir != '/' ? conf_state_dir : conf_lock_dir);
+        return -1;
+    }
+    if (*conf_record && *conf_record != '/') {
+        slurm_error("pydvfs: plugstack.conf: record= is the pydvfs program's absolute path, not '%s'", conf_record);
         return -1;
     }
     if (!strcmp(conf_default, "off") || !strcmp(conf_default, "auto"))
@@ -740,6 +751,64 @@ static int write_energy(spank_t sp, const char *text)
     return -1;
 }
 
+/* The job's energy summary into its AdminComment (plugstack's record=): `PYDVFS slurm-energy
+ * --record JOB --dir SUBMIT_DIR`, as root, at the batch step's end (Slurm refuses the update once
+ * the job has finished); what it says on failure goes to the job's output and the slurmd log. */
+static void record_job(spank_t sp, uint32_t job)
+{
+    char dir[GC_PATH_MAX] = "", id[16], said[GC_ERR_MAX] = "";
+    size_t n = 0;
+    int fds[2], status = 0, waited = 0;
+    struct pollfd pfd;
+    pid_t pid;
+
+    if (!*conf_record || spank_getenv(sp, "SLURM_SUBMIT_DIR", dir, sizeof dir) != ESPANK_SUCCESS || !*dir ||
+        pipe2(fds, O_CLOEXEC) < 0)
+        return;
+    snprintf(id, sizeof id, "%u", job);
+    if ((pid = fork()) == 0) { /* async-signal-safe calls only until exec */
+        int null = open("/dev/null", O_RDWR);
+
+        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(fds[1], 2) < 0)
+            _exit(126);
+        execl(conf_record, conf_record, "slurm-energy", "--record", id, "--dir", dir, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    pfd.fd = fds[0];
+    pfd.events = POLLIN;
+    while (pid > 0) { /* its stderr (the first line kept), to its end or the bound */
+        char buf[256];
+        ssize_t r;
+        int ready = poll(&pfd, 1, 100);
+
+        if (ready == 0 && (waited += 100) >= RECORD_WAIT_MS)
+            break;
+        if (ready < 0 && errno != EINTR)
+            break;
+        if (ready <= 0)
+            continue;
+        if ((r = read(fds[0], buf, sizeof buf)) <= 0)
+            break;
+        if ((size_t)r > sizeof said - 1 - n)
+            r = (ssize_t)(sizeof said - 1 - n);
+        memcpy(said + n, buf, (size_t)r);
+        n += (size_t)r;
+    }
+    close(fds[0]);
+    said[n] = '\0';
+    if (pid > 0 && waited >= RECORD_WAIT_MS)
+        kill(pid, SIGKILL);
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char *nl = strchr(said, '\n');
+
+        if (nl)
+            *nl = '\0';
+        slurm_error("pydvfs: %s: the job's energy record (%s slurm-energy --record %s): %s", st.node, conf_record, id,
+                    *said ? said : waited >= RECORD_WAIT_MS ? "killed after 30 s" : "it failed");
+    }
+}
+
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
     uint32_t job = 0, step = 0;
@@ -783,6 +852,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     if (text && write_energy(sp, text) < 0)
         slurm_error("pydvfs: %s: %s", st.node, st.err);
     free(text);
+    if (step == SLURM_BATCH_SCRIPT)
+        record_job(sp, job);
     return 0;
 }
 

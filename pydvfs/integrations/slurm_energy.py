@@ -4,8 +4,14 @@ per node and in total.
 Each governed step writes ``slurm-JOB.STEP.NODE.dvfs.json`` in the job's submit folder.
 :func:`summary` adds them up per node: a step the plugin marks ``"policy": "outer step"`` (an
 ``srun`` inside a governed batch script on the same node) measured a window the outer step's
-already holds and is not counted again; a refused step measured nothing. :func:`job_energy`
-finds the folder in the job's record (``scontrol show job``: its WorkDir) or takes it given.
+already holds and is not counted again; a refused step measured nothing.
+
+:func:`record` keeps the summary in the job's own record, its ``AdminComment`` (as sites keep job
+statistics there), so ``scontrol show job`` and, with accounting, ``sacct -o AdminComment`` show
+it. Slurm refuses that update once the job has finished (an epilog is too late), so the plugin
+runs it at the batch step's end on its node (plugstack's ``record=``), while the job still runs,
+after the job's other steps have ended. :func:`job_energy` reads the record, or the files (the
+job's WorkDir, or a folder given).
 """
 from __future__ import annotations
 
@@ -15,12 +21,15 @@ import os
 import re
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 from ..errors import InvalidValueError
 
 ENERGY_FIELDS = ("module_j", "cpu_gpu_j")  # the energy file's (govcore's rail roles) summed per node
 NESTED_POLICY = "outer step"  # the plugin's policy of a step that only measured inside a governed one
+RECORD_PREFIX = "pydvfs-energy:"  # an AdminComment that holds a summary: this, then its JSON
+STEPS_WAIT_S = 10  # the job's other steps' ends (their energy files) that a record waits for
 CLIENT_TIMEOUT_S = 60
 MAX_FILE_BYTES = 1 << 16  # an energy file is one line of a few hundred bytes
 MAX_FILES = 10_000
@@ -34,31 +43,36 @@ def check_job(job: str) -> str:
     return job
 
 
-def _scontrol(*args: str) -> str:
+def _client(prog: str, *args: str) -> str:
     try:
-        cp = subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
+        cp = subprocess.run([prog, *args], capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
     except FileNotFoundError:
-        raise InvalidValueError("scontrol not found: this reads the job's record with Slurm's clients "
+        raise InvalidValueError(f"{prog} not found: this reads the job's record with Slurm's clients "
                                 "(slurm-client); --dir reads the energy files without them") from None
     except subprocess.TimeoutExpired:
-        raise InvalidValueError(f"scontrol did not answer in {CLIENT_TIMEOUT_S} s (is slurmctld up?)") from None
+        raise InvalidValueError(f"{prog} did not answer in {CLIENT_TIMEOUT_S} s (is slurmctld up?)") from None
     if cp.returncode != 0:
-        raise InvalidValueError(f"scontrol {args[0]} failed: {(cp.stderr.strip().splitlines() or ['no message'])[-1]}")
+        raise InvalidValueError(f"{prog} {args[0]} failed: {(cp.stderr.strip().splitlines() or ['no message'])[-1]}")
     return cp.stdout
 
 
-def job_folder(job: str) -> str:
-    """The job's folder (its WorkDir, where the plugin writes) as slurmctld holds it. One line
-    where slurmctld knows no such job (MinJobAge past its end: give the folder)."""
+def job_fields(job: str) -> dict[str, str]:
+    """WorkDir (the job's folder, where the plugin writes) and AdminComment of the job as
+    slurmctld holds them ("" where not set). One line where slurmctld knows no such job
+    (MinJobAge past its end: give the folder)."""
     try:
-        out = _scontrol("show", "job", check_job(job))
+        out = _client("scontrol", "show", "job", check_job(job))
     except InvalidValueError as e:
         raise InvalidValueError(f"job {job}: no record of it in Slurm ({e}); --dir DIR reads the energy "
                                 "files in the job's folder") from None
-    for line in out.splitlines():  # its own line: a folder may hold blanks
-        if line.strip().startswith("WorkDir="):
-            return line.strip()[len("WorkDir="):]
-    raise InvalidValueError(f"job {job}: scontrol show job names no WorkDir; --dir DIR reads the energy files")
+    fields = {"WorkDir": "", "AdminComment": ""}
+    for line in out.splitlines():  # each on its own line: a folder may hold blanks
+        key, _, value = line.strip().partition("=")
+        if key in fields:
+            fields[key] = value
+    if not fields["WorkDir"]:
+        raise InvalidValueError(f"job {job}: scontrol show job names no WorkDir; --dir DIR reads the energy files")
+    return fields
 
 
 def _read_file(path: Path) -> dict | None:
@@ -129,14 +143,46 @@ def summary(job: str, files: list[dict]) -> dict:
     return {"job": int(job), "nodes": list(nodes.values()), "total": total}
 
 
+def _other_steps(job: str) -> list[str]:
+    out = _client("squeue", "-h", "-s", "-j", job, "-o", "%i")
+    return [s for s in out.split() if s not in (f"{job}.batch", f"{job}.extern")]
+
+
+def record(job: str, folder: str | os.PathLike) -> dict:
+    """Write the job's summary (its energy files in folder) into its AdminComment, once its
+    other steps have ended (STEPS_WAIT_S at most): as root or SlurmUser, while the job runs (the
+    plugin's batch step end). The summary."""
+    deadline = time.monotonic() + STEPS_WAIT_S
+    while _other_steps(check_job(job)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    s = summary(job, energy_files(job, folder))
+    if not s["nodes"]:
+        raise InvalidValueError(f"job {job}: no slurm-{job}.*.dvfs.json in {folder}: nothing to record")
+    kept = {**s, "nodes": [{k: v for k, v in n.items() if k != "not_governed"} for n in s["nodes"]]}
+    text = json.dumps(kept, separators=(",", ":"))  # one word: scontrol show job keeps it on its line
+    _client("scontrol", "update", f"job={job}", "AdminComment=" + RECORD_PREFIX + text.replace(" ", "_"))
+    return s
+
+
 def job_energy(job: str, folder: str | os.PathLike | None = None) -> tuple[dict, str]:
-    """The job's summary from its energy files in folder, else in its WorkDir; and that folder."""
-    where = str(folder) if folder is not None else job_folder(job)
-    files = energy_files(job, where)
+    """The job's summary and where it came from: the energy files in folder where given, else the
+    job's record (AdminComment, written by :func:`record`), else the files in its WorkDir."""
+    if folder is None:
+        fields = job_fields(job)
+        if fields["AdminComment"].startswith(RECORD_PREFIX):
+            try:
+                s = json.loads(fields["AdminComment"][len(RECORD_PREFIX):])
+            except json.JSONDecodeError:
+                raise InvalidValueError(f"job {job}: the energy record in its AdminComment is damaged") from None
+            for n in s.get("nodes", []):
+                n.setdefault("not_governed", None)
+            return s, "the job's record (AdminComment)"
+        folder = fields["WorkDir"]
+    files = energy_files(job, folder)
     if not files:
-        raise InvalidValueError(f"job {job}: no energy record: no slurm-{job}.*.dvfs.json in {where} "
+        raise InvalidValueError(f"job {job}: no energy record: no slurm-{job}.*.dvfs.json in {folder} "
                                 "(a job with --dvfs=off, or another folder)")
-    return summary(job, files), where
+    return summary(job, files), f"the energy files in {folder}"
 
 
 def table(s: dict, where: str) -> str:
@@ -151,7 +197,7 @@ def table(s: dict, where: str) -> str:
                      f"{n['duration_s']:.1f}", j(n["module_j"]), j(n["cpu_gpu_j"])))
     rows.append(("total", "", "", "", "", "", j(s["total"]["module_j"]), j(s["total"]["cpu_gpu_j"])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [f"job {s['job']}: energy per node, from the energy files in {where}"]
+    lines = [f"job {s['job']}: energy per node, from {where}"]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines += [f"{n['node']}: not governed: {n['not_governed']}" for n in s["nodes"] if n["not_governed"]]
     return "\n".join(lines)

@@ -57,9 +57,16 @@ def test_auto_pins_each_node_and_restores(cluster, govcore_bin):
     want_hz = _policy_level_hz(govcore_bin, c, "n1", "--workload", WORKLOAD)
     assert want_hz != original["n1"][1]
     read = f"echo $SLURMD_NODENAME $(cat {c.dir}/boards/$SLURMD_NODENAME/{c.boards['n1'].devfreq_dir.relative_to(c.boards['n1'].root)}/max_freq)"
-    job = c.sbatch("-N2", "-w", "n1,n2", "--dvfs=auto", f"--dvfs-workload={WORKLOAD}", "-o", "auto-%j.out",
-                   "--wrap", f"srun sh -c '{read}'; echo batch; {read}")
-    assert c.wait(job) == "COMPLETED"
+    conf = c.dir / "plugstack.conf"
+    saved = conf.read_text()
+    # record=: the batch step's end keeps the job's energy in its AdminComment
+    conf.write_text(saved.rstrip("\n") + f" record={Path(sys.executable).parent / 'pydvfs'}\n")
+    try:
+        job = c.sbatch("-N2", "-w", "n1,n2", "--dvfs=auto", f"--dvfs-workload={WORKLOAD}", "-o", "auto-%j.out",
+                       "--wrap", f"srun sh -c '{read}'; echo batch; {read}")
+        assert c.wait(job) == "COMPLETED"
+    finally:
+        conf.write_text(saved)
     lines = (c.dir / "work" / f"auto-{job}.out").read_text().split("\n")
     seen = {tuple(line.split()) for line in lines if line.startswith("n")}
     assert seen == {("n1", str(want_hz)), ("n2", str(want_hz))}, lines
@@ -75,12 +82,16 @@ def test_auto_pins_each_node_and_restores(cluster, govcore_bin):
     # the epilog finds the energy files through the environment
     env = (c.dir / "epilog" / f"{job}.n2").read_text()
     assert f"SPANK_PYDVFS_ENERGY_DIR={c.dir / 'work'}" in env.splitlines()
-    # `pydvfs slurm-energy JOB`: the job's folder from scontrol, per node (n1: the batch step,
-    # its srun inside it not counted twice) and in total
+    # `pydvfs slurm-energy JOB`: the job's record (scontrol show job), per node (n1: the batch
+    # step, its srun inside it not counted twice) and in total; the same from the files
+    assert "AdminComment=pydvfs-energy:{" in c.run("scontrol", "show", "job", str(job)).stdout
     cli = [sys.executable, "-m", "pydvfs", "slurm-energy"]
     env = {**c.env, "PYTHONPATH": str(REPO)}
     got = json.loads(c.run(*cli, str(job), "--json", env=env).stdout)
-    assert got["folder"] == str(c.dir / "work")
+    files = json.loads(c.run(*cli, str(job), "--dir", str(c.dir / "work"), "--json", env=env).stdout)
+    assert got["source"] == "the job's record (AdminComment)"
+    assert files["source"] == f"the energy files in {c.dir / 'work'}"
+    assert got["nodes"] == files["nodes"] and got["total"] == files["total"]
     per_node = {n["node"]: n for n in got["nodes"]}
     assert per_node["n1"]["module_j"] == pytest.approx(outer["module_j"])
     assert per_node["n2"]["module_j"] == pytest.approx(n2["module_j"])

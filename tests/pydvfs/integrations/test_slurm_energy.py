@@ -53,6 +53,6 @@ def test_text_and_json(cli, tmp_path):
     assert text.returncode == 0 and text.stdout.splitlines()[2].split() == ["n1", "1", "714", "pin", "714", "10.0",
                                                                            "100.0", "40.0"]
     data = json.loads(cli("slurm-energy", "9", "--dir", str(tmp_path), "--json").stdout)
-    assert data["total"] == {"module_j": 100.0, "cpu_gpu_j": 40.0} and data["folder"] == str(tmp_path)
+    assert data["total"] == {"module_j": 100.0, "cpu_gpu_j": 40.0} and data["source"] == f"the energy files in {tmp_path}"
     with pytest.raises(InvalidValueError):
         energy_files("x", tmp_path)

@@ -33,6 +33,8 @@ STEPS_WAIT_S = 10  # the job's other steps' ends (their energy files) that a rec
 CLIENT_TIMEOUT_S = 60
 MAX_FILE_BYTES = 1 << 16  # an energy file is one line of a few hundred bytes
 MAX_FILES = 10_000
+MAX_TEXT = 128  # a name or reason read from a file: cut to this (the user writes the files)
+MAX_RECORD_BYTES = 64 << 10  # the AdminComment a record writes
 _JOB = re.compile(r"[0-9]{1,10}")
 
 
@@ -111,7 +113,7 @@ def _number(v) -> float | None:
 
 
 def _text(v) -> str:
-    return v if isinstance(v, str) else ""
+    return v[:MAX_TEXT] if isinstance(v, str) else ""
 
 
 def summary(job: str, files: list[dict]) -> dict:
@@ -160,6 +162,9 @@ def record(job: str, folder: str | os.PathLike) -> dict:
         raise InvalidValueError(f"job {job}: no slurm-{job}.*.dvfs.json in {folder}: nothing to record")
     kept = {**s, "nodes": [{k: v for k, v in n.items() if k != "not_governed"} for n in s["nodes"]]}
     text = json.dumps(kept, separators=(",", ":"))  # one word: scontrol show job keeps it on its line
+    if len(text) > MAX_RECORD_BYTES:
+        raise InvalidValueError(f"job {job}: its summary ({len(s['nodes'])} nodes) is larger than "
+                                f"{MAX_RECORD_BYTES} bytes: not recorded; read it from the files")
     _client("scontrol", "update", f"job={job}", "AdminComment=" + RECORD_PREFIX + text.replace(" ", "_"))
     return s
 

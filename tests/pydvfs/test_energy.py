@@ -86,11 +86,19 @@ def test_an_unknown_board_yields_none_never_a_sum_of_its_rails():
 
 
 def test_a_rail_not_read_leaves_its_role_unknown():
-    e = by_measure({"VDD_GPU_SOC": 10.0, "VDD_CPU_CV": 2.0, "VIN_SYS_5V0": 4.0}, ORIN)  # no VDDQ_VDD2_1V8AO
+    e = by_measure({"VDD_GPU_SOC": 10.0, "VDD_CPU_CV": 2.0, "VDDQ_VDD2_1V8AO": 1.0}, ORIN)  # no VIN_SYS_5V0
     assert e == {"module": None, "cpu-gpu": 12.0}
-    with pytest.raises(InvalidValueError, match="VDDQ_VDD2_1V8AO.*--energy cpu-gpu"):
-        require(ORIN, "module", ORIN_MODEL, rails=("VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"))
-    require(ORIN, "cpu-gpu", ORIN_MODEL, rails=("VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"))
+    with pytest.raises(InvalidValueError, match="VIN_SYS_5V0.*--energy cpu-gpu"):
+        require(ORIN, "module", ORIN_MODEL, rails=("VDD_GPU_SOC", "VDD_CPU_CV", "VDDQ_VDD2_1V8AO"))
+    require(ORIN, "cpu-gpu", ORIN_MODEL, rails=("VDD_GPU_SOC", "VDD_CPU_CV", "VDDQ_VDD2_1V8AO"))
+
+
+def test_the_agx_orin_module_without_its_optional_rail_is_partial_not_unknown():
+    """Issue 52: the AGX Orin's VDDQ_VDD2_1V8AO is optional in the table (disabled on some
+    releases): without it the module is the sum of the rails present, flagged, and can be minimised."""
+    e = by_measure({"VDD_GPU_SOC": 10.0, "VDD_CPU_CV": 2.0, "VIN_SYS_5V0": 4.0}, ORIN)
+    assert e == {"module": 16.0, "cpu-gpu": 12.0}
+    require(ORIN, "module", ORIN_MODEL, rails=("VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"))
 
 
 def test_the_measure_names_and_the_objective():

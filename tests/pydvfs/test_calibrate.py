@@ -422,3 +422,33 @@ def test_a_nonsense_calibration_stored_before_the_gate_is_not_decided_from(tmp_p
     assert d.to_dict()["origin"]["kind"] != "calibrated on this board"
     assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(tmp_path / "d")]) == 0
     assert "calibrated no:" in capsys.readouterr().out
+
+
+def test_a_joint_knobs_run_calibrates_the_board_from_its_gpu_line(tmp_path):
+    """Issue 51: `run --knobs` recorded nothing, so it calibrated nothing. Its windows at the top
+    mode's EMC and CPU clocks (the GPU line the joint search probes first) are GPU-only
+    measurements: they are recorded and calibrate the board; the modes off that line are not."""
+    from pydvfs.device import open_device
+    from pydvfs.policy.record import record_run
+    from pydvfs.policy.store import RunStore
+
+    fake = build_fake_board(tmp_path / "board", board=BOARD)
+    dev = open_device(fake.root, str(tmp_path / "state"))
+    line = _online_report(dict(held_out_member(BOARD, 0).knobs), BERT_BASE, clocks=(1020.0, 714.0, 510.0))
+    traj = [{**w, "freq_mhz": [w["freq_mhz"], 3199.0, 1728.0]} for w in line["trajectory"]]
+    traj += [{**traj[1], "freq_mhz": [714.0, 2133.0, 1728.0], "j_per_step": 9.0},  # off the line: never fitted
+             {**traj[2], "freq_mhz": [510.0, 3199.0, 1113.6], "s_per_step": 9.0}]
+    report = {**line, "search_kind": "joint", "trajectory": traj, "chosen_mhz": [714.0, 2133.0, 1728.0],
+              "start_mhz": [1020.0, 3199.0, 1728.0]}
+    log = io.StringIO()
+    assert record_run(report, dev, BERT_BASE, "pydvfs run", tmp_path / "data", log, "pydvfs run")
+    rec = RunStore(tmp_path / "data").load(BOARD).records[-1]
+    assert [p["freq_mhz"] for p in rec["probes"]] == [510.0, 714.0, 1020.0] and rec["settled_mhz"] is None
+    cal = board_calibration(BOARD, tmp_path / "data")
+    assert cal is not None and cal.measurements == 3 and cal.rms_log_error < 0.01, log.getvalue()
+    assert "the board is now calibrated" in log.getvalue()
+    off = {**report, "trajectory": traj[3:]}  # nothing on the line: recorded nothing, and says so
+    log = io.StringIO()
+    assert record_run(off, dev, BERT_BASE, "pydvfs run", tmp_path / "none", log, "pydvfs run") is None
+    assert "this joint (--knobs) run did not calibrate the board" in log.getvalue()
+    assert board_calibration(BOARD, tmp_path / "none") is None

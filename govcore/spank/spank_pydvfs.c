@@ -835,7 +835,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
             snprintf(st.err, sizeof st.err, "restore: %s", st.board.err[0] ? st.board.err : strerror(-rc));
         if (st.board.warn[0])
             note("restore: %s", st.board.warn);
-        owner_mark(job, 0);
+        if (rc == 0 || restored) /* a state kept for a retry stays this job's: its epilog tries again */
+            owner_mark(job, 0);
         gc_lock_release(&st.lock);
     }
     if (step == SLURM_BATCH_SCRIPT)
@@ -885,7 +886,7 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
         return 0;
     }
     rc = gc_restore(&st.board, state_dir, &restored);
-    if (rc == 0)
+    if (rc == 0 || restored)
         owner_mark(0, 0);
     gc_lock_release(&lk);
     if (rc < 0)

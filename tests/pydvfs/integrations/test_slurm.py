@@ -339,6 +339,7 @@ def test_govcore_says_reach_the_job_and_the_energy_file(cluster, govcore_bin):
     ("rate_hz=inf", "rate_hz= is 0 (the sensor's rate) or 0.01..100000 samples a second, not 'inf'"),
     ("rate_hz=1e-300", "not '1e-300'"),
     ("sysfs_root=", "sysfs_root= is an absolute folder"),
+    ("record=pydvfs", "record= is the pydvfs program's absolute path, not 'pydvfs'"),
 ])
 def test_plugstack_bad_argument_refused_at_init(cluster, arg, says):
     """A rate that integrates nothing, an empty sysfs root: the plugin's init refuses them (srun

@@ -50,6 +50,7 @@ class Variant:
     power_modes: tuple[PowerMode, ...] | None
     cpu_max_mhz: float | None
     emc_devfreq_names: tuple[str, ...]
+    disabled_rails: tuple[str, ...]  # INA3221 channels this release leaves off (inN_enable 0)
     source: str
     unconfirmed: tuple[str, ...]
 
@@ -106,7 +107,8 @@ def _variant(board_id: str, v: dict) -> Variant:
         gpu_levels_mhz=tuple(float(f) for f in v["gpu_levels_mhz"]) if "gpu_levels_mhz" in v else None,
         power_modes=_modes(v["power_modes"]) if "power_modes" in v else None,
         cpu_max_mhz=float(v["cpu_max_mhz"]) if "cpu_max_mhz" in v else None,
-        emc_devfreq_names=tuple(v.get("emc_devfreq_names", ())), source=v["source"],
+        emc_devfreq_names=tuple(v.get("emc_devfreq_names", ())),
+        disabled_rails=tuple(v.get("disabled_rails", ())), source=v["source"],
         unconfirmed=tuple(v["unconfirmed"]))
 
 

@@ -167,6 +167,9 @@ def _variant_text(v: dict) -> str:
     if v.get("emc_devfreq_names"):
         parts.append("memory clock devfreq " + ", ".join(f"`{n}`" for n in v["emc_devfreq_names"])
                      + " (laid out by the fake board; `--emc` does not drive it)")
+    if v.get("disabled_rails"):
+        parts.append("channel off (`inN_enable` 0) " + ", ".join(v["disabled_rails"])
+                     + ": the module is summed without it, flagged `module_partial`")
     parts.append(f"fake board `pydvfs fake-board DIR --variant {v['id']}`")
     parts.append(f"source: {v['source']}")
     parts.append("unconfirmed: " + (", ".join(f"`{u}`" for u in v["unconfirmed"]) or "nothing"))

@@ -177,7 +177,7 @@ def build_fake_board(
     ``board``: a board of the table (``pydvfs/data/boards.json``: orin-nano-super, orin-nx,
     agx-orin, thor, agx-xavier, nano), or one of its variants (``VARIANTS``: its clock table,
     model string, CPU maximum, its power modes in ``/etc/nvpmodel.conf`` with mode 0 in force,
-    Thor's ``bwmgr`` memory-clock devfreq device), laid out as that board shows itself on ``jetpack``
+    Thor's ``bwmgr`` memory-clock devfreq device, the INA3221 channels it leaves off), laid out as that board shows itself on ``jetpack``
     (default: the newest the table lists): its device-tree model, ``/etc/nv_tegra_release``, GPU
     devfreq node (Thor: the virtual ``gpu-gpc-0``, no of_node, no load file, podgov tunables
     in ``nvhost_podgov/``), clock table and sensors (INA3221 hwmon, ina3221x on JetPack 4,
@@ -272,6 +272,8 @@ def build_fake_board(
     _add_sensors(fake, b, sys_, hwmon_start)
     if variant is not None:
         _add_variant(root, variant)
+        for name in variant.disabled_rails:
+            fake.disable_rail(name)
     if clock_domains:
         from .fake_domains import add_clock_domains
 

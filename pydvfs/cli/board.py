@@ -133,8 +133,10 @@ def _status_text(st: dict, learned: dict | None = None, calibrated: str | None =
 
 
 def calibration_status(board_id: str | None, data_dir) -> tuple[dict | None, str | None]:
-    """status's record (None: not calibrated) and line on the board's calibration (`pydvfs
-    calibrate`, docs/boards.md); no line for a board outside the board table."""
+    """status's record (None: not calibrated and no fit rejected; "calibrated" False: not
+    calibrated, "last_rejected" the rejected fit's note) and line on the board's calibration
+    (`pydvfs calibrate`, docs/boards.md, docs/calibration.md); no line for a board outside the
+    board table."""
     from ..errors import StoreError
     from ..policy.calibrated import CalibrationStore, board_calibration
     from ..sim.profiles import board_ids, profile
@@ -147,14 +149,15 @@ def calibration_status(board_id: str | None, data_dir) -> tuple[dict | None, str
     except (StoreError, OSError):
         rejected = None
     why = f"; the last fit was rejected ({rejected['utc']}, {rejected['source']}): {rejected['why']}" if rejected else ""
-    if cal is None:
+    if cal is None:  # a rejected fit is said (no calibration record: "calibration" means calibrated)
         kind = "calibrated profile" if profile(board_id).calibrated else "estimate"
-        return None, (f"calibrated no: apply decides from the built-in policy (its simulator is an {kind}); "
-                      f"`pydvfs calibrate` or one governed run measures this board{why}")
+        return ({"calibrated": False, "last_rejected": rejected} if rejected else None,
+                f"calibrated no: apply decides from the built-in policy (its simulator is an {kind}); "
+                f"`pydvfs calibrate` or one governed run measures this board{why}")
     path = CalibrationStore(data_dir).file_path(board_id)
     refit = (f", refitted {cal.refit_utc} with {cal.online_runs} online run{'s' * (cal.online_runs != 1)}"
              if cal.refit_utc else "")
-    return ({"measurements": cal.measurements, "created_utc": cal.created_utc, "path": path, "knobs": cal.knobs,
+    return ({"calibrated": True, "measurements": cal.measurements, "created_utc": cal.created_utc, "path": path, "knobs": cal.knobs,
              "online_runs": cal.online_runs, "refit_utc": cal.refit_utc or None,
              "rms_log_error": cal.rms_log_error, "last_rejected": rejected},
             f"calibrated yes: {cal.note()} ({cal.created_utc}{refit}, rms error {100 * cal.rms_log_error:.1f} %), "
@@ -184,8 +187,10 @@ def _status_once(args: argparse.Namespace, dev) -> None:
     if learned["runs"]:  # only where set: govcore status (which reads no store) has the same JSON otherwise
         st["learned_runs"] = learned
     cal, cal_line = calibration_status(dev.board_id, getattr(args, "data_dir", None))
-    if cal is not None:  # only where set, as learned_runs
+    if cal is not None and cal["calibrated"]:  # only where set, as learned_runs
         st["calibration"] = cal
+    elif cal is not None:  # not calibrated, and the last fit was rejected: why
+        st["calibration_rejected"] = cal["last_rejected"]
     if st["warning"]:
         print(f"pydvfs status: warning: {st['warning']}", file=sys.stderr, flush=True)
     warning = zero_rails_warning(st["live"]["power_w"]) if st["live"] else None

@@ -378,6 +378,9 @@ def test_one_governed_run_calibrates_an_uncalibrated_board_for_every_workload(tm
     assert len(line) == 1 and "not calibrated: the fit with this run was rejected" in line[0], line
     assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(data)]) == 0
     assert "the last fit was rejected" in capsys.readouterr().out
+    assert main(["status", "--sysfs-root", str(fake.root), "--data-dir", str(data), "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert "calibration" not in st and "do not follow the GPU clock" in st["calibration_rejected"]["why"]
 
     data = tmp_path / "data2"  # a store without the steady record
     p = held_out_member(BOARD, 0).params()

@@ -1,6 +1,6 @@
 """`pydvfs sweep --slurm` on a real Slurm cluster shaped like a lab's
-(tests/pydvfs/integrations/slurm_cluster.py: nodes of several CPUs, the plugin `required`, a
-second user): the array of workloads, its merge, a resubmission, and what another user can do to
+(tests/pydvfs/integrations/slurm_cluster.py: nodes of several CPUs, the plugin `required` with
+`default=auto` on the partition the sweeps run in, a second user): the array of workloads, its merge, a resubmission, and what another user can do to
 a sweep folder. One cluster for the module; every client call has a timeout."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from slurm_cluster import REPO, missing, start, stop, wait_for
+from slurm_cluster import DEFAULT_AUTO_PARTITION, REPO, missing, start, stop, wait_for
 
 from pydvfs.dataset import iter_rows
 from pydvfs.device.fake import build_fake_board
@@ -24,9 +24,6 @@ pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 def cluster(test_tmp):
     subprocess.run(["make", "-s", "-C", str(REPO / "govcore"), "spank"], check=True, capture_output=True, timeout=300)
     c = start(test_tmp, REPO / "govcore" / "build" / "spank_pydvfs.so")
-    # as docs/slurm.md sets a Jetson partition up: the plugin governs every job there by default
-    conf = c.dir / "plugstack.conf"
-    conf.write_text(conf.read_text().rstrip("\n") + " default=auto default_partitions=debug\n")
     (c.dir / "sweeps").mkdir(mode=0o755)  # root's own folder for root's sweeps
     yield c
     stop(c)
@@ -66,7 +63,7 @@ def test_sweep_array_merge_and_resubmit(cluster, tmp_path):
     cmd = ["sh", "-c", f'echo "$PYDVFS_WORKLOAD" > {cells}/{{name}}-$PYDVFS_SETTING-$PYDVFS_FREQ_MHZ; '
                        f'[ {{name}} != w3 ] || [ "$PYDVFS_FREQ_MHZ" != 714 ] || [ -e {release} ] || exec sleep 600']
     submit = ["sweep", "--slurm", "--out", str(folder), "--workloads", "workloads.txt", "--settle", "0", "--idle", "0",
-              "--partition", "debug", "--constraint", "agx-orin", "--max-parallel", "4",
+              "--partition", DEFAULT_AUTO_PARTITION, "--constraint", "agx-orin", "--max-parallel", "4",
               "--sysfs-root", f"{c.dir}/boards/%n", "--state-dir", f"{c.dir}/state/%n", "--json", "--", *cmd]
     cp = _pydvfs(c, *submit)
     assert cp.returncode == 0, cp.stderr
@@ -184,6 +181,7 @@ def test_three_workloads_on_four_nodes_rank_clocks_as_the_boards_truth(cluster):
                        f"--sysfs-root {c.dir}/boards/$SLURMD_NODENAME --model {{model_size}} --task {{task}} "
                        "--steps $n --time-scale 25"]
     submit = ["sweep", "--slurm", "--out", str(folder), "--workloads", "truth.txt", "--freqs", "306,612,1300.5",
+              "--partition", DEFAULT_AUTO_PARTITION,
               "--settle", "0", "--idle", "0", "--sysfs-root", f"{c.dir}/boards/%n", "--state-dir", f"{c.dir}/state/%n",
               "--json", "--", *cmd]
     cp = _pydvfs(c, *submit)

@@ -786,7 +786,7 @@ static void resolve_roles(gc_board *b, const gc_board_profile *p)
                 size_t used = strlen(absent);
 
                 missing_why(b, p->roles[role][j], why, sizeof why);
-                snprintf(absent + used, sizeof absent - used, "%s%s %s", used ? ", " : "",
+                snprintf(absent + used, sizeof absent - used, "%s%s, which %s", used ? "; " : "",
                          p->roles[role][j], why);
                 b->role_partial[role] = 1;
                 continue;

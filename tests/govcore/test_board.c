@@ -171,7 +171,7 @@ static void test_disabled_and_unreadable_channels_are_not_rails(void)
     CHECK(b.role_n[GC_ROLE_MODULE] == 3 && b.role_partial[GC_ROLE_MODULE] == 1);
     CHECK(b.role_n[GC_ROLE_CPU_GPU] == 2 && b.role_partial[GC_ROLE_CPU_GPU] == 0);
     CHECK(strstr(b.warning, "module energy is partial (module_partial): summed over the rails "
-                            "present, without VDDQ_VDD2_1V8AO was skipped (disabled: ") != NULL);
+                            "present, without VDDQ_VDD2_1V8AO, which was skipped (disabled: ") != NULL);
     {
         double w[GC_MAX_RAILS] = {1, 2, 4};
         int known;

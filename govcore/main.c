@@ -624,10 +624,27 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
     return via_daemon(socket_path, request, !dry_run && !(gc_policy_of(policy)->flags & GC_POLICY_PINS_NOTHING));
 }
 
+/* The value of label key in a spec gc_workload_parse took (printable, no blanks, key=value
+ * items), or "" where it has none: the workload's name, which the policies do not read. */
+static void spec_label(const char *spec, const char *key, char *out, size_t len)
+{
+    size_t k = strlen(key);
+    const char *item;
+
+    out[0] = '\0';
+    for (item = spec; item; item = strchr(item, ',') ? strchr(item, ',') + 1 : NULL)
+        if (strncmp(item, key, k) == 0 && item[k] == '=') {
+            size_t n = strcspn(item + k + 1, ",");
+
+            snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), item + k + 1);
+            return;
+        }
+}
+
 static int cmd_apply(const struct options *o)
 {
     gc_workload w = {0, -1.0, 0, 0, 0, GC_PEFT_NONE, 0, 0, 0, GC_PRECISION_FP32, 0, 0};
-    char model_name[GC_MODEL_NAME_MAX] = "";
+    char model_name[GC_MODEL_NAME_MAX] = "", name[GC_MODEL_NAME_MAX] = "";
     gc_tree_model model = gc_builtin_tree;
     gc_roofline roofline;
     const gc_roofline *rl = NULL;
@@ -659,6 +676,7 @@ static int cmd_apply(const struct options *o)
         if (strcmp(a, "--workload") == 0) {
             if (gc_workload_parse(v, &w, model_name, sizeof model_name, &have, err, sizeof err) < 0)
                 return fail("--%s", err);
+            spec_label(v, "name", name, sizeof name);
             continue;
         }
         if (strcmp(a, "--model") == 0) {
@@ -773,7 +791,7 @@ static int cmd_apply(const struct options *o)
     if (why[0])
         fprintf(stderr, "govcore apply: note: %s\n", why);
     if (o->json) {
-        gc_json_decision(stdout, &model, model_name, &w, &d, dry_run, dry_run || !d.level_hz ? NULL : b.warn);
+        gc_json_decision(stdout, &model, model_name, name, &w, &d, dry_run, dry_run || !d.level_hz ? NULL : b.warn);
         putchar('\n');
     } else if (d.level_hz == 0) {
         printf("policy %s: MAXN (the board's own governor)%s\n", gc_policy_name(policy),

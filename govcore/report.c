@@ -480,8 +480,8 @@ static void gc_json_knows(FILE *f, const gc_tree_model *m, const gc_workload *w,
     fprintf(f, ", \"calibrated\": %s}", m->calibrated < 0 ? "null" : m->calibrated ? "true" : "false");
 }
 
-void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
-                      const gc_decision *d, int dry_run, const char *warning)
+void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const char *name,
+                      const gc_workload *w, const gc_decision *d, int dry_run, const char *warning)
 {
     double x[GC_MAX_FEATURES];
     char err[GC_ERR_MAX];
@@ -543,6 +543,10 @@ void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, c
         json_num(f, w->gpu_util_pct);
     else
         fprintf(f, "null");
+    if (name && *name) { /* a label: as pydvfs's JSON has it */
+        fprintf(f, ", \"name\": ");
+        gc_json_str(f, name);
+    }
     /* how it trains; a count not given is null, as pydvfs's Workload has it */
     fprintf(f, ", \"peft\": \"%s\"", gc_peft_names[w->peft >= 0 && w->peft < GC_PEFT_COUNT ? w->peft : 0]);
     {

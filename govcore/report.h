@@ -67,10 +67,11 @@ void gc_json_power_fields(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *ca
 void gc_text_power_mode(FILE *f, const gc_power_mode *pm, const gc_gpu_cap *cap);
 void gc_json_restore(FILE *f, int restored, const gc_clock_state *now, const char *domains);
 /* An apply decision: the clock, the policy's own level, the goal and its predicted trade, the
- * policy, the model and the features the tree saw; "warning" where warning is set (the pin's
+ * policy, the model and the features the tree saw (the workload's "name" where name is set and
+ * not ""); "warning" where warning is set (the pin's
  * b->warn: the original it saved is itself a pin). */
-void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const gc_workload *w,
-                      const gc_decision *d, int dry_run, const char *warning);
+void gc_json_decision(FILE *f, const gc_tree_model *m, const char *model_name, const char *name,
+                      const gc_workload *w, const gc_decision *d, int dry_run, const char *warning);
 
 /* "roles": {"module": [rails] | null, ...}: which rails make each role (null: not known; []: the
  * board has no such role), then "module_partial": true where the module is summed over the rails

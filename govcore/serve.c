@@ -364,7 +364,7 @@ static void handle_apply(struct server *sv, int ci, const gc_request *rq)
                gc_hz_to_mhz(d.level_hz));
     if ((f = reply_begin(&buf, &len))) {
         /* the pin's warning (the original it saved is itself a pin); none for maxn or a dry run */
-        gc_json_decision(f, &model, rq->model, &rq->workload, &d, rq->dry_run,
+        gc_json_decision(f, &model, rq->model, NULL, &rq->workload, &d, rq->dry_run,
                          rq->dry_run || !d.level_hz ? NULL : sv->board.warn);
         reply_end(c, f, &buf, &len);
     } else {

@@ -135,10 +135,11 @@ def test_one_source_list_and_warning_set(native):
 
 def test_a_workload_comes_back_as_typed(govcore_bin, tmp_path):
     """The docs' SST-2 workload (seq_len 13.3, SST-2's 13.32 rounded) is no workload outside the
-    built-ins' training range, and govcore's JSON writes 13.3, not 13.300000000000001."""
+    built-ins' training range, and govcore's JSON writes 13.3, not 13.300000000000001, and its name."""
     board = build_fake_board(tmp_path / "b", "jp5")
     out = subprocess.run([govcore_bin, "--sysfs-root", str(board.root), "--json", "apply", "--dry-run", "--policy",
                           "mlg", "--workload", "name=bert-base/sst2,model=bert,layers=12,hidden=768,seq_len=13.3,"
                           "task=sst2,batch_size=32"], capture_output=True, text=True, timeout=60, check=True).stdout
     assert '"seq_len": 13.3,' in out and '"batch_size": 32,' in out
+    assert json.loads(out)["workload"]["name"] == "bert-base/sst2"  # as pydvfs's JSON has it
     assert "outside the built-in policy's training workloads" not in out

@@ -18,7 +18,7 @@ from pydvfs.errors import InvalidValueError, StoreError
 from pydvfs.governor.calibrate import calibrate
 from pydvfs.governor.engine import WindowParams
 from pydvfs.policy.apply import decide
-from pydvfs.policy.calibrated import CalibrationStore, board_calibration
+from pydvfs.policy.calibrated import CalibrationStore, FitRejected, board_calibration
 from pydvfs.policy.score import held_out, truth
 from pydvfs.sim.uncertainty import held_out as held_out_member
 
@@ -37,14 +37,24 @@ def job(root, progress, steps=200000, member=MEMBER):
 
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cal")
-    fake = build_fake_board(tmp / "board", board=BOARD)
-    data = tmp / "data"
-    log = io.StringIO()
-    (tmp / "steps").write_text("123456\n")  # a count an earlier job left: counted from, not removed
-    r = calibrate(job(fake.root, tmp / "steps"), BERT_BASE, tmp / "steps", window=WINDOW, rate_hz=1000,
-                  sysfs_root=fake.root, state_dir=str(tmp / "state"), data_dir=data, log=log)
-    return fake, data, r, log.getvalue()
+    # The animated board runs in scaled time: on a machine both of whose cores are busy (two test
+    # runs at once), a window can stretch and the gate rightly refuses that fit (measured: 4.2 %
+    # rms with knobs at a bound). A fresh job then: the gate is the product's, not loosened here.
+    for attempt in range(3):
+        tmp = tmp_path_factory.mktemp("cal")
+        fake = build_fake_board(tmp / "board", board=BOARD)
+        data = tmp / "data"
+        log = io.StringIO()
+        (tmp / "steps").write_text("123456\n")  # a count an earlier job left: counted from, not removed
+        try:
+            r = calibrate(job(fake.root, tmp / "steps"), BERT_BASE, tmp / "steps", window=WINDOW, rate_hz=1000,
+                          sysfs_root=fake.root, state_dir=str(tmp / "state"), data_dir=data, log=log)
+        except FitRejected:
+            assert (fake.read_hz("min_freq"), fake.read_hz("max_freq")) == (306000000, 1020000000)  # restored
+            if attempt == 2:
+                raise
+            continue
+        return fake, data, r, log.getvalue()
 
 
 def test_one_job_calibrates_the_board_and_restores_it(calibrated):

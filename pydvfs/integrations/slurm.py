@@ -389,11 +389,12 @@ def run_task(folder: str | os.PathLike, index: int | None = None, node: str | No
     meta_path = folder / PARTS / f"{index}.json"
     part, nodes_path = folder / PARTS / f"{index}.csv", folder / PARTS / f"{index}.nodes.csv"
     _ours(part)  # written by path below: the folder is ours, the entries must be too
-    try:
-        meta = _read_json(meta_path) if _ours(meta_path) else {}  # _ours: a link or another's file refused
-    except InvalidValueError:
-        _ours(meta_path)
-        meta = {}  # damaged: rewritten whole below (its attempts before are lost, not its rows)
+    meta = {}
+    if _ours(meta_path):  # a link or another user's file there is refused
+        try:
+            meta = _read_json(meta_path)
+        except InvalidValueError:
+            pass  # damaged: rewritten whole below (its attempts before are lost, not its rows)
     if not isinstance(meta.get("attempts"), list):
         meta = {"workload": spec["name"], "attempts": []}
     new = not _ours(nodes_path)

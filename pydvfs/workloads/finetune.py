@@ -111,16 +111,14 @@ def from_workload_env(args: argparse.Namespace, environ=os.environ) -> str | Non
         parser_defaults = vars(build_parser().parse_args([]))
         args.model = _catalogue_model(spec)
         taken["model"] = args.model
-        fields = {"task": "task", "batch_size": "batch_size", "peft": "peft", "rank": "rank",
-                  "precision": "precision"}
-        for key, attr in fields.items():
-            if key in spec and getattr(args, attr) in (None, parser_defaults[attr]):
+        for key in ("task", "batch_size", "peft", "rank", "precision"):  # each the option of its name
+            if key in spec and getattr(args, key) in (None, parser_defaults[key]):
                 value = spec[key]
                 if key == "task":
                     value = value.lower().replace("-", "")
                 elif key in ("batch_size", "rank"):
                     value = int(float(value))
-                setattr(args, attr, value)
+                setattr(args, key, value)
                 taken[key] = value
         if models.model_spec(args.model).is_causal_lm and args.trainer == "loop":
             args.trainer = taken["trainer"] = "sft"

@@ -41,7 +41,7 @@ binary:
 	$(MAKE) -s -C govcore govcore
 
 # The built-in policies, one per board and energy measure (docs/policy.md, "Built-in policies"):
-# trained on each board's simulator profile with the features of pydvfs/features.py, then
+# trained on each board's simulator profile with the features of pydvfs/model/features.py, then
 # compiled in, then scored for docs/policy.md's table. Reproducible (seed 0); minutes.
 policies: ext
 	$(PY) tools/gen_policies.py

@@ -3,7 +3,7 @@
 Two child processes on one fake AGX Orin (4 INA3221 rails, the C sampler at the same rate):
 
 - sampler   pydvfs.Sampler started and left running (what any energy measurement pays);
-- exporter  pydvfs.exporter.BoardCollector behind its HTTP server (pydvfs.exporter.serve), scraped
+- exporter  pydvfs.integrations.prometheus.BoardCollector behind its HTTP server (pydvfs.integrations.prometheus.serve), scraped
             every --interval seconds (5 s: a typical fleet's scrape interval) by this process.
 
 Each child reports its own process CPU time (all threads, CLOCK_PROCESS_CPUTIME_ID) over the
@@ -38,7 +38,7 @@ def child(kind: str, root: str, rate: float, duration: float, warmup: float, por
     import threading
 
     if kind == "sampler":
-        from pydvfs.sampler import Sampler
+        from pydvfs.measure.sampler import Sampler
 
         s = Sampler(rate_hz=rate, sysfs_root=root, trace_capacity=1)
         s.start()
@@ -50,7 +50,7 @@ def child(kind: str, root: str, rate: float, duration: float, warmup: float, por
         samples = s.peek_window("bench").samples
         s.stop()
     else:
-        from pydvfs.exporter import BoardCollector, serve
+        from pydvfs.integrations.prometheus import BoardCollector, serve
 
         col = BoardCollector(root, rate, "bench")
         server, _ = serve(col, "127.0.0.1", port)

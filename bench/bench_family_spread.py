@@ -44,12 +44,12 @@ from pydvfs.device.fake import build_fake_board  # noqa: E402
 from pydvfs.governor.loop import plan_online  # noqa: E402
 from pydvfs.governor.mode_search import CurveParams, CurveSearch, SearchPrior  # noqa: E402
 from pydvfs.governor.replay import window_noise  # noqa: E402
-from pydvfs.objective import Objective  # noqa: E402
+from pydvfs.policy.objective import Objective  # noqa: E402
 from pydvfs.policy.score import truth  # noqa: E402
+from pydvfs.sim.catalogue import get_workload  # noqa: E402
 from pydvfs.sim.model import operating_point  # noqa: E402
 from pydvfs.sim.sweep import maxn_setting  # noqa: E402
 from pydvfs.sim.uncertainty import held_out  # noqa: E402
-from pydvfs.sim.workloads import get_workload  # noqa: E402
 
 WINDOW_S, SETTLE_S = 10.0, 2.0
 BOARDS = ("orin-nano-super", "orin-nx")

@@ -64,7 +64,7 @@ FAMILY_MARK = ("<!-- BEGIN generated:joint-family -->", "<!-- END generated:join
 
 
 def _workload(wname: str):
-    from pydvfs.sim.workloads import HOST_BOUND, get_workload
+    from pydvfs.sim.catalogue import HOST_BOUND, get_workload
 
     host = wname.endswith("+host")
     model, task = (wname[:-5] if host else wname).split("/")
@@ -349,7 +349,7 @@ def main(argv=None) -> int:
         return 0
     workloads = args.workloads
     if args.all:
-        from pydvfs.study import study_workloads
+        from pydvfs.studies.sim_studies import study_workloads
         workloads = [w.name for w in study_workloads()]
     res = run(args.boards, workloads, args.minutes, args.seeds, args.window, args.settle)
     res["summary_markdown"] = summary(res)

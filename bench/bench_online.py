@@ -23,8 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pydvfs.device.fake import build_fake_board  # noqa: E402
+from pydvfs.sim.catalogue import get_workload  # noqa: E402
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, energy_per_step_j, operating_point, run_noise  # noqa: E402
-from pydvfs.sim.workloads import get_workload  # noqa: E402
 
 TASK = "SST-2"
 

@@ -57,8 +57,8 @@ from pydvfs.governor.mode_search import CurveParams, CurveSearch  # noqa: E402
 from pydvfs.governor.replay import window_noise  # noqa: E402
 from pydvfs.governor.search import HillClimb, SearchParams  # noqa: E402
 from pydvfs.package_data import package_file  # noqa: E402
+from pydvfs.sim.catalogue import PAPER_MODELS, get_workload  # noqa: E402
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise  # noqa: E402
-from pydvfs.sim.workloads import PAPER_MODELS, get_workload  # noqa: E402
 
 TASK = "SST-2"
 REAL = Path(package_file("data", "real"))

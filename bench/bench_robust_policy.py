@@ -20,9 +20,9 @@ OUT = REPO / "bench" / "results" / "robust_policy_paper_a.json"
 
 
 def main(argv=None) -> int:
-    from pydvfs.energy import MEASURES
+    from pydvfs.measure.energy import MEASURES
     from pydvfs.policy.score import evaluate_builtin, held_out
-    from pydvfs.sim.workloads import EVALUATION_TASKS, PAPER_A_MODELS
+    from pydvfs.sim.catalogue import EVALUATION_TASKS, PAPER_A_MODELS
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--label", required=True, choices=("before", "after"))

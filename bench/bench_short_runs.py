@@ -47,9 +47,9 @@ from bench_online_search import replay as curve_replay  # noqa: E402
 from pydvfs.governor.mode_search import CurveParams, CurveSearch  # noqa: E402
 from pydvfs.governor.replay import Grid, make  # noqa: E402
 from pydvfs.governor.replay import replay as grid_replay  # noqa: E402
+from pydvfs.sim.catalogue import PAPER_MODELS, get_workload  # noqa: E402
 from pydvfs.sim.model import ORIN_LEVELS_MHZ  # noqa: E402
 from pydvfs.sim.perturbed import family  # noqa: E402
-from pydvfs.sim.workloads import PAPER_MODELS, get_workload  # noqa: E402
 
 WINDOW_S, SETTLE_S = 10.0, 2.0
 FAMILY_WORKLOADS = ("bert-base/SST-2", "bert-tiny/SST-2")

@@ -44,13 +44,13 @@ sys.path.insert(0, str(REPO))
 from pydvfs.device.fake import build_fake_board  # noqa: E402
 from pydvfs.governor.mode_search import MAXN, CurveParams, CurveSearch  # noqa: E402
 from pydvfs.governor.replay import window_noise  # noqa: E402
-from pydvfs.objective import Objective  # noqa: E402
 from pydvfs.policy.apply import decide, load_tree  # noqa: E402
 from pydvfs.policy.learned import learn  # noqa: E402
+from pydvfs.policy.objective import Objective  # noqa: E402
 from pydvfs.policy.store import RunStore, make_record  # noqa: E402
+from pydvfs.sim.catalogue import PAPER_MODELS, get_workload  # noqa: E402
 from pydvfs.sim.model import default_params, operating_point, power_modes  # noqa: E402
 from pydvfs.sim.profiles import profile  # noqa: E402
-from pydvfs.sim.workloads import PAPER_MODELS, get_workload  # noqa: E402
 
 TASKS = ("SST-2", "MRPC", "RTE", "CoLA")
 WINDOW_S, SETTLE_S, MINUTES = 10.0, 2.0, 10.0
@@ -115,7 +115,7 @@ def builtin(root, t: Truth) -> tuple:
     if d.freq_mhz is not None:
         return d.freq_mhz, False, d.freq_mhz
     ffg = load_tree().ffg_mhz
-    from pydvfs.levels import nearest_level
+    from pydvfs.device.levels import nearest_level
 
     return nearest_level(t.levels, ffg), True, None
 

@@ -147,7 +147,7 @@ class Tree:
     def ffg_mhz(self) -> float: ...
     @property
     def board_id(self) -> str | None:
-        """The board the tree was trained on (pydvfs.boards id), None if not known."""
+        """The board the tree was trained on (pydvfs.device.table id), None if not known."""
     @property
     def levels_mhz(self) -> tuple[float, ...]:
         """The GPU clock table it was trained on (empty: not known)."""

@@ -533,7 +533,7 @@ from libc.math cimport NAN
 
 
 # Above this share of a window interpolated over failed reads (or with a negative reading), a
-# rail's energy is warned about (pydvfs.sampler, govcore measure).
+# rail's energy is warned about (pydvfs.measure.sampler, govcore measure).
 MAX_INTERPOLATED_PCT = GC_SAMPLER_MAX_INTERPOLATED_PCT
 
 

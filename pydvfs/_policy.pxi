@@ -61,7 +61,7 @@ def check_workload(tuple workload):
 
 MODEL_FORMAT = GC_MODEL_FORMAT
 # The built-in policies compiled in (govcore/policies_builtin.c, tools/gen_policies.py): (board
-# id, energy measure) pairs; the measures in govcore's order (pydvfs.energy.MEASURES, generated
+# id, energy measure) pairs; the measures in govcore's order (pydvfs.measure.energy.MEASURES, generated
 # from it); the board whose policy an unknown board gets; the margin of the "clearly positive"
 # expected saving, in spreads.
 BUILTIN_POLICIES = tuple((gc_builtin_policies[i].board_id.decode(), gc_builtin_policies[i].measure.decode())
@@ -251,7 +251,7 @@ cdef class Tree:
 
     @property
     def board_id(self):
-        """The board the tree was trained on (a pydvfs.boards id), or None if not known."""
+        """The board the tree was trained on (a pydvfs.device.table id), or None if not known."""
         return self.m.board_id.decode() or None
 
     @property

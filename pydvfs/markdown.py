@@ -1,4 +1,4 @@
-"""Markdown pieces the reports share (pydvfs/report.py, pydvfs/report_inputs.py)."""
+"""Markdown pieces the reports share (pydvfs/report/results.py, pydvfs/report/inputs.py)."""
 from __future__ import annotations
 
 

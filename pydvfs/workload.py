@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
 from .errors import InvalidValueError
-from .features import DEFAULT_LORA_RANK, effective_weight_bits, trainable_share
+from .model.features import DEFAULT_LORA_RANK, effective_weight_bits, trainable_share
 
 
 def _is_decoder(model: str) -> bool:
@@ -41,7 +41,7 @@ def _whole(value, what: str) -> int:
 
 
 # The keys of a workload (``--workload``, dicts, sweep CSVs) beyond the dataclass's own names.
-WORKLOAD_ENV = "PYDVFS_WORKLOAD"  # a sweep cell's workload spec (pydvfs.sweep.workload_env)
+WORKLOAD_ENV = "PYDVFS_WORKLOAD"  # a sweep cell's workload spec (pydvfs.characterise.sweep.workload_env)
 ALIASES = {"seq-len": "seq_len", "avg_seq_len": "seq_len", "util": "util_pct",
            "gpu_util_pct": "util_pct", "num_hidden_layers": "layers", "hidden_size": "hidden",
            "r": "rank", "lora_r": "rank", "bits": "weight_bits", "dtype": "precision",
@@ -123,7 +123,7 @@ class Workload:
         return asdict(self)
 
     def method_columns(self) -> dict:
-        """The dataset's columns of how it trains (pydvfs.dataset.METHOD_COLUMNS): empty (None)
+        """The dataset's columns of how it trains (pydvfs.characterise.dataset.METHOD_COLUMNS): empty (None)
         where they are the default, as in a dataset written before them."""
         return {"peft": None if self.peft == "none" else self.peft, "rank": self.rank,
                 "trainable_params": self.trainable_params, "weight_bits": self.weight_bits,

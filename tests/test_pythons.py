@@ -154,7 +154,7 @@ def test_base_install_and_core_tests(pythons, version):
     imports = r["imports"]
     assert not imports["broken"], imports["broken"]
     assert set(imports["installed"]) - {"pip", "setuptools"} == {"pydvfs"}, imports  # no extras, nothing pulled
-    assert "pydvfs.cli" not in imports["extras"] and "pydvfs.measured" not in imports["extras"], imports["extras"]
+    assert "pydvfs.cli" not in imports["extras"] and "pydvfs.measure.windows" not in imports["extras"], imports["extras"]
     assert r["version"].startswith(f"pydvfs {__version__}"), r["version"]
     tests = r["tests"]
     summary = tests.stdout.strip().splitlines()[-1] if tests.stdout.strip() else ""

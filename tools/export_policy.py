@@ -20,8 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pydvfs.policy.curves import curves_from_frame, read_dataset  # noqa: E402
-from pydvfs.policy.export import tree_to_c  # noqa: E402
 from pydvfs.policy.manifest import provenance  # noqa: E402
+from pydvfs.policy.to_c import tree_to_c  # noqa: E402
 from pydvfs.policy.train import (  # noqa: E402
     FEATURE_SETS,
     Classifier,
@@ -31,7 +31,7 @@ from pydvfs.policy.train import (  # noqa: E402
     select_tree,
     tree_maker,
 )
-from pydvfs.sim.workloads import CHARACTERISATION_TASKS  # noqa: E402
+from pydvfs.sim.catalogue import CHARACTERISATION_TASKS  # noqa: E402
 
 REPEATS = 3
 
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     tasks = [t for t in args.tasks.split(",") if t]
-    from pydvfs.boards import board
+    from pydvfs.device.table import board
 
     board(args.board)  # a known id, or a clear error
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,7 @@ def fold(records: list[dict]) -> dict:
     times is one record); ValueError, one line, for a record that is not a calibration record of
     one board, its calibration of the same board."""
     from pydvfs.errors import PydvfsError
-    from pydvfs.policy.calibrated import FORMAT, check_calibration
+    from pydvfs.policy.board_calibration import FORMAT, check_calibration
 
     cals, seen = [], set()
     for r in records:

@@ -20,9 +20,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pydvfs.boards import Board, boards  # noqa: E402
 from pydvfs.device.capture import capture_board, write_capture  # noqa: E402
 from pydvfs.device.fake import build_fake_board, rewrite_int  # noqa: E402
+from pydvfs.device.table import Board, boards  # noqa: E402
 
 SOURCE = "built from the table's facts (pydvfs.device.fake, pydvfs/data/boards.json), not a real board"
 L4T = {4: 32, 5: 35, 6: 36, 7: 38}  # JetPack -> L4T release (SPEC 5b)

@@ -1,6 +1,6 @@
 """Measure the average token length of each GLUE task with a real BERT WordPiece tokenizer.
 
-Writes the numbers that ``pydvfs/sim/workloads.py`` stores in ``GLUE_LENGTHS`` (the package
+Writes the numbers that ``pydvfs/sim/catalogue.py`` stores in ``GLUE_LENGTHS`` (the package
 never reads ../shared at run time). Run from the repository root:
 
     /work/main/.venv/bin/python tools/measure_glue_lengths.py \

@@ -19,8 +19,8 @@ sys.path.insert(0, str(REPO))
 from pydvfs.policy.curves import curves_from_frame, noise_summary, read_dataset  # noqa: E402
 from pydvfs.policy.perseus import GPUS, model_of, perseus_curves  # noqa: E402
 from pydvfs.policy.train import compare, ship_decision  # noqa: E402
+from pydvfs.sim.catalogue import CHARACTERISATION_TASKS  # noqa: E402
 from pydvfs.sim.sweep import write_sweep  # noqa: E402
-from pydvfs.sim.workloads import CHARACTERISATION_TASKS  # noqa: E402
 
 ROWS = ("ffg", "rules", "tree (paper", "tree (roofline", "curve regression (random forest",
         "curve regression (gradient", "roofline model", "oracle")

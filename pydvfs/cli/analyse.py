@@ -12,8 +12,8 @@ import json
 import math
 import os
 
-from ..energy import COLUMN, LABEL, column_label
 from ..errors import InvalidValueError
+from ..measure.energy import COLUMN, LABEL, column_label
 from ..progress import check_replaceable, replace_atomically
 from .common import add_energy_option, examples
 
@@ -106,7 +106,7 @@ def _flat_row(d: dict) -> dict:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from ..analysis import adapters, ucurve
+    from ..characterise import adapters, ucurve
     from . import common as cli
 
     args.files = list(args.data) + list(args.files)
@@ -157,7 +157,7 @@ def _handle(args: argparse.Namespace) -> int:
         replace_atomically(files[-1], text)
 
     if not args.no_plots:
-        from ..analysis import plots
+        from ..characterise import plots
 
         plot_dir = os.path.join(args.out, "plots")
         for r in results:

@@ -31,7 +31,7 @@ def _fmt(mhz: float) -> str:
 def live_power(sysfs_root: str, window_s: float = LIVE_WINDOW_S) -> dict | None:
     """Watts per rail, CPU+GPU watts and GPU load over one short window of the C sampler, or
     None where there are no rails to sample (govcore status: live_power, the same)."""
-    from ..sampler import Sampler
+    from ..measure.sampler import Sampler
 
     try:
         with Sampler(sysfs_root=sysfs_root) as s:
@@ -138,7 +138,7 @@ def calibration_status(board_id: str | None, data_dir) -> tuple[dict | None, str
     (`pydvfs calibrate`, docs/boards.md, docs/calibration.md); no line for a board outside the
     board table."""
     from ..errors import StoreError
-    from ..policy.calibrated import CalibrationStore, board_calibration
+    from ..policy.board_calibration import CalibrationStore, board_calibration
     from ..sim.profiles import board_ids, profile
 
     if board_id is None or board_id not in board_ids():

@@ -156,7 +156,7 @@ def policy_help(default: str | None = "mlg") -> str:
 
 
 def add_objective_options(p: argparse.ArgumentParser) -> None:
-    """``--objective`` and ``--max-slowdown`` (pydvfs/objective.py): what a policy
+    """``--objective`` and ``--max-slowdown`` (pydvfs/policy/objective.py): what a policy
     minimises, under what slowdown bound; ``objective_from_args`` checks them."""
     from .. import _core
 
@@ -169,9 +169,9 @@ def add_objective_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_energy_option(p: argparse.ArgumentParser, what: str = "minimise") -> None:
-    """``--energy module|cpu-gpu`` (pydvfs/energy.py): which energy to {what}: what the module
+    """``--energy module|cpu-gpu`` (pydvfs/measure/energy.py): which energy to {what}: what the module
     draws (default) or the CPU and GPU rails alone (the papers' measure)."""
-    from ..energy import DEFAULT_MEASURE, MEASURES
+    from ..measure.energy import DEFAULT_MEASURE, MEASURES
 
     p.add_argument("--energy", default=DEFAULT_MEASURE, choices=MEASURES,
                    help=f"which energy to {what}: the module's, all it draws (default), or cpu-gpu, the "
@@ -181,8 +181,8 @@ def add_energy_option(p: argparse.ArgumentParser, what: str = "minimise") -> Non
 
 def objective_from_args(args: argparse.Namespace):
     """The validated Objective of --objective/--max-slowdown (and --energy where the verb has it)."""
-    from ..energy import DEFAULT_MEASURE
-    from ..objective import Objective
+    from ..measure.energy import DEFAULT_MEASURE
+    from ..policy.objective import Objective
 
     return Objective(args.objective, args.max_slowdown_pct, getattr(args, "energy", DEFAULT_MEASURE))
 
@@ -210,8 +210,8 @@ def add_workload_argument(p: argparse.ArgumentParser, required: bool, aliases: b
 def workload_from_args(args: argparse.Namespace) -> dict | None:
     """The workload of --workload (and its alias flags) as a validated dict, or None if none was
     given and none is required."""
+    from ..characterise.sweep import parse_workload
     from ..errors import InvalidValueError
-    from ..sweep import parse_workload
 
     spec = [args.workload] if args.workload else []
     for key in ("model", "layers", "hidden", "seq_len", "util_pct"):

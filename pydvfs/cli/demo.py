@@ -1,4 +1,4 @@
-"""``pydvfs demo``: the whole pipeline on a simulated Orin (stages in pydvfs/demo.py)."""
+"""``pydvfs demo``: the whole pipeline on a simulated Orin (stages in pydvfs/studies/demo.py)."""
 from __future__ import annotations
 
 import argparse
@@ -7,12 +7,12 @@ import os
 import time
 from pathlib import Path
 
-from ..demo import STAGES, DemoContext
+from ..studies.demo import STAGES, DemoContext
 from .common import emit, seed
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..report import write_report
+    from ..report.results import write_report
     from . import main  # the stages run the verbs a user runs, through this same command line
 
     ctx = DemoContext(out_dir=Path(args.out).resolve(), seed=args.seed, quick=args.quick, cli=main)

@@ -1,5 +1,5 @@
 """``pydvfs exporter``: serve the board's energy, power, clocks and governor as Prometheus
-metrics (pydvfs/exporter.py; every metric: docs/metrics.md)."""
+metrics (pydvfs/integrations/prometheus.py; every metric: docs/metrics.md)."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +13,7 @@ from .common import add_board_options, emit, examples
 
 
 def register(sub, common) -> None:
-    from ..exporter import DEFAULT_LISTEN
+    from ..integrations.prometheus import DEFAULT_LISTEN
 
     p = sub.add_parser(
         "exporter", parents=[common],
@@ -49,7 +49,7 @@ def register(sub, common) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..exporter import DEFAULT_LISTEN, BoardCollector, listen_text, parse_listen, serve
+    from ..integrations.prometheus import DEFAULT_LISTEN, BoardCollector, listen_text, parse_listen, serve
 
     if args.once and args.listen is not None:  # (it would never bind: a bad address went unnoticed)
         raise InvalidValueError("--once prints one scrape on stdout and listens nowhere: drop --listen")

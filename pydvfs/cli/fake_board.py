@@ -37,8 +37,8 @@ LAYOUT_BOARD = {"jp4": "agx-xavier", "jp5": "agx-orin", "jp6": "agx-orin"}  # --
 def joint_pin_example(board_id: str) -> str:
     """``--emc R --cpu C`` with a middle EMC rate and CPU level of the board's fake tables (the
     options of the joint pin, docs/domains.md); "" for a board without those domains."""
-    from ..boards import board
     from ..device.fake_domains import cpu_levels_khz
+    from ..device.table import board
 
     b = board(board_id)
     parts = []
@@ -86,14 +86,14 @@ def cmd_fake_board(args: argparse.Namespace) -> int:
         raise InvalidValueError("--variant lays out the variant's own table, unanimated: the simulator "
                                 "animates its board's (--board)")
     if args.variant:
-        from ..boards import variants
+        from ..device.table import variants
 
         args.board = args.variant
     board_id = variants()[args.variant].board if args.variant else args.board or LAYOUT_BOARD[args.layout or "jp5"]
     if board_id != "agx-orin" and args.levels == "13":
         raise InvalidValueError("--levels 13 is an AGX Orin table; this board has its own")
     if args.animate:  # refused here, in one line, before a tree is laid out (not by the process later)
-        from ..sim.workloads import get_workload
+        from ..sim.catalogue import get_workload
 
         get_workload(args.animate, args.task)
     levels = ORIN_13_LEVELS_HZ if args.levels == "13" else None
@@ -227,12 +227,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "pydvfs fake-board /tmp/orin --animate bert-base --progress-file /tmp/steps",
                         "pydvfs status --sysfs-root /tmp/orin      (in a second terminal)"))
     p.add_argument("dir", metavar="DIR", help="where to lay out the tree (a new or empty folder)")
-    from ..boards import boards
+    from ..device.table import boards
 
     p.add_argument("--board", choices=tuple(boards()), default=None,
                    help="a board of the table (docs/boards.md), laid out as on its newest JetPack "
                         "(AGX Xavier: JetPack 4)")
-    from ..boards import variants
+    from ..device.table import variants
 
     p.add_argument("--variant", choices=tuple(variants()), default=None,
                    help="a variant of a board of the table (docs/boards.md: another release's clock "

@@ -123,7 +123,7 @@ def text_report(data: dict) -> str:
 
 
 def run(args) -> int:
-    from ..sampler import Sampler
+    from ..measure.sampler import Sampler
     from . import common as cli
 
     cmd = command_after_dashes(args.cmd)

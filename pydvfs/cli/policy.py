@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import _core
-from ..boards import boards
+from ..device.table import boards
 from .common import (
     add_above_power_mode,
     add_board_options,
@@ -29,8 +29,8 @@ def energy_column(args: argparse.Namespace, df) -> str:
     """The column whose minimum labels each workload: --energy-column if given, else the --energy
     measure's (an empty one, as in a dataset from before pydvfs recorded module energy, is
     refused in one line)."""
-    from ..energy import COLUMN, LABEL
     from ..errors import InvalidValueError
+    from ..measure.energy import COLUMN, LABEL
 
     if args.energy_column is not None:
         return args.energy_column
@@ -47,8 +47,8 @@ def cmd_train_from_runs(args: argparse.Namespace) -> int:
     """``train --from-runs``: refit the board-learned policy from the board's store (docs/store.md)
     and show it; damaged records are dropped from the store."""
     from ..errors import InvalidValueError
-    from ..objective import Objective
     from ..policy.learned import describe_shape, learned_table
+    from ..policy.objective import Objective
     from ..policy.store import RunStore
 
     if args.data is not None or args.out is not None or args.tasks or args.exclude_tasks:
@@ -112,7 +112,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     sel = metrics["selected"]
 
     def text() -> str:
-        from ..policy.roofline import describe_dict
+        from ..policy.roofline_curve import describe_dict
         return "\n".join([
             f"labels: each workload's clock of least {metrics['energy_column']}",
             metrics["noise"]["advice"], "",
@@ -131,7 +131,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ..energy import DEFAULT_MEASURE
+    from ..measure.energy import DEFAULT_MEASURE
     from ..policy.apply import load_tree
     from ..policy.curves import curves_from_frame, read_dataset
     from ..policy.evaluate import evaluate, format_report

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..report import write_report
+from ..report.results import write_report
 from .common import emit
 
 

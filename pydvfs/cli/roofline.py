@@ -85,7 +85,7 @@ def register(subparsers, common) -> None:
 
 
 def _load(path):
-    from ..roofline import dataset
+    from ..roofline import sweep_csv as dataset
 
     return dataset.load(path)
 
@@ -108,7 +108,8 @@ def cmd_fit(args) -> int:
 def cmd_predict(args) -> int:
     import pandas as pd
 
-    from ..roofline import dataset, law, speedup
+    from ..roofline import law, speedup
+    from ..roofline import sweep_csv as dataset
     from .common import emit
 
     if args.fit:

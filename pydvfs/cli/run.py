@@ -64,7 +64,7 @@ def _trajectory_rows(trajectory: list[dict]) -> list[tuple]:
 
 def per_work_text(r: dict) -> str:
     """"  J/step, J/token (tokens/J)" of a report, each where it is known, in the report's measure."""
-    from ..energy import LABEL
+    from ..measure.energy import LABEL
 
     out = "" if r.get("j_per_step") is None else f"  {r['j_per_step']:.5g} J/step"
     if r.get("j_per_token") is not None:
@@ -107,7 +107,7 @@ def text_report(r: dict) -> str:
                         f"{planned['check_windows']} for a check, after {planned['run_windows']} windows")
         lines.append(f"model     V/f curve: {r['search']['vf_source']}; horizon: {horizon}")
     lines.append(f"time      {r['duration_s']:.2f} s")
-    from ..energy import LABEL, describe
+    from ..measure.energy import LABEL, describe
 
     rails = ", ".join(f"{k} {v:.3f} J" for k, v in r["energy_j"].items())
     lines.append(f"energy    {describe(r)}")

@@ -8,13 +8,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..energy import COLUMN, LABEL, MEASURES
 from ..errors import InvalidValueError
+from ..measure.energy import COLUMN, LABEL, MEASURES
 
 
 def add_sim_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..sim.catalogue import CHARACTERISATION_TASKS, METHODS, PAPER_MODELS, SFT_MODELS
     from ..sim.model import POWER_MODES
-    from ..sim.workloads import CHARACTERISATION_TASKS, METHODS, PAPER_MODELS, SFT_MODELS
     from .common import add_energy_option
 
     g = parser.add_argument_group("simulated board (--sim)")
@@ -43,7 +43,7 @@ def _pct(v) -> str:
 
 
 def best_clocks(rows: list[dict]) -> dict:
-    """Per workload and energy measure (pydvfs.energy.MEASURES): the fixed clock of least mean
+    """Per workload and energy measure (pydvfs.measure.energy.MEASURES): the fixed clock of least mean
     energy, and its saving against the workload's mean MAXN energy (%; None without a MAXN
     run or where the measure is unknown)."""
     out: dict = {}
@@ -99,10 +99,10 @@ def best_modes(rows: list[dict], measure: str) -> dict:
 
 
 def sim_sweep(args: argparse.Namespace) -> int:
-    from ..dataset import DatasetWriter, iter_rows
+    from ..characterise.dataset import DatasetWriter, iter_rows
+    from ..characterise.sweep import run_key
     from ..governor.joint_search import parse_knobs
     from ..sim.sweep import plot_curves, sweep_rows
-    from ..sweep import run_key
     from .common import emit, name_list
 
     if not args.out and not args.plot:
@@ -133,7 +133,7 @@ def sim_sweep(args: argparse.Namespace) -> int:
     stock = [r for r in rows if not modes_swept or r["setting"] != "fixed" or _at_top(r)]
     plots = plot_curves(stock, args.plot) if args.plot else []
     if args.plot and modes_swept:
-        from ..analysis.plots import plot_mode_heatmap
+        from ..characterise.plots import plot_mode_heatmap
         plots += plot_mode_heatmap(rows, args.plot, COLUMN[args.energy])
     best = best_clocks(stock)
     measure = args.energy

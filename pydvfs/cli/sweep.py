@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..characterise.sweep import MAX_REPEATS
 from ..command import check_command, command_after_dashes
 from ..errors import InvalidValueError
-from ..sweep import MAX_REPEATS
 from .common import add_board_options, add_workload_argument, examples, int_range, seed
 
 
@@ -33,7 +33,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     check_command(cmd)  # before the first pin, as every verb that wraps a command
     if args.plot:
         raise InvalidValueError("--plot is for --sim; for a board's sweep run `pydvfs analyse CSV --out DIR`")
-    from ..sweep import run_sweep
+    from ..characterise.sweep import run_sweep
     from .common import check_report_out, emit, workload_from_args
 
     check_report_out(args)

@@ -1,7 +1,7 @@
 """The board as Python sees it: discovery, clock state, pinning and restoring.
 
 All the work happens in govcore (C): discovery (govcore/board.c) finds the GPU, the power rails
-and the board, whose row of the table (``pydvfs/boards.py``, ``Device.board``) says which rails
+and the board, whose row of the table (``pydvfs/device/table.py``, ``Device.board``) says which rails
 make the module's and the CPU+GPU energy (``Device.roles``). This module turns Hz into MHz at the
 user boundary and returns small immutable records. Every path resolves under a sysfs root: the argument, else
 ``$PYDVFS_SYSFS_ROOT``, else ``/``.
@@ -216,8 +216,8 @@ class Device:
 
     @property
     def board(self):
-        """The board's row of the table (``pydvfs.boards.Board``), None where unknown."""
-        from .. import boards
+        """The board's row of the table (``pydvfs.device.table.Board``), None where unknown."""
+        from . import table as boards
 
         return boards.boards().get(self._board.board_id) if self._board.board_id else None
 
@@ -454,7 +454,7 @@ class Device:
         # board is still shown, whether a state is saved there is not known
         known = self.state_dir is not None or _core.default_state_dir() is not None
         saved = self.saved_state() if known else None
-        from ..boards import mode_notice
+        from .table import mode_notice
 
         mode = self.power_mode()
         note = mode_notice(self.board_id, mode)

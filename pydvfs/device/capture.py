@@ -374,7 +374,7 @@ def capture_board(sysfs_root: str | os.PathLike = "/", source: str = "pydvfs cap
                   board_id: str | None = None) -> dict:
     """What pydvfs reads from the board under ``sysfs_root`` (see the module doc), as one record."""
     from .. import __version__
-    from ..boards import identify
+    from .table import identify
 
     if not os.path.isdir(sysfs_root):
         raise InvalidValueError(f"sysfs root {sysfs_root} is not a folder")

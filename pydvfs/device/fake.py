@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import boards as table
+from . import table
 
 
 def _levels_hz(board_id: str) -> tuple[int, ...]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..boards import Board
+from .table import Board
 
 EMC_DIR = "sys/kernel/debug/bpmp/debug/clk/emc"
 EMC_RATES = "sys/kernel/debug/emc/available_rates"

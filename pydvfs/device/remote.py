@@ -24,7 +24,7 @@ import time
 
 from .. import _core
 from ..errors import BoardIOError, BoardPermissionError, InvalidValueError
-from ..levels import nearest_level
+from .levels import nearest_level
 
 SOCKET_ENV = "PYDVFS_SOCKET"
 DEFAULT_SOCKET = "/run/pydvfs/govcore.sock"      # GC_SERVE_SOCKET (govcore/serve.h)

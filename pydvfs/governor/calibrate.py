@@ -3,14 +3,14 @@
 
 While CMD trains (its step count in the progress file, as for ``pydvfs run``), the board is
 pinned in turn at the clocks that tell the board's uncertainty family apart best
-(:func:`pydvfs.policy.calibrated.design`, MAXN among them: the board's own governor), each
+(:func:`pydvfs.policy.board_calibration.design`, MAXN among them: the board's own governor), each
 measured over one window (the run verb's :class:`WindowParams`: at least ``min_window_s`` and
 ``min_steps`` after ``settle_s``), the simulator's free parameters are fitted to the J/step and
-s/step measured (:func:`pydvfs.policy.calibrated.fit`; with the online runs the board's store
-already holds: :func:`pydvfs.policy.calibrated.refit`) and stored in the board's data folder,
+s/step measured (:func:`pydvfs.policy.board_calibration.fit`; with the online runs the board's store
+already holds: :func:`pydvfs.policy.board_calibration.refit`) and stored in the board's data folder,
 with a record the user can publish (JSON and Markdown: the board's capture without identifiers,
 the measured curve beside the simulator's prediction before and after, the decisions before and
-after: :func:`pydvfs.policy.calibrated.share_record`).
+after: :func:`pydvfs.policy.board_calibration.share_record`).
 Then CMD is stopped (``keep_running``: it finishes at the clock the calibrated simulator
 chooses for it). The board is restored on every path.
 """
@@ -25,10 +25,10 @@ from typing import Callable, Sequence
 
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
-from ..energy import DEFAULT_MEASURE, check_measure
 from ..errors import InvalidValueError, PydvfsError, StoreError
+from ..measure.energy import DEFAULT_MEASURE, check_measure
+from ..measure.sampler import Sampler
 from ..progress import StepsSeen, check_progress_file, read_progress_tokens
-from ..sampler import Sampler
 from .engine import WindowParams, window_energy_j
 
 
@@ -63,8 +63,8 @@ def _wait(proc, progress: Path, seen: StepsSeen, until: Callable[[float, int | N
 def _builtin_decisions(dev, measure: str) -> dict:
     """The built-in policy's clock (None: MAXN) for each workload a shareable record shows."""
     from ..policy.apply import decide
-    from ..policy.calibrated import RECORD_WORKLOADS
-    from ..sim.workloads import get_workload
+    from ..policy.board_calibration import RECORD_WORKLOADS
+    from ..sim.catalogue import get_workload
 
     runs = [get_workload(m, t) for m, t in RECORD_WORKLOADS]
     return {w.name: decide(w.workload(), sysfs_root=dev.sysfs_root, energy=measure, use_runs=False).freq_mhz
@@ -74,7 +74,7 @@ def _builtin_decisions(dev, measure: str) -> dict:
 def _write_record(store, cal, dev, before: dict) -> list[str]:
     """The shareable record (JSON and Markdown) beside the calibration; their paths."""
     from ..device.capture import capture_board
-    from ..policy.calibrated import record_markdown, share_record
+    from ..policy.board_calibration import record_markdown, share_record
 
     rec = share_record(cal, capture_board(dev.sysfs_root, source="pydvfs calibrate", board_id=cal.board), before)
     js, md = store.record_names(cal.board)
@@ -88,7 +88,7 @@ def calibrate(cmd: Sequence[str], workload, progress_file, *, keep_running: bool
               log=None, clock: Callable[[], float] = time.monotonic,
               sleep: Callable[[float], None] = time.sleep) -> dict:
     """Calibrate the board from CMD's training (see the module); returns the report."""
-    from ..policy.calibrated import (
+    from ..policy.board_calibration import (
         CalibrationStore,
         FitRejected,
         calibrated_choice,

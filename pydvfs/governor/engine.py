@@ -13,10 +13,10 @@ import math
 import numbers
 from dataclasses import asdict, dataclass
 
-from .. import governor_status
-from ..energy import of as energy_of
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
-from ..objective import Objective
+from ..measure.energy import of as energy_of
+from ..policy.objective import Objective
+from . import status as governor_status
 from .mode_search import MAXN, level_name
 
 
@@ -87,7 +87,7 @@ def checked_total_steps(total_steps) -> int | None:
 
 
 def window_energy_j(m, measure: str) -> float | None:
-    """The ``measure`` energy (pydvfs.energy: "module" or "cpu-gpu") of a sampler window (a
+    """The ``measure`` energy (pydvfs.measure.energy: "module" or "cpu-gpu") of a sampler window (a
     Measurement, which the sampler summed by rail role); None where the board's roles are
     unknown (never a sum of whatever rails there are)."""
     return energy_of(m, measure)
@@ -130,7 +130,7 @@ class OnlineEngine:
         self.win: tuple[float, int] | None = None  # (start t_s, steps at start) of the open window
         self._probes_said = 0
         self._maxn_said = 0
-        # where the run publishes its state for ``pydvfs exporter`` (pydvfs/governor_status.py)
+        # where the run publishes its state for ``pydvfs exporter`` (pydvfs/governor/status.py)
         self.status_file = governor_status.status_path()
         self.policy_name = "online"
         self.tokens_per_step: float | None = None  # the run's so far, where its driver counts tokens

@@ -27,13 +27,13 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..device import open_device
-from ..energy import DEFAULT_MEASURE
-from ..energy import LABEL as ENERGY_LABEL
-from ..energy import report_fields as energy_report_fields
-from ..energy import require as require_energy
 from ..errors import InvalidValueError
-from ..objective import Objective
-from ..sampler import Sampler
+from ..measure.energy import DEFAULT_MEASURE
+from ..measure.energy import LABEL as ENERGY_LABEL
+from ..measure.energy import report_fields as energy_report_fields
+from ..measure.energy import require as require_energy
+from ..measure.sampler import Sampler
+from ..policy.objective import Objective
 from ..signals import SIGNALS
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
 from .forecast import describe as describe_forecast
@@ -63,7 +63,7 @@ class OnlineGovernor:
     its start clock only (None: FFG). ``search``: ``model`` or ``hill``; ``objective``:
     ``energy``, ``edp`` or ``ed2p``; ``energy``: which energy, ``module`` (what the module
     draws, the default) or ``cpu-gpu`` (the CPU and GPU rails, the papers' measure; see
-    :mod:`pydvfs.energy`); ``max_slowdown_pct`` (a static policy takes them as
+    :mod:`pydvfs.measure.energy`); ``max_slowdown_pct`` (a static policy takes them as
     :func:`pydvfs.apply` does, and refuses at :meth:`start` what it cannot); ``window``: a
     :class:`WindowParams`, a dict of its fields, or seconds (the shortest window, as ``pydvfs run
     --window``); ``search_options``: ``margin_pct``,

@@ -6,7 +6,7 @@ and the device that pins a mode. The search itself is :class:`~pydvfs.governor.m
 from __future__ import annotations
 
 from ..errors import InvalidValueError
-from ..objective import Objective
+from ..policy.objective import Objective
 from .mode_search import KNOBS, JointParams, JointSearch, Mode, SearchPrior, level_name, mode_name, within_caps
 
 
@@ -30,7 +30,7 @@ CPU_SHARES = (1 / 3, 1 / 2, 2 / 3, 1.0)  # the joint search's CPU clocks: these 
 
 
 def mode_grid(gpu_levels_mhz, board, knobs=KNOBS, cpu_table_mhz=None) -> list:
-    """The modes a joint search covers on ``board`` (a :class:`pydvfs.boards.Board`): every GPU
+    """The modes a joint search covers on ``board`` (a :class:`pydvfs.device.table.Board`): every GPU
     level x the table's EMC rates x four CPU clocks (a third, half, two thirds and all of the
     top clock, each snapped to ``cpu_table_mhz``, the board's cpufreq table where known). A
     domain not in ``knobs``, or without clocks in the table, stays at its top."""

@@ -5,7 +5,7 @@
 Static policies (mlg, ffg, rules, maxn) choose one clock with :func:`pydvfs.apply` before the
 command starts. ``online`` starts at a proposed clock and lets :class:`HillClimb` move it while
 the command runs, from energy per training step: the module's energy (or CPU+GPU with
-``Objective(energy="cpu-gpu")``; pydvfs/energy.py) the C sampler integrates over a window
+``Objective(energy="cpu-gpu")``; pydvfs/measure/energy.py) the C sampler integrates over a window
 divided by the steps the command completed in it (the integer it writes, atomically, into the
 progress file). The board is restored when the command ends, on Ctrl-C,
 on SIGTERM (see cli/run.py) and on any error.
@@ -27,14 +27,14 @@ from typing import Callable
 from .. import _core
 from ..command import exit_status, start_command, stop_command
 from ..device import open_device
-from ..energy import DEFAULT_MEASURE
-from ..energy import report_fields as energy_report_fields
-from ..energy import require as require_energy
+from ..device.levels import check_near_table
 from ..errors import ClockVerifyError, InvalidValueError, PydvfsError
-from ..levels import check_near_table
-from ..objective import Objective
+from ..measure.energy import DEFAULT_MEASURE
+from ..measure.energy import report_fields as energy_report_fields
+from ..measure.energy import require as require_energy
+from ..measure.sampler import Sampler
+from ..policy.objective import Objective
 from ..progress import StepsSeen, check_progress_file, read_progress, read_progress_tokens
-from ..sampler import Sampler
 from ..signals import Terminated
 from .engine import OnlineEngine, WindowParams, checked_total_steps, window_energy_j
 from .forecast import per_work
@@ -123,7 +123,7 @@ def plan_online(dev, workload: dict | None, model_dir=None, start_mhz: float | N
     measure = objective.energy if objective is not None else DEFAULT_MEASURE
     calibrated = None
     if use_runs and learned is None and start_mhz is None and workload is not None and model_dir is None:
-        from ..policy.calibrated import calibrated_start  # the board calibrated from a run (docs/boards.md)
+        from ..policy.board_calibration import calibrated_start  # the board calibrated from a run (docs/boards.md)
 
         calibrated = calibrated_start(dev, workload, levels, measure, data_dir, log, prefix)
     start, source, keeps_maxn = calibrated + (False,) if calibrated else \
@@ -177,7 +177,7 @@ def family_spread(dev, workload, measure: str) -> list | None:
 
     if workload is None or dev.board_id not in board_ids():
         return None
-    from ..policy.calibrated import sim_run_for
+    from ..policy.board_calibration import sim_run_for
     from ..sim.uncertainty import optimum_spread
     from ..workload import Workload
 
@@ -228,8 +228,8 @@ def start_policy(dev, policy: str, workload, model_dir, objective: Objective, en
 
 def _publish_static(dev, policy: str, objective: Objective, decision: dict | None, fallback: str | None) -> None:
     """A static policy's state for ``pydvfs exporter``, where $PYDVFS_GOVERNOR_STATUS asks for it
-    (pydvfs/governor_status.py; the record goes stale when this process ends)."""
-    from .. import governor_status
+    (pydvfs/governor/status.py; the record goes stale when this process ends)."""
+    from . import status as governor_status
 
     path = governor_status.status_path()
     if not path:
@@ -289,7 +289,7 @@ def search_vf(model_dir) -> tuple:
     path = Path(model_dir) / "roofline.txt"
     if not path.is_file():
         return None, f"{DEFAULT_VF_SOURCE} (the model folder {model_dir} has no roofline.txt)"
-    from ..policy.roofline import read_roofline
+    from ..policy.roofline_curve import read_roofline
 
     try:
         board = read_roofline(path)

@@ -6,7 +6,7 @@ measures a window there and tells the search with :meth:`ModeSearch.observe` (J/
 s/step), which answers what to pin next. The search owns only what to try next and what it
 believes. Passed in: the *space* (the modes), the *model* that predicts a mode's step time and
 power from the windows measured (:class:`CurveModel`: t = a/f + b, P = p0 + c f V(f)^2 over GPU
-levels; :class:`JointModel`: the joint model of :mod:`pydvfs.joint_model` over modes), and the
+levels; :class:`JointModel`: the joint model of :mod:`pydvfs.model.joint` over modes), and the
 *prior* (:class:`SearchPrior`: what this board measured before, and a predicted start; data, not
 a second code path).
 
@@ -57,7 +57,7 @@ anchor windows than the chance that the anchor is better risks (:meth:`ModeSearc
 better estimate is held), and the drift alarm needs a move beyond ``drift_z`` standard errors of
 the held mode's median that lasts ``max_samples`` windows.
 
-Objectives (:class:`~pydvfs.objective.Objective`): the cost is J/step x (s/step)^k; a slowdown
+Objectives (:class:`~pydvfs.policy.objective.Objective`): the cost is J/step x (s/step)^k; a slowdown
 bound removes the modes whose (measured, else predicted) step time exceeds the fastest measured
 one's by more than the bound.
 """
@@ -67,9 +67,9 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, field
 
+from ..device.levels import nearest_index
 from ..errors import InvalidValueError
-from ..levels import nearest_index
-from ..objective import Objective
+from ..policy.objective import Objective
 from .search import Probe, SearchBase, latest_estimate
 
 KNOBS = ("gpu", "emc", "cpu")
@@ -277,7 +277,7 @@ def vf_for_levels(levels_mhz):
     """The V/f curve to fit with: the curve model's default (an Orin's) when the table ends
     near its top clock; else that shape stretched to the table's top clock (a board whose V/f
     was not characterised: the voltage floor and the rise keep their share of the range)."""
-    from ..curve_model import DEFAULT_VF, VFCurve
+    from ..model.curve import DEFAULT_VF, VFCurve
 
     top = max(levels_mhz)
     vf_top = max(DEFAULT_VF.freqs_mhz)
@@ -288,7 +288,7 @@ def vf_for_levels(levels_mhz):
 
 
 class CurveModel:
-    """The GPU clock's curve (:func:`pydvfs.curve_model.fit_time_power`): t = a/f + b,
+    """The GPU clock's curve (:func:`pydvfs.model.curve.fit_time_power`): t = a/f + b,
     P = p0 + c f V(f)^2, over a one-axis space. ``vf``: the board's V/f (None: the default Orin
     table, stretched to the table's top clock)."""
 
@@ -304,7 +304,7 @@ class CurveModel:
     def fit(self, coords, time_s, power_w, space) -> Prediction | None:
         import numpy as np
 
-        from ..curve_model import fit_time_power
+        from ..model.curve import fit_time_power
 
         vf = self.vf or vf_for_levels([c[0] for c in space])
         try:
@@ -323,7 +323,7 @@ class CurveModel:
 
 
 class JointModel:
-    """The joint model of :mod:`pydvfs.joint_model` over (gpu, emc, cpu) modes."""
+    """The joint model of :mod:`pydvfs.model.joint` over (gpu, emc, cpu) modes."""
 
     kind = "joint"
     axes = 3
@@ -337,7 +337,7 @@ class JointModel:
     def fit(self, coords, time_s, power_w, space) -> Prediction | None:
         import numpy as np
 
-        from ..joint_model import VFSet, fit_joint
+        from ..model.joint import VFSet, fit_joint
 
         if len({c[1:] for c in coords}) == 1:
             return self._line_fit(coords, time_s, power_w, space)

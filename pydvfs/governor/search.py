@@ -37,8 +37,8 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 
+from ..device.levels import nearest_index
 from ..errors import InvalidValueError
-from ..levels import nearest_index
 
 
 @dataclass(frozen=True)

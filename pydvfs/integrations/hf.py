@@ -40,7 +40,7 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import CallbackHandler
 from typing_extensions import Self
 
-from ..energy import DEFAULT_MEASURE, check_measure
+from ..measure.energy import DEFAULT_MEASURE, check_measure
 from .common import log_values, make_governor, steps_left, workload_from
 
 

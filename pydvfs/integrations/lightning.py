@@ -24,7 +24,7 @@ try:
 except ImportError:  # the older package name
     from pytorch_lightning import Callback
 
-from ..energy import DEFAULT_MEASURE, check_measure
+from ..measure.energy import DEFAULT_MEASURE, check_measure
 from .common import batch_tokens, log_values, make_governor, steps_left, workload_from
 
 

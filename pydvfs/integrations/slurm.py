@@ -4,7 +4,7 @@
 
 A sweep folder holds ``plan.json`` (the workloads, clocks, repeats, command, board options),
 ``jobs.json`` (the array jobs submitted for it), one dataset per workload in ``parts/``
-(``parts/W.csv``, written by the array task of index W with :func:`pydvfs.sweep.run_sweep`, which
+(``parts/W.csv``, written by the array task of index W with :func:`pydvfs.characterise.sweep.run_sweep`, which
 resumes a part: a resubmitted task runs only the cells its part lacks or failed), beside it
 ``parts/W.nodes.csv`` (which node and board ran each row) and ``parts/W.json`` (how many cells
 the sweep planned, what each attempt ran), and, once merged, ``sweep.csv`` (one dataset,
@@ -30,11 +30,11 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from ..characterise.dataset import DatasetWriter, iter_rows
+from ..characterise.sweep import cell_command, parse_workload, run_key
 from ..command import check_command
-from ..dataset import DatasetWriter, iter_rows
 from ..errors import InvalidValueError
 from ..progress import check_folders_above, read_capped, replace_atomically
-from ..sweep import cell_command, parse_workload, run_key
 
 PLAN = "plan.json"
 JOBS = "jobs.json"
@@ -368,8 +368,8 @@ def run_task(folder: str | os.PathLike, index: int | None = None, node: str | No
              plan_sha256: str | None = None) -> dict:
     """One array task: sweep workload ``index`` ($SLURM_ARRAY_TASK_ID) on this node's board into
     its part, resuming it (a cell whose last run failed runs again)."""
+    from ..characterise.sweep import run_sweep
     from ..device import open_device
-    from ..sweep import run_sweep
 
     folder = Path(os.path.abspath(folder))  # the checks walk it from /
     plan = read_plan(folder, plan_sha256)

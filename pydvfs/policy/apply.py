@@ -12,8 +12,8 @@ from typing import Any, Iterator
 
 from .. import _core
 from ..device import hz_to_mhz, open_device, ownership, resolve_sysfs_root
-from ..energy import DEFAULT_MEASURE, check_measure
 from ..errors import InvalidValueError
+from ..measure.energy import DEFAULT_MEASURE, check_measure
 from ..signals import terminate_as_exception
 from ..workload import Workload
 from .manifest import load_model_dir
@@ -47,9 +47,9 @@ BUILTIN_ORIGIN = "built-in"  # GC_ORIGIN_BUILTIN (govcore/policy.h): a tree buil
 def origin_line(origin: dict) -> str:
     """``built-in policy of the Jetson Orin NX, module energy: trained on an estimate of this
     board (a scaled simulator no measurement has checked)``."""
-    from ..energy import LABEL
+    from ..measure.energy import LABEL
 
-    if origin.get("measurements"):  # pydvfs calibrate (pydvfs/policy/calibrated.py)
+    if origin.get("measurements"):  # pydvfs calibrate (pydvfs/policy/board_calibration.py)
         return (f"the simulator {origin['kind']} from {origin['measurements']} measurements, "
                 f"{LABEL.get(origin.get('measure'), origin.get('measure'))} energy")
     source = origin.get("source") or origin.get("kind") or "policy"
@@ -85,7 +85,7 @@ def _board(sysfs_root) -> "_core.Board":
 def describe_trade(d: dict) -> list[str]:
     """The goal, the bound's move and the predicted trade of a decision record (``to_dict``),
     as text lines (none for a plain minimum-energy decision without a model's curve)."""
-    from ..objective import Objective
+    from .objective import Objective
 
     lines = []
     goal = Objective(**d.get("objective") or {})
@@ -106,7 +106,7 @@ class Decision:
     """What a policy chose. ``freq_mhz`` is the board level set (None: MAXN, the board's own
     governor); ``proposed_mhz`` what the policy asked for before the clamp to the table;
     ``policy_mhz`` the policy's level before the slowdown bound of ``objective`` (see
-    :class:`pydvfs.objective.Objective`); ``trade`` the predicted J/step and s/step at
+    :class:`pydvfs.policy.objective.Objective`); ``trade`` the predicted J/step and s/step at
     the level against the top level, in % (``vs_mhz``; from the model folder's roofline.txt;
     None without one); ``warning``: set when the pin saved an original that is itself a pin
     (min == max, as jetson_clocks leaves it), as :attr:`pydvfs.PinResult.warning`."""
@@ -246,7 +246,7 @@ def _calibrated_decision(board, wl: Workload, goal, policy: str, sysfs_root, sta
     docs/boards.md): the clock of least energy for this workload on the calibrated simulator,
     pinned as any pin; None where the board is not calibrated or the goal is not plain energy
     (the tree decides then)."""
-    from .calibrated import ORIGIN, board_calibration, calibrated_choice, predict, sim_run_for
+    from .board_calibration import ORIGIN, board_calibration, calibrated_choice, predict, sim_run_for
 
     if wl is None or goal.kind != "energy" or goal.max_slowdown_pct is not None:
         return None
@@ -269,7 +269,7 @@ def _calibrated_decision(board, wl: Workload, goal, policy: str, sysfs_root, sta
 
 
 def _board_name(board_id: str | None, model: str = "") -> str:
-    from ..boards import boards, identify
+    from ..device.table import boards, identify
 
     if board_id and board_id in boards():
         return boards()[board_id].name
@@ -298,7 +298,7 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
             objective: str = "energy", max_slowdown_pct: float | None = None,
             above_power_mode: bool = False, energy: str = DEFAULT_MEASURE, data_dir=None, use_runs: bool = True,
             **overrides) -> Decision:
-    from ..objective import Objective
+    from .objective import Objective
 
     if policy is None:  # as if not given: the default policy
         policy = DEFAULT_POLICY

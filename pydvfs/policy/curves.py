@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from ..curve_model import EnergyCurve, fit_energy, fit_time_power, point_cv
-from ..dataset import METHOD_COLUMNS, check_frame, check_row_lengths
+from ..characterise.dataset import METHOD_COLUMNS, check_frame, check_row_lengths
+from ..device.levels import nearest_level
 from ..errors import InvalidValueError
-from ..levels import nearest_level
+from ..model.curve import EnergyCurve, fit_energy, fit_time_power, point_cv
 from ..workload import Workload
 
 # The library's default: paper A's CPU+GPU energy (VDD_CPU_CV + VDD_GPU_SOC), which the built-in
 # policy and the replication ledger are trained and scored on. `pydvfs train`/`evaluate` label by
-# the module's energy unless told --energy cpu-gpu (pydvfs/energy.py).
+# the module's energy unless told --energy cpu-gpu (pydvfs/measure/energy.py).
 ENERGY_COLUMN = "energy_cpu_gpu_j"
 REQUIRED = ("workload", "model", "layers", "hidden", "seq_len", "freq_mhz", "setting")
 # A label promises a saving over MAXN; under this share (or within the noise) it is MAXN.
@@ -29,7 +29,7 @@ NOISY_REACH_LEVELS = 2
 @dataclass(frozen=True)
 class Curve:
     """One workload's energy vs clock: the measured means, and the physical curve fitted to every
-    measured run (:mod:`pydvfs.curve_model`), which labels and scores come from. Units: MHz, J
+    measured run (:mod:`pydvfs.model.curve`), which labels and scores come from. Units: MHz, J
     (energy of one run of the workload)."""
 
     workload: Workload

@@ -71,7 +71,7 @@ PAPER = {"mlg_mean_saving_pct": 13.11, "mlg_max_saving_pct": 26.73, "ffg_behind_
 
 
 def format_report(result: dict) -> str:
-    from ..energy import COLUMN, column_label
+    from ..measure.energy import COLUMN, column_label
 
     policies = result.get("policies", POLICIES)
     column = result.get("energy_column")

@@ -27,9 +27,9 @@ import math
 from dataclasses import dataclass, field
 from statistics import median
 
-from ..levels import nearest_level
-from ..objective import Objective
+from ..device.levels import nearest_level
 from ..workload import Workload
+from .objective import Objective
 from .store import workload_of
 
 K = 3  # shapes that vote

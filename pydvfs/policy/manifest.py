@@ -15,7 +15,7 @@ for another CPU (a model trained on a laptop, applied on the board).
     data_file NAME                provenance: the training data ...
     data_sha256 HEX               ... its SHA-256 ("-" if it was not a file) ...
     trained_utc 2026-...Z         ... and when the tree was fitted
-    board agx-orin                the board the data came from (pydvfs.boards id; - unknown)
+    board agx-orin                the board the data came from (pydvfs.device.table id; - unknown)
     levels_mhz 306.0 408.0 ...    the data's GPU clock table: govcore maps the tree's clock onto
                                   another board's table by it (docs/policy.md, "On another board")
     measure module                the energy the labels minimise (module, cpu-gpu; - another column)
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .. import _core
 from ..errors import ForeignPolicyError
-from .export import ModelError, compile_policy
+from .to_c import ModelError, compile_policy
 
 MANIFEST_NAME = "manifest.txt"
 TREE_C = "policy_tree.c"

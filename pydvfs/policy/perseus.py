@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..curve_model import DEFAULT_VF, VFCurve
 from ..errors import InvalidValueError
+from ..model.curve import DEFAULT_VF, VFCurve
 from ..package_data import package_file
 from ..workload import Workload
 from .curves import Curve
@@ -42,7 +42,7 @@ def stage_layers(layers: int, stage: int) -> int:
 def gpu_vf(top_mhz: float) -> VFCurve:
     """The default (Orin-like) V/f shape stretched so that its top level is the GPU's (the
     roofline fit then moves its knee to where the data puts it)."""
-    from .roofline import base_knee_mhz, stretched_vf
+    from .roofline_curve import base_knee_mhz, stretched_vf
     scale = top_mhz / DEFAULT_VF.freqs_mhz[-1]
     return stretched_vf(DEFAULT_VF, base_knee_mhz(DEFAULT_VF) * scale, top_mhz)
 

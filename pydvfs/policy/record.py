@@ -1,12 +1,12 @@
 """Recording an online run: the record appended to the board's run store
 (:mod:`pydvfs.policy.store`), then a calibrated board's calibration refitted with it
-(:mod:`pydvfs.policy.calibrated`); the one place the two meet."""
+(:mod:`pydvfs.policy.board_calibration`); the one place the two meet."""
 from __future__ import annotations
 
 import sys
 
 from ..errors import StoreError
-from .calibrated import board_calibration, refit_from_runs
+from .board_calibration import board_calibration, refit_from_runs
 from .store import RunStore, make_record
 
 
@@ -37,7 +37,7 @@ def record_run(report: dict, dev, workload, front_end: str, data_dir=None, log=N
     nothing to record, or the store refused it, said in one line on ``log``). A store that
     cannot be written never fails the run: the run is over and its report stands. A board
     calibrated with `pydvfs calibrate` then has its calibration refitted with the store's runs, and
-    one that is not is calibrated from them (:func:`pydvfs.policy.calibrated.refit_from_runs`; a
+    one that is not is calibrated from them (:func:`pydvfs.policy.board_calibration.refit_from_runs`; a
     failure there is a warning too). A joint (``--knobs``) run is recorded as its GPU line
     (:func:`gpu_line`)."""
     if dev.board_id is None:

@@ -15,11 +15,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import boards
-from ..energy import ROLE, check_measure
+from ..device import table as boards
+from ..measure.energy import ROLE, check_measure
+from ..sim.catalogue import EVALUATION_TASKS, PAPER_MODELS, get_workload
 from ..sim.model import default_params, operating_point
 from ..sim.sweep import maxn_setting
-from ..sim.workloads import EVALUATION_TASKS, PAPER_MODELS, get_workload
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Truth:
 
 def truth(board_id: str, model: str, task: str, p=None, method: str = "full-fp32") -> Truth:
     """The simulated truth of ``model`` on ``task`` on ``board_id``, both measures; ``method``:
-    how it trains (a tag of pydvfs.sim.workloads.METHODS), in the workload as `--workload` says it."""
+    how it trains (a tag of pydvfs.sim.catalogue.METHODS), in the workload as `--workload` says it."""
     p = p or default_params()
     w = get_workload(model, task, method=method)
     levels = boards.board(board_id).gpu_levels_mhz

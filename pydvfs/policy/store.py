@@ -28,8 +28,8 @@ import stat
 import time
 from dataclasses import dataclass, field
 
-from ..energy import MEASURES
 from ..errors import StoreError
+from ..measure.energy import MEASURES
 from ..progress import check_folders_above
 
 FORMAT = "pydvfs-runs/1"  # the record's "format": a record of another format is skipped

@@ -2,7 +2,7 @@
 clock, choose a decision tree's hyper-parameters by leave-one-out CV over workloads, compare it
 with the alternatives by *energy regret*, and write a model folder (tree, rules, picture, C).
 
-Labels and scores come from each workload's fitted physical curve (:mod:`pydvfs.curve_model`),
+Labels and scores come from each workload's fitted physical curve (:mod:`pydvfs.model.curve`),
 not from its raw noisy means. Regret of a choice = energy at the chosen level / energy at the
 best level - 1, on the held-out workload's fitted curve. Accuracy counts a choice within noise
 of the best as a hit; on flat-bottomed U-curves a neighbouring level costs almost nothing, so
@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..curve_model import DEFAULT_VF, VFCurve
 from ..errors import InvalidValueError
 from ..eta import track
-from ..features import METHOD_FEATURES, PAPER_FEATURES, ROOFLINE_FEATURES, workload_features
+from ..model.curve import DEFAULT_VF, VFCurve
+from ..model.features import METHOD_FEATURES, PAPER_FEATURES, ROOFLINE_FEATURES, workload_features
 from . import manifest
 from .curves import Curve, noise_summary
-from .export import compile_policy, constant_to_c, tree_to_c
+from .to_c import compile_policy, constant_to_c, tree_to_c
 
 # Classes are clocks in integer kHz (114.75 MHz -> 114750), whatever the board's table: a
 # classifier needs discrete labels. The class that means "leave the board at MAXN" is 0
@@ -330,7 +330,7 @@ def compare(curves: Sequence[Curve], vf: VFCurve = DEFAULT_VF, group=None) -> tu
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from .roofline import RooflineChooser, fit_board
+    from .roofline_curve import RooflineChooser, fit_board
 
     board = fit_board(curves, vf)  # a warm start for the folds' fits (each fold still fits its own data)
     tree, per_set = select_tree(curves)
@@ -445,11 +445,11 @@ def train(curves: Sequence[Curve], out_dir: str | Path, source: str, cc: str | N
           data_path: str | Path | None = None, board_id: str | None = None, measure: str | None = None) -> dict:
     """Select, fit on all workloads, and write the model folder. Returns the metrics.
     ``data_path``: the training data file, hashed into the folder's manifest. ``board_id``: the
-    board the data came from (pydvfs.boards id; None: unknown), named in the manifest with the
+    board the data came from (pydvfs.device.table id; None: unknown), named in the manifest with the
     data's clock table (docs/policy.md, "On another board"). ``measure``: the energy the labels
     minimise (module, cpu-gpu; None: another column), named in the manifest with what each
     choice is expected to save (:func:`expected_savings`)."""
-    from .roofline import fit_board, write_roofline
+    from .roofline_curve import fit_board, write_roofline
 
     if len(curves) < 3:
         raise InvalidValueError(f"need at least 3 workloads to train with leave-one-out CV, got {len(curves)}")

@@ -7,7 +7,7 @@ file ``manifest.txt`` vouches for by its SHA-256) and ``policy.so`` (that file c
 but root or the caller could have changed when it runs as root; a folder under ``/tmp`` is such
 a folder. That check stays where a board is pinned (``apply``, ``run``, ``govcore apply``, the
 daemon). A verb that only scores a tree against data reads ``policy_tree.c`` instead: this
-module parses the one form :mod:`pydvfs.policy.export` writes (m2cgen's ``if (input[i] <= t)``
+module parses the one form :mod:`pydvfs.policy.to_c` writes (m2cgen's ``if (input[i] <= t)``
 tree with ``memcpy`` leaves, or a fixed clock's ``output[0] = 1.0``, then the
 ``gc_tree_model`` initialiser) and walks it. The thresholds are the C file's decimal literals,
 read into the same doubles the compiler makes of them; the features come from govcore's

@@ -119,7 +119,7 @@ def collect(configs, strategies=("tp", "fsdp"), devices=(2,), steps: int = 3, wa
     ``slurm``: as job steps of that allocation (:func:`run_group`)."""
     import pandas as pd
 
-    from .dataset import SCHEMA_COLUMNS, arch_id
+    from .sweep_csv import SCHEMA_COLUMNS, arch_id
 
     rows = []
     for cfg in configs:

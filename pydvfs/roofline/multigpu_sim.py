@@ -156,6 +156,6 @@ def sweep(seed: int = 0, n_configs: int = 410, energy_noise: float = 0.12,
     if extra > 0:  # drop a few parallel runs at random to hit the requested size
         drop = rng.choice(df.index[df["n_devices"] > 1], size=extra, replace=False)
         df = df.drop(index=drop).reset_index(drop=True)
-    from .dataset import arch_id
+    from .sweep_csv import arch_id
     df.insert(1, "arch", [arch_id(*r) for r in df[["family", "layers", "hidden", "heads", "ff"]].itertuples(index=False)])
     return df

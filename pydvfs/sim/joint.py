@@ -3,16 +3,16 @@ with run-to-run noise, and the joint model's error against the full sweep (docs/
 
 Steady state of a pinned mode, no podgov: every clock fixed, so a mode is one operating point.
 Energies are per training step and by rail role of the board (module, CPU+GPU), summed by
-:func:`pydvfs.boards.energies`.
+:func:`pydvfs.device.table.energies`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..joint_model import VFSet, design_probes, fit_joint, mape
+from ..model.joint import VFSet, design_probes, fit_joint, mape
+from .catalogue import SimRun
 from .model import SimParams, default_params, operating_point, run_noise, vf_table
 from .profiles import DEFAULT_BOARD, profile
-from .workloads import SimRun
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def probe(w: SimRun, modes, board: str = DEFAULT_BOARD, p: SimParams | None = No
 
 def board_vf(board: str, p: SimParams | None = None) -> VFSet:
     """The joint model's V/f: the simulated board's GPU table; CPU and EMC the model's defaults."""
-    from ..curve_model import VFCurve
+    from ..model.curve import VFCurve
 
     pairs = [(f, mv / 1000.0) for f, mv in vf_table(p or default_params(), board)]
     return VFSet(gpu=VFCurve.from_pairs(pairs))

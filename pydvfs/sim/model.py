@@ -39,11 +39,11 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 
-from .. import boards as board_table
+from ..device import table as board_table
+from ..device.levels import nearest_level
 from ..errors import InvalidValueError
-from ..levels import nearest_level
+from .catalogue import ATTENTION_FACTOR, SimRun, layer_matrices, lora_matrices
 from .profiles import DEFAULT_BOARD, SimProfile, mode_key, profile
-from .workloads import ATTENTION_FACTOR, SimRun, layer_matrices, lora_matrices
 
 # ---- hardware facts of the calibrated board (published, not fitted) -----------------------------
 # From the board table (levels, CPU top, rails, roles) and the AGX Orin's simulator profile
@@ -94,7 +94,7 @@ POWER_MODES = power_modes(DEFAULT_BOARD)
 class SimParams:
     """Model parameters. Defaults are physical priors; fitted values live in calibrated_params.
 
-    Units are in the names. Fitted by tools/calibrate_sim.py: see docs/sim-calibration.md.
+    Units are in the names. Fitted by tools/fit_sim_to_papers.py: see docs/sim-calibration.md.
     """
 
     # GPU compute
@@ -175,9 +175,9 @@ class SimParams:
 
 
 def default_params() -> SimParams:
-    """The calibrated parameters (tools/calibrate_sim.py writes calibrated_params.py)."""
+    """The calibrated parameters (tools/fit_sim_to_papers.py writes calibrated_params.py)."""
     try:
-        from .calibrated_params import PARAMS
+        from .paper_fit_params import PARAMS
     except ImportError:  # before the first calibration
         return SimParams()
     return SimParams().with_updates(**PARAMS)
@@ -259,7 +259,7 @@ def power_scales(board: str = DEFAULT_BOARD, p: SimParams | None = None) -> Powe
 
 
 def _reference_workload():
-    from .workloads import get_workload
+    from .catalogue import get_workload
 
     return get_workload("bert-base", "QNLI")
 
@@ -532,7 +532,7 @@ class OperatingPoint:
     @property
     def role_power_w(self) -> dict:
         """Mean power (W) of each rail role of the board (module, cpu_gpu, gpu; None where the
-        board has no such rail), summed by :func:`pydvfs.boards.energies`."""
+        board has no such rail), summed by :func:`pydvfs.device.table.energies`."""
         return board_table.energies(self.power_w, profile(self.board).board)
 
 
@@ -670,8 +670,8 @@ def energy_per_step_j(w: SimRun, setting: str = "fixed", freq_mhz: float | None 
                       energy: str = "cpu-gpu") -> float:
     """Energy of one training step (simulated J) at a setting, with the run's seeded noise: what
     the animated process (``train_process --seed S --repeat R``) spends per step. ``energy``: the
-    measure (pydvfs.energy: "cpu-gpu", the papers', or "module"), by the board table's rail roles."""
-    from ..energy import ROLE, check_measure
+    measure (pydvfs.measure.energy: "cpu-gpu", the papers', or "module"), by the board table's rail roles."""
+    from ..measure.energy import ROLE, check_measure
 
     p = p or default_params()
     op = operating_point(w, setting, freq_mhz, p)

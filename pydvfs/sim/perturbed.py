@@ -1,6 +1,6 @@
 """A family of perturbed simulators: boards whose physics the online searches were not fitted to.
 
-The joint model of :mod:`pydvfs.joint_model` has the simulator's own structure (additive memory
+The joint model of :mod:`pydvfs.model.joint` has the simulator's own structure (additive memory
 time, a CPU power law of exponent 1.5, a fixed share of CUDA's wait spinning, an EMC whose power
 is split one way), so a replay on the default simulator measures a floor. Each member of the
 family moves one or more of those away from the structure the model assumes:

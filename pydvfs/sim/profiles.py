@@ -1,7 +1,7 @@
 """Simulator profiles per board: the constants the simulator needs beyond the board table.
 
 Board facts (GPU clock table, power modes' GPU caps, rails and their roles, EMC rates, CPU top
-clock) come from ``pydvfs/data/boards.json`` through :mod:`pydvfs.boards`, never from here. What
+clock) come from ``pydvfs/data/boards.json`` through :mod:`pydvfs.device.table`, never from here. What
 lives here is simulator-only, per board, each number with where it came from:
 
 - the GPU's FP32 width (CUDA cores) and the DRAM's peak bandwidth (public spec sheets);
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .. import boards as board_table
+from ..device import table as board_table
 from ..errors import InvalidValueError
 
 COMPONENTS = ("gpu", "soc", "cv", "cpu", "dram", "sys")

@@ -1,20 +1,20 @@
 """The paper's characterisation sweep on the simulated board, in virtual time, and its plots.
 
 Every model-task pair x every OPP (fixed) + MAXN (podgov) [+ nvpmodel power modes] x repeats,
-each run measured with noise; rows follow :mod:`pydvfs.dataset`.
+each run measured with noise; rows follow :mod:`pydvfs.characterise.dataset`.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .. import boards
-from ..dataset import DatasetWriter
+from ..characterise.dataset import DatasetWriter
+from ..device import table as boards
 from ..device.fake import ORIN_MODEL
 from ..errors import InvalidValueError
+from .catalogue import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_MODELS, get_method, get_workload
 from .model import DEFAULT_BOARD as ORIN_BOARD
 from .model import ORIN_LEVELS_MHZ, RAILS, default_params, idle_board_power_w, operating_point, simulate_run
-from .workloads import CHARACTERISATION_TASKS, HOST_BOUND, PAPER_MODELS, get_method, get_workload
 
 
 def maxn_setting(board: str) -> str:
@@ -103,9 +103,9 @@ def _method_columns(w) -> dict:
 def sweep_modes(freqs_mhz, knobs=("gpu",), extra: int = 16, seed: int = 0) -> list:
     """The (gpu, emc, cpu) modes of a sweep: GPU-only, (f, None, None) per clock (the stock EMC
     and CPU); with ``emc``/``cpu`` among ``knobs`` the designed subset of
-    :func:`pydvfs.joint_model.sweep_modes` over the AGX Orin's EMC rates and the profile's CPU
+    :func:`pydvfs.model.joint.sweep_modes` over the AGX Orin's EMC rates and the profile's CPU
     clocks (a knob left out: None, the stock mode's)."""
-    from ..joint_model import sweep_modes as design
+    from ..model.joint import sweep_modes as design
     from .profiles import profile
 
     knobs = tuple(knobs)

@@ -25,13 +25,13 @@ import sys
 import time
 from pathlib import Path
 
+from ..device.levels import nearest_level
 from ..errors import InvalidValueError, PydvfsError
-from ..levels import nearest_level
 from ..progress import write_progress
 from .board import BoardFiles
+from .catalogue import get_workload
 from .model import default_params, idle_board_power_w, operating_point, power_modes, run_noise
 from .profiles import DEFAULT_BOARD, board_ids, mode_key, profile
-from .workloads import get_workload
 
 ALL_MODES = tuple(dict.fromkeys(mode_key(m) for b in board_ids() for m in profile(b).modes))
 

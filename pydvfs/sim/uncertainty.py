@@ -130,13 +130,13 @@ def held_out(board: str, seed: int) -> Member:
 
 
 def optimum_spread(board: str, run=None, measure: str = "module") -> tuple[float, float]:
-    """(lowest, highest) best GPU clock of a simulated run (:class:`pydvfs.sim.workloads.SimRun`;
+    """(lowest, highest) best GPU clock of a simulated run (:class:`pydvfs.sim.catalogue.SimRun`;
     default bert-base on QNLI) across ``board``'s family (MHz): how far the board's optimum may be
     from the default simulator's. The online search's start and prior can widen with it where the
     board is not calibrated (``pydvfs run``'s plan carries it: ``family_spread_mhz``)."""
-    from ..energy import ROLE
+    from ..measure.energy import ROLE
+    from .catalogue import get_workload
     from .model import operating_point
-    from .workloads import get_workload
 
     run = run or get_workload("bert-base", "QNLI")
     levels = profile(board).levels_mhz

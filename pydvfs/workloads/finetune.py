@@ -97,7 +97,7 @@ DEFAULTS = {"model": "bert-base", "task": "sst2", "batch_size": 16}
 
 
 def from_workload_env(args: argparse.Namespace, environ=os.environ) -> str | None:
-    """Without --model, a sweep's cell (``$PYDVFS_WORKLOAD``, pydvfs.sweep.workload_env) names
+    """Without --model, a sweep's cell (``$PYDVFS_WORKLOAD``, pydvfs.characterise.sweep.workload_env) names
     what to train: the catalogue model of the spec's ``model_size`` (or of its model, layers and
     hidden), and its task, batch size, PEFT method, rank and precision where the spec gives them
     and the command does not. Fills ``args``; returns the line that says so (None: no workload,

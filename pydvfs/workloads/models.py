@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import InvalidValueError, PydvfsError
-from ..sim.workloads import ARCHITECTURES
+from ..sim.catalogue import ARCHITECTURES
 
 
 class ModelLoadError(PydvfsError):
@@ -74,7 +74,7 @@ DECODER_FAMILIES = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"), "llama": ("Lla
                     "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
                     "phi3": ("Phi3Config", "Phi3ForCausalLM")}
 # The decoders of today's supervised fine-tuning: the published configs of the simulator's
-# catalogue (pydvfs.sim.workloads, one place for them), built here as causal LMs.
+# catalogue (pydvfs.sim.catalogue, one place for them), built here as causal LMs.
 DECODERS: dict[str, ModelSpec] = {
     a.name: ModelSpec(a.name, a.family, a.layers, a.hidden, a.heads, a.ff, kv_heads=a.kv_heads, head_dim=a.head_dim,
                       vocab=a.vocab, tied=a.tied_embeddings)

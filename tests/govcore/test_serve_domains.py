@@ -22,9 +22,9 @@ from test_serve import (  # noqa: F401  (fixtures)
     work,
 )
 
-from pydvfs.boards import board as board_row
 from pydvfs.device.fake import build_fake_board
 from pydvfs.device.fake_domains import EMC_DIR, add_clock_domains
+from pydvfs.device.table import board as board_row
 
 NANO = board_row("orin-nano-super")
 

@@ -90,9 +90,9 @@ def test_the_unit_s_sandbox_lets_the_daemon_pin_every_domain(tmp_path, govcore_b
     """Issue 27 item 6: the unit made only the GPU's devfreq folder writable, so the joint pin it
     exists to serve found the EMC "unavailable" and the CPU policies not writable. Emulated with a
     mount namespace: the fake board read-only, the unit's ReadWritePaths bound writable."""
-    from pydvfs.boards import board as row
     from pydvfs.device.fake import build_fake_board
     from pydvfs.device.fake_domains import add_clock_domains
+    from pydvfs.device.table import board as row
 
     b = build_fake_board(tmp_path / "board", board=board_id, jetpack=jetpack)
     doms = add_clock_domains(b.root, row(board_id))

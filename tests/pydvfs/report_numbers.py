@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import ClassVar
 
-from pydvfs import ledger
+from pydvfs.studies import ledger
 
 NUM = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
@@ -140,7 +140,7 @@ def check_energy_named(md: str, led: str) -> None:
     against MAXN with the sentence that says what it means; every section with a saving names
     its energy; the ledger keeps paper A's CPU+GPU with the module's beside it."""
     from pydvfs.markdown import LOSES_MARK
-    from pydvfs.report import REAL_DATA_ENERGY
+    from pydvfs.report.results import REAL_DATA_ENERGY
 
     energy = _cells(md, "Summary", "energy")
     saved = _cells(md, "Summary", "energy saved")

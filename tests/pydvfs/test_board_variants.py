@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pydvfs import boards
 from pydvfs.cli import main
+from pydvfs.device import table as boards
 from pydvfs.device.fake import build_fake_board
 
 WORKLOAD = "model=bert,layers=12,hidden=768,seq_len=13.3"

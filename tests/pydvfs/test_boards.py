@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from wrapped import report
 
-from pydvfs import boards
+from pydvfs.device import table as boards
 from pydvfs.device.fake import build_fake_board
 
 REPO = Path(__file__).resolve().parents[2]

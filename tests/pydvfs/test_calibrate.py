@@ -1,4 +1,4 @@
-"""`pydvfs calibrate` (pydvfs/governor/calibrate.py, pydvfs/policy/calibrated.py): one simulated
+"""`pydvfs calibrate` (pydvfs/governor/calibrate.py, pydvfs/policy/board_calibration.py): one simulated
 job on a board whose physics is a member of its uncertainty family no policy was trained on
 (held out) calibrates the board; `apply` then picks, for workloads it never saw, clocks within
 2 % of that board's least module energy."""
@@ -18,7 +18,7 @@ from pydvfs.errors import InvalidValueError, StoreError
 from pydvfs.governor.calibrate import calibrate
 from pydvfs.governor.engine import WindowParams
 from pydvfs.policy.apply import decide
-from pydvfs.policy.calibrated import CalibrationStore, FitRejected, board_calibration
+from pydvfs.policy.board_calibration import CalibrationStore, FitRejected, board_calibration
 from pydvfs.policy.score import held_out, truth
 from pydvfs.sim.uncertainty import held_out as held_out_member
 
@@ -227,7 +227,7 @@ def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, c
 
     from pydvfs.cli import main
     from pydvfs.device import open_device
-    from pydvfs.policy.calibrated import predict, sim_run_for
+    from pydvfs.policy.board_calibration import predict, sim_run_for
     from pydvfs.policy.record import record_run
     from pydvfs.policy.store import RunStore, make_record
     from pydvfs.workload import Workload
@@ -353,7 +353,7 @@ def test_calibrate_waits_a_bounded_time_for_the_first_step_and_restores_the_boar
 def _online_report(member_knobs, wl, clocks=(510.0, 612.0, 714.0, 816.0, 918.0, 1020.0, None), partial=False):
     """What an online run of ``wl`` on the board ``member_knobs`` measured (the clocks the search
     probes on this board, MAXN first)."""
-    from pydvfs.policy.calibrated import predict, sim_run_for
+    from pydvfs.policy.board_calibration import predict, sim_run_for
     from pydvfs.workload import Workload
 
     pts = predict(BOARD, member_knobs, sim_run_for(Workload.from_any(wl)), clocks)
@@ -420,7 +420,7 @@ def test_a_nonsense_calibration_stored_before_the_gate_is_not_decided_from(tmp_p
     """Issue 51: a fit with 47.6 % rms error and knobs at bounds was stored and status said
     calibrated; one already stored is now a warning, and the built-in decides."""
     from pydvfs.cli import main
-    from pydvfs.policy.calibrated import new_calibration
+    from pydvfs.policy.board_calibration import new_calibration
     from pydvfs.workload import Workload
 
     fake = build_fake_board(tmp_path / "board", board=BOARD)

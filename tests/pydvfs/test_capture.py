@@ -135,7 +135,7 @@ def test_every_board_of_the_table_the_fake_layer_builds_has_a_capture(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
     import make_captures
 
-    from pydvfs.boards import boards
+    from pydvfs.device.table import boards
 
     built = [b.id for b in boards().values() if make_captures.fake_of(tmp_path / b.id, b) is not None]
     assert {"agx-orin", "agx-xavier"} <= set(built)

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from pydvfs import _core
+from pydvfs.characterise.sweep import parse_freqs
 from pydvfs.cli import main
 from pydvfs.cli.common import clock_mhz
 from pydvfs.device import mhz_to_hz
 from pydvfs.errors import InvalidValueError
-from pydvfs.sweep import parse_freqs
 
 TABLE = json.loads((Path(__file__).resolve().parents[1] / "data" / "clock_grammar.json").read_text("utf-8"))
 CASES = [tuple(c) for c in TABLE["cases"]]

@@ -3,8 +3,8 @@ the within-noise set are over the board's table (11 or 13 levels)."""
 import numpy as np
 import pytest
 
-from pydvfs import curve_model as cm
 from pydvfs.errors import InvalidValueError
+from pydvfs.model import curve as cm
 
 L11 = (306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0, 1122.0, 1224.0, 1300.5)
 L13 = tuple(114.75 + 102.0 * i for i in range(12)) + (1300.5,)

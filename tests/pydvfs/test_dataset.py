@@ -1,6 +1,6 @@
 import pytest
 
-from pydvfs import dataset as ds
+from pydvfs.characterise import dataset as ds
 from pydvfs.errors import InvalidValueError
 from pydvfs.sim.sweep import sweep_rows
 

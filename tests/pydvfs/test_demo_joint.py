@@ -8,9 +8,9 @@ import time
 
 from report_numbers import NUM, _from_results, _numbers
 
-from pydvfs import report
 from pydvfs.cli import main
-from pydvfs.demo import DemoContext, stage_joint
+from pydvfs.report import results as report
+from pydvfs.studies.demo import DemoContext, stage_joint
 
 
 def test_joint_stage_shows_gpu_only_beside_joint(tmp_path):

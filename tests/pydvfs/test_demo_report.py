@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydvfs.cli import demo as cli_demo
 from pydvfs.cli import main
-from pydvfs.demo import stage_board
+from pydvfs.studies.demo import stage_board
 
 
 def test_the_demo_takes_its_locks_in_its_own_folder(tmp_path, monkeypatch):
@@ -73,7 +73,7 @@ def test_the_figures_name_the_energy_measure(monkeypatch):
     map's title names the measure, not the column energy_module_j (issue 37 items 15, 23)."""
     import pandas as pd
 
-    from pydvfs.analysis import plots, ucurve
+    from pydvfs.characterise import plots, ucurve
 
     df = pd.DataFrame([dict(workload="w", freq_mhz=f, setting="fixed", repeat=0, duration_s=600 / f + 0.5,
                             energy_module_j=(600 / f + 0.5) * (0.02 * f + 6)) for f in (306, 612, 918, 1300.5)])
@@ -92,7 +92,7 @@ def test_the_figures_name_the_energy_measure(monkeypatch):
 
 def test_the_savings_chart_has_one_label_per_model(monkeypatch):
     """72 workloads' labels side by side could not be read: one row per model, bars across."""
-    from pydvfs import demo
+    from pydvfs.studies import demo
 
     figs = _figures(monkeypatch, demo)
     models, tasks = [f"model-{i}" for i in range(12)], ["CoLA", "MNLI", "QQP", "RTE", "STS-B", "WNLI"]
@@ -108,7 +108,7 @@ def test_the_savings_chart_has_one_label_per_model(monkeypatch):
 def test_the_report_says_why_one_workload_has_several_best_clocks():
     """bert-base/SST-2 got four "best" clocks in one report with nothing saying why: one table
     names each stage's measure, search and model, and what each clock costs on each curve."""
-    from pydvfs import report
+    from pydvfs.report import results as report
 
     sim = {"612": 4.80, "714": 4.617, "816": 4.635, "918": 4.585, "1020": 4.79}
     grid = {"612": 4.795, "714": 4.667, "816": 4.654, "918": 4.726, "1020": 4.87}

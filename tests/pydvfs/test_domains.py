@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import pydvfs
-from pydvfs.boards import board as board_row
 from pydvfs.device.fake import build_fake_board
 from pydvfs.device.fake_domains import EMC_DIR, add_clock_domains, cpu_levels_khz
+from pydvfs.device.table import board as board_row
 from pydvfs.errors import InvalidValueError
 
 NANO = board_row("orin-nano-super")

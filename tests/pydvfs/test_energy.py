@@ -14,10 +14,13 @@ import pytest
 from wrapped import report
 
 import pydvfs
-from pydvfs import dataset as ds
-from pydvfs.boards import board, boards, energies, identify
+from pydvfs.characterise import dataset as ds
 from pydvfs.device.fake import ORIN_MODEL, build_fake_board
-from pydvfs.energy import (
+from pydvfs.device.table import board, boards, energies, identify
+from pydvfs.errors import InvalidValueError
+from pydvfs.governor.engine import OnlineEngine, WindowParams, window_energy_j
+from pydvfs.governor.search import HillClimb, SearchParams
+from pydvfs.measure.energy import (
     MEASURES,
     ROLE,
     check_measure,
@@ -25,11 +28,8 @@ from pydvfs.energy import (
     report_fields,
     require,
 )
-from pydvfs.energy import of as energy_of
-from pydvfs.errors import InvalidValueError
-from pydvfs.governor.engine import OnlineEngine, WindowParams, window_energy_j
-from pydvfs.governor.search import HillClimb, SearchParams
-from pydvfs.objective import Objective
+from pydvfs.measure.energy import of as energy_of
+from pydvfs.policy.objective import Objective
 from pydvfs.sim.sweep import sweep_rows
 
 ORIN = board("agx-orin")
@@ -346,7 +346,7 @@ def test_the_sim_sweep_picks_each_workloads_best_by_the_measure(cli, tmp_path):
 
 def test_measured_logs_module_and_cpu_gpu(orin):
     log = io.StringIO()
-    with pydvfs.measured("x", sysfs_root=orin.root, log=log) as m:
+    with pydvfs.measure.windows("x", sysfs_root=orin.root, log=log) as m:
         pass
     line = log.getvalue()
     assert line.startswith("pydvfs: x: module ") and "(CPU+GPU " in line and "all rails" not in line
@@ -356,7 +356,7 @@ def test_measured_logs_module_and_cpu_gpu(orin):
 def test_the_chosen_measure_is_read_from_the_measurement_never_summed_again():
     """energy.of and report_fields read a Measurement's role fields (the sampler's sums): a
     Measurement whose per-rail energies would sum to something else still reports its fields."""
-    from pydvfs.sampler import Measurement
+    from pydvfs.measure.sampler import Measurement
 
     m = Measurement(duration_s=2.0, energy_j={"VDD_IN": 20.0, "VDD_CPU_GPU_CV": 8.0, "VDD_SOC": 4.0},
                     avg_power_w={}, cpu_gpu_energy_j=8.0, gpu_util_pct=None, samples=10, read_errors=0,

@@ -144,7 +144,7 @@ def _wait_data(rig, seconds: float) -> None:
 
 
 def test_every_page_passes_promtool_and_matches_the_metric_table(rig):
-    from pydvfs.exporter import METRICS, metric_name
+    from pydvfs.integrations.prometheus import METRICS, metric_name
 
     time.sleep(2 * SCRAPE_S)
     names = set()
@@ -310,7 +310,7 @@ def test_the_service_unit_runs_unprivileged_and_read_only(tmp_path):
 
 
 def test_the_status_file_round_trip_and_stale_records(tmp_path):
-    from pydvfs import governor_status as gs
+    from pydvfs.governor import status as gs
 
     path = tmp_path / "g.json"
     gs.write_status(path, {"policy": "online", "freq_mhz": 714.0, "j_per_step": float("nan")})
@@ -406,7 +406,7 @@ def test_failed_rail_reads_are_counted_and_the_energy_never_goes_back(tmp_path):
     from prometheus_client import CollectorRegistry
 
     from pydvfs.device.fake import build_fake_board
-    from pydvfs.exporter import BoardCollector
+    from pydvfs.integrations.prometheus import BoardCollector
 
     fb = build_fake_board(tmp_path / "b", "jp5")
     for name in fb.rails:

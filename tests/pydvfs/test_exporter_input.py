@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from pydvfs import governor_status as gs
 from pydvfs.cli import main
 from pydvfs.device.fake import build_fake_board
 from pydvfs.errors import InvalidValueError
+from pydvfs.governor import status as gs
 
 pytest.importorskip("prometheus_client", reason="the metrics extra: pip install 'pydvfs[metrics]'")
 
@@ -44,7 +44,7 @@ def _scrape(collector) -> dict:
 def rig(tmp_path_factory):
     """An Orin Nano Super with its clock domains and a garbled nvpmodel.conf, a governor folder,
     one collector on both."""
-    from pydvfs.exporter import BoardCollector
+    from pydvfs.integrations.prometheus import BoardCollector
 
     tmp = tmp_path_factory.mktemp("exporter-input")
     fb = build_fake_board(tmp / "b", board="orin-nano-super", clock_domains=True)
@@ -136,7 +136,7 @@ def test_an_unprivileged_exporter_exports_the_cpu_clocks_and_says_what_it_cannot
     silence. Before: only the GPU's clock, min and max."""
     if os.geteuid() != 0:
         pytest.skip("needs root to become nobody")
-    from pydvfs.exporter import BoardCollector
+    from pydvfs.integrations.prometheus import BoardCollector
 
     root = Path(tempfile.mkdtemp(prefix="exporter-nobody-", dir=test_tmp))  # a folder nobody may traverse
     try:
@@ -184,7 +184,7 @@ def test_idle_connections_are_bounded_and_timed_out(rig):
     """Before: every idle connection held a thread for as long as it liked (slowloris)."""
     import threading
 
-    from pydvfs.exporter import serve
+    from pydvfs.integrations.prometheus import serve
 
     server, _ = serve(rig["col"], "127.0.0.1", 0, max_connections=4, request_timeout_s=1.0)
     port = server.server_port
@@ -218,7 +218,7 @@ def test_idle_connections_are_bounded_and_timed_out(rig):
                                   "::1", "fe80::1:9450", "[::1]", "[localhost]:9450", "127.0.0.1:", "h o:9450",
                                   "127.0.0.1:99999"])
 def test_listen_is_parsed_strictly(text):
-    from pydvfs.exporter import parse_listen
+    from pydvfs.integrations.prometheus import parse_listen
 
     with pytest.raises(InvalidValueError) as e:
         parse_listen(text)
@@ -226,7 +226,7 @@ def test_listen_is_parsed_strictly(text):
 
 
 def test_listen_accepts_the_documented_forms_and_prints_brackets():
-    from pydvfs.exporter import listen_text, parse_listen
+    from pydvfs.integrations.prometheus import listen_text, parse_listen
 
     assert parse_listen("9451") == ("127.0.0.1", 9451)
     assert parse_listen(":9451") == ("127.0.0.1", 9451)

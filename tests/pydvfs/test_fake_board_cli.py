@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from pydvfs.boards import board as table_board
-from pydvfs.boards import boards
 from pydvfs.cli import main
 from pydvfs.cli.fake_board import joint_pin_example
 from pydvfs.device.fake_domains import CPUFREQ_DIR, EMC_DIR, cpu_levels_khz
+from pydvfs.device.table import board as table_board
+from pydvfs.device.table import boards
 from pydvfs.progress import read_progress
 
 BOARDS = tuple(boards())

@@ -19,7 +19,7 @@ import pytest
 from wrapped import report as wrapped_report
 
 from pydvfs import _core
-from pydvfs.dataset import COLUMN_NAMES, DatasetWriter
+from pydvfs.characterise.dataset import COLUMN_NAMES, DatasetWriter
 from pydvfs.device import open_device
 from pydvfs.device.fake import build_fake_board
 from pydvfs.errors import StateFileError
@@ -415,6 +415,6 @@ def test_measure_reports_bad_readings(cli, govcore, board):
 
 def test_core_exposes_the_one_threshold():
     from pydvfs.cli.measure import EXIT_BAD_READINGS
-    from pydvfs.sampler import MAX_INTERPOLATED_PCT
+    from pydvfs.measure.sampler import MAX_INTERPOLATED_PCT
 
     assert MAX_INTERPOLATED_PCT == _core.MAX_INTERPOLATED_PCT == 5.0 and EXIT_BAD_READINGS == 3

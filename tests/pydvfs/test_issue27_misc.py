@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pydvfs import boards
-from pydvfs.energy import require
+from pydvfs.device import table as boards
 from pydvfs.errors import InvalidValueError
+from pydvfs.measure.energy import require
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pydvfs.errors import InvalidValueError
-from pydvfs.joint_model import (
+from pydvfs.model.joint import (
     POWER_TERMS,
     VFSet,
     design_probes,
@@ -74,8 +74,8 @@ def test_bad_input_is_refused():
     ("orin-nano-super", ("pythia-160m", "MRPC", False)),
 ])
 def test_predicts_every_simulated_mode_from_ten_noisy_probes(board, workload):
+    from pydvfs.sim.catalogue import HOST_BOUND, get_workload
     from pydvfs.sim.joint import evaluate_joint_model
-    from pydvfs.sim.workloads import HOST_BOUND, get_workload
 
     model, task, host = workload
     w = get_workload(model, task, host=HOST_BOUND if host else None)

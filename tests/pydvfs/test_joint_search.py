@@ -11,8 +11,8 @@ from repo_scripts import load
 
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.joint_search import JointParams, JointSearch, parse_knobs, within_caps
-from pydvfs.objective import Objective
-from pydvfs.sim.workloads import get_workload
+from pydvfs.policy.objective import Objective
+from pydvfs.sim.catalogue import get_workload
 
 BENCH = load("bench/bench_joint_search.py")
 GRIDS = {}

@@ -11,8 +11,8 @@ import pytest
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.mode_search import CurveSearch, JointParams, JointSearch, ModeSearch, Prediction, SearchPrior
 from pydvfs.governor.replay import Grid, make, replay
+from pydvfs.sim.catalogue import get_workload
 from pydvfs.sim.perturbed import DEFAULT, family, member, mode_factors, perturbed_params
-from pydvfs.sim.workloads import get_workload
 
 BERT = get_workload("bert-base", "SST-2")
 

@@ -9,9 +9,9 @@ import pytest
 
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.mode_search import CurveParams, CurveSearch, expected_improvement
-from pydvfs.objective import Objective
+from pydvfs.policy.objective import Objective
+from pydvfs.sim.catalogue import get_workload
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise
-from pydvfs.sim.workloads import get_workload
 
 LEVELS = ORIN_LEVELS_MHZ
 NEVER = CurveParams(reprobe_s=math.inf)
@@ -19,7 +19,7 @@ NEVER = CurveParams(reprobe_s=math.inf)
 
 def physical(a=1.0, b=0.4, p0=7.0, c=14.0):
     """t = a/f + b (f in GHz), P = p0 + c f V(f)^2 with the Orin-like V/f: (J/step, s/step)."""
-    from pydvfs.curve_model import DEFAULT_VF
+    from pydvfs.model.curve import DEFAULT_VF
 
     def curve(f):
         g = f / 1000.0
@@ -240,7 +240,7 @@ def test_a_short_remaining_run_stops_exploration_that_a_long_one_does():
 
 
 def test_the_vf_source_is_reported():
-    from pydvfs.curve_model import DEFAULT_VF, VFCurve
+    from pydvfs.model.curve import DEFAULT_VF, VFCurve
 
     assert CurveSearch(LEVELS, 714, NEVER).state()["vf_source"] == "default Orin table"
     board_vf = VFCurve(DEFAULT_VF.freqs_mhz, tuple(v * 1.1 for v in DEFAULT_VF.volts_v))

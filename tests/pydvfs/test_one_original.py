@@ -13,9 +13,9 @@ import subprocess
 import pytest
 
 import pydvfs
-from pydvfs.boards import board as board_row
 from pydvfs.device.fake import build_fake_board
 from pydvfs.device.fake_domains import EMC_DIR, add_clock_domains
+from pydvfs.device.table import board as board_row
 from pydvfs.errors import BoardBusyError
 
 NANO = board_row("orin-nano-super")

@@ -15,11 +15,11 @@ import time
 import pytest
 from wrapped import report as wrapped_report
 
-from pydvfs import boards
+from pydvfs.device import table as boards
 from pydvfs.device.fake import build_fake_board
+from pydvfs.sim.catalogue import get_workload
 from pydvfs.sim.model import default_params, operating_point, run_noise
 from pydvfs.sim.profiles import profile
-from pydvfs.sim.workloads import get_workload
 
 BOARDS = tuple(boards.boards())
 MODEL, TASK, SEED = "bert-base", "SST-2", 0

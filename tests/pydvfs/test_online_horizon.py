@@ -228,7 +228,7 @@ def test_the_lightning_callback_takes_the_estimated_stepping_batches(orin):
 # -- the board's V/f curve from a model folder ----------------------------------------------------
 def test_the_model_folders_vf_reaches_the_search(orin, trained, tmp_path):
     from pydvfs.governor.loop import search_vf
-    from pydvfs.policy.roofline import read_roofline
+    from pydvfs.policy.roofline_curve import read_roofline
 
     model, _ = trained
     board_vf = read_roofline(model / "roofline.txt").vf

@@ -20,8 +20,8 @@ from pydvfs.errors import InvalidValueError
 from pydvfs.governor.engine import WindowParams
 from pydvfs.progress import read_progress
 from pydvfs.sim.board import CPUFREQ, EMC_RATE
+from pydvfs.sim.catalogue import get_workload
 from pydvfs.sim.joint import mode_point
-from pydvfs.sim.workloads import get_workload
 
 SCALE = 400.0
 FULL = (306000000, 1300500000)

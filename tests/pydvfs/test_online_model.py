@@ -8,9 +8,9 @@ import pytest
 from wrapped import report
 
 from pydvfs.device.fake import build_fake_board
-from pydvfs.energy import ROLE
+from pydvfs.measure.energy import ROLE
+from pydvfs.sim.catalogue import get_workload
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, run_noise
-from pydvfs.sim.workloads import get_workload
 
 SCALE = 400.0
 FULL = (306000000, 1300500000)

@@ -8,8 +8,8 @@ import pytest
 
 from pydvfs.errors import InvalidValueError
 from pydvfs.governor.search import HillClimb, SearchParams
+from pydvfs.sim.catalogue import get_workload
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, operating_point
-from pydvfs.sim.workloads import get_workload
 
 LEVELS = ORIN_LEVELS_MHZ  # 306 .. 1300.5, 11 levels
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pydvfs import boards
 from pydvfs.device import open_device
+from pydvfs.device import table as boards
 from pydvfs.device.fake import build_fake_board
 
 FRAGMENTS = json.loads((Path(__file__).resolve().parents[1] / "data" / "boards" / "public_fragments.json")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pydvfs import ledger, replication
-from pydvfs.report import html_page
+from pydvfs.report.results import html_page
+from pydvfs.studies import ledger, replication
 
 sys.path.insert(0, str(Path(__file__).parent))
 from report_numbers import _cells, check_html

@@ -140,7 +140,7 @@ def test_govcore_measure_rejects_a_rate_it_cannot_keep(orin):
 def _write_dataset(path, energies, util_column=True):
     import csv
 
-    from pydvfs.dataset import COLUMN_NAMES
+    from pydvfs.characterise.dataset import COLUMN_NAMES
     rows = []
     for name, curve in energies.items():
         base = {"workload": name, "model": "bert", "task": "t", "layers": 4, "hidden": 256, "seq_len": 20,

@@ -16,7 +16,7 @@ import pydvfs
 from pydvfs.device.animate import Waveform, animate
 from pydvfs.device.fake import build_fake_board
 from pydvfs.errors import DeviceNotFoundError, InvalidValueError
-from pydvfs.sampler import Measurement, Sampler
+from pydvfs.measure.sampler import Measurement, Sampler
 
 ORIN_RAILS = ("VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO")
 
@@ -283,7 +283,7 @@ def test_stats_report_thread_cpu(board):
 
 def test_lazy_exports():
     assert pydvfs.Sampler is Sampler and pydvfs.Measurement is Measurement
-    code = "import sys, pydvfs; assert 'pydvfs.sampler' not in sys.modules; print('ok')"
+    code = "import sys, pydvfs; assert 'pydvfs.measure.sampler' not in sys.modules; print('ok')"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "ok", out.stderr

@@ -165,8 +165,8 @@ def test_a_short_joint_run_of_unknown_length_trusts_its_fit_one_span_beyond_what
     3-5 windows; they kept 20-31 % of the joint oracle's saving (the GPU-only search, 41-68 %).
     A model probe now lies within one measured span of what was measured along every axis."""
     from pydvfs.governor.replay import Grid, make, replay
+    from pydvfs.sim.catalogue import get_workload
     from pydvfs.sim.perturbed import family
-    from pydvfs.sim.workloads import get_workload
 
     pert = {p.name: p for p in family()}[member]
     g = Grid("orin-nano-super", get_workload(*name.split("/")), pert, run_seed=seed)
@@ -218,8 +218,8 @@ def bert_base_runs():
     corner-a members, 4 seeds: (member, seed, grid, search, the run's share of the oracle's
     saving in %)."""
     from pydvfs.governor.replay import Grid, make, replay
+    from pydvfs.sim.catalogue import get_workload
     from pydvfs.sim.perturbed import family
-    from pydvfs.sim.workloads import get_workload
 
     members = {p.name: p for p in family()}
     out = []

@@ -1,8 +1,9 @@
 """The uncertainty family per board (pydvfs/sim/uncertainty.py, docs/sim.md "Uncertainty family")."""
 import pytest
 
-from pydvfs import boards
+from pydvfs.device import table as boards
 from pydvfs.errors import InvalidValueError
+from pydvfs.sim.catalogue import get_workload
 from pydvfs.sim.model import idle_board_power_w, operating_point
 from pydvfs.sim.perturbed import perturbed_params
 from pydvfs.sim.profiles import profile
@@ -15,7 +16,6 @@ from pydvfs.sim.uncertainty import (
     optimum_spread,
     ranges,
 )
-from pydvfs.sim.workloads import get_workload
 
 
 def test_the_calibrated_board_has_the_narrow_family():

@@ -21,15 +21,15 @@ import pytest
 from wrapped import report
 
 import pydvfs
-from pydvfs import boards
+from pydvfs.device import table as boards
 from pydvfs.device.fake import build_fake_board
 from pydvfs.errors import StoreError
-from pydvfs.objective import Objective
 from pydvfs.policy.learned import learn
+from pydvfs.policy.objective import Objective
 from pydvfs.policy.store import FORMAT, RunStore, check_record
+from pydvfs.sim.catalogue import get_workload
 from pydvfs.sim.model import default_params, operating_point
 from pydvfs.sim.profiles import profile
-from pydvfs.sim.workloads import get_workload
 
 BOARD = "orin-nano-super"
 LEARN_FROM = [("bert-small", "SST-2"), ("bert-base", "RTE"), ("pythia-70m", "MRPC"), ("pythia-410m", "SST-2")]

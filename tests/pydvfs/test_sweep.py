@@ -79,7 +79,7 @@ def test_a_command_ended_by_a_stop_signal_is_not_recorded_and_a_resume_runs_it(o
     """scancel or a time limit signals the whole Slurm step: the command may die of the SIGTERM
     before the sweep's own handler runs. Such a cell was cut off, not measured: it is left out
     (and said), so a resumed sweep measures it; an ordinary failure is still recorded."""
-    from pydvfs.sweep import parse_workload, run_sweep
+    from pydvfs.characterise.sweep import parse_workload, run_sweep
 
     out = tmp_path / "d.csv"
     cmd = ["sh", "-c", '[ "$PYDVFS_FREQ_MHZ" != 510 ] || kill -TERM $$']

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from pydvfs import cli
-from pydvfs import dataset as ds
-from pydvfs.joint_model import sweep_modes
+from pydvfs.characterise import dataset as ds
+from pydvfs.model.joint import sweep_modes
 from pydvfs.sim.profiles import profile
 
 

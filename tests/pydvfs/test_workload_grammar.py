@@ -12,9 +12,9 @@ import pytest
 from workload_cases import CASES, reason
 
 from pydvfs import Workload
+from pydvfs.characterise.sweep import parse_workload
 from pydvfs.cli import main
 from pydvfs.errors import InvalidValueError
-from pydvfs.sweep import parse_workload
 
 IDS = [ascii(c["spec"][:60]) for c in CASES]
 
@@ -87,7 +87,7 @@ def test_pydvfs_and_govcore_give_one_answer(capsys, board, govcore_bin, tmp_path
 def test_the_trained_range_is_the_built_in_policies_training_workloads():
     """GC_TRAINED_* (govcore/policy.h) are the range of what tools/gen_policies.py trains the
     built-in policies on: the models and tasks docs/policy-builtin.json lists."""
-    from pydvfs.sim.workloads import get_architecture, get_task
+    from pydvfs.sim.catalogue import get_architecture, get_task
 
     manifest = json.loads((Path(__file__).resolve().parents[2] / "docs" / "policy-builtin.json").read_text())
     data = next(iter(manifest.values()))["data"]

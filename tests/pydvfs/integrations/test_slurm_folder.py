@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from pydvfs.dataset import iter_rows
+from pydvfs.characterise.dataset import iter_rows
 from pydvfs.device import open_device
 from pydvfs.device.fake import build_fake_board
 from pydvfs.errors import InvalidValueError
@@ -183,7 +183,7 @@ def test_array_ranges():
 
 @pytest.mark.skipif(shutil.which("sh") is None, reason="needs sh")
 def test_braces_are_escaped_and_filled(tmp_path):
-    from pydvfs.sweep import cell_command, parse_workload
+    from pydvfs.characterise.sweep import cell_command, parse_workload
 
     spec = parse_workload("name=bert-base/sst2,model=bert,layers=12,hidden=768,seq_len=13.3,task=sst2")
     assert cell_command(["train", "--model", "{model}-{layers}", "--task={task}", "awk {{print}}"], spec) == \

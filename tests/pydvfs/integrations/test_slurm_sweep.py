@@ -13,9 +13,9 @@ import sys
 import pytest
 from slurm_cluster import DEFAULT_AUTO_PARTITION, REPO, missing, start, stop, wait_for
 
-from pydvfs.dataset import iter_rows
+from pydvfs.characterise.dataset import iter_rows
+from pydvfs.characterise.sweep import parse_workload, run_key, run_sweep
 from pydvfs.device.fake import build_fake_board
-from pydvfs.sweep import parse_workload, run_key, run_sweep
 
 pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 
@@ -161,8 +161,8 @@ def test_three_workloads_on_four_nodes_rank_clocks_as_the_boards_truth(cluster):
     fine-tuning (pydvfs.sim.train_process animating its node's fake board, the physics known),
     one task cancelled mid-cell and the same command resubmitted: each cell once, every board
     restored, and each workload's measured curve ranks the clocks as the simulator's truth does."""
+    from pydvfs.sim.catalogue import get_workload
     from pydvfs.sim.model import energy_per_step_j
-    from pydvfs.sim.workloads import get_workload
 
     c = cluster
     folder = c.dir / "sweeps" / "truth"

@@ -27,7 +27,7 @@ P0_W, C_W = 12.0, 10.0  # static power, switched capacitance (W per GHz V^2)
 
 
 def _power_w(f_mhz: float) -> float:
-    from pydvfs.curve_model import DEFAULT_VF
+    from pydvfs.model.curve import DEFAULT_VF
     return P0_W + C_W * f_mhz / 1000 * float(DEFAULT_VF.voltage_v(f_mhz)) ** 2
 
 

@@ -128,8 +128,8 @@ def test_a_policy_clock_far_off_the_table_is_refused_not_the_top_level(board, tm
     exited 0, while `pin 99999` was refused: both front ends now refuse it in one line (an
     infinite or NaN one too: tests/govcore/test_policy.c, as C source cannot spell it)."""
     from pydvfs import _core
-    from pydvfs.policy.export import compile_policy, constant_to_c
     from pydvfs.policy.manifest import POLICY_SO, TREE_C, write_manifest
+    from pydvfs.policy.to_c import compile_policy, constant_to_c
 
     builtin = _core.Tree(None)
     model = tmp_path / "model"

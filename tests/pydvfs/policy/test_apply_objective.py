@@ -15,10 +15,10 @@ import pytest
 from wrapped import report as wrapped_report
 
 import pydvfs
-from pydvfs.curve_model import energy_basis
 from pydvfs.device.fake import build_fake_board
 from pydvfs.errors import InvalidValueError
-from pydvfs.policy.roofline import read_roofline, work_terms
+from pydvfs.model.curve import energy_basis
+from pydvfs.policy.roofline_curve import read_roofline, work_terms
 
 WORKLOADS = [("bert", 12, 768, 64.0), ("bert", 2, 128, 25.0), ("bert", 24, 1024, 70.0), ("pythia", 6, 512, 84.0),
              ("pythia", 12, 768, 128.0), ("bert", 4, 256, 30.0)]

@@ -16,17 +16,17 @@ import pytest
 
 import pydvfs
 from pydvfs import _core
-from pydvfs.boards import board as board_row
-from pydvfs.boards import boards
 from pydvfs.device import open_device
 from pydvfs.device.fake import build_fake_board
-from pydvfs.energy import MEASURES
+from pydvfs.device.table import board as board_row
+from pydvfs.device.table import boards
 from pydvfs.governor.loop import plan_online
-from pydvfs.objective import Objective
+from pydvfs.measure.energy import MEASURES
 from pydvfs.policy.apply import decide
-from pydvfs.policy.export import compile_policy, constant_to_c
 from pydvfs.policy.manifest import provenance, write_manifest
+from pydvfs.policy.objective import Objective
 from pydvfs.policy.score import score, truth
+from pydvfs.policy.to_c import compile_policy, constant_to_c
 from pydvfs.policy.train import FEATURE_SETS
 
 REPO = Path(__file__).resolve().parents[3]
@@ -46,7 +46,7 @@ def truths():
 
 def test_every_board_of_the_table_has_a_policy_per_measure_with_its_manifest():
     have = set(_core.BUILTIN_POLICIES)
-    assert _core.energy_measures() == MEASURES  # generated from pydvfs/energy.py
+    assert _core.energy_measures() == MEASURES  # generated from pydvfs/measure/energy.py
     from pydvfs.sim.profiles import board_ids
 
     for b in boards():
@@ -192,8 +192,8 @@ def test_the_policies_read_how_a_workload_trains():
     sys.path.insert(0, str(REPO / "tools"))
     from gen_policies import FEATURE_SET, sft_pairs
 
-    from pydvfs.features import METHOD_FEATURES
-    from pydvfs.sim.workloads import METHODS as CATALOGUE_METHODS
+    from pydvfs.model.features import METHOD_FEATURES
+    from pydvfs.sim.catalogue import METHODS as CATALOGUE_METHODS
 
     assert set(METHOD_FEATURES) <= set(FEATURE_SETS[FEATURE_SET])
     for (b, measure) in _core.BUILTIN_POLICIES:

@@ -1,11 +1,11 @@
-"""Issue 51: every fit of a board's calibration earns its place (pydvfs.policy.calibrated.gated_fit):
+"""Issue 51: every fit of a board's calibration earns its place (pydvfs.policy.board_calibration.gated_fit):
 a curve the board's family cannot follow, knobs pushed to a bound by a loose fit, too few clocks,
 a partial run or a record repeated are never a calibration, nor can one record pull the rest."""
 from __future__ import annotations
 
 import pytest
 
-from pydvfs.policy.calibrated import (
+from pydvfs.policy.board_calibration import (
     MAX_RMS,
     FitRejected,
     calibrated_choice,
@@ -58,7 +58,7 @@ def test_too_few_clocks_and_a_partial_run_never_calibrate():
 
 
 def test_a_knob_pushed_to_its_bound_by_a_loose_fit_is_rejected():
-    from pydvfs.policy.calibrated import BOUND_RMS, fit_rejection
+    from pydvfs.policy.board_calibration import BOUND_RMS, fit_rejection
 
     groups = [(RUN, curve(), "module")]
     assert fit_rejection(groups, {**TRUE, "static": 0.6}, (BOUND_RMS + MAX_RMS) / 2) is not None

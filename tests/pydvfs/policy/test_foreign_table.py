@@ -12,8 +12,8 @@ import pytest
 
 import pydvfs
 from pydvfs import _core
-from pydvfs.boards import board as board_row
 from pydvfs.device.fake import ORIN_13_LEVELS_HZ, build_fake_board
+from pydvfs.device.table import board as board_row
 from pydvfs.errors import InvalidValueError
 from pydvfs.policy.apply import decide
 from pydvfs.policy.manifest import load_model_dir, read_manifest
@@ -28,8 +28,8 @@ WORKLOADS = [BERT, {"model": "bert", "layers": 24, "hidden": 1024, "seq_len": 12
 def orin_folder(tmp_path_factory):
     """A user's model folder trained on the AGX Orin (a fixed 714 MHz of its table): on a board of
     the table the built-in policy is the board's own, so mapping is for folders like this one."""
-    from pydvfs.policy.export import compile_policy, constant_to_c
     from pydvfs.policy.manifest import provenance, write_manifest
+    from pydvfs.policy.to_c import compile_policy, constant_to_c
 
     d = tmp_path_factory.mktemp("orin-folder")
     feats, levels = ("is_decoder", "layers"), board_row("agx-orin").gpu_levels_mhz
@@ -140,8 +140,8 @@ def test_a_trained_folder_names_its_table_and_an_old_folder_still_loads(trained,
 def test_two_model_folders_in_one_process_each_load_their_own_tree(tmp_path):
     """dlopen returns an object already loaded under the same name: a second folder's policy.so,
     checked into a descriptor whose number the first one had, must not be taken for the first."""
-    from pydvfs.policy.export import compile_policy, constant_to_c
     from pydvfs.policy.manifest import provenance, write_manifest
+    from pydvfs.policy.to_c import compile_policy, constant_to_c
 
     trees = []
     for mhz in (612.0, 714.0, 816.0):

@@ -56,7 +56,7 @@ def test_c_features_equal_python_features(trained):
     meta = json.loads((out / "meta.json").read_text())
     import numpy as np
 
-    from pydvfs.features import PAPER_FEATURES, ROOFLINE_FEATURES, feature_vector
+    from pydvfs.model.features import PAPER_FEATURES, ROOFLINE_FEATURES, feature_vector
     tree = _core.Tree(out)
     for wl in [(False, 55.0, 12, 768, 64.0), (True, None, 16, 2048, 37.5), (False, 10.0, 2, 128, 11.0)]:
         util = wl[1] if wl[1] is not None else meta["default_util_pct"][int(wl[0])]

@@ -10,8 +10,8 @@ import pytest
 
 from pydvfs import _core
 from pydvfs.errors import ManifestMismatchError
-from pydvfs.policy.export import ModelError
 from pydvfs.policy.manifest import read_manifest, rebuild_policy
+from pydvfs.policy.to_c import ModelError
 
 
 def sha256(path) -> str:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pydvfs.policy.export import govcore_include_dir
 from pydvfs.policy.manifest import read_manifest, sha256_file
+from pydvfs.policy.to_c import govcore_include_dir
 
 REPO = Path(__file__).resolve().parents[3]
 NOBODY = 65534

@@ -14,10 +14,10 @@ import pytest
 import synthetic
 
 from pydvfs import _core
-from pydvfs.curve_model import DEFAULT_VF, VFCurve
 from pydvfs.device.fake import ORIN_11_LEVELS_HZ, ORIN_13_LEVELS_HZ, build_fake_board
+from pydvfs.model.curve import DEFAULT_VF, VFCurve
 from pydvfs.policy.curves import curves_from_frame, dataset_noise, noise_summary, read_dataset
-from pydvfs.policy.roofline import CONSTANTS, RooflineBoard, read_roofline, write_roofline
+from pydvfs.policy.roofline_curve import CONSTANTS, RooflineBoard, read_roofline, write_roofline
 
 TABLES = {"11": (synthetic.LEVELS, ORIN_11_LEVELS_HZ), "13": (synthetic.LEVELS_13, ORIN_13_LEVELS_HZ)}
 

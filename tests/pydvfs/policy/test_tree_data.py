@@ -16,7 +16,7 @@ from c_tree import CTree
 
 from pydvfs import _core
 from pydvfs.errors import ManifestMismatchError, PolicyLoadError
-from pydvfs.policy.export import compile_policy, constant_to_c, govcore_include_dir, tree_to_c
+from pydvfs.policy.to_c import compile_policy, constant_to_c, govcore_include_dir, tree_to_c
 from pydvfs.policy.tree_data import TreeSourceError, parse_tree_c, read_tree
 
 REPO = Path(__file__).resolve().parents[3]
@@ -147,7 +147,7 @@ def test_evaluate_runs_no_code_of_the_folder_even_where_others_can_write(cli, tr
         assert not marker.exists()
         # the roofline curve is such a file too: left out, and the result and a report say why
         assert "writable by group or others" in res["left_out"]["roofline"] and "roofline" not in res["summary"]
-        from pydvfs import report
+        from pydvfs.report import results as report
 
         md = report.markdown({"evaluate": {**res, "energy_measure": "cpu-gpu"}})
         assert "**Left out:** the roofline policy, not scored here: refusing to load a policy as root" in md

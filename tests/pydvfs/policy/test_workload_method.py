@@ -12,9 +12,9 @@ import pytest
 
 import pydvfs
 from pydvfs import _core
+from pydvfs.characterise.sweep import parse_workload
 from pydvfs.errors import InvalidValueError
-from pydvfs.features import ALL_FEATURES, METHOD_FEATURES, workload_features
-from pydvfs.sweep import parse_workload
+from pydvfs.model.features import ALL_FEATURES, METHOD_FEATURES, workload_features
 from pydvfs.workload import Workload, method_of_model, precision_of_args
 
 QWEN = "model=qwen2.5-0.5b,layers=24,hidden=896,seq_len=200"
@@ -157,7 +157,7 @@ def test_a_real_peft_model_and_trainer_arguments():
 def test_a_real_sweep_records_how_the_workload_trains(cli, board, tmp_path):
     import sys
 
-    from pydvfs import dataset as ds
+    from pydvfs.characterise import dataset as ds
 
     out = tmp_path / "d.csv"
     r = cli("sweep", "--sysfs-root", str(board.root), "--out", str(out), "--workload",

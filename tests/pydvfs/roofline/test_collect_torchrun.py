@@ -9,7 +9,7 @@ import sys
 import background
 import pytest
 
-from pydvfs.roofline import dataset
+from pydvfs.roofline import sweep_csv as dataset
 
 CONFIG = "L=2,d=64,h=4,ff=128,S=32,B=8"
 

@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from pydvfs.roofline import dataset, law
+from pydvfs.roofline import law
+from pydvfs.roofline import sweep_csv as dataset
 
 A100_CSV = os.path.join(os.path.dirname(dataset.__file__), "data", "mlenergy_a100.csv")
 

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from pydvfs.roofline import dataset, law, multigpu_sim, pipeline
+from pydvfs.roofline import law, multigpu_sim, pipeline
+from pydvfs.roofline import sweep_csv as dataset
 
 
 def _frame(seed):

@@ -13,8 +13,8 @@ from pydvfs import Sampler
 from pydvfs.device.animate import held_integral
 from pydvfs.device.fake import build_fake_board
 from pydvfs.progress import read_progress
+from pydvfs.sim.catalogue import get_workload
 from pydvfs.sim.model import RAILS, default_params, operating_point, run_noise
-from pydvfs.sim.workloads import get_workload
 
 REPO = Path(__file__).resolve().parents[3]
 TIME_SCALE = 50.0

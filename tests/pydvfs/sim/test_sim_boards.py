@@ -3,8 +3,9 @@ item 5): each board's rails are the table's and add up by role; the AGX Orin is 
 top EMC rate and CPU clock."""
 import pytest
 
-from pydvfs import boards
+from pydvfs.device import table as boards
 from pydvfs.errors import InvalidValueError
+from pydvfs.sim.catalogue import HOST_BOUND, get_workload
 from pydvfs.sim.model import (
     ORIN_LEVELS_MHZ,
     POWER_MODES,
@@ -17,7 +18,6 @@ from pydvfs.sim.model import (
     simulate_run,
 )
 from pydvfs.sim.profiles import board_ids, profile
-from pydvfs.sim.workloads import HOST_BOUND, get_workload
 
 BOARDS = board_ids()
 
@@ -233,7 +233,7 @@ def test_animator_refuses_a_mode_the_board_lacks(tmp_path):
 
 # ---- the studies (tools/sim_study.py) -------------------------------------------------------------
 def test_module_optimum_sits_at_or_above_the_cpu_gpu_one():
-    from pydvfs.study import module_vs_cpu_gpu, module_vs_cpu_gpu_markdown
+    from pydvfs.studies.sim_studies import module_vs_cpu_gpu, module_vs_cpu_gpu_markdown
 
     ws = [get_workload("bert-base", "QNLI"), get_workload("bert-mini", "SST-2")]
     res = module_vs_cpu_gpu(boards=("agx-orin", "orin-nano-super"), workloads=ws)

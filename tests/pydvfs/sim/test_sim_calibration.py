@@ -1,9 +1,9 @@
 """The stored calibration meets its stated bounds (docs/sim-calibration.md)."""
 import pytest
 
-from pydvfs.sim import calibration as cal
-from pydvfs.sim.calibrated_params import CALIBRATION_RUNS
+from pydvfs.sim import paper_fit as cal
 from pydvfs.sim.model import default_params
+from pydvfs.sim.paper_fit_params import CALIBRATION_RUNS
 
 
 @pytest.fixture(scope="module")

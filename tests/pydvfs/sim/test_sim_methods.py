@@ -6,12 +6,9 @@ import csv
 
 import pytest
 
-from pydvfs import dataset as ds
+from pydvfs.characterise import dataset as ds
 from pydvfs.policy.curves import curves_from_frame
-from pydvfs.sim.model import default_params, operating_point, step_work
-from pydvfs.sim.profiles import board_ids, profile
-from pydvfs.sim.sweep import sweep_rows
-from pydvfs.sim.workloads import (
+from pydvfs.sim.catalogue import (
     ARCHITECTURES,
     METHODS,
     PEFT_KINDS,
@@ -21,6 +18,9 @@ from pydvfs.sim.workloads import (
     get_method,
     get_workload,
 )
+from pydvfs.sim.model import default_params, operating_point, step_work
+from pydvfs.sim.profiles import board_ids, profile
+from pydvfs.sim.sweep import sweep_rows
 
 P = default_params()
 

@@ -3,9 +3,9 @@ import math
 import pytest
 
 from pydvfs.errors import InvalidValueError
+from pydvfs.sim.catalogue import ARCHITECTURES, TASKS, get_workload
 from pydvfs.sim.model import ORIN_LEVELS_MHZ, default_params, operating_point, simulate_run, vf_table
 from pydvfs.sim.sweep import sweep_rows
-from pydvfs.sim.workloads import ARCHITECTURES, TASKS, get_workload
 
 
 def test_param_counts_match_published():
@@ -103,7 +103,7 @@ def test_podgov_ramps_on_load_and_settles_on_its_target():
 
 
 def test_host_bound_variant_waits_on_the_host():
-    from pydvfs.sim.workloads import HOST_BOUND
+    from pydvfs.sim.catalogue import HOST_BOUND
 
     plain = get_workload("bert-mini", "SST-2")
     hb = get_workload("bert-mini", "SST-2", host=HOST_BOUND)

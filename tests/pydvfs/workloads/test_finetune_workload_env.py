@@ -1,11 +1,11 @@
 """`python -m pydvfs.workloads.finetune` without --model in a sweep's cell: what it trains comes
-from $PYDVFS_WORKLOAD (pydvfs.sweep.workload_env), and it says so; the command line wins."""
+from $PYDVFS_WORKLOAD (pydvfs.characterise.sweep.workload_env), and it says so; the command line wins."""
 from __future__ import annotations
 
 import pytest
 
+from pydvfs.characterise.sweep import parse_workload, workload_env
 from pydvfs.errors import InvalidValueError
-from pydvfs.sweep import parse_workload, workload_env
 from pydvfs.workloads.finetune import build_parser, from_workload_env
 
 

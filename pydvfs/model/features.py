@@ -1,0 +1,98 @@
+"""Feature vectors for the frequency model: the Python twin of gc_features() in govcore/policy.c.
+
+A tree is trained on named features; the C side computes each name the same way (a golden test
+checks they agree), so the order can never silently differ.
+"""
+from __future__ import annotations
+
+import math
+
+from ..roofline.proxies import compute_per_token
+
+# The paper's five features.
+PAPER_FEATURES = ("is_decoder", "gpu_util_pct", "layers", "hidden", "seq_len")
+# Roofline features (paper B's proxies): compute per token and arithmetic-intensity proxy.
+ROOFLINE_FEATURES = ("log10_c_tok", "intensity")
+# How the workload trains (issue 28): the trained share of the layer stack's weights, the bits of
+# the weights the GEMMs read, and the bits of the compute (32 fp32, 16 fp16/bf16 autocast).
+METHOD_FEATURES = ("trainable_share", "weight_bits", "compute_bits")
+ALL_FEATURES = PAPER_FEATURES + ROOFLINE_FEATURES + METHOD_FEATURES
+
+# PEFT's LoraConfig default rank (r=8): the rank of a LoRA workload that names none.
+DEFAULT_LORA_RANK = 8
+# The weights' bits a workload may name (32/16: as trained; 8/4: quantised, QLoRA).
+WEIGHT_BITS = (32, 16, 8, 4)
+
+
+# Compute per token of the layer stack, 12 L d^2 + 3 L S d (paper B): the roofline law's proxy,
+# one definition for both (govcore/policy.c has the C twin, checked by the golden test).
+c_tok = compute_per_token
+
+
+def effective_weight_bits(peft: str, weight_bits: int | None, precision: str) -> int:
+    """The weights' bits as the GEMMs read them: as given, else 4 for qlora, 16 for lora under
+    fp16/bf16 (a frozen base loaded in half precision), else 32 (fp32, or full fine-tuning's fp32
+    master weights under autocast). C twin: gc_weight_bits."""
+    if weight_bits:
+        return int(weight_bits)
+    if peft == "qlora":
+        return 4
+    if peft == "lora" and precision != "fp32":
+        return 16
+    return 32
+
+
+def trainable_share(peft: str, rank: int | None, trainable_params: int | None, layers: float,
+                    hidden: float) -> float:
+    """Trained share of the layer stack's weights (12 L d^2): the trainable count where given,
+    else 1 for full fine-tuning and, for LoRA, adapters of rank r on the query and value
+    projections (PEFT's default targets for Llama/Qwen/Gemma/Phi): 2 x r (d + d) per layer.
+    At most 1. C twin: gc_trainable_share."""
+    stack = 12.0 * layers * hidden * hidden
+    if trainable_params:
+        return min(1.0, float(trainable_params) / stack)
+    if peft == "none":
+        return 1.0
+    return min(1.0, 4.0 * (rank or DEFAULT_LORA_RANK) * hidden * layers / stack)
+
+
+def feature_value(name: str, is_decoder: bool, util_pct: float, layers: float, hidden: float,
+                  seq_len: float, peft: str = "none", rank: int | None = None,
+                  trainable_params: int | None = None, weight_bits: int | None = None,
+                  precision: str = "fp32") -> float:
+    if name == "is_decoder":
+        return 1.0 if is_decoder else 0.0
+    if name == "gpu_util_pct":
+        return float(util_pct)
+    if name == "layers":
+        return float(layers)
+    if name == "hidden":
+        return float(hidden)
+    if name == "seq_len":
+        return float(seq_len)
+    if name == "log10_c_tok":
+        return math.log10(c_tok(layers, hidden, seq_len))
+    if name == "intensity":
+        return c_tok(layers, hidden, seq_len) / (hidden * layers)
+    if name == "trainable_share":
+        return trainable_share(peft, rank, trainable_params, layers, hidden)
+    if name == "weight_bits":
+        return float(effective_weight_bits(peft, weight_bits, precision))
+    if name == "compute_bits":
+        return 32.0 if precision == "fp32" else 16.0
+    raise ValueError(f"unknown feature {name!r}")
+
+
+def feature_vector(names, is_decoder, util_pct, layers, hidden, seq_len, peft="none", rank=None,
+                   trainable_params=None, weight_bits=None, precision="fp32") -> list[float]:
+    """The features ``names`` of a workload; the training-method keywords default to full fp32
+    fine-tuning (what every workload was before issue 28)."""
+    return [feature_value(n, is_decoder, util_pct, layers, hidden, seq_len, peft, rank,
+                          trainable_params, weight_bits, precision) for n in names]
+
+
+def workload_features(names, workload, util_pct: float) -> list[float]:
+    """The features ``names`` of a :class:`pydvfs.Workload` with ``util_pct`` resolved."""
+    w = workload
+    return feature_vector(names, w.is_decoder, util_pct, w.layers, w.hidden, w.seq_len, w.peft,
+                          w.rank, w.trainable_params, w.weight_bits, w.precision)

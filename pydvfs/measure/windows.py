@@ -1,10 +1,10 @@
 """Measure the energy of a block or of every call of a function (as zeus's measurement windows).
 
-    with pydvfs.measure.windows("eval") as m:
+    with pydvfs.measured("eval") as m:
         evaluate()
     print(m.energies["module"], m.energies["cpu-gpu"], m.measurement.duration_s)
 
-    @pydvfs.measure.windows(name="train_epoch")
+    @pydvfs.measured(name="train_epoch")
     def train_epoch(): ...
     train_epoch(); train_epoch.measurements[-1]   # one Measurement per call
 

@@ -255,6 +255,17 @@ def test_the_daemon_takes_the_boards_built_in_policy_for_the_measure_asked(daemo
     assert "energy measure" in daemon.request(req + " energy=watts")[0]["error"]
 
 
+def test_every_request_of_protocol_1_is_answered(daemon):
+    """The daemon's protocol is public (govcore/protocol.h): each request of version 1 is
+    answered with its record, never an error, in one connection (tests/test_public_surface.py
+    holds the rest of the public surface)."""
+    replies = daemon.request("version", "status", "begin surface", "end surface",
+                             "apply dry_run=1 model=bert layers=12 hidden=768 seq_len=64",
+                             "pin 612", "restore")
+    assert not [r for r in replies if "error" in r], replies
+    assert replies[0]["protocol"] == 1, replies[0]
+
+
 def test_pydvfs_run_works_unprivileged(daemon, client_python, group_gid):
     p = _as_nobody(group_gid, [client_python, "-m", "pydvfs", "run", "--json", "--policy", "rules", "--workload",
                                "model=bert,layers=12,hidden=768,seq_len=64", "--", "sleep", "0.5"], daemon.sock)

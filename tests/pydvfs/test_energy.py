@@ -346,7 +346,7 @@ def test_the_sim_sweep_picks_each_workloads_best_by_the_measure(cli, tmp_path):
 
 def test_measured_logs_module_and_cpu_gpu(orin):
     log = io.StringIO()
-    with pydvfs.measure.windows("x", sysfs_root=orin.root, log=log) as m:
+    with pydvfs.measured("x", sysfs_root=orin.root, log=log) as m:
         pass
     line = log.getvalue()
     assert line.startswith("pydvfs: x: module ") and "(CPU+GPU " in line and "all rails" not in line

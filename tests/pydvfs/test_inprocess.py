@@ -1,4 +1,4 @@
-"""The governor inside the training process (`pydvfs.OnlineGovernor`, `@pydvfs.measure.windows`) on a
+"""The governor inside the training process (`pydvfs.OnlineGovernor`, `@pydvfs.measured`) on a
 fake board: the real pinning code and the C sampler, steps from a plain loop."""
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_bad_options_fail_before_the_board_changes(orin):
 
 def test_measured_as_a_context_and_a_decorator(orin):
     log = io.StringIO()
-    with pydvfs.measure.windows("block", sysfs_root=orin.root, log=log) as m:
+    with pydvfs.measured("block", sysfs_root=orin.root, log=log) as m:
         time.sleep(0.2)
     e = m.measurement
     assert e.cpu_gpu_energy_j == pytest.approx(12.0 * e.duration_s, rel=0.02) and e.duration_s >= 0.19
@@ -114,7 +114,7 @@ def test_measured_as_a_context_and_a_decorator(orin):
     assert m.energies["cpu-gpu"] == pytest.approx(e.cpu_gpu_energy_j)
     assert m.energies["module"] == pytest.approx(sum(e.energy_j.values()))  # AGX Orin: its four rails
 
-    @pydvfs.measure.windows(sysfs_root=orin.root, log=None)
+    @pydvfs.measured(sysfs_root=orin.root, log=None)
     def epoch(n):
         time.sleep(0.05 * n)
         return n

@@ -15,7 +15,38 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
 from .errors import InvalidValueError
-from .model.features import DEFAULT_LORA_RANK, effective_weight_bits, trainable_share
+
+# PEFT's LoraConfig default rank (r=8): the rank of a LoRA workload that names none.
+DEFAULT_LORA_RANK = 8
+# The weights' bits a workload may name (32/16: as trained; 8/4: quantised, QLoRA).
+WEIGHT_BITS = (32, 16, 8, 4)
+
+
+def effective_weight_bits(peft: str, weight_bits: int | None, precision: str) -> int:
+    """The weights' bits as the GEMMs read them: as given, else 4 for qlora, 16 for lora under
+    fp16/bf16 (a frozen base loaded in half precision), else 32 (fp32, or full fine-tuning's fp32
+    master weights under autocast). C twin: gc_weight_bits."""
+    if weight_bits:
+        return int(weight_bits)
+    if peft == "qlora":
+        return 4
+    if peft == "lora" and precision != "fp32":
+        return 16
+    return 32
+
+
+def trainable_share(peft: str, rank: int | None, trainable_params: int | None, layers: float,
+                    hidden: float) -> float:
+    """Trained share of the layer stack's weights (12 L d^2): the trainable count where given,
+    else 1 for full fine-tuning and, for LoRA, adapters of rank r on the query and value
+    projections (PEFT's default targets for Llama/Qwen/Gemma/Phi): 2 x r (d + d) per layer.
+    At most 1. C twin: gc_trainable_share."""
+    stack = 12.0 * layers * hidden * hidden
+    if trainable_params:
+        return min(1.0, float(trainable_params) / stack)
+    if peft == "none":
+        return 1.0
+    return min(1.0, 4.0 * (rank or DEFAULT_LORA_RANK) * hidden * layers / stack)
 
 
 def _is_decoder(model: str) -> bool:

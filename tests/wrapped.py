@@ -1,5 +1,5 @@
 """The report of a verb that ran ``-- CMD`` (measure, run, sweep, pin/apply -- CMD, govcore
-measure): CMD keeps stdout, the verb's report goes to stderr (README, "Commands that wrap a
+measure): CMD keeps stdout, the verb's report goes to stderr (docs/cli.md, "Commands that wrap a
 command"). Test helper only."""
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """The ``pydvfs`` command line. Each verb lives in its own module and registers itself here.
 
 Every verb takes ``--json``; bad input ends in one line on stderr and exit status 2.
+
+Imports: any room but ``workloads``.
 """
 from __future__ import annotations
 

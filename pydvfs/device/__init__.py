@@ -5,6 +5,8 @@ and the board, whose row of the table (``pydvfs/device/table.py``, ``Device.boar
 make the module's and the CPU+GPU energy (``Device.roles``). This module turns Hz into MHz at the
 user boundary and returns small immutable records. Every path resolves under a sysfs root: the argument, else
 ``$PYDVFS_SYSFS_ROOT``, else ``/``.
+
+Imports: the root modules.
 """
 from __future__ import annotations
 
@@ -142,10 +144,15 @@ def domain_record(d: dict) -> dict:
            "levels_mhz": [hz_to_mhz(f) for f in d["levels_hz"]]}
     if d["kind"] == "emc":
         out["cap_mhz"] = hz_to_mhz(d["cap_hz"]) if d["cap_hz"] else None
+        if d.get("devfreq"):  # Thor's bwmgr: a devfreq device, pinned as min = max
+            out["devfreq"] = d["devfreq"]
     else:
         out["related_cpus"] = d["related_cpus"]
     if st is None:
         out.update(cur_mhz=None, pinned=None)
+    elif d["kind"] == "emc" and d.get("devfreq"):
+        out.update(governor=st["governor"], cur_mhz=hz_to_mhz(st["rate_hz"]), min_mhz=hz_to_mhz(st["min_hz"]),
+                   max_mhz=hz_to_mhz(st["max_hz"]), locked=st["locked"], pinned=st["locked"])
     elif d["kind"] == "emc":
         out.update(cur_mhz=hz_to_mhz(st["rate_hz"]), locked=st["locked"], pinned=st["locked"])
     else:
@@ -165,6 +172,10 @@ def describe_domain(r: dict) -> str:
     if levels:
         span += f" {_fmt_mhz(levels[0])}..{_fmt_mhz(levels[-1])} MHz"
     tail = "" if r["available"] else f"; cannot be pinned: {r['why']}"  # shown (readable), not pinnable here
+    if r["kind"] == "emc" and r.get("devfreq"):
+        how = "pinned (min_freq = max_freq)" if r["locked"] else "the board's memory scaling"
+        return (f"{name} {_fmt_mhz(r['cur_mhz'])} MHz, {how} (devfreq {r['devfreq']}, min {_fmt_mhz(r['min_mhz'])} "
+                f"max {_fmt_mhz(r['max_mhz'])} MHz; {span}){tail}")
     if r["kind"] == "emc":
         how = "pinned (mrq_rate_locked 1)" if r["locked"] else "the board's memory scaling"
         cap = f", cap {_fmt_mhz(r['cap_mhz'])} MHz" if r["cap_mhz"] else ""

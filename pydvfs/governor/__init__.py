@@ -2,6 +2,8 @@
 
 :mod:`.search` is the pure search (fed J/step, proposes clocks); :mod:`.loop` pins, measures
 and runs the command. See docs/online.md.
+
+Imports: the root modules, ``device``, ``measure``, ``model``, ``sim``, ``policy``.
 """
 from .search import HillClimb, Probe, SearchParams
 

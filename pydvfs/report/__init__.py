@@ -1,5 +1,4 @@
-"""Report: the demo's results and a user's own outputs as Markdown and HTML with plots, and the
-Markdown pieces they share.
+"""Report: the demo's results and a user's own outputs as Markdown and HTML with plots.
 
-Imports: any room below it (``characterise``, ``model``, ``policy``, ``studies``, ``roofline``, ``sim``).
+Imports: the root modules, ``device``, ``measure``, ``characterise``, ``model``, ``roofline``, ``sim``, ``policy``, ``governor``, ``studies``.
 """

@@ -3,7 +3,7 @@
 One module per job:
 
 - ``proxies``        closed-form proxies (parameters N, compute C, memory traffic M, intensity)
-- ``dataset``        read a CSV (our schema or the ML-energy A100 file), validate, add proxies
+- ``sweep_csv``      read a CSV (our schema or the ML-energy A100 file), validate, add proxies
 - ``decomposition``  E = eps_comp*C + eps_mem*M + E0 by non-negative least squares; regimes
 - ``speedup``        TP / FSDP speedup laws fitted to measured times; eta_h = S(N)/N
 - ``law``            the reduced log-linear law, OLS with CIs, grouped cross-validation
@@ -14,4 +14,6 @@ One module per job:
 - ``cli``            the ``pydvfs roofline`` verbs
 
 Nothing here imports numpy/pandas/statsmodels/torch at ``import pydvfs`` time.
+
+Imports: the root modules.
 """

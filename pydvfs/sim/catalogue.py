@@ -86,7 +86,7 @@ def _layer_params(a: Architecture) -> int:
 def lora_matrices(a: Architecture) -> tuple:
     """(d_in, d_out) of each matrix a LoRA adapter is put on per layer: the query and value
     projections, PEFT's default targets for these families (and the trainable share the
-    policies' feature assumes: pydvfs.model.features.trainable_share)."""
+    policies' feature assumes: pydvfs.workload.trainable_share)."""
     return ((a.hidden, a.q_dim), (a.hidden, a.kv_dim))
 
 
@@ -232,7 +232,7 @@ class Method:
     """How a simulated run trains (issue 28): ``peft`` none (full fine-tuning) / lora / qlora,
     the adapters' ``rank`` (on the query and value projections: :func:`lora_matrices`), the
     compute ``precision`` (fp32, or fp16/bf16 autocast) and the frozen weights' ``weight_bits``
-    (None: as :func:`pydvfs.model.features.effective_weight_bits` resolves it: 4 for qlora, 16
+    (None: as :func:`pydvfs.workload.effective_weight_bits` resolves it: 4 for qlora, 16
     for lora under autocast, else 32)."""
 
     peft: str = "none"
@@ -250,7 +250,7 @@ class Method:
 
     @property
     def bits(self) -> int:
-        from ..model.features import effective_weight_bits
+        from ..workload import effective_weight_bits
 
         return effective_weight_bits(self.peft, self.weight_bits, self.precision)
 

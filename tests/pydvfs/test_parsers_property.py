@@ -314,7 +314,7 @@ def test_govcore_clock_argument(govcore_bin, tmp_path_factory, text):
     assume(not text.startswith("-"))  # an option, not a value
     res = subprocess.run([govcore_bin, "--sysfs-root", "/nonexistent-root", "pin", text],
                          capture_output=True, text=True, errors="replace")
-    # the one grammar (gc_parse_mhz, README "Clocks"): digits, an optional fraction of 1..6 digits
+    # the one grammar (gc_parse_mhz, docs/cli.md "Clocks"): digits, an optional fraction of 1..6 digits
     plain = re.fullmatch(r"[0-9]+(\.[0-9]{1,6})?", text) and sum(c.isdigit() for c in text) <= 12
     ok = bool(plain) and 0 < float(text) <= 1e6
     try:  # pydvfs reads it with the same parser, through the extension

@@ -2,7 +2,7 @@
 them and says its own words on stderr (``--json``: on stderr, or to ``-o FILE``), as ``time``,
 ``nice`` and ``perf stat`` do: ``pydvfs measure -- python gen.py > out.txt`` keeps gen.py's
 output. Every such verb of both front ends: pydvfs pin/apply/measure/run/sweep -- CMD and
-govcore measure -- CMD (README, "Commands that wrap a command")."""
+govcore measure -- CMD (docs/cli.md, "Commands that wrap a command")."""
 from __future__ import annotations
 
 import json

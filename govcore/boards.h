@@ -42,6 +42,11 @@ static const char *const gc_role_names[GC_N_ROLES] = {"module", "cpu_gpu", "gpu"
 #define GC_N_L4T_RELEASES 5
 static const int gc_l4t_jetpack[GC_N_L4T_RELEASES][2] = {{32, 4}, {35, 5}, {36, 6}, {38, 7}, {39, 7}};
 
+/* The memory clock as a devfreq device (Thor's bwmgr), every board's and variant's names:
+ * where the BPMP debugfs EMC is absent, govcore drives the first found as the EMC
+ * (devfreq_emc.c). */
+static const char *const gc_emc_devfreq_names[] = {"bwmgr", NULL};
+
 static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {
     {"agx-orin", "Jetson AGX Orin",
      {"AGX Orin", NULL},

@@ -94,7 +94,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Whitespace-separated decimal values, times scale; sorted, duplicates dropped. */
-static int parse_table(char *text, uint64_t scale, uint64_t *out, int *n)
+int gc_domain_parse_levels(char *text, uint64_t scale, uint64_t *out, int *n)
 {
     char *tok, *save = NULL;
     int i, m = 0;
@@ -139,7 +139,7 @@ static void unavailable(gc_domain *d, const char *fmt, ...)
 
 /* Check a domain's files: writable (1), or at least readable (0: shown, not pinned; why says
  * so), or neither (-1, why says so). */
-static int check_files(const char *root, gc_domain *d, const char *const *files, size_t n, const char *hint)
+int gc_domain_check_files(const char *root, gc_domain *d, const char *const *files, size_t n, const char *hint)
 {
     char path[GC_PATH_MAX];
     size_t k;
@@ -171,11 +171,13 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
     snprintf(d->name, sizeof d->name, "emc");
     board_path(ds, GC_EMC_DIR, d->dir, sizeof d->dir);
     if (!gc_sysfs_exists(ds->sysfs_root, d->dir)) {
+        if (gc_devfreq_emc_open(ds, d)) /* Thor's memory clock: a devfreq device */
+            return;
         unavailable(d, "no BPMP debugfs clock %s (debugfs not mounted, not readable without root, or "
                        "not an Orin)", d->dir);
         return;
     }
-    if ((rc = check_files(ds->sysfs_root, d, files, sizeof files / sizeof *files,
+    if ((rc = gc_domain_check_files(ds->sysfs_root, d, files, sizeof files / sizeof *files,
                           "debugfs needs root: use govcore serve")) < 0)
         return;
     d->readable = 1;
@@ -183,7 +185,7 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
     board_path(ds, GC_EMC_RATES, path, sizeof path);
     rc = gc_sysfs_read(ds->sysfs_root, path, text, sizeof text);
     if (rc == 0) {
-        if (parse_table(text, 1, d->levels_hz, &d->n_levels) < 0) {
+        if (gc_domain_parse_levels(text, 1, d->levels_hz, &d->n_levels) < 0) {
             unavailable(d, "%s holds no list of rates in Hz", path);
             return;
         }
@@ -221,14 +223,14 @@ static void open_cpu(gc_domains *ds, gc_domain *d, int policy)
     file_of(d, "related_cpus", path, sizeof path);
     if (gc_sysfs_read(ds->sysfs_root, path, text, sizeof text) == 0)
         gc_printable(text, d->related_cpus, sizeof d->related_cpus);
-    if ((rc = check_files(ds->sysfs_root, d, files, sizeof files / sizeof *files,
+    if ((rc = gc_domain_check_files(ds->sysfs_root, d, files, sizeof files / sizeof *files,
                           "run as root, or through govcore serve")) < 0)
         return;
     d->readable = 1;
     d->writable = rc;
     file_of(d, "scaling_available_frequencies", path, sizeof path);
     if (gc_sysfs_read(ds->sysfs_root, path, text, sizeof text) < 0 ||
-        parse_table(text, KHZ, d->levels_hz, &d->n_levels) < 0) {
+        gc_domain_parse_levels(text, KHZ, d->levels_hz, &d->n_levels) < 0) {
         unavailable(d, "%s is missing or holds no list of kHz", path);
         return;
     }
@@ -335,6 +337,8 @@ int gc_domain_read(gc_domains *ds, int i, gc_domain_state *st)
         set_err(ds, "%s is unavailable: %s", d->name, d->why);
         return -ENODEV;
     }
+    if (d->kind == GC_DOMAIN_EMC_DEVFREQ)
+        return gc_devfreq_emc_read(ds, d, st);
     if (d->kind == GC_DOMAIN_EMC) {
         if ((rc = dom_read_u64(ds, d, "rate", &st->rate_hz)) < 0 ||
             (rc = dom_read_u64(ds, d, "mrq_rate_locked", &v)) < 0)
@@ -403,7 +407,7 @@ static int check_one(gc_domains *ds, int i, uint64_t want_hz, const gc_domain_st
     }
     mhz_list(d, levels, sizeof levels);
     level = nearest(d, want_hz);
-    if (d->kind == GC_DOMAIN_EMC && diff(level, want_hz) > SLACK_HZ) {
+    if (d->kind != GC_DOMAIN_CPU && diff(level, want_hz) > SLACK_HZ) {
         set_err(ds, "%s: %g MHz is not in its table (%s MHz): the EMC takes one of its rates "
                     "exactly (within 0.5 MHz); nothing was changed", d->name,
                 gc_hz_to_mhz(want_hz), levels);
@@ -418,8 +422,8 @@ static int check_one(gc_domains *ds, int i, uint64_t want_hz, const gc_domain_st
                 gc_hz_to_mhz(d->levels_hz[d->n_levels - 1]));
         return -EINVAL;
     }
-    if (d->kind == GC_DOMAIN_CPU) {
-        /* the ceiling the power mode set: scaling_max_freq before our first pin */
+    if (d->kind != GC_DOMAIN_EMC) {
+        /* the ceiling the power mode set: scaling_max_freq (max_freq) before our first pin */
         if (orig && orig[i].saved) {
             cap = orig[i].max_hz;
         } else {
@@ -474,7 +478,7 @@ static int verify(gc_domains *ds, int i, uint64_t level_hz)
                 st.locked ? "" : " unlocked");
         return -GC_EVERIFY;
     }
-    if (d->kind == GC_DOMAIN_CPU && (st.min_hz != level_hz || st.max_hz != level_hz)) {
+    if (d->kind != GC_DOMAIN_EMC && (st.min_hz != level_hz || st.max_hz != level_hz)) {
         set_err(ds, "%s: asked min = max = %g MHz, the board reports min %g max %g MHz (a "
                     "power-mode cap? check nvpmodel)", d->name, gc_hz_to_mhz(level_hz),
                 gc_hz_to_mhz(st.min_hz), gc_hz_to_mhz(st.max_hz));
@@ -522,6 +526,9 @@ int gc_domain_pin(gc_domains *ds, int i, uint64_t level_hz)
         if ((rc = dom_write_u64(ds, d, "mrq_rate_locked", 1)) < 0 ||
             (rc = dom_write_u64(ds, d, "rate", level_hz)) < 0)
             return rc;
+    } else if (d->kind == GC_DOMAIN_EMC_DEVFREQ) {
+        if ((rc = gc_devfreq_emc_set_range(ds, d, level_hz, level_hz)) < 0)
+            return rc;
     } else if ((rc = cpu_set_range(ds, i, level_hz, level_hz)) < 0) {
         return rc;
     }
@@ -538,6 +545,8 @@ int gc_domain_restore(gc_domains *ds, int i, const gc_domain_state *st)
     if (i < 0 || i >= ds->n)
         return -EINVAL;
     d = &ds->d[i];
+    if (d->kind == GC_DOMAIN_EMC_DEVFREQ)
+        return gc_devfreq_emc_restore(ds, d, st);
     if (d->kind == GC_DOMAIN_EMC) {
         /* as saved already: nothing to write (an unlocked EMC's rate is its scaling's) */
         if (gc_domain_read(ds, i, &now) == 0 && now.locked == st->locked &&
@@ -776,7 +785,8 @@ static int governor_offered(gc_domains *ds, const gc_domain *d, const char *gov)
 {
     char path[GC_PATH_MAX], list[1024], *tok, *save = NULL;
 
-    file_of(d, "scaling_available_governors", path, sizeof path);
+    file_of(d, d->kind == GC_DOMAIN_CPU ? "scaling_available_governors" : "available_governors", path,
+            sizeof path);
     if (gc_sysfs_read(ds->sysfs_root, path, list, sizeof list) < 0)
         return 1; /* no list: a plain name (checked when parsed) */
     for (tok = strtok_r(list, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save))
@@ -803,7 +813,7 @@ static int check_saved(gc_domains *ds, int i, const gc_domain_state *st, char *w
         snprintf(why, len, "its saved clocks are not its levels now");
         return -GC_ESTATE;
     }
-    if (d->kind == GC_DOMAIN_CPU && st->governor[0] && !governor_offered(ds, d, st->governor)) {
+    if (d->kind != GC_DOMAIN_EMC && st->governor[0] && !governor_offered(ds, d, st->governor)) {
         snprintf(why, len, "saved governor %s is not one it offers now", st->governor);
         return -GC_ESTATE;
     }

@@ -29,8 +29,10 @@
 #define GC_CPUFREQ_DIR "/sys/devices/system/cpu/cpufreq"
 
 enum gc_domain_kind {
-    GC_DOMAIN_EMC = 0,
+    GC_DOMAIN_EMC = 0,          /* the memory clock through BPMP debugfs (Orin) */
     GC_DOMAIN_CPU = 1,
+    GC_DOMAIN_EMC_DEVFREQ = 2,  /* the memory clock as a devfreq device (Thor's bwmgr):
+                                   devfreq_emc.c; named "emc", saved as a CPU policy's lines */
 };
 
 typedef struct gc_domain {
@@ -39,6 +41,7 @@ typedef struct gc_domain {
     char dir[GC_PATH_MAX];          /* its folder on the board (under the root) */
     int policy;                     /* CPU: the policy's number; EMC: -1 */
     char related_cpus[GC_NAME_MAX]; /* CPU: related_cpus, e.g. "0 1 2 3"; EMC: "" */
+    char devfreq[GC_NAME_MAX];      /* EMC_DEVFREQ: its devfreq name ("bwmgr"); else "" */
     int readable;                   /* 1: its files are there, regular and readable (shown) */
     int writable;                   /* 1: and writable (restorable) */
     int available;                  /* 1: writable and with a table (pinnable) */
@@ -59,9 +62,12 @@ typedef struct gc_domains {
 typedef struct gc_domain_state {
     int saved;                      /* in a record: 1 if this domain's originals are in it */
     char governor[GC_NAME_MAX];     /* CPU: scaling_governor */
-    uint64_t min_hz, max_hz;        /* CPU: scaling_min_freq, scaling_max_freq */
-    uint64_t rate_hz;               /* EMC: rate; CPU: scaling_cur_freq where readable, else 0 */
-    int locked;                     /* EMC: mrq_rate_locked (0 = the board's memory scaling) */
+    uint64_t min_hz, max_hz;        /* CPU: scaling_min_freq, scaling_max_freq; EMC_DEVFREQ:
+                                       min_freq, max_freq (Hz) */
+    uint64_t rate_hz;               /* EMC: rate; CPU: scaling_cur_freq where readable, else 0;
+                                       EMC_DEVFREQ: cur_freq */
+    int locked;                     /* EMC: mrq_rate_locked (0 = the board's memory scaling);
+                                       EMC_DEVFREQ: min = max, read, never saved */
     unsigned keys;                  /* gc_domains_parse's bookkeeping: the keys read */
 } gc_domain_state;
 
@@ -171,5 +177,24 @@ int gc_domains_is_key(const char *key);
  * untouched). Errors in b->err. Defined in clock.c, which writes the GPU and the record. */
 int gc_pin_mode(gc_board *b, gc_domains *ds, uint64_t gpu_hz, uint64_t emc_hz, uint64_t cpu_hz,
                 const char *state_dir, uint64_t *gpu_level_hz, uint64_t *level_hz);
+
+/* --- the memory clock as a devfreq device (devfreq_emc.c), and what it shares with domain.c --- */
+
+/* The first devfreq device of the board table's memory-clock names under ds's root, as d
+ * (kind GC_DOMAIN_EMC_DEVFREQ, named "emc"): 1 if one is there (d filled, perhaps unavailable
+ * with why), 0 if none (d untouched). */
+int gc_devfreq_emc_open(gc_domains *ds, gc_domain *d);
+/* governor, min_freq, max_freq, cur_freq into st. */
+int gc_devfreq_emc_read(gc_domains *ds, const gc_domain *d, gc_domain_state *st);
+/* min_freq and max_freq to the range, in the order that never makes min > max. */
+int gc_devfreq_emc_set_range(gc_domains *ds, const gc_domain *d, uint64_t min_hz, uint64_t max_hz);
+/* The governor, then the range, as st holds them, best effort, read back. */
+int gc_devfreq_emc_restore(gc_domains *ds, const gc_domain *d, const gc_domain_state *st);
+
+/* domain.c's: a domain's files writable (1), readable only (0, why says so) or neither (-1). */
+int gc_domain_check_files(const char *root, gc_domain *d, const char *const *files, size_t n,
+                          const char *hint);
+/* Whitespace-separated decimal values times scale into out, sorted, once each. */
+int gc_domain_parse_levels(char *text, uint64_t scale, uint64_t *out, int *n);
 
 #endif

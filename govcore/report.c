@@ -722,7 +722,7 @@ void gc_json_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now)
         fprintf(f, "%s{\"name\": ", i ? ", " : "");
         gc_json_str(f, d->name);
         fprintf(f, ", \"kind\": \"%s\", \"available\": %s, \"why\": ",
-                d->kind == GC_DOMAIN_EMC ? "emc" : "cpu", d->available ? "true" : "false");
+                d->kind == GC_DOMAIN_CPU ? "cpu" : "emc", d->available ? "true" : "false");
         if (d->available)
             fprintf(f, "null");
         else
@@ -731,7 +731,10 @@ void gc_json_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now)
         for (j = 0; j < d->n_levels; j++)
             fprintf(f, "%s%.6g", j ? ", " : "", gc_hz_to_mhz(d->levels_hz[j]));
         fprintf(f, "]");
-        if (d->kind == GC_DOMAIN_EMC) {
+        if (d->kind == GC_DOMAIN_EMC_DEVFREQ) { /* Thor's bwmgr: its range is the ceiling */
+            fprintf(f, ", \"cap_mhz\": null, \"devfreq\": ");
+            gc_json_str(f, d->devfreq);
+        } else if (d->kind == GC_DOMAIN_EMC) {
             fprintf(f, ", \"cap_mhz\": ");
             if (d->cap_hz)
                 fprintf(f, "%.6g", gc_hz_to_mhz(d->cap_hz));
@@ -745,7 +748,13 @@ void gc_json_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now)
             fprintf(f, ", \"cur_mhz\": null, \"pinned\": null}");
             continue;
         }
-        if (d->kind == GC_DOMAIN_EMC) {
+        if (d->kind == GC_DOMAIN_EMC_DEVFREQ) {
+            fprintf(f, ", \"governor\": ");
+            gc_json_str(f, st->governor);
+            fprintf(f, ", \"cur_mhz\": %.6g, \"min_mhz\": %.6g, \"max_mhz\": %.6g, \"locked\": %s, "
+                    "\"pinned\": %s}", gc_hz_to_mhz(st->rate_hz), gc_hz_to_mhz(st->min_hz),
+                    gc_hz_to_mhz(st->max_hz), st->locked ? "true" : "false", st->locked ? "true" : "false");
+        } else if (d->kind == GC_DOMAIN_EMC) {
             fprintf(f, ", \"cur_mhz\": %.6g, \"locked\": %s, \"pinned\": %s}",
                     gc_hz_to_mhz(st->rate_hz), st->locked ? "true" : "false",
                     st->locked ? "true" : "false");
@@ -777,6 +786,13 @@ void gc_print_domains(FILE *f, const gc_domains *ds, const gc_domain_state *now)
         if (!st->saved) {
             gc_printable(d->why, shown, sizeof shown);
             fprintf(f, "%-9s unavailable: %s\n", d->name, shown);
+        } else if (d->kind == GC_DOMAIN_EMC_DEVFREQ) {
+            gc_printable(st->governor, shown, sizeof shown);
+            fprintf(f, "%-9s %g MHz, %s (devfreq %s, min %g max %g MHz; %d rates %g..%g MHz)", d->name,
+                    gc_hz_to_mhz(st->rate_hz), st->locked ? "pinned (min_freq = max_freq)"
+                    : "the board's memory scaling", d->devfreq, gc_hz_to_mhz(st->min_hz),
+                    gc_hz_to_mhz(st->max_hz), d->n_levels, d->n_levels ? gc_hz_to_mhz(d->levels_hz[0]) : 0.0,
+                    d->n_levels ? gc_hz_to_mhz(d->levels_hz[d->n_levels - 1]) : 0.0);
         } else if (d->kind == GC_DOMAIN_EMC) {
             fprintf(f, "%-9s %g MHz, %s (%d rates %g..%g MHz", d->name, gc_hz_to_mhz(st->rate_hz),
                     st->locked ? "pinned (mrq_rate_locked 1)" : "the board's memory scaling",

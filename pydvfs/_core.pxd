@@ -94,13 +94,15 @@ cdef extern from "domain.h" nogil:
         GC_DOMAINS_RECORD_MAX
         GC_DOMAIN_EMC
         GC_DOMAIN_CPU
+        GC_DOMAIN_EMC_DEVFREQ
 
     ctypedef struct gc_domain:
-        int kind                   # GC_DOMAIN_EMC or GC_DOMAIN_CPU
+        int kind                   # GC_DOMAIN_EMC, GC_DOMAIN_CPU or GC_DOMAIN_EMC_DEVFREQ (Thor's bwmgr)
         char name[GC_NAME_MAX]     # "emc", "cpu0", "cpu4", ...
         char dir[GC_PATH_MAX]
         int policy
         char related_cpus[GC_NAME_MAX]
+        char devfreq[GC_NAME_MAX]  # EMC_DEVFREQ: its devfreq name ("bwmgr"); else ""
         int readable               # shown (its state can be read)
         int writable               # restorable
         int available              # pinnable (writable, with a table)

@@ -408,7 +408,8 @@ cdef class Board:
 
     def domains(self, emc_table_hz=()):
         """The clock domains beside the GPU: a dict per domain (name, kind 'emc'|'cpu',
-        available, why, levels_hz, cap_hz, related_cpus, state: None where it cannot be read,
+        available, why, levels_hz, cap_hz, related_cpus, devfreq: the memory clock's devfreq
+        name where it is one (Thor's bwmgr) else None, state: None where it cannot be read,
         else governor/min_hz/max_hz/rate_hz/locked). The EMC's rates where the kernel lists none:
         emc_table_hz if given, else the board table's."""
         cdef gc_domains *ds = _open_domains(&self.b, emc_table_hz)
@@ -424,7 +425,8 @@ cdef class Board:
                     state = {"governor": st.governor.decode("utf-8", "replace"), "min_hz": st.min_hz,
                              "max_hz": st.max_hz, "rate_hz": st.rate_hz, "locked": bool(st.locked)}
                 out.append({
-                    "name": d.name.decode(), "kind": "emc" if d.kind == GC_DOMAIN_EMC else "cpu",
+                    "name": d.name.decode(), "kind": "cpu" if d.kind == GC_DOMAIN_CPU else "emc",
+                    "devfreq": d.devfreq.decode() or None,
                     "available": bool(d.available),
                     "why": None if d.available else d.why.decode("utf-8", "replace"),
                     "levels_hz": tuple(d.levels_hz[j] for j in range(d.n_levels)),

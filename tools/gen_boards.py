@@ -99,6 +99,11 @@ def render(table: dict) -> str:
         "static const int gc_l4t_jetpack[GC_N_L4T_RELEASES][2] = {"
         + ", ".join(f"{{{int(r)}, {int(j)}}}" for r, j in table["l4t_jetpack"].items()) + "};",
         "",
+        "/* The memory clock as a devfreq device (Thor's bwmgr), every board's and variant's names:",
+        " * where the BPMP debugfs EMC is absent, govcore drives the first found as the EMC",
+        " * (devfreq_emc.c). */",
+        "static const char *const gc_emc_devfreq_names[] = " + _c_list(emc_devfreq_names(rows)) + ";",
+        "",
         "static const gc_board_profile gc_board_profiles[GC_N_BOARD_PROFILES] = {",
     ]
     for b in rows:
@@ -126,6 +131,16 @@ def known_levels(b: dict) -> list[float]:
     for v in b.get("variants", []):
         levels |= set(v.get("gpu_levels_mhz", []))
     return sorted(float(f) for f in levels)
+
+
+def emc_devfreq_names(rows: list) -> list[str]:
+    """The memory clock's devfreq names the table knows (its boards' and their variants'), once
+    each, in the table's order."""
+    names: list[str] = []
+    for b in rows:
+        for v in [b, *b.get("variants", [])]:
+            names += [n for n in v.get("emc_devfreq_names", []) if n not in names]
+    return names
 
 
 def known_mode_ids(b: dict) -> list[int]:
@@ -166,7 +181,7 @@ def _variant_text(v: dict) -> str:
         parts.append(f"CPU max {_mhz(v['cpu_max_mhz'])} MHz")
     if v.get("emc_devfreq_names"):
         parts.append("memory clock devfreq " + ", ".join(f"`{n}`" for n in v["emc_devfreq_names"])
-                     + " (laid out by the fake board; `--emc` does not drive it)")
+                     + " (the EMC: `--emc` pins it where the BPMP EMC is absent)")
     if v.get("disabled_rails"):
         parts.append("channel off (`inN_enable` 0) " + ", ".join(v["disabled_rails"])
                      + ": the module is summed without it, flagged `module_partial`")

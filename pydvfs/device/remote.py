@@ -405,7 +405,7 @@ class RemoteBoard:
             out.append({"name": r["name"], "kind": r["kind"], "available": r["available"],
                         "why": r["why"], "levels_hz": tuple(_hz(m) for m in r["levels_mhz"]),
                         "cap_hz": _hz(r["cap_mhz"]) if r.get("cap_mhz") else None,
-                        "related_cpus": r.get("related_cpus", ""), "state": st})
+                        "related_cpus": r.get("related_cpus", ""), "devfreq": r.get("devfreq"), "state": st})
         return out
 
     def pin_mode_hz(self, gpu_hz: int, emc_hz: int, cpu_hz: int, state_dir=None, emc_table_hz=(),

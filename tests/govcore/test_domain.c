@@ -446,6 +446,76 @@ static void test_joint_pin_refuses_a_domain_it_could_not_save(void)
     fake_tree_remove(root);
 }
 
+/* Issue 52: Thor's memory clock is the devfreq device bwmgr (jtop memory.py; 4266 MHz its top
+ * rate): where the BPMP debugfs EMC is absent, it is the EMC domain ("emc"), pinned as min =
+ * max, saved as governor/min/max lines, and put back as it was. (The lower rates are this test's:
+ * the public record gives only the top one.) */
+#define BWMGR "sys/class/devfreq/bwmgr/"
+static void test_devfreq_emc(void)
+{
+    const char *root = fake_tree_make(FAKE_JP6, ORIN_11_LEVELS);
+    char state_dir[600], path[GC_PATH_MAX], gpu_min[64], text[4096];
+    gc_board b, b2;
+    gc_domains ds, rec;
+    gc_domain_state st[GC_MAX_DOMAINS];
+    uint64_t gpu_level, levels[GC_MAX_DOMAINS];
+    int restored;
+    FILE *f;
+    size_t n;
+
+    fake_write(root, BWMGR "available_frequencies", "2133000000 3200000000 4266000000\n");
+    fake_write(root, BWMGR "available_governors", "nvhost_podgov userspace\n");
+    fake_write(root, BWMGR "governor", "nvhost_podgov\n");
+    fake_write(root, BWMGR "min_freq", "2133000000\n");
+    fake_write(root, BWMGR "max_freq", "4266000000\n");
+    fake_write(root, BWMGR "cur_freq", "3200000000\n");
+    CHECK(gc_domains_open(&ds, root, NULL, 0) == 0);
+    CHECK(ds.d[0].kind == GC_DOMAIN_EMC_DEVFREQ && !strcmp(ds.d[0].name, "emc"));
+    CHECK(!strcmp(ds.d[0].devfreq, "bwmgr") && ds.d[0].available && ds.d[0].n_levels == 3);
+    CHECK_EQ_U64(ds.d[0].levels_hz[2], 4266000000ULL);
+    CHECK(gc_domain_read(&ds, 0, &st[0]) == 0 && st[0].rate_hz == 3200000000ULL && !st[0].locked);
+    CHECK(!strcmp(st[0].governor, "nvhost_podgov"));
+
+    snprintf(state_dir, sizeof state_dir, "%s/state", root);
+    CHECK(gc_board_open(&b, root) == 0);
+    snprintf(path, sizeof path, "%s/min_freq", b.devfreq_dir + strlen(root) + 1);
+    fake_read(root, path, gpu_min, sizeof gpu_min);
+    /* not one of its rates: refused, nothing written */
+    CHECK(gc_pin_mode(&b, &ds, 612000000ULL, 3000000000ULL, 0, state_dir, &gpu_level, levels) == -EINVAL);
+    CHECK(strstr(b.err, "emc: 3000 MHz is not in its table") != NULL);
+    CHECK(file_is(root, BWMGR "min_freq", "2133000000") && file_is(root, path, gpu_min));
+    /* the joint pin: min = max = the rate, the originals in the record as a CPU policy's lines */
+    CHECK(gc_pin_mode(&b, &ds, 612000000ULL, 3200000000ULL, 0, state_dir, &gpu_level, levels) == 0);
+    CHECK_EQ_U64(levels[0], 3200000000ULL);
+    CHECK(file_is(root, BWMGR "min_freq", "3200000000") && file_is(root, BWMGR "max_freq", "3200000000"));
+    CHECK(gc_domain_read(&ds, 0, &st[0]) == 0 && st[0].locked);
+    CHECK(gc_state_path(&b, state_dir, text, sizeof text) == 0 && (f = fopen(text, "r")) != NULL);
+    n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    CHECK(strstr(text, "format=2\n") != NULL);
+    CHECK(strstr(text, "emc.governor=nvhost_podgov\nemc.min_hz=2133000000\nemc.max_hz=4266000000\n") != NULL);
+    CHECK(strstr(text, "emc.rate_hz") == NULL && strstr(text, "emc.locked") == NULL);
+    /* up to the top rate: its ceiling is the saved max_freq */
+    CHECK(gc_pin_mode(&b, &ds, 0, 4266000000ULL, 0, state_dir, &gpu_level, levels) == 0);
+    CHECK(file_is(root, BWMGR "min_freq", "4266000000") && file_is(root, BWMGR "max_freq", "4266000000"));
+    /* a governor changed meanwhile is put back too; another process restores it all */
+    fake_write(root, BWMGR "governor", "userspace\n");
+    CHECK(gc_board_open(&b2, root) == 0);
+    CHECK(gc_restore(&b2, state_dir, &restored) == 0 && restored == 1);
+    CHECK(file_is(root, BWMGR "min_freq", "2133000000") && file_is(root, BWMGR "max_freq", "4266000000"));
+    CHECK(file_is(root, BWMGR "governor", "nvhost_podgov") && file_is(root, path, gpu_min));
+    /* a BPMP EMC's lines are not this one's: damaged, never written */
+    CHECK(gc_domains_load_record(&rec, root, "emc.rate_hz=2133000000\nemc.locked=0\n", st) == -GC_ESTATE);
+    /* a power mode's lower ceiling (max_freq before the first pin) caps a pin */
+    fake_write(root, BWMGR "max_freq", "3200000000\n");
+    CHECK(gc_domains_open(&ds, root, NULL, 0) == 0);
+    CHECK(gc_pin_mode(&b, &ds, 0, 4266000000ULL, 0, state_dir, &gpu_level, levels) == -EINVAL);
+    CHECK(strstr(b.err, "above the power mode's cap of 3200 MHz") != NULL);
+    CHECK(file_is(root, BWMGR "min_freq", "2133000000"));
+    fake_tree_remove(root);
+}
+
 int main(void)
 {
     RUN(test_discovers_emc_and_policies);
@@ -461,5 +531,6 @@ int main(void)
     RUN(test_fifo_never_blocks);
     RUN(test_joint_pin_and_restore);
     RUN(test_joint_pin_refuses_a_domain_it_could_not_save);
+    RUN(test_devfreq_emc);
     return DONE("test_domain");
 }

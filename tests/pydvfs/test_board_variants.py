@@ -155,3 +155,48 @@ def test_a_power_mode_outside_the_table_is_one_notice(tmp_path, govcore_bin, cap
         note = (f"power mode {mode} ({name}) is not among the board table's modes of {boards.variants()[vid].board}: "
                 "its GPU cap is read from the board, as any mode's")
         assert (st["warning"] == note) if noticed else st["warning"] is None, st["warning"]
+
+
+def test_thor_memory_clock_pins_with_emc_and_restores_byte_for_byte(tmp_path, govcore_bin, capsys):
+    """Thor's memory clock is the devfreq device bwmgr (jtop memory.py): `pin --emc` drives it
+    as the EMC in both front ends (min = max = the rate, its originals in the saved record as
+    emc.governor/min_hz/max_hz), and restore puts its files and the GPU's back byte for byte.
+    The public record gives only its top rate (4266 MHz): the lower two are this test's, so that
+    a pin changes something."""
+    fb = build_fake_board(tmp_path / "thor", board="thor-modes")
+    bwmgr = fb.root / "sys/devices/virtual/devfreq/bwmgr"
+    (bwmgr / "available_frequencies").write_text("2133000000 3200000000 4266000000\n")
+    (bwmgr / "min_freq").write_text("2133000000")
+    for d in (bwmgr, fb.devfreq_dir):  # the numbers a pin writes, as govcore writes them: bytes compare
+        for name in ("min_freq", "max_freq"):
+            (d / name).write_text(str(int((d / name).read_text())))
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    opts = ["--sysfs-root", str(fb.root), "--state-dir", str(state)]
+
+    def files():
+        return {p: p.read_bytes() for d in (bwmgr, fb.devfreq_dir) for p in sorted(d.iterdir()) if p.is_file()}
+
+    before = files()
+    for front in ("pydvfs", "govcore"):
+        if front == "pydvfs":
+            assert main(["pin", "630", "--emc", "3200", *opts]) == 0, capsys.readouterr().err
+            st = _json(capsys, ["status", *opts, "--json"])
+        else:
+            r = subprocess.run([govcore_bin, *opts, "pin", "630", "--emc", "3200"], capture_output=True, text=True,
+                               timeout=60)
+            assert r.returncode == 0 and "the EMC to 3200 MHz" in r.stdout, r.stderr
+            st = json.loads(subprocess.run([govcore_bin, *opts, "--json", "status"], capture_output=True,
+                                           text=True, timeout=60).stdout)
+        [emc] = [d for d in st["domains"] if d["name"] == "emc"]
+        assert (emc["kind"], emc["devfreq"], emc["min_mhz"], emc["max_mhz"], emc["pinned"]) == \
+            ("emc", "bwmgr", 3200, 3200, True), front
+        record = next(state.iterdir()).read_text()
+        assert "emc.governor=nvhost_podgov\nemc.min_hz=2133000000\nemc.max_hz=4266000000\n" in record
+        argv = ["restore", *opts]
+        if front == "pydvfs":
+            assert main(argv) == 0
+        else:
+            assert subprocess.run([govcore_bin, *argv], capture_output=True, timeout=60).returncode == 0
+        assert files() == before, front
+        assert not any(state.iterdir())

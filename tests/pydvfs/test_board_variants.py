@@ -23,41 +23,84 @@ def _json(capsys, argv) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def test_every_variant_runs_every_verb(tmp_path, govcore_bin, capsys):
-    for vid, v in boards.variants().items():
-        root, state = tmp_path / vid, tmp_path / f"{vid}-state"
-        state.mkdir(mode=0o700)
-        made = _json(capsys, ["fake-board", str(root), "--variant", vid, "--json"])
-        row = boards.board(v.board)
-        levels = list(v.gpu_levels_mhz or row.gpu_levels_mhz)
-        assert made["board"] == v.board and made["variant"] == vid and made["levels_mhz"] == levels
-        opts = ["--sysfs-root", str(root), "--state-dir", str(state)]
-        st = _json(capsys, ["status", *opts, "--json"])
-        r = subprocess.run([govcore_bin, *opts, "--json", "status"], capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-        for got in (st, json.loads(r.stdout)):
-            assert (got["board"], got["jetpack"], got["available_mhz"]) == (v.board, max(v.jetpack), levels), vid
-            if v.disabled_rails:  # a channel off: the module is flagged partial, naming the rail
-                assert got["module_partial"] is True and [x["name"] for x in got["skipped_rails"]] == list(v.disabled_rails)
-                assert all(r in got["warning"] for r in v.disabled_rails) and "level" not in got["warning"]
-            else:
-                assert got["warning"] is None, (vid, got["warning"])  # its levels are known: no notice
-            if v.power_modes:  # the name nvpmodel prints, mode 0 in force
-                assert got["power_mode"]["name"] == v.power_modes[0].name
-        mid = f"{levels[len(levels) // 2]:g}"
-        dev = Path(st["devfreq_dir"])
-        def limits():
-            return int((dev / "min_freq").read_text()), int((dev / "max_freq").read_text())
-        before = limits()
-        assert main(["pin", mid, *opts]) == 0
-        assert limits() == (round(float(mid) * 1e6),) * 2
-        assert main(["restore", *opts]) == 0
-        assert main(["measure", "--sysfs-root", str(root), "--json", "--", "true"]) == 0
-        assert main(["apply", "--workload", WORKLOAD, *opts, "--", "true"]) == 0
-        assert limits() == before, vid
-        for argv in (["pin", mid], ["restore"]):
-            r = subprocess.run([govcore_bin, *opts, *argv], capture_output=True, text=True, timeout=60)
-            assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+# every board of the table and every variant of one: "every verb on every variant in CI" (issue 52)
+EVERY_BOARD = [*boards.boards(), *boards.variants()]
+# the shortest online runs the CLI allows: CMD ends before the first window (no probe)
+ONLINE = ["run", "--policy", "online", "--window", "0.15", "--min-steps", "60", "--settle", "0.05"]
+
+
+@pytest.mark.parametrize("bid", EVERY_BOARD)
+def test_every_board_and_variant_runs_every_verb(tmp_path, govcore_bin, capsys, bid):
+    """Each board and variant, laid out by `pydvfs fake-board` (with the clock domains the table
+    gives it): status in both front ends names its board and JetPack; pin/restore (the GPU, and
+    the EMC and CPU where it has them: Thor's bwmgr too), measure, apply and `run --policy online`
+    (GPU-only, and the joint gpu,emc,cpu search where it shows a writable EMC and CPU) run with
+    no traceback and leave the board as found. A board without a CPU domain in the table (Thor:
+    the table lists no cpufreq policies) refuses the joint search in one line, exit 2."""
+    v = boards.variants().get(bid)
+    row = boards.board(v.board if v else bid)
+    root, state = tmp_path / bid, tmp_path / "state"
+    state.mkdir(mode=0o700)
+    made = _json(capsys, ["fake-board", str(root), "--variant" if v else "--board", bid, "--json"])
+    levels = list((v and v.gpu_levels_mhz) or row.gpu_levels_mhz)
+    assert made["board"] == row.id and made["variant"] == (bid if v else None) and made["levels_mhz"] == levels
+    assert made["jetpack"] == (max(v.jetpack) if v else made["jetpack"]) and made["jetpack"] in row.jetpack
+    opts = ["--sysfs-root", str(root), "--state-dir", str(state)]
+    st = _json(capsys, ["status", *opts, "--json"])
+    r = subprocess.run([govcore_bin, *opts, "--json", "status"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    for got in (st, json.loads(r.stdout)):
+        assert (got["board"], got["jetpack"], got["available_mhz"]) == (row.id, made["jetpack"], levels), bid
+        if v and v.disabled_rails:  # a channel off: the module is flagged partial, naming the rail
+            assert got["module_partial"] is True and [x["name"] for x in got["skipped_rails"]] == list(v.disabled_rails)
+            assert all(r in got["warning"] for r in v.disabled_rails) and "level" not in got["warning"]
+        else:
+            assert got["warning"] is None, (bid, got["warning"])  # its levels are known: no notice
+        if v and v.power_modes:  # the name nvpmodel prints, mode 0 in force
+            assert got["power_mode"]["name"] == v.power_modes[0].name
+    mid = f"{levels[len(levels) // 2]:g}"
+    dev = Path(st["devfreq_dir"])
+    domains = {d["name"]: d for d in st["domains"] if d["available"]}
+    cpus = [d for d in st["domains"] if d["kind"] == "cpu"]
+    joint = "emc" in domains and cpus and all(d["available"] for d in cpus)
+    if v and v.emc_devfreq_names:
+        assert domains["emc"]["devfreq"] == v.emc_devfreq_names[0]
+    pin_domains = []  # a middle rate / level of each domain it has
+    if "emc" in domains:
+        rates = domains["emc"]["levels_mhz"]
+        pin_domains += ["--emc", f"{rates[len(rates) // 2]:g}"]
+    if cpus and all(d["available"] for d in cpus):
+        pin_domains += ["--cpu", f"{cpus[0]['levels_mhz'][len(cpus[0]['levels_mhz']) // 2]:g}"]
+
+    def board_files():
+        return {p: p.read_bytes() for p in sorted(root.rglob("*"))
+                if p.is_file() and not p.is_symlink() and "hwmon" not in p.parts and "iio:device0" not in p.parts}
+
+    def limits():
+        return int((dev / "min_freq").read_text()), int((dev / "max_freq").read_text())
+    before = limits()
+    assert main(["pin", mid, *pin_domains, *opts]) == 0, capsys.readouterr().err
+    assert limits() == (round(float(mid) * 1e6),) * 2
+    assert main(["restore", *opts]) == 0
+    found = board_files()
+    assert main(["measure", "--sysfs-root", str(root), "--json", "--", "true"]) == 0
+    assert main(["apply", "--workload", WORKLOAD, *opts, "--", "true"]) == 0
+    never = tmp_path / "never-written"
+    assert main([*ONLINE, *opts, "--progress-file", str(never), "--", "true"]) == 0
+    capsys.readouterr()
+    rc = main([*ONLINE, "--knobs", "gpu,emc,cpu", *opts, "--progress-file", str(never), "--", "true"])
+    err = capsys.readouterr().err
+    if joint:
+        assert rc == 0, (bid, err)
+    else:
+        assert rc == 2 and "search the GPU clock alone (--knobs gpu)" in err and len(err.strip().splitlines()) == 1, err
+    assert limits() == before, bid
+    assert {p: b for p, b in board_files().items() if p.name not in ("cur_freq", "target_freq", "rate")} == \
+        {p: b for p, b in found.items() if p.name not in ("cur_freq", "target_freq", "rate")}, bid
+    for argv in (["pin", mid, *pin_domains], ["restore"]):
+        r = subprocess.run([govcore_bin, *opts, *argv], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert limits() == before and not any(state.iterdir()), bid
     assert "Traceback" not in capsys.readouterr().err
 
 

@@ -4,6 +4,7 @@
  * each rail role. Board facts come from boards.h only (generated from pydvfs/data/boards.json). */
 #include "govcore.h"
 #include "domain.h"
+#include "err.h"
 #include "sysfs.h"
 
 #include <ctype.h>
@@ -84,15 +85,6 @@ void gc_mhz_hint(const char *text, size_t len, char *out, size_t out_len)
     else if (v < 10000000u) /* cpufreq's files hold kHz */
         snprintf(out, out_len, "; %llu looks like kHz: that is %g MHz, so give %g",
                  (unsigned long long)v, (double)v / 1e3, (double)v / 1e3);
-}
-
-static void set_err(gc_board *b, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(b->err, sizeof b->err, fmt, ap);
-    va_end(ap);
 }
 
 /* Add a clause to b->warning ("; " between clauses): the front ends show it as one line. */

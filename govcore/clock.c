@@ -2,6 +2,7 @@
  * state's file is state.c's. */
 #include "govcore.h"
 #include "domain.h"
+#include "err.h"
 #include "state.h"
 #include "powermode.h"
 #include "sysfs.h"
@@ -11,15 +12,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-static void set_err(gc_board *b, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(b->err, sizeof b->err, fmt, ap);
-    va_end(ap);
-}
 
 static void devfreq_file(const gc_board *b, const char *name, char *out, size_t len)
 {

@@ -1,6 +1,7 @@
 /* domain.c - the EMC and CPU clock domains: discovery, check, pin, restore, and their part of
  * the saved-state record (domain.h). */
 #include "domain.h"
+#include "err.h"
 #include "sysfs.h"
 
 #include <dirent.h>
@@ -22,15 +23,6 @@
 #define K_GOVERNOR 4u
 #define K_MIN 8u
 #define K_MAX 16u
-
-static void set_err(gc_domains *ds, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(ds->err, sizeof ds->err, fmt, ap);
-    va_end(ap);
-}
 
 /* root + a path on the board ("/" as root: the path itself). */
 static void board_path(const gc_domains *ds, const char *path, char *out, size_t len)

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* O_PATH */
 #endif
 #include "lock.h"
+#include "err.h"
 #include "sysfs.h"
 
 #include <errno.h>
@@ -19,15 +20,6 @@
 
 #define LOCK_NAME_FMT "gpu-%llx-%llx.lock"
 #define PID_RECORD 16 /* the file's fixed size: a pid, blank-padded, and a newline */
-
-static void set_err(gc_board *b, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(b->err, sizeof b->err, fmt, ap);
-    va_end(ap);
-}
 
 /* The private folders (the lock folder here, the state folder in state.c): created 0700, owned
  * by the caller, writable by no one else, and no folder above them another user can change. */

@@ -2,6 +2,15 @@
  * clamps the proposal to the board's table (the core, not the policy, has the last word), and
  * gc_apply sets it through clock.c.
  *
+ * The interface of these files, one responsibility each:
+ *   workload.c      the workload grammar (keys, bounds, spec parser, checks), model families
+ *   features.c      the feature vector of a workload a tree reads
+ *   policy_table.c  the policies' table (one entry per policy, as devfreq's governors) and
+ *                   which built-in tree a board and measure get
+ *   decide.c        the decision: map, check, snap, gate, bound, trade; why MAXN was kept; act
+ *   roofline.c      the roofline model's time and energy, objectives and argmin
+ *   policy_load.c   the checked loader of a model folder (policy.so, manifest, roofline.txt)
+ *
  * Features are named; a trained tree lists the names it was trained on (in order) and
  * gc_features() computes each from a workload, so Python and C cannot disagree on the order.
  */
@@ -23,7 +32,7 @@
  * within this factor of each other; beyond it the policy declines (docs/policy.md). */
 #define GC_TREE_MAP_MAX_RATIO 2.0
 
-/* A policy is an index of gc_policies (policy.c), the one table of them. These names are for
+/* A policy is an index of gc_policies (policy_table.c), the one table of them. These names are for
  * the code that means one policy in particular (the protocol's default, the tests); adding a
  * policy is adding an entry to the table, nothing else. */
 enum gc_policy {
@@ -137,6 +146,9 @@ int gc_workload_check(const gc_workload *w, char *err, size_t len);
  * in the protocol's plain decimal (6 places at most, trailing zeros cut). "" if it does not fit
  * in len. */
 void gc_method_format(const gc_workload *w, char *out, size_t len);
+/* Compute per token of a transformer layer stack (paper B's proxy): 12 L d^2 + 3 L S d
+ * (features.c: the tree's log10_c_tok and intensity, and the roofline model's work). */
+double gc_c_tok(const gc_workload *w);
 /* The weights' bits as the GEMMs read them: as given, else 4 for qlora, 16 for lora in
  * fp16/bf16, else 32 (pydvfs.policy.features.effective_weight_bits). */
 double gc_weight_bits(const gc_workload *w);
@@ -292,6 +304,14 @@ double gc_roofline_energy_j(const gc_roofline *r, const gc_workload *w, double m
 /* Predicted time per token (s, in the model's gauge: ratios are what it knows) at a clock (MHz):
  * t = a/f + b, falling with the clock. */
 double gc_roofline_time_s(const gc_roofline *r, const gc_workload *w, double mhz);
+/* 1 where level i of levels_hz (ascending, n > 0) predicts a step time within max_slowdown_pct %
+ * of the top level's (always without a bound, max_slowdown_pct < 0, and for the top level). */
+int gc_roofline_within_bound(const gc_roofline *r, const gc_workload *w, double max_slowdown_pct,
+                             const uint64_t *levels_hz, int n, int i);
+/* The index of the level within the bound with the lowest predicted E t^objective; ties: the
+ * lower. The top level is always within the bound, so there is one. */
+int gc_roofline_argmin(const gc_roofline *r, const gc_workload *w, int objective, double max_slowdown_pct,
+                       const uint64_t *levels_hz, int n);
 /* The level of levels_hz (ascending, n > 0) with the lowest predicted energy; ties: the lower. */
 int gc_propose_roofline(const gc_roofline *r, const gc_workload *w, const uint64_t *levels_hz, int n,
                         double *mhz);
@@ -319,7 +339,7 @@ int gc_version_text(char *out, size_t len);
 int gc_model_family(const char *model, int *is_decoder);
 
 /* The policies, registered as devfreq's governors are: one entry each, in gc_policies[]
- * (policy.c). Names, help text (`govcore --help`, pydvfs's POLICY_NAMES and POLICY_HELP) and
+ * (policy_table.c). Names, help text (`govcore --help`, pydvfs's POLICY_NAMES and POLICY_HELP) and
  * what gc_decide_goal checks before it asks a policy all come from the entry. */
 #define GC_POLICY_NEEDS_MODEL_DIR 1u /* needs a model folder's roofline.txt (the curve) */
 #define GC_POLICY_TAKES_OBJECTIVE 2u /* minimises the goal's objective (and bound) over a curve */

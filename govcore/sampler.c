@@ -18,6 +18,7 @@
  *   counted (caller + thread): whoever lets go last frees it.
  */
 #include "sampler.h"
+#include "err.h"
 #include "sysfs.h"
 
 #include <errno.h>
@@ -495,15 +496,6 @@ static void *sampler_main(void *arg)
 
 /* ---------------------------------------------------------------- lifecycle --- */
 
-static void board_err(gc_board *b, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(b->err, sizeof b->err, fmt, ap);
-    va_end(ap);
-}
-
 static void destroy(gc_sampler *s)
 {
     int k;
@@ -566,23 +558,23 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
     if (!cfg)
         cfg = &def;
     if (b->n_rails == 0) {
-        board_err(b, "no power rail under %s (looked for hwmon devices named ina3221, hwmon power "
+        set_err(b, "no power rail under %s (looked for hwmon devices named ina3221, hwmon power "
                      "channels and the ina3221x driver): energy cannot be measured on this board",
                   b->sysfs_root);
         return -ENODEV;
     }
     if (isnan(cfg->rate_hz) || cfg->rate_hz > GC_SAMPLER_MAX_RATE_HZ ||
         (cfg->rate_hz > 0 && cfg->rate_hz < GC_SAMPLER_MIN_RATE_HZ)) {
-        board_err(b, "sampling rate must be within %g..%.0f Hz", GC_SAMPLER_MIN_RATE_HZ,
+        set_err(b, "sampling rate must be within %g..%.0f Hz", GC_SAMPLER_MIN_RATE_HZ,
                   GC_SAMPLER_MAX_RATE_HZ);
         return -EINVAL;
     }
     if (cfg->ring_capacity > GC_SAMPLER_RING_MAX) {
-        board_err(b, "ring capacity must be at most %d samples", GC_SAMPLER_RING_MAX);
+        set_err(b, "ring capacity must be at most %d samples", GC_SAMPLER_RING_MAX);
         return -EINVAL;
     }
     if (b->n_rails < 32 && (cfg->rail_mask >> b->n_rails)) {
-        board_err(b, "rail mask selects rails the board does not have");
+        set_err(b, "rail mask selects rails the board does not have");
         return -EINVAL;
     }
     s = calloc(1, sizeof *s);
@@ -622,7 +614,7 @@ int gc_sampler_create(gc_sampler **out, gc_board *b, const gc_sampler_config *cf
         else if ((rc = chan_init(&r->v, s->root, src->voltage_path)) == 0)
             rc = chan_init(&r->i, s->root, src->current_path);
         if (rc < 0) {
-            board_err(b, "cannot open the %s sensor files (%s): %s", src->name,
+            set_err(b, "cannot open the %s sensor files (%s): %s", src->name,
                       src->kind != GC_RAIL_HWMON ? src->power_path : src->voltage_path,
                       strerror(-rc));
             goto fail_files;

@@ -14,6 +14,7 @@
  * A refusal returns -GC_ESTATE with the reason in b->err.
  */
 #include "state.h"
+#include "err.h"
 #include "lock.h"
 #include "sysfs.h"
 
@@ -38,15 +39,6 @@
 /* What every refusal of a saved state tells people to do. */
 #define STATE_WHAT_TO_DO "check the clock (`status`); as the user who saved it (root for the " \
                          "daemon) `govcore restore --force` or `pydvfs restore --force` drops it"
-
-static void set_err(gc_board *b, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(b->err, sizeof b->err, fmt, ap);
-    va_end(ap);
-}
 
 int gc_default_state_dir(char *out, size_t len)
 {

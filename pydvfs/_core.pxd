@@ -260,7 +260,7 @@ cdef extern from "policy.h" nogil:
         GC_OBJECTIVE_ENERGY        # objectives: the power of the step time in the cost (E t^k)
         GC_OBJECTIVE_COUNT         # numbered 0 .. GC_OBJECTIVE_COUNT-1 (gc_objective_name)
 
-    # the policies' one table (policy.c's gc_policies): a policy is an index of it
+    # the policies' one table (policy_table.c's gc_policies): a policy is an index of it
     ctypedef struct gc_policy_entry:
         const char *name
         const char *help

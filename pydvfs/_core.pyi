@@ -16,7 +16,7 @@ OBJECTIVE_NAMES: tuple[str, ...]
 PEFT_NAMES: tuple[str, ...]
 PRECISION_NAMES: tuple[str, ...]
 METHOD_KEYS: tuple[str, ...]
-# The one workload grammar (policy.c gc_workload_fields; docs/policy.md "The workload grammar"):
+# The one workload grammar (workload.c gc_workload_fields; docs/policy.md "The workload grammar"):
 # key -> (kind "label" | "name" | "whole" | "decimal", min or None, max or None).
 WORKLOAD_FIELDS: dict[str, tuple[str, float | None, float | None]]
 WORKLOAD_SPEC_MAX: int

@@ -1,7 +1,7 @@
 # Policy part of the govcore binding (included by _core.pyx): trees, proposals, decide/apply.
 from libc.errno cimport EBADMSG, ENOEXEC
 
-# The static policies, from govcore's table of them (policy.c's gc_policies), in its order: the
+# The static policies, from govcore's table of them (policy_table.c's gc_policies), in its order: the
 # one list every Python caller uses; their one-line help and what each needs, from the same entries.
 POLICY_NAMES = tuple(gc_policies[i].name.decode() for i in range(gc_n_policies))
 POLICY_HELP = {gc_policies[i].name.decode(): gc_policies[i].help.decode() for i in range(gc_n_policies)}
@@ -13,12 +13,12 @@ POLICY_FLAGS = {gc_policies[i].name.decode(): frozenset(
     for i in range(gc_n_policies)}
 # What a policy may minimise, in govcore's order: the index is the power of the step time (E t^k).
 OBJECTIVE_NAMES = tuple(gc_objective_name(i).decode() for i in range(GC_OBJECTIVE_COUNT))
-# How a workload may train (policy.c's gc_peft_names, gc_precision_names, gc_method_keys): the
+# How a workload may train (workload.c's gc_peft_names, gc_precision_names, gc_method_keys): the
 # one list of each, which pydvfs.Workload and `govcore apply --workload` both read.
 PEFT_NAMES = tuple(gc_peft_names[i].decode() for i in range(GC_PEFT_COUNT))
 PRECISION_NAMES = tuple(gc_precision_names[i].decode() for i in range(GC_PRECISION_COUNT))
 METHOD_KEYS = tuple(gc_method_keys[i].decode() for i in range(GC_N_METHOD_KEYS))
-# The keys of a workload and the bounds of its numbers (policy.c's gc_workload_fields, the one
+# The keys of a workload and the bounds of its numbers (workload.c's gc_workload_fields, the one
 # grammar: docs/policy.md, "The workload grammar"): key -> (kind, min, max), kind "label",
 # "name", "whole" or "decimal"; min and max None for a label or a name.
 _KINDS = {GC_WK_LABEL: "label", GC_WK_NAME: "name", GC_WK_WHOLE: "whole", GC_WK_DECIMAL: "decimal"}

@@ -1,4 +1,4 @@
-"""Feature vectors for the frequency model: the Python twin of gc_features() in govcore/policy.c.
+"""Feature vectors for the frequency model: the Python twin of gc_features() in govcore/features.c.
 
 A tree is trained on named features; the C side computes each name the same way (a golden test
 checks they agree), so the order can never silently differ.
@@ -20,7 +20,7 @@ METHOD_FEATURES = ("trainable_share", "weight_bits", "compute_bits")
 ALL_FEATURES = PAPER_FEATURES + ROOFLINE_FEATURES + METHOD_FEATURES
 
 # Compute per token of the layer stack, 12 L d^2 + 3 L S d (paper B): the roofline law's proxy,
-# one definition for both (govcore/policy.c has the C twin, checked by the golden test).
+# one definition for both (govcore/features.c has the C twin, checked by the golden test).
 c_tok = compute_per_token
 
 

@@ -1,6 +1,6 @@
 """``pydvfs.apply``: choose the energy-optimal clock for a workload and pin it.
 
-The choice is made in C (govcore/policy.c), by the tree built into the extension or by one that
+The choice is made in C (govcore/decide.c), by the tree built into the extension or by one that
 ``pydvfs train`` compiled into a model folder, so Python and the ``govcore`` binary decide alike.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""govcore's one table of policies (policy.c's gc_policies): Python's names, help and flags, the
+"""govcore's one table of policies (policy_table.c's gc_policies): Python's names, help and flags, the
 binary's --help and its error words all come from its entries."""
 from __future__ import annotations
 

@@ -10,6 +10,7 @@
  */
 #include "domain.h"
 #include "boards.h"
+#include "err.h"
 #include "sysfs.h"
 
 #include <errno.h>
@@ -31,7 +32,7 @@ static int read_hz(gc_domains *ds, const gc_domain *d, const char *name, uint64_
     file_of(d, name, path, sizeof path);
     rc = gc_sysfs_read_u64(ds->sysfs_root, path, hz);
     if (rc < 0)
-        snprintf(ds->err, sizeof ds->err, "%s: cannot read %s: %s", d->name, path,
+        set_err(ds, "%s: cannot read %s: %s", d->name, path,
                 rc == -GC_EBOARD ? "not a regular file" : gc_sysfs_strerror(rc));
     return rc;
 }
@@ -44,7 +45,7 @@ static int write_hz(gc_domains *ds, const gc_domain *d, const char *name, uint64
     file_of(d, name, path, sizeof path);
     rc = gc_sysfs_write_u64(ds->sysfs_root, path, hz);
     if (rc < 0)
-        snprintf(ds->err, sizeof ds->err, "%s: cannot write %llu to %s: %s%s", d->name, (unsigned long long)hz, path,
+        set_err(ds, "%s: cannot write %llu to %s: %s%s", d->name, (unsigned long long)hz, path,
                 rc == -GC_EBOARD ? "not a regular file" : gc_sysfs_strerror(rc),
                 (rc == -EACCES || rc == -EPERM) ? " (run as root, or through govcore serve)" : "");
     return rc;

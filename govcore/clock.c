@@ -163,6 +163,60 @@ static int record_pin(gc_board *b, const char *state_dir, uint64_t level_hz)
 /* Best effort, in the safe order: write what can be written even where something cannot be
  * read, and say exactly what is still not as saved. A saved value the board no longer offers (a
  * governor or a level gone from its tables) is never written: it is left, and named. */
+/* gc_restore's GPU range: the saved min/max this board still offers, written in an order that
+ * never makes min > max; what could not be written is added to retry, what the board no longer
+ * offers to gone, and the first failure to *first_rc and first_err (each GC_ERR_MAX bytes). */
+static void restore_range(gc_board *b, const gc_clock_state *saved, char *retry, char *gone, int *first_rc,
+                          char *first_err)
+{
+    gc_clock_state now;
+    int rc = 0, pass, min_ok = 0, max_ok = 0, min_use, max_use;
+
+    /* what of it this board still offers */
+    min_use = gc_level_known(b, saved->min_hz);
+    max_use = gc_level_known(b, saved->max_hz);
+    if (min_use && max_use && saved->max_hz < saved->min_hz)
+        min_use = max_use = 0;
+    /* The range: with the current one readable, gc_set_range_hz picks the order that never
+     * makes min > max. Without it (or with one bound gone), write what can be written, max
+     * then min, and once more whatever the board refused (a refused write may succeed once
+     * the other bound has moved). */
+    if (min_use && max_use && (rc = gc_set_range_hz(b, saved->min_hz, saved->max_hz)) == 0) {
+        min_ok = max_ok = 1;
+    } else {
+        if (min_use && max_use && !*first_rc) {
+            *first_rc = rc;
+            snprintf(first_err, GC_ERR_MAX, "%s", b->err);
+        }
+        for (pass = 0; pass < 2 && !((min_ok || !min_use) && (max_ok || !max_use)); pass++) {
+            if (max_use && !max_ok)
+                max_ok = write_hz(b, "max_freq", saved->max_hz) == 0;
+            if (min_use && !min_ok)
+                min_ok = write_hz(b, "min_freq", saved->min_hz) == 0;
+            if (!*first_rc && ((max_use && !max_ok) || (min_use && !min_ok))) {
+                *first_rc = -EIO;
+                snprintf(first_err, GC_ERR_MAX, "%s", b->err);
+            }
+        }
+        if (read_range(b, &now) == 0) {
+            min_ok = min_use && now.min_hz == saved->min_hz;
+            max_ok = max_use && now.max_hz == saved->max_hz;
+        }
+        if (!min_use)
+            gc_list_append(gone, GC_ERR_MAX, "min_freq (saved %g MHz is not %s)",
+                     gc_hz_to_mhz(saved->min_hz), gc_level_known(b, saved->min_hz) ?
+                     "at most the saved max" : "a level of this board");
+        else if (!min_ok)
+            gc_list_append(retry, GC_ERR_MAX, "min_freq");
+        if (!max_use)
+            gc_list_append(gone, GC_ERR_MAX, "max_freq (saved %g MHz is not %s)",
+                     gc_hz_to_mhz(saved->max_hz), gc_level_known(b, saved->max_hz) ?
+                     "at least the saved min" : "a level of this board");
+        else if (!max_ok)
+            gc_list_append(retry, GC_ERR_MAX, "max_freq");
+    }
+}
+
 int gc_restore(gc_board *b, const char *state_dir, int *restored)
 {
     char gov_path[GC_PATH_MAX], gov_now[GC_NAME_MAX], shown[GC_NAME_MAX];
@@ -170,11 +224,10 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
     char dom_lines[GC_DOMAINS_RECORD_MAX], kept[GC_DOMAINS_RECORD_MAX] = "";
     char dom_left[GC_ERR_MAX] = "";
     gc_state_file sf;
-    gc_clock_state saved, now;
+    gc_clock_state saved;
     gc_domains ds;
     gc_domain_state dst[GC_MAX_DOMAINS];
-    int rc, pass, first_rc = 0;
-    int min_ok = 0, max_ok = 0, min_use, max_use;
+    int rc, first_rc = 0;
 
     *restored = 0;
     follow_power_mode(b, state_dir); /* a power mode changed during the pin: restore obeys it */
@@ -184,11 +237,6 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
         gc_state_close(&sf);
         return rc == -ENOENT ? 0 : rc;
     }
-    /* what of it this board still offers */
-    min_use = gc_level_known(b, saved.min_hz);
-    max_use = gc_level_known(b, saved.max_hz);
-    if (min_use && max_use && saved.max_hz < saved.min_hz)
-        min_use = max_use = 0;
     /* the governor first: podgov moves the clock within min..max, so set the range last */
     if (saved.governor[0] && !gc_governor_known(b, saved.governor)) {
         gc_printable(saved.governor, shown, sizeof shown);
@@ -206,44 +254,7 @@ int gc_restore(gc_board *b, const char *state_dir, int *restored)
             }
         }
     }
-    /* The range: with the current one readable, gc_set_range_hz picks the order that never
-     * makes min > max. Without it (or with one bound gone), write what can be written, max
-     * then min, and once more whatever the board refused (a refused write may succeed once
-     * the other bound has moved). */
-    if (min_use && max_use && (rc = gc_set_range_hz(b, saved.min_hz, saved.max_hz)) == 0) {
-        min_ok = max_ok = 1;
-    } else {
-        if (min_use && max_use && !first_rc) {
-            first_rc = rc;
-            snprintf(first_err, sizeof first_err, "%s", b->err);
-        }
-        for (pass = 0; pass < 2 && !((min_ok || !min_use) && (max_ok || !max_use)); pass++) {
-            if (max_use && !max_ok)
-                max_ok = write_hz(b, "max_freq", saved.max_hz) == 0;
-            if (min_use && !min_ok)
-                min_ok = write_hz(b, "min_freq", saved.min_hz) == 0;
-            if (!first_rc && ((max_use && !max_ok) || (min_use && !min_ok))) {
-                first_rc = -EIO;
-                snprintf(first_err, sizeof first_err, "%s", b->err);
-            }
-        }
-        if (read_range(b, &now) == 0) {
-            min_ok = min_use && now.min_hz == saved.min_hz;
-            max_ok = max_use && now.max_hz == saved.max_hz;
-        }
-        if (!min_use)
-            gc_list_append(gone, sizeof gone, "min_freq (saved %g MHz is not %s)",
-                     gc_hz_to_mhz(saved.min_hz), gc_level_known(b, saved.min_hz) ?
-                     "at most the saved max" : "a level of this board");
-        else if (!min_ok)
-            gc_list_append(retry, sizeof retry, "min_freq");
-        if (!max_use)
-            gc_list_append(gone, sizeof gone, "max_freq (saved %g MHz is not %s)",
-                     gc_hz_to_mhz(saved.max_hz), gc_level_known(b, saved.max_hz) ?
-                     "at least the saved min" : "a level of this board");
-        else if (!max_ok)
-            gc_list_append(retry, sizeof retry, "max_freq");
-    }
+    restore_range(b, &saved, retry, gone, &first_rc, first_err);
     /* every clock domain saved with the GPU (EMC, CPU policies), best effort */
     if (dom_lines[0]) {
         /* domain by domain: one that no longer matches the board is not written, stays in the

@@ -146,6 +146,8 @@ int gc_workload_check(const gc_workload *w, char *err, size_t len);
  * in the protocol's plain decimal (6 places at most, trailing zeros cut). "" if it does not fit
  * in len. */
 void gc_method_format(const gc_workload *w, char *out, size_t len);
+/* A number as the protocol reads it: plain decimal, 6 places at most, trailing zeros cut. */
+void gc_plain_decimal(char *out, size_t len, double v);
 /* Compute per token of a transformer layer stack (paper B's proxy): 12 L d^2 + 3 L S d
  * (features.c: the tree's log10_c_tok and intensity, and the roofline model's work). */
 double gc_c_tok(const gc_workload *w);

@@ -357,6 +357,18 @@ int gc_workload_check(const gc_workload *w, char *err, size_t len)
     return 0;
 }
 
+void gc_plain_decimal(char *out, size_t len, double v)
+{
+    size_t n;
+
+    snprintf(out, len, "%.6f", v);
+    n = strlen(out);
+    while (n > 1 && out[n - 1] == '0')
+        out[--n] = '\0';
+    if (n > 1 && out[n - 1] == '.')
+        out[--n] = '\0';
+}
+
 void gc_method_format(const gc_workload *w, char *out, size_t len)
 {
     const double nums[GC_N_METHOD_KEYS] = {0, w->rank, w->trainable_params, w->weight_bits, 0,
@@ -376,15 +388,8 @@ void gc_method_format(const gc_workload *w, char *out, size_t len)
                          k == 0 ? gc_peft_names[i] : gc_precision_names[i]);
         } else if (nums[k] > 0.0) {
             char num[48];
-            size_t m;
 
-            /* plain decimal, as the protocol reads numbers: 6 places, trailing zeros cut */
-            snprintf(num, sizeof num, "%.6f", nums[k]);
-            m = strlen(num);
-            while (m > 1 && num[m - 1] == '0')
-                num[--m] = '\0';
-            if (m > 1 && num[m - 1] == '.')
-                num[--m] = '\0';
+            gc_plain_decimal(num, sizeof num, nums[k]);
             r = snprintf(out + n, len - n, " %s=%s", gc_method_keys[k], num);
         } else {
             continue;

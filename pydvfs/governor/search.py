@@ -92,6 +92,25 @@ class Probe:
         return asdict(self)
 
 
+def spread_pct(values) -> float:
+    """How far a probe's windows disagree: (max - min) / median, % (both searches)."""
+    return 100.0 * (max(values) - min(values)) / statistics.median(values)
+
+
+def probe_done(values, need: int, most: int, limit_pct: float, worse=None) -> bool:
+    """When a probe is done (both searches): never before ``need`` windows, always at ``most``;
+    in between once its windows agree (:func:`spread_pct` within ``limit_pct``), or once
+    ``worse()`` (where given) says more windows cannot make the mode the best."""
+    n = len(values)
+    if n < need:
+        return False
+    if n >= most:
+        return True
+    if worse is not None and worse():
+        return True
+    return spread_pct(values) <= limit_pct
+
+
 def latest_estimate(probes, level_mhz: float) -> float | None:
     """The latest J/step measured at ``level_mhz``, or None (both searches)."""
     for p in reversed(probes):
@@ -194,9 +213,8 @@ class HillClimb(SearchBase):
         if not self._probe_done():
             return self.target_mhz
         value = self._probe_value(self._samples)
-        spread = 100.0 * (max(self._samples) - min(self._samples)) / statistics.median(self._samples)
         self.probes.append(Probe(self.levels_mhz[self._probing], value, len(self._samples),
-                                 self._round, now_s, spread))
+                                 self._round, now_s, spread_pct(self._samples)))
         self._est[self._probing] = value
         self._samples = []
         self._decide(now_s)
@@ -236,14 +254,8 @@ class HillClimb(SearchBase):
         return nearest_index(self.levels_mhz, float(freq_mhz))
 
     def _probe_done(self) -> bool:
-        n = len(self._samples)
-        if n < self.params.samples:
-            return False
-        if n >= self.params.max_samples:
-            return True
-        med = statistics.median(self._samples)
-        spread_pct = 100.0 * (max(self._samples) - min(self._samples)) / med
-        return spread_pct <= self.params.spread_limit_pct
+        p = self.params
+        return probe_done(self._samples, p.samples, p.max_samples, p.spread_limit_pct)
 
     def _probe_value(self, samples: list[float]) -> float:
         """The median of the probe's windows; when extra windows were taken because they
@@ -326,4 +338,4 @@ class HillClimb(SearchBase):
                 "params": self.params.to_dict()}
 
 
-__all__ = ["HillClimb", "Probe", "SearchParams"]
+__all__ = ["HillClimb", "Probe", "SearchParams", "probe_done", "spread_pct"]

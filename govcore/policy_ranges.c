@@ -13,14 +13,15 @@ static const gc_builtin_range gcr_agx_orin_cpu_gpu_[] = {
     {714.0, {20.37, 27.29}},
 };
 static const gc_builtin_range gcr_orin_nano_super_cpu_gpu_[] = {
-    {408.0, {13.13, 46.97}},
+    {612.0, {10.75, 49.35}},
+    {714.0, {8.34, 42.51}},
 };
 static const gc_builtin_range gcr_orin_nx_module_[] = {
     {1020.0, {1.58, 18.73}},
 };
 static const gc_builtin_range gcr_orin_nx_cpu_gpu_[] = {
-    {510.0, {20.49, 50.21}},
-    {510.0, {20.35, 50.62}},
+    {510.0, {14.84, 51.14}},
+    {714.0, {12.33, 49.34}},
 };
 static const gc_builtin_range gcr_thor_module_[] = {
     {1260.0, {1.56, 24.48}},
@@ -28,23 +29,18 @@ static const gc_builtin_range gcr_thor_module_[] = {
 static const gc_builtin_range gcr_thor_cpu_gpu_[] = {
     {1050.0, {5.39, 38.07}},
 };
-static const gc_builtin_range gcr_agx_xavier_cpu_gpu_[] = {
-    {624.75, {2.55, 34.16}},
-    {905.25, {5.57, 42.56}},
-    {1032.75, {4.87, 35.8}},
-};
 
 const gc_builtin_ranges gc_builtin_saving_ranges[] = {
     {"agx-orin", "module", 2, gcr_agx_orin_module_, 52.4},
     {"agx-orin", "cpu-gpu", 2, gcr_agx_orin_cpu_gpu_, 52.4},
     {"orin-nano-super", "module", 0, NULL, 56.98},
-    {"orin-nano-super", "cpu-gpu", 1, gcr_orin_nano_super_cpu_gpu_, 56.98},
+    {"orin-nano-super", "cpu-gpu", 2, gcr_orin_nano_super_cpu_gpu_, 56.98},
     {"orin-nx", "module", 1, gcr_orin_nx_module_, 57.95},
     {"orin-nx", "cpu-gpu", 2, gcr_orin_nx_cpu_gpu_, 57.95},
     {"thor", "module", 1, gcr_thor_module_, 57.59},
     {"thor", "cpu-gpu", 1, gcr_thor_cpu_gpu_, 57.59},
     {"agx-xavier", "module", 0, NULL, 56.42},
-    {"agx-xavier", "cpu-gpu", 3, gcr_agx_xavier_cpu_gpu_, 56.42},
+    {"agx-xavier", "cpu-gpu", 0, NULL, 56.42},
     {"nano", "module", 0, NULL, 70.1},
     {"nano", "cpu-gpu", 0, NULL, 70.1},
 };

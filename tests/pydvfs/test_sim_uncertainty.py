@@ -4,7 +4,7 @@ import pytest
 from pydvfs.device import table as boards
 from pydvfs.errors import InvalidValueError
 from pydvfs.sim.catalogue import get_workload
-from pydvfs.sim.model import idle_board_power_w, operating_point
+from pydvfs.sim.model import default_params, idle_board_power_w, operating_point
 from pydvfs.sim.perturbed import perturbed_params
 from pydvfs.sim.profiles import profile
 from pydvfs.sim.uncertainty import (
@@ -70,3 +70,21 @@ def test_a_member_is_a_perturbation_for_the_joint_replay():
 def test_an_unknown_member_is_a_clear_error():
     with pytest.raises(InvalidValueError, match="no member 'hot' in the nano family"):
         member("nano", "hot")
+
+
+def test_the_unfitted_knobs_are_the_familys_not_the_calibrations():
+    """Issue 51 item 4: the CPU rail's busy power and the V/f top move in an estimate board's family
+    (and in held-out-wide members, the other knobs keeping their held-out values), not in the
+    calibrated board's, and a calibration's knobs stay the five it fits."""
+    from pydvfs.sim.uncertainty import UNFITTED_ESTIMATE_RANGES
+
+    names = {m.name for m in family("orin-nano-super")}
+    assert {"cpu-high", "cpu-low", "vf_top-low", "corner-cpu", "corner-host"} <= names
+    assert "vf_top-high" not in names  # its high edge is the default
+    assert not {n for n in (m.name for m in family("agx-orin")) if n.startswith(("cpu", "vf_top", "corner-cpu"))}
+    wide, narrow = held_out("orin-nano-super", 3, unfitted=True), held_out("orin-nano-super", 3)
+    assert wide.knobs[:len(narrow.knobs)] == narrow.knobs and member("orin-nano-super", wide.name) == wide
+    extra = dict(wide.knobs[len(narrow.knobs):])
+    assert set(extra) == set(UNFITTED_ESTIMATE_RANGES) and set(ranges("orin-nano-super")) == set(ESTIMATE_RANGES)
+    p, base = member("orin-nano-super", "corner-cpu").params(), default_params()
+    assert p.cpu_thread_w == pytest.approx(base.cpu_thread_w * 3.0) and p.v_max_mv < base.v_max_mv

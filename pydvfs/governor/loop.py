@@ -402,6 +402,52 @@ def clamp_notice(decision: dict) -> str:
             f"{decision['freq_mhz']:g} MHz (--above-power-mode lifts the cap)")
 
 
+def _checked_run(cmd, policy: str, workload, progress_file, start_mhz, search, total_steps) -> tuple:
+    """``run_governed``'s arguments checked before anything is opened: (the command as a list,
+    the total steps checked)."""
+    cmd = list(cmd)
+    if not cmd:
+        raise InvalidValueError("no training command given (put it after --)")
+    if policy not in POLICIES:
+        raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
+    online = policy == "online"
+    if online and not progress_file:
+        raise InvalidValueError("--policy online needs --progress-file F: the step count CMD writes")
+    if workload is None and needs_workload(policy):
+        raise InvalidValueError(f"--policy {policy} needs --workload model=...,layers=...,hidden=...,seq_len=...")
+    if not online and (start_mhz is not None or search is not None or total_steps is not None):
+        raise InvalidValueError("the search options (--start, --margin, --steps, ...) are for --policy online")
+    return cmd, checked_total_steps(total_steps)
+
+
+def _report_measured(report: dict, m, seen, progress, objective, status, restored, restore_error,
+                     interrupted) -> float:
+    """What a governed run measured (``m``: the sampler's measurement; ``seen``: the steps it
+    saw), its exit and the board's restore, into ``report``; returns the energy of the objective."""
+    steps = tokens = None
+    if seen is not None:
+        seen.see(*read_progress_tokens(progress))  # the count CMD left at its end
+        steps, tokens = seen.steps, seen.tokens
+    energy = window_energy_j(m, objective.energy)
+    report.update(
+        exit_status=status,
+        duration_s=m.duration_s,
+        energy_j=dict(m.energy_j),
+        **energy_report_fields(m, objective.energy),
+        steps=steps,  # the steps this run saw the count advance by (progress.StepsSeen)
+        steps_at_start=None if seen is None else seen.start[0],
+        tokens=tokens,
+        **per_work(energy, m.duration_s, steps, tokens),
+        restored=restored,
+        restore_error=restore_error,
+        measurement=m.to_dict(),
+        warnings=[],
+        partial=interrupted is not None,
+        stopped_by=None if interrupted is None else _stopped_by(interrupted),
+    )
+    return energy
+
+
 def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | None = None,
                  progress_file: str | Path | None = None, rate_hz: float | None = None,
                  model_dir=None, start_mhz: float | None = None,
@@ -419,19 +465,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
     in the board's store under ``data_dir`` (``record``; docs/store.md)."""
     from ..device import remote
 
-    cmd = list(cmd)
-    if not cmd:
-        raise InvalidValueError("no training command given (put it after --)")
-    if policy not in POLICIES:
-        raise InvalidValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
+    cmd, total_steps = _checked_run(cmd, policy, workload, progress_file, start_mhz, search, total_steps)
     online = policy == "online"
-    if online and not progress_file:
-        raise InvalidValueError("--policy online needs --progress-file F: the step count CMD writes")
-    if workload is None and needs_workload(policy):
-        raise InvalidValueError(f"--policy {policy} needs --workload model=...,layers=...,hidden=...,seq_len=...")
-    if not online and (start_mhz is not None or search is not None or total_steps is not None):
-        raise InvalidValueError("the search options (--start, --margin, --steps, ...) are for --policy online")
-    total_steps = checked_total_steps(total_steps)
     objective = objective or Objective()
     search_kind = search_kind or default_search()
     window = window or WindowParams()
@@ -507,28 +542,8 @@ def run_governed(cmd: Sequence[str], policy: str = "online", workload: dict | No
                 raise
             # the run is over and measured: its report is still given, with what is left pinned
             restored, restore_error = False, str(e)
-    m = sampler.measurement
-    steps = tokens = None
-    if seen is not None:
-        seen.see(*read_progress_tokens(progress))  # the count CMD left at its end
-        steps, tokens = seen.steps, seen.tokens
-    energy = window_energy_j(m, objective.energy)
-    report.update(
-        exit_status=status,
-        duration_s=m.duration_s,
-        energy_j=dict(m.energy_j),
-        **energy_report_fields(m, objective.energy),
-        steps=steps,  # the steps this run saw the count advance by (progress.StepsSeen)
-        steps_at_start=None if seen is None else seen.start[0],
-        tokens=tokens,
-        **per_work(energy, m.duration_s, steps, tokens),
-        restored=restored,
-        restore_error=restore_error,
-        measurement=m.to_dict(),
-        warnings=[],
-        partial=interrupted is not None,
-        stopped_by=None if interrupted is None else _stopped_by(interrupted),
-    )
+    energy = _report_measured(report, sampler.measurement, seen, progress, objective, status, restored,
+                              restore_error, interrupted)
     if remote.reconnects() > reconnects:
         # the daemon restarted: the client connected again, pinned again and began its windows again
         report["warnings"].append(

@@ -147,6 +147,152 @@ def best_clocks_section(results: dict) -> list[str]:
 REAL_DATA_ENERGY = "GPU (measured)"
 
 
+def _characterise_section(results: dict) -> list:
+    """The report's section on results["characterise"]."""
+    L: list = []
+    c = results["characterise"]
+    a = c["analysis"]
+    L += ["## Characterisation (paper A, steps 1-2)", "",
+          f"Energy: **{_measure_label(c)}** (each workload's sweet spot is its clock of least "
+          f"{_measure_label(c)} energy; paper A's CPU+GPU figures are in the replication ledger).", "",
+          f"{c['characterisation']['rows']} simulated runs on {', '.join(c['characterisation']['tasks'])}; "
+          f"{c['evaluation']['rows']} on the unseen {', '.join(c['evaluation']['tasks'])}.", "",
+          f"- sweet spots: {a['sweet_spot_range_mhz'][0]:g}-{a['sweet_spot_range_mhz'][1]:g} MHz",
+          f"- U-shaped curves: {a['u_shaped']} of {a['n']}; spiky: {', '.join(a['spiky']) or 'none'}",
+          f"- best clock vs MAXN: {a['mean_saving_pct']:.1f} % mean {_measure_label(c)} energy saving, "
+          f"{a['mean_saving_large_pct']:.1f} % for models above 70M parameters", ""]
+    L += _table(["workload", "sweet spot (MHz)", f"{_measure_label(c)} energy saving vs MAXN", "time vs MAXN",
+                 "flags"],
+                [[w["workload"], f"{w['sweet_spot_mhz']:g}", f"{w['saving_vs_maxn_pct']:.1f} %",
+                  _pct(w.get("time_penalty_vs_maxn_pct")), ", ".join(w["flags"]) or "–"]
+                 for w in a["per_workload"]]) + [""]
+    L += [f"![{Path(p).stem}]({p})" for p in c["plots"] if any(k in p for k in ("bert-base", "pythia-160m", "bert-tiny", "optimal"))]
+    L.append("")
+    return L
+
+
+def _shipped_section(results: dict) -> list:
+    """The report's section on the shipped policy (results["train"]["shipped"])."""
+    L: list = []
+    t = results["train"]
+    L += ["## Noise-aware labels, honest selection, the roofline model", "",
+          t["noise"]["advice"] + ".", "",
+          f"Shipped policy: **{t['shipped']}** - {t['ship_reason']}.", "",
+          "Regret on each workload's fitted physical curve; LOMO = every task of the held-out "
+          "architecture left out of training (see docs/policy.md).", ""]
+    L += _table(["policy", "LOOCV regret", "LOMO regret", "share of oracle (LOOCV / LOMO)"],
+                [[r["name"], f"{r['mean_regret_pct']:.2f} %",
+                  "" if r.get("lomo_mean_regret_pct") is None else f"{r['lomo_mean_regret_pct']:.2f} %",
+                  f"{100 * (r.get('share_of_oracle') or 0):.1f} % / {100 * (r.get('lomo_share_of_oracle') or 0):.1f} %"]
+                 for r in t["table"]])
+    rf = t["roofline"]
+    L += ["", f"Roofline board constants (fit {rf['mode']}, rms error {100 * (rf['rms_rel_error'] or 0):.1f} %, "
+          f"V/f knee {rf['vf_knee_mhz']:g} MHz):", ""]
+    L += _table(["constant", "value", "relative std"],
+                [[k, f"{v:.4g}", "not identified" if rf["rel_std"][k] is None else f"{100 * rf['rel_std'][k]:.0f} %"]
+                 for k, v in rf["constants"].items()]) + [""]
+    return L
+
+
+def _evaluate_section(results: dict) -> list:
+    """The report's section on results["evaluate"]."""
+    L: list = []
+    e = results["evaluate"]
+    s = e["summary"]
+    me = _measure_label(e)
+    L += ["## Evaluation on unseen tasks (paper A, step 5)", "",
+          f"Energy: **{me}**, against MAXN. Paper A's published figures are CPU+GPU energy: the "
+          "replication ledger sets them beside this run's CPU+GPU figures.", ""]
+    L += _table(["", f"this run (simulated Orin, {me} energy)"], [
+        ["MLG mean saving vs MAXN", _pct(s["mlg"]["mean_saving_pct"], ".2f")],
+        *([["MLG mean time added vs MAXN", _pct(_ext_time(results, "mlg"))],
+           ["FFG mean time added vs MAXN", _pct(_ext_time(results, "ffg"))]]
+          if _ext_time(results, "mlg") is not None else []),
+        ["MLG max saving", _pct(s["mlg"]["max_saving_pct"], ".2f")],
+        ["MLG min saving", _saving(s["mlg"]["min_saving_pct"], ".2f")],
+        ["workloads where MLG loses against MAXN", f"{s['mlg']['worse_than_maxn']} of {len(e['workloads'])}"],
+        ["FFG behind MLG", _pct(s["mlg"]["mean_saving_pct"] - s["ffg"]["mean_saving_pct"], ".2f")],
+        ["MLG share of the oracle's saving", f"{100 * s['mlg']['share_of_oracle']:.1f} %"],
+        ["paper's rules, mean saving", _pct(s["rules"]["mean_saving_pct"], ".2f")],
+        *([["roofline policy, mean saving", _pct(s["roofline"]["mean_saving_pct"], ".2f")]]
+          if "roofline" in s else []),
+    ]) + [""]
+    L += [f"**Left out:** the {p} policy, not scored here: {why}" for p, why in e.get("left_out", {}).items()]
+    L += [""] if e.get("left_out") else []
+    if e.get("plot"):
+        L += [f"![savings]({e['plot']})", ""]
+    return L
+
+
+def _governed_run_section(results: dict) -> list:
+    """The report's section on results["governed_run"]."""
+    L: list = []
+    g = results["governed_run"]
+    L += ["## A governed run, measured by the C sampler", "",
+          f"{g['workload']}, {g['steps']} steps on the animated board (time scaled x{g['time_scale']}).", ""]
+    L += _table(["policy", "clock", "module energy (J)", "CPU+GPU energy (J)", "time (s)",
+                 f"{_measure_label(g)} power (W)", "samples", "rate (Hz)"],
+                [[p, "MAXN" if r["freq_mhz"] is None else f"{r['freq_mhz']:g} MHz",
+                  _f(r.get("energy_module_j"), ".1f"), f"{r['energy_cpu_gpu_j']:.1f}",
+                  f"{r['duration_s']:.2f}", f"{r['avg_power_w']:.2f}", r["samples"], f"{r['rate_hz']:.0f}"]
+                 for p, r in g["runs"].items()])
+    gt = results.get("replication", {}).get("governed")
+    other = "cpu_gpu" if g.get("energy_measure") == "module" else "module"
+    beside = "" if g.get(f"saving_{other}_pct") is None else \
+        f"; in {'CPU+GPU' if other == 'cpu_gpu' else 'module'} energy: {g[f'saving_{other}_pct']:.1f} %"
+    L += ["", f"Saving of the learned policy vs MAXN in {_measure_label(g)} energy (the measure it was "
+              f"trained on): **{_saving(g['saving_pct'], '.1f')}**" + beside
+          + (f", taking **{gt['time_penalty_pct']:+.1f} %** time." if gt else "."), ""]
+    if g.get("plot"):
+        L += [f"![power trace]({g['plot']})", ""]
+    return L
+
+
+def _joint_section(results: dict) -> list:
+    """The report's section on results["joint"]."""
+    L: list = []
+    jt = results["joint"]
+    L += ["## The whole power mode: GPU-only vs the joint search", "",
+          f"The joint online search (`run --policy online --knobs gpu,emc,cpu`) beside the GPU-only one (EMC and "
+          f"CPU at the top), each replayed over a {jt['minutes']:g}-min run against every mode of the simulated "
+          f"{jt['board']} (window noise, exploration included; docs/power-modes.md). Saving: module energy "
+          "against the top mode; EMC/CPU terms of the simulator are priors, not calibrated.", ""]
+    L += _table(["workload", "GPU-only: settled, saving, probes", "joint: settled mode, saving, modes probed",
+                 "joint adds", "best of the grid"],
+                [[w["workload"],
+                  f"{w['gpu-only']['settled'][0]:g} MHz, {w['gpu-only']['saving_pct']:.1f} %, "
+                  f"{w['gpu-only']['probes']}",
+                  f"{'/'.join(f'{x:g}' for x in w['joint']['settled'])}, {w['joint']['saving_pct']:.1f} %, "
+                  f"{w['joint']['probes']}",
+                  f"{w['joint_adds_pct']:+.1f} %",
+                  f"{'/'.join(f'{x:g}' for x in w['best_mode'])}: {w['best_saving_pct']:.1f} % of {w['modes']} modes"]
+                 for w in jt["workloads"]]) + [""]
+    if jt.get("heatmap"):
+        L += [f"A mode sweep (`sweep --sim --knobs gpu,emc,cpu`, {jt['sweep_modes']} modes): module energy over "
+              "GPU x EMC at each cell's best CPU clock.", "", f"![modes]({jt['heatmap']})", ""]
+    return L
+
+
+def _real_data_section(results: dict) -> list:
+    """The report's section on results["real_data"]."""
+    L: list = []
+    r = results["real_data"]
+    L += ["## The analysis on real measurements from other hardware", "",
+          "Energy: the GPU's, as those studies measured it (not a Jetson module); savings against each "
+          "study's top setting.", ""]
+    for name in ("perseus_gpt3_a100", "zeus_bert_v100"):
+        if name not in r:
+            L += [f"**Left out:** {name}: {r.get('left_out', {}).get(name, 'not in results.json')}", ""]
+            continue
+        L += [f"### {name}", ""]
+        L += _table(["workload", "knob", "sweet spot", "top", "GPU energy saving vs top", "time penalty", "flags"],
+                    [[w["workload"], w["knob"], f"{w['sweet_spot']:g}", f"{w['top']:g}",
+                      f"{w['savings_vs_top_pct']:.1f} %", f"{w['time_penalty_vs_top_pct']:.1f} %",
+                      ", ".join(w["flags"]) or "–"] for w in r[name]]) + [""]
+        L += [f"![{Path(p).stem}]({p})" for p in r.get(name + "_plots", [])[:2]] + [""]
+    return L
+
+
 def markdown(results: dict) -> str:
     L = ["# pydvfs report: energy-optimal GPU clocks on a simulated Jetson AGX Orin", "",
          f"Generated {time.strftime('%Y-%m-%d %H:%M')} from `results.json`. Every number below was "
@@ -163,24 +309,7 @@ def markdown(results: dict) -> str:
               f"({b['levels_mhz'][0]:g}-{b['levels_mhz'][-1]:g} MHz), rails {', '.join(b['rails'])}. "
               f"Pinned {b['pinned_mhz']:g} MHz and restored.", ""]
     if "characterise" in results:
-        c = results["characterise"]
-        a = c["analysis"]
-        L += ["## Characterisation (paper A, steps 1-2)", "",
-              f"Energy: **{_measure_label(c)}** (each workload's sweet spot is its clock of least "
-              f"{_measure_label(c)} energy; paper A's CPU+GPU figures are in the replication ledger).", "",
-              f"{c['characterisation']['rows']} simulated runs on {', '.join(c['characterisation']['tasks'])}; "
-              f"{c['evaluation']['rows']} on the unseen {', '.join(c['evaluation']['tasks'])}.", "",
-              f"- sweet spots: {a['sweet_spot_range_mhz'][0]:g}-{a['sweet_spot_range_mhz'][1]:g} MHz",
-              f"- U-shaped curves: {a['u_shaped']} of {a['n']}; spiky: {', '.join(a['spiky']) or 'none'}",
-              f"- best clock vs MAXN: {a['mean_saving_pct']:.1f} % mean {_measure_label(c)} energy saving, "
-              f"{a['mean_saving_large_pct']:.1f} % for models above 70M parameters", ""]
-        L += _table(["workload", "sweet spot (MHz)", f"{_measure_label(c)} energy saving vs MAXN", "time vs MAXN",
-                     "flags"],
-                    [[w["workload"], f"{w['sweet_spot_mhz']:g}", f"{w['saving_vs_maxn_pct']:.1f} %",
-                      _pct(w.get("time_penalty_vs_maxn_pct")), ", ".join(w["flags"]) or "–"]
-                     for w in a["per_workload"]]) + [""]
-        L += [f"![{Path(p).stem}]({p})" for p in c["plots"] if any(k in p for k in ("bert-base", "pythia-160m", "bert-tiny", "optimal"))]
-        L.append("")
+        L += _characterise_section(results)
     if "train" in results:
         t = results["train"]
         L += ["## The frequency model (paper A, steps 3-4)", "",
@@ -193,67 +322,11 @@ def markdown(results: dict) -> str:
         L += ["", f"Selected: {t['selected']['name']} {t['selected']['params']}.", "", "```", t["rules"].rstrip(), "```",
               "", f"![tree]({t['tree_png']})", ""]
     if "train" in results and "shipped" in results["train"]:
-        t = results["train"]
-        L += ["## Noise-aware labels, honest selection, the roofline model", "",
-              t["noise"]["advice"] + ".", "",
-              f"Shipped policy: **{t['shipped']}** - {t['ship_reason']}.", "",
-              "Regret on each workload's fitted physical curve; LOMO = every task of the held-out "
-              "architecture left out of training (see docs/policy.md).", ""]
-        L += _table(["policy", "LOOCV regret", "LOMO regret", "share of oracle (LOOCV / LOMO)"],
-                    [[r["name"], f"{r['mean_regret_pct']:.2f} %",
-                      "" if r.get("lomo_mean_regret_pct") is None else f"{r['lomo_mean_regret_pct']:.2f} %",
-                      f"{100 * (r.get('share_of_oracle') or 0):.1f} % / {100 * (r.get('lomo_share_of_oracle') or 0):.1f} %"]
-                     for r in t["table"]])
-        rf = t["roofline"]
-        L += ["", f"Roofline board constants (fit {rf['mode']}, rms error {100 * (rf['rms_rel_error'] or 0):.1f} %, "
-              f"V/f knee {rf['vf_knee_mhz']:g} MHz):", ""]
-        L += _table(["constant", "value", "relative std"],
-                    [[k, f"{v:.4g}", "not identified" if rf["rel_std"][k] is None else f"{100 * rf['rel_std'][k]:.0f} %"]
-                     for k, v in rf["constants"].items()]) + [""]
+        L += _shipped_section(results)
     if "evaluate" in results:
-        e = results["evaluate"]
-        s = e["summary"]
-        me = _measure_label(e)
-        L += ["## Evaluation on unseen tasks (paper A, step 5)", "",
-              f"Energy: **{me}**, against MAXN. Paper A's published figures are CPU+GPU energy: the "
-              "replication ledger sets them beside this run's CPU+GPU figures.", ""]
-        L += _table(["", f"this run (simulated Orin, {me} energy)"], [
-            ["MLG mean saving vs MAXN", _pct(s["mlg"]["mean_saving_pct"], ".2f")],
-            *([["MLG mean time added vs MAXN", _pct(_ext_time(results, "mlg"))],
-               ["FFG mean time added vs MAXN", _pct(_ext_time(results, "ffg"))]]
-              if _ext_time(results, "mlg") is not None else []),
-            ["MLG max saving", _pct(s["mlg"]["max_saving_pct"], ".2f")],
-            ["MLG min saving", _saving(s["mlg"]["min_saving_pct"], ".2f")],
-            ["workloads where MLG loses against MAXN", f"{s['mlg']['worse_than_maxn']} of {len(e['workloads'])}"],
-            ["FFG behind MLG", _pct(s["mlg"]["mean_saving_pct"] - s["ffg"]["mean_saving_pct"], ".2f")],
-            ["MLG share of the oracle's saving", f"{100 * s['mlg']['share_of_oracle']:.1f} %"],
-            ["paper's rules, mean saving", _pct(s["rules"]["mean_saving_pct"], ".2f")],
-            *([["roofline policy, mean saving", _pct(s["roofline"]["mean_saving_pct"], ".2f")]]
-              if "roofline" in s else []),
-        ]) + [""]
-        L += [f"**Left out:** the {p} policy, not scored here: {why}" for p, why in e.get("left_out", {}).items()]
-        L += [""] if e.get("left_out") else []
-        if e.get("plot"):
-            L += [f"![savings]({e['plot']})", ""]
+        L += _evaluate_section(results)
     if "governed_run" in results:
-        g = results["governed_run"]
-        L += ["## A governed run, measured by the C sampler", "",
-              f"{g['workload']}, {g['steps']} steps on the animated board (time scaled x{g['time_scale']}).", ""]
-        L += _table(["policy", "clock", "module energy (J)", "CPU+GPU energy (J)", "time (s)",
-                     f"{_measure_label(g)} power (W)", "samples", "rate (Hz)"],
-                    [[p, "MAXN" if r["freq_mhz"] is None else f"{r['freq_mhz']:g} MHz",
-                      _f(r.get("energy_module_j"), ".1f"), f"{r['energy_cpu_gpu_j']:.1f}",
-                      f"{r['duration_s']:.2f}", f"{r['avg_power_w']:.2f}", r["samples"], f"{r['rate_hz']:.0f}"]
-                     for p, r in g["runs"].items()])
-        gt = results.get("replication", {}).get("governed")
-        other = "cpu_gpu" if g.get("energy_measure") == "module" else "module"
-        beside = "" if g.get(f"saving_{other}_pct") is None else \
-            f"; in {'CPU+GPU' if other == 'cpu_gpu' else 'module'} energy: {g[f'saving_{other}_pct']:.1f} %"
-        L += ["", f"Saving of the learned policy vs MAXN in {_measure_label(g)} energy (the measure it was "
-                  f"trained on): **{_saving(g['saving_pct'], '.1f')}**" + beside
-              + (f", taking **{gt['time_penalty_pct']:+.1f} %** time." if gt else "."), ""]
-        if g.get("plot"):
-            L += [f"![power trace]({g['plot']})", ""]
+        L += _governed_run_section(results)
     if "online" in results:
         o = results["online"]
         moves = " -> ".join(f"{m['freq_mhz']:g}" for m in o["switches"])
@@ -267,41 +340,10 @@ def markdown(results: dict) -> str:
         if o.get("plot"):
             L += [f"![online search]({o['plot']})", ""]
     if "joint" in results:
-        jt = results["joint"]
-        L += ["## The whole power mode: GPU-only vs the joint search", "",
-              f"The joint online search (`run --policy online --knobs gpu,emc,cpu`) beside the GPU-only one (EMC and "
-              f"CPU at the top), each replayed over a {jt['minutes']:g}-min run against every mode of the simulated "
-              f"{jt['board']} (window noise, exploration included; docs/power-modes.md). Saving: module energy "
-              "against the top mode; EMC/CPU terms of the simulator are priors, not calibrated.", ""]
-        L += _table(["workload", "GPU-only: settled, saving, probes", "joint: settled mode, saving, modes probed",
-                     "joint adds", "best of the grid"],
-                    [[w["workload"],
-                      f"{w['gpu-only']['settled'][0]:g} MHz, {w['gpu-only']['saving_pct']:.1f} %, "
-                      f"{w['gpu-only']['probes']}",
-                      f"{'/'.join(f'{x:g}' for x in w['joint']['settled'])}, {w['joint']['saving_pct']:.1f} %, "
-                      f"{w['joint']['probes']}",
-                      f"{w['joint_adds_pct']:+.1f} %",
-                      f"{'/'.join(f'{x:g}' for x in w['best_mode'])}: {w['best_saving_pct']:.1f} % of {w['modes']} modes"]
-                     for w in jt["workloads"]]) + [""]
-        if jt.get("heatmap"):
-            L += [f"A mode sweep (`sweep --sim --knobs gpu,emc,cpu`, {jt['sweep_modes']} modes): module energy over "
-                  "GPU x EMC at each cell's best CPU clock.", "", f"![modes]({jt['heatmap']})", ""]
+        L += _joint_section(results)
     L += best_clocks_section(results)
     if "real_data" in results:
-        r = results["real_data"]
-        L += ["## The analysis on real measurements from other hardware", "",
-              "Energy: the GPU's, as those studies measured it (not a Jetson module); savings against each "
-              "study's top setting.", ""]
-        for name in ("perseus_gpt3_a100", "zeus_bert_v100"):
-            if name not in r:
-                L += [f"**Left out:** {name}: {r.get('left_out', {}).get(name, 'not in results.json')}", ""]
-                continue
-            L += [f"### {name}", ""]
-            L += _table(["workload", "knob", "sweet spot", "top", "GPU energy saving vs top", "time penalty", "flags"],
-                        [[w["workload"], w["knob"], f"{w['sweet_spot']:g}", f"{w['top']:g}",
-                          f"{w['savings_vs_top_pct']:.1f} %", f"{w['time_penalty_vs_top_pct']:.1f} %",
-                          ", ".join(w["flags"]) or "–"] for w in r[name]]) + [""]
-            L += [f"![{Path(p).stem}]({p})" for p in r.get(name + "_plots", [])[:2]] + [""]
+        L += _real_data_section(results)
     if "roofline" in results:
         rf = results["roofline"]
         L += ["## The roofline energy law (paper B)", "",

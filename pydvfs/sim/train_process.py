@@ -52,6 +52,45 @@ def _setting_for(lo_mhz: float, hi_mhz: float, power_mode: str, top_mode: str = 
     return "podgov", None
 
 
+class _Points:
+    """The operating points of the run's GPU limits, each computed once (with its run noise)."""
+
+    def __init__(self, w, p, args, mode, power_mode: str, top_mode: str, levels_mhz):
+        self.w, self.p, self.args, self.mode = w, p, args, mode
+        self.power_mode, self.top_mode, self.levels_mhz = power_mode, top_mode, levels_mhz
+        self.cache: dict = {}
+
+    def __call__(self, lo_hz: int, hi_hz: int, emc_mhz=None, cpu_mhz=None):
+        """The operating point of the GPU limits; under a pinned GPU clock also of the EMC rate
+        and CPU clock the tree holds (None: the power mode's own)."""
+        w, p, args, mode, cache = self.w, self.p, self.args, self.mode, self.cache
+        power_mode, top_mode = self.power_mode, self.top_mode
+        hi_hz = min(hi_hz, int(mode.gpu_max_mhz * 1e6 + 0.5e6))  # nvpmodel caps max_freq
+        lo_hz = min(lo_hz, hi_hz)
+        key = (lo_hz, hi_hz, emc_mhz, cpu_mhz)
+        if key not in cache:
+            lo, hi = lo_hz / 1e6, hi_hz / 1e6
+            setting, f = _setting_for(lo, hi, power_mode, top_mode, self.levels_mhz)
+            mode_key = ""
+            if (emc_mhz, cpu_mhz) in ((mode.emc_mhz, mode.cpu_mhz), (mode.emc_mhz, None), (None, mode.cpu_mhz)):
+                emc_mhz = cpu_mhz = None  # the power mode's own clocks: its own operating point
+            if setting == "fixed" and (emc_mhz, cpu_mhz) != (None, None):
+                emc_mhz = min(emc_mhz or mode.emc_mhz, mode.emc_mhz)  # the power mode's caps hold
+                cpu_mhz = min(cpu_mhz or mode.cpu_mhz, mode.cpu_mhz)
+                op = operating_point(w, "fixed", f, p, board=args.board, emc_mhz=emc_mhz, cpu_mhz=cpu_mhz)
+                mode_key = f":emc{emc_mhz:g}:cpu{cpu_mhz:g}"
+            elif setting == "fixed":
+                op = operating_point(w, "fixed", f, p, board=args.board)
+            elif setting == "podgov":
+                op = operating_point(w, "podgov", None, p, min_mhz=lo, max_mhz=hi, board=args.board)
+            else:
+                op = operating_point(w, setting, None, p, board=args.board)
+            tf, pf = run_noise(p, op.cpu_exposed_share, args.seed, w.name, op.setting + mode_key,
+                               op.freq_mhz, args.repeat)
+            cache[key] = (op, tf, pf)
+        return cache[key]
+
+
 def run(args: argparse.Namespace) -> dict:
     p = default_params()
     if args.member:  # a board of the uncertainty family: physics the policies were not fitted to
@@ -73,35 +112,8 @@ def run(args: argparse.Namespace) -> dict:
     levels_mhz = tuple(hz / 1e6 for hz in board.levels_hz)
     mode = modes[power_mode]
     progress = Path(args.progress_file) if args.progress_file else None
-    cache = {}
 
-    def point(lo_hz: int, hi_hz: int, emc_mhz=None, cpu_mhz=None):
-        """The operating point of the GPU limits; under a pinned GPU clock also of the EMC rate
-        and CPU clock the tree holds (None: the power mode's own)."""
-        hi_hz = min(hi_hz, int(mode.gpu_max_mhz * 1e6 + 0.5e6))  # nvpmodel caps max_freq
-        lo_hz = min(lo_hz, hi_hz)
-        key = (lo_hz, hi_hz, emc_mhz, cpu_mhz)
-        if key not in cache:
-            lo, hi = lo_hz / 1e6, hi_hz / 1e6
-            setting, f = _setting_for(lo, hi, power_mode, top_mode, prof.levels_mhz)
-            mode_key = ""
-            if (emc_mhz, cpu_mhz) in ((mode.emc_mhz, mode.cpu_mhz), (mode.emc_mhz, None), (None, mode.cpu_mhz)):
-                emc_mhz = cpu_mhz = None  # the power mode's own clocks: its own operating point
-            if setting == "fixed" and (emc_mhz, cpu_mhz) != (None, None):
-                emc_mhz = min(emc_mhz or mode.emc_mhz, mode.emc_mhz)  # the power mode's caps hold
-                cpu_mhz = min(cpu_mhz or mode.cpu_mhz, mode.cpu_mhz)
-                op = operating_point(w, "fixed", f, p, board=args.board, emc_mhz=emc_mhz, cpu_mhz=cpu_mhz)
-                mode_key = f":emc{emc_mhz:g}:cpu{cpu_mhz:g}"
-            elif setting == "fixed":
-                op = operating_point(w, "fixed", f, p, board=args.board)
-            elif setting == "podgov":
-                op = operating_point(w, "podgov", None, p, min_mhz=lo, max_mhz=hi, board=args.board)
-            else:
-                op = operating_point(w, setting, None, p, board=args.board)
-            tf, pf = run_noise(p, op.cpu_exposed_share, args.seed, w.name, op.setting + mode_key,
-                               op.freq_mhz, args.repeat)
-            cache[key] = (op, tf, pf)
-        return cache[key]
+    point = _Points(w, p, args, mode, power_mode, top_mode, prof.levels_mhz)
 
     def stop(signum, frame):
         raise _Stop()

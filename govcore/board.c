@@ -1,7 +1,7 @@
 /* board.c - discovery, in one place: the Jetson GPU's devfreq node and load file, the power
  * rails (INA3221 hwmon, JetPack 4 ina3221x, hwmon power channels such as Thor's INA238), the
- * board (the device-tree model against the table in boards.h), the JetPack, and which rails make
- * each rail role. Board facts come from boards.h only (generated from pydvfs/data/boards.json). */
+ * board (the device-tree model against the table in gen_boards.h), the JetPack, and which rails make
+ * each rail role. Board facts come from gen_boards.h only (generated from pydvfs/data/boards.json). */
 #include "govcore.h"
 #include "domain.h"
 #include "err.h"

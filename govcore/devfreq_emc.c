@@ -4,12 +4,12 @@
  * Its folder /sys/class/devfreq/NAME holds Hz, as the GPU's: available_frequencies (its table),
  * min_freq and max_freq (written: a pin is min = max = the level, as the GPU's pin), governor
  * (read, and put back where it changed), cur_freq (shown). The names come from the board table
- * (boards.h, gc_emc_devfreq_names): govcore holds no list of its own. In a saved record it is
+ * (gen_boards.h, gc_emc_devfreq_names): govcore holds no list of its own. In a saved record it is
  * "emc" with the lines of a CPU policy (emc.governor, emc.min_hz, emc.max_hz): a govcore older
  * than this file finds no EMC on such a board and keeps those lines saved, never misreads them.
  */
 #include "domain.h"
-#include "boards.h"
+#include "gen_boards.h"
 #include "err.h"
 #include "sysfs.h"
 

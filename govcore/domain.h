@@ -77,7 +77,7 @@ typedef struct gc_domain_state {
 int gc_domains_open(gc_domains *ds, const char *sysfs_root, const uint64_t *emc_table_hz,
                     int n_emc_table);
 
-/* The board table's EMC rates for board b (boards.h, generated from pydvfs/data/boards.json):
+/* The board table's EMC rates for board b (gen_boards.h, generated from pydvfs/data/boards.json):
  * up to max into out; how many (0: the board is unknown or the table has none). In board.c. */
 int gc_board_emc_table_hz(const gc_board *b, uint64_t *out, int max);
 

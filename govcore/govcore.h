@@ -11,7 +11,7 @@
 #ifndef GOVCORE_H
 #define GOVCORE_H
 
-#include "boards.h" /* the board table, generated from pydvfs/data/boards.json */
+#include "gen_boards.h" /* the board table, generated from pydvfs/data/boards.json */
 
 #include <errno.h>
 #include <stddef.h>
@@ -64,7 +64,7 @@ typedef struct gc_skipped_channel {
 typedef struct gc_board {
     char sysfs_root[GC_PATH_MAX];   /* every board path is resolved under it; "/" = real board */
     char model[GC_MODEL_MAX];       /* device-tree model (non-printable bytes as \\xNN), "" if none */
-    char board_id[GC_NAME_MAX];     /* the board table's id (boards.h), "" if the board is unknown */
+    char board_id[GC_NAME_MAX];     /* the board table's id (gen_boards.h), "" if the board is unknown */
     int jetpack;                    /* from /etc/nv_tegra_release (R36 -> 6); 0 if unknown */
     char l4t[GC_NAME_MAX];          /* the L4T release, e.g. "R36.4.0"; "" if unknown */
     char gpu_name[GC_NAME_MAX];     /* of_node name of the GPU: ga10b, gpu, gv11b, ... */

@@ -181,7 +181,7 @@ typedef struct gc_tree_model {
     int n_levels;
     double levels_mhz[GC_TREE_MAX_LEVELS]; /* ascending */
     /* Where the tree comes from and what it knows of its own decisions (docs/policy.md, "Never
-     * worse than the board's own governor"). A built-in's come from govcore/policies_builtin.c
+     * worse than the board's own governor"). A built-in's come from govcore/gen_policies_builtin.c
      * (tools/gen_policies.py); a model folder's from its manifest (optional keys measure,
      * class_saving_pct, class_spread_pct, ffg_saving_pct, ffg_spread_pct), the origin set by
      * the loader. has_savings 0: the expected savings are not known (then nothing is gated). */
@@ -214,7 +214,7 @@ const char *gc_tree_origin_kind(const gc_tree_model *m);
 
 /* The built-in policies, one per board of the table and energy measure (generated from
  * pydvfs/data/boards.json, pydvfs/energy.py and the boards' simulator profiles by
- * tools/gen_policies.py into govcore/policies_builtin.c). */
+ * tools/gen_policies.py into govcore/gen_policies_builtin.c). */
 typedef struct gc_builtin_policy {
     const char *board_id;
     const char *measure;
@@ -236,7 +236,7 @@ const gc_tree_model *gc_builtin_for(const char *board_id, const char *measure);
  * class clock the family training chose (a class that keeps MAXN has none) with the [worst,
  * best] member's mean saving (%) over its class's training workloads. Generated with the
  * policies by tools/gen_policies.py from pydvfs/data/policy-ranges.json into
- * govcore/policy_ranges.c (the one computation that writes both). */
+ * govcore/gen_policy_ranges.c (the one computation that writes both). */
 typedef struct gc_builtin_range {
     double mhz;
     double range_pct[2]; /* [low, high] */
@@ -330,7 +330,7 @@ extern const char gc_git_describe[];
 extern const int gc_can_load_policies;
 /* The lines of `--version` after its first ("PROG VERSION (git ...)"), each ending in '\n':
  * what decides the clock in this build, read from what is compiled in (the built-in policies of
- * policies_builtin.c with that file's SHA-256, or the one tree of a release built with its own
+ * gen_policies_builtin.c with that file's SHA-256, or the one tree of a release built with its own
  * POLICY) and how the build loads policies. govcore and pydvfs print these same lines.
  * -ENOSPC if they do not fit in len (GC_VERSION_TEXT_MAX always does). */
 #define GC_VERSION_TEXT_MAX 4096

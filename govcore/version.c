@@ -1,7 +1,7 @@
 /* version.c - what this build is. The build passes GC_VERSION (pydvfs/__init__.py),
  * GC_GIT_DESCRIBE (`git describe` when built from a clone), GC_TREE_SHA256 (the SHA-256 of
- * the policy_tree.c compiled in), GC_POLICIES_SHA256 (that of policies_builtin.c) and
- * GC_RANGES_SHA256 (that of policy_ranges.c: what the family says of each built-in's classes);
+ * the policy_tree.c compiled in), GC_POLICIES_SHA256 (that of gen_policies_builtin.c) and
+ * GC_RANGES_SHA256 (that of gen_policy_ranges.c: what the family says of each built-in's classes);
  * govcore/Makefile and setup.py compute them alike. */
 #include <errno.h>
 #include <stdarg.h>
@@ -104,7 +104,7 @@ int gc_version_text(char *out, size_t len)
         int i, j;
 
         put(out, len, &used, "policies  %d built-in trees, one per board and energy measure "
-                             "(policies_builtin.c, sha256 %s):\n", gc_n_builtin_policies,
+                             "(gen_policies_builtin.c, sha256 %s):\n", gc_n_builtin_policies,
             or_unknown(GC_POLICIES_SHA256));
         for (i = 0; i < gc_n_builtin_policies; i++) {
             for (j = 0; j < i; j++)
@@ -114,7 +114,7 @@ int gc_version_text(char *out, size_t len)
                 put_board(out, len, &used, i);
         }
         put(out, len, &used, "          any other board: %s's\n", gc_builtin_fallback_board);
-        put(out, len, &used, "ranges    the family's saving ranges and trained GPU loads (policy_ranges.c, "
+        put(out, len, &used, "ranges    the family's saving ranges and trained GPU loads (gen_policy_ranges.c, "
                              "sha256 %s)\n", or_unknown(GC_RANGES_SHA256));
     }
 #endif

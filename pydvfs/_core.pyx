@@ -461,7 +461,7 @@ cdef class Board:
 
 cdef gc_domains *_open_domains(const gc_board *b, emc_table_hz) except NULL:
     """The domains under b's root; the EMC's rates where the kernel lists none: emc_table_hz if
-    given, else the board table's (govcore/boards.h)."""
+    given, else the board table's (govcore/gen_boards.h)."""
     cdef uint64_t table[64]
     cdef int n = 0, rc
     cdef gc_domains *ds

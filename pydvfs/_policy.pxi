@@ -60,7 +60,7 @@ def check_workload(tuple workload):
 
 
 MODEL_FORMAT = GC_MODEL_FORMAT
-# The built-in policies compiled in (govcore/policies_builtin.c, tools/gen_policies.py): (board
+# The built-in policies compiled in (govcore/gen_policies_builtin.c, tools/gen_policies.py): (board
 # id, energy measure) pairs; the measures in govcore's order (pydvfs.measure.energy.MEASURES, generated
 # from it); the board whose policy an unknown board gets; the margin of the "clearly positive"
 # expected saving, in spreads.

@@ -20,16 +20,16 @@ sends there; and the range across the family).
     python tools/gen_policies.py --boards B # only these boards, printed, nothing written
     python tools/gen_policies.py --docs     # docs/policy.md's tables, scored by the compiled
                                             # policies (rebuild the extension first)
-    python tools/gen_policies.py --ranges-c # govcore/policy_ranges.c from policy-ranges.json
+    python tools/gen_policies.py --ranges-c # govcore/gen_policy_ranges.c from policy-ranges.json
     python tools/gen_policies.py --check    # exit 1 where docs/policy.md's held-out table is stale
     python tools/gen_policies.py --family-baseline  # score the compiled policies on their families
                                             # into docs/policy-family-baseline.json (the "before")
 
-Writes govcore/policies_builtin.c (compiled into govcore and the extension),
+Writes govcore/gen_policies_builtin.c (compiled into govcore and the extension),
 docs/policy-builtin.json (each policy's manifest: board, JetPack clock table, measure, training
 data, calibrated or estimate, the choice of tree and its LOOCV scores, the classes' clocks on the
 default simulator and against the family), pydvfs/data/policy-ranges.json (each class's
-saving range across the family) and govcore/policy_ranges.c (those ranges compiled in, what
+saving range across the family) and govcore/gen_policy_ranges.c (those ranges compiled in, what
 both front ends' `apply` says: ``--ranges-c`` rewrites it from the JSON alone). Reproducible:
 the same seed gives the same files.
 """
@@ -48,10 +48,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-OUT_C = REPO / "govcore" / "policies_builtin.c"
+OUT_C = REPO / "govcore" / "gen_policies_builtin.c"
 OUT_JSON = REPO / "docs" / "policy-builtin.json"
 OUT_RANGES = REPO / "pydvfs" / "data" / "policy-ranges.json"  # each class's saving range across the family
-OUT_RANGES_C = REPO / "govcore" / "policy_ranges.c"  # the same, compiled in: what apply --json says
+OUT_RANGES_C = REPO / "govcore" / "gen_policy_ranges.c"  # the same, compiled in: what apply --json says
 DOC = REPO / "docs" / "policy.md"
 BEGIN, END = "<!-- BEGIN generated:builtin-policies -->", "<!-- END generated:builtin-policies -->"
 FAMILY_BEGIN, FAMILY_END = "<!-- BEGIN generated:builtin-family -->", "<!-- END generated:builtin-family -->"
@@ -282,7 +282,7 @@ def trained_util_min(curves) -> float:
 
 
 def ranges_c(ranges: dict) -> str:
-    """govcore/policy_ranges.c (gc_builtin_saving_ranges, govcore/policy.h) from the ranges
+    """govcore/gen_policy_ranges.c (gc_builtin_saving_ranges, govcore/policy.h) from the ranges
     ``generate`` computes (pydvfs/data/policy-ranges.json): per board and measure, each class
     clock (not MAXN's) with its [worst, best] member's saving, rounded to 0.01 % as `apply`
     gives it, and the least GPU load the training workloads had (:func:`trained_util_min`). Both front ends read this table (gc_saving_range); the JSON keeps the rest of the

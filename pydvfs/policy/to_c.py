@@ -92,7 +92,7 @@ def _model_c(body: str, feature_names, classes, default_util_pct, ffg_mhz: float
              knows: dict | None = None) -> str:
     """``board_id`` and ``levels_mhz``: the board and GPU clock table the tree was trained on
     (gc_tree_model.board_id / levels_mhz; docs/policy.md, "On another board"). ``prefix``: the
-    tree is one of several in a file (govcore/policies_builtin.c): its names are static and
+    tree is one of several in a file (govcore/gen_policies_builtin.c): its names are static and
     prefixed, and the file's includes are the caller's. ``knows``: origin, measure, calibrated
     and the per-class and FFG savings with their spreads (gc_tree_model's last fields)."""
     levels = sorted(float(f) for f in levels_mhz)

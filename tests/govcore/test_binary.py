@@ -96,7 +96,7 @@ def test_binary_links_only_libc(native):
 
 def test_version_names_the_built_in_policies_as_pydvfs_does(native, cli):
     """Both --version say what decides the clock: the built-in policies compiled in (read from
-    policies_builtin.c's table, not a list of their own), each board with its measures and its
+    gen_policies_builtin.c's table, not a list of their own), each board with its measures and its
     data's hash, and that file's SHA-256: the same lines after the first."""
     from pydvfs import _core
 
@@ -106,18 +106,18 @@ def test_version_names_the_built_in_policies_as_pydvfs_does(native, cli):
     c_lines, py_lines = c.stdout.splitlines(), py.stdout.splitlines()
     assert c_lines[0].startswith(f"govcore {__version__}") and py_lines[0].startswith(f"pydvfs {__version__}")
     assert c_lines[1:] == py_lines[1:]  # policies, a line a board, the fallback, build
-    sha = hashlib.sha256((GOVCORE / "policies_builtin.c").read_bytes()).hexdigest()
+    sha = hashlib.sha256((GOVCORE / "gen_policies_builtin.c").read_bytes()).hexdigest()
     pairs = _core.BUILTIN_POLICIES
     assert c_lines[1] == (f"policies  {len(pairs)} built-in trees, one per board and energy measure "
-                          f"(policies_builtin.c, sha256 {sha}):")
+                          f"(gen_policies_builtin.c, sha256 {sha}):")
     boards = list(dict.fromkeys(b for b, _ in pairs))
     for board, line in zip(boards, c_lines[2:2 + len(boards)]):
         measures = [m for b, m in pairs if b == board]
         data = _core.Tree(None, board_id=board, measure=measures[0]).provenance["data_sha256"]
         assert line.startswith(f"          {board}: {', '.join(measures)} (data sha256 {data[:12]}"), line
     assert c_lines[2 + len(boards)].startswith("          any other board: ")
-    ranges = hashlib.sha256((GOVCORE / "policy_ranges.c").read_bytes()).hexdigest()
-    assert c_lines[3 + len(boards)].endswith(f"(policy_ranges.c, sha256 {ranges})")
+    ranges = hashlib.sha256((GOVCORE / "gen_policy_ranges.c").read_bytes()).hexdigest()
+    assert c_lines[3 + len(boards)].endswith(f"(gen_policy_ranges.c, sha256 {ranges})")
     assert c_lines[4 + len(boards)].startswith("build     dynamic") and len(c_lines) == 5 + len(boards)
     assert "policy_tree.c" not in c.stdout  # the one tree is not what applies
 

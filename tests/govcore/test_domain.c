@@ -111,7 +111,7 @@ static void test_emc_table_from_boards_h(void)
     gc_board b;
     gc_domains ds;
 
-    /* the fake tree's model is an AGX Orin: boards.h (from the board table) has its EMC rates */
+    /* the fake tree's model is an AGX Orin: gen_boards.h (from the board table) has its EMC rates */
     CHECK(gc_board_open(&b, root) == 0 && strcmp(b.board_id, "agx-orin") == 0);
     CHECK(gc_domains_open_board(&ds, &b) == 0);
     CHECK(ds.d[0].available && ds.d[0].n_levels == 4);

@@ -133,7 +133,7 @@ def test_an_unavailable_domain_is_shown_and_the_rest_governed(tmp_path, cli):
 def test_the_board_tables_emc_rates_where_the_kernel_lists_none(tmp_path, govcore_bin):
     b = build_fake_board(tmp_path / "board", "jp6", model=NANO.model_example)
     add_clock_domains(b.root, NANO, emc_rates_file=False)
-    dev = pydvfs.open_device(b.root)  # govcore/boards.h, generated from the table
+    dev = pydvfs.open_device(b.root)  # govcore/gen_boards.h, generated from the table
     assert dev.domains()[0]["available"] and dev.domains()[0]["levels_mhz"] == [204, 665.6, 2133, 3199]
     assert dev.pin(612, emc_mhz=665.6).domains_mhz == {"emc": 665.6}
     p = subprocess.run([govcore_bin, "--sysfs-root", str(b.root), "--json", "status"], capture_output=True,

@@ -88,7 +88,7 @@ def test_cli_and_binary_agree(cli, board, govcore_bin, policy, tmp_path):
         assert c.returncode == 0, c.stderr
         a, b = json.loads(py.stdout), json.loads(c.stdout)
         assert a["freq_mhz"] == b["freq_mhz"] and a["policy"] == b["policy"] == policy
-        # the family's range of a built-in's clock: both front ends read govcore/policy_ranges.c
+        # the family's range of a built-in's clock: both front ends read govcore/gen_policy_ranges.c
         assert a["model"] == b["model"] and set(a) == set(b)
         assert a["saving_range_pct"] == b["saving_range_pct"]
         assert (a["saving_range_pct"] is not None) == (policy == "mlg")

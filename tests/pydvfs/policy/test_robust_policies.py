@@ -52,7 +52,7 @@ def test_every_built_in_class_clock_has_its_range_across_the_family():
 
 
 def test_the_compiled_ranges_are_the_generators_from_the_ranges_file():
-    """govcore/policy_ranges.c (what both front ends' apply says) is tools/gen_policies.py's
+    """govcore/gen_policy_ranges.c (what both front ends' apply says) is tools/gen_policies.py's
     rendering of pydvfs/data/policy-ranges.json: one computation, two files that agree."""
     import sys
     from pathlib import Path

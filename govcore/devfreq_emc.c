@@ -19,17 +19,12 @@
 
 #define DEVFREQ_CLASS "/sys/class/devfreq"
 
-static void file_of(const gc_domain *d, const char *name, char *out, size_t len)
-{
-    snprintf(out, len, "%s/%s", d->dir, name);
-}
-
 static int read_hz(gc_domains *ds, const gc_domain *d, const char *name, uint64_t *hz)
 {
     char path[GC_PATH_MAX];
     int rc;
 
-    file_of(d, name, path, sizeof path);
+    gc_domain_file(d, name, path, sizeof path);
     rc = gc_sysfs_read_u64(ds->sysfs_root, path, hz);
     if (rc < 0)
         set_err(ds, "%s: cannot read %s: %s", d->name, path,
@@ -42,7 +37,7 @@ static int write_hz(gc_domains *ds, const gc_domain *d, const char *name, uint64
     char path[GC_PATH_MAX];
     int rc;
 
-    file_of(d, name, path, sizeof path);
+    gc_domain_file(d, name, path, sizeof path);
     rc = gc_sysfs_write_u64(ds->sysfs_root, path, hz);
     if (rc < 0)
         set_err(ds, "%s: cannot write %llu to %s: %s%s", d->name, (unsigned long long)hz, path,
@@ -77,7 +72,7 @@ int gc_devfreq_emc_open(gc_domains *ds, gc_domain *d)
         return 1;
     d->readable = 1;
     d->writable = rc;
-    file_of(d, "available_frequencies", path, sizeof path);
+    gc_domain_file(d, "available_frequencies", path, sizeof path);
     if (gc_sysfs_read(ds->sysfs_root, path, text, sizeof text) < 0 ||
         gc_domain_parse_levels(text, 1, d->levels_hz, &d->n_levels) < 0) {
         d->available = 0;
@@ -95,7 +90,7 @@ int gc_devfreq_emc_read(gc_domains *ds, const gc_domain *d, gc_domain_state *st)
     int rc;
 
     memset(st, 0, sizeof *st);
-    file_of(d, "governor", path, sizeof path);
+    gc_domain_file(d, "governor", path, sizeof path);
     if (gc_sysfs_read(ds->sysfs_root, path, st->governor, sizeof st->governor) < 0)
         st->governor[0] = '\0'; /* no governor file: restored as a range alone */
     if ((rc = read_hz(ds, d, "min_freq", &st->min_hz)) < 0 ||
@@ -135,7 +130,7 @@ int gc_devfreq_emc_restore(gc_domains *ds, const gc_domain *d, const gc_domain_s
     int rc, first_rc = 0, pass;
 
     if (st->governor[0]) {
-        file_of(d, "governor", path, sizeof path);
+        gc_domain_file(d, "governor", path, sizeof path);
         if ((gc_sysfs_read(ds->sysfs_root, path, gov, sizeof gov) < 0 || strcmp(gov, st->governor)) &&
             (rc = gc_sysfs_write(ds->sysfs_root, path, st->governor)) < 0) {
             first_rc = rc;

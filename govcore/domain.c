@@ -30,9 +30,11 @@ static void board_path(const gc_domains *ds, const char *path, char *out, size_t
     snprintf(out, len, "%s%s", strcmp(ds->sysfs_root, "/") ? ds->sysfs_root : "", path);
 }
 
-static void file_of(const gc_domain *d, const char *name, char *out, size_t len)
+static int cmp_u64(const void *a, const void *b)
 {
-    snprintf(out, len, "%s/%s", d->dir, name);
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
 }
 
 static int dom_read_u64(gc_domains *ds, const gc_domain *d, const char *name, uint64_t *out)
@@ -40,7 +42,7 @@ static int dom_read_u64(gc_domains *ds, const gc_domain *d, const char *name, ui
     char path[GC_PATH_MAX];
     int rc;
 
-    file_of(d, name, path, sizeof path);
+    gc_domain_file(d, name, path, sizeof path);
     rc = gc_sysfs_read_u64(ds->sysfs_root, path, out);
     if (rc < 0)
         set_err(ds, "%s: cannot read %s: %s", d->name, path,
@@ -53,7 +55,7 @@ static int dom_write_u64(gc_domains *ds, const gc_domain *d, const char *name, u
     char path[GC_PATH_MAX];
     int rc;
 
-    file_of(d, name, path, sizeof path);
+    gc_domain_file(d, name, path, sizeof path);
     rc = gc_sysfs_write_u64(ds->sysfs_root, path, v);
     if (rc < 0)
         set_err(ds, "%s: cannot write %llu to %s: %s%s", d->name, (unsigned long long)v, path,
@@ -78,79 +80,6 @@ static int cpu_write_hz(gc_domains *ds, const gc_domain *d, const char *name, ui
     return dom_write_u64(ds, d, name, hz / KHZ);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* Whitespace-separated decimal values, times scale; sorted, duplicates dropped. */
-int gc_domain_parse_levels(char *text, uint64_t scale, uint64_t *out, int *n)
-{
-    char *tok, *save = NULL;
-    int i, m = 0;
-
-    *n = 0;
-    for (tok = strtok_r(text, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
-        uint64_t v;
-
-        if (gc_parse_u64(tok, &v) < 0 || v == 0 || v > GC_MAX_LEVEL_HZ / scale)
-            return -GC_EBOARD;
-        if (m == GC_MAX_FREQS)
-            return -GC_EBOARD;
-        out[m++] = v * scale;
-    }
-    qsort(out, (size_t)m, sizeof *out, cmp_u64);
-    for (i = 0; i < m; i++)
-        if (*n == 0 || out[*n - 1] != out[i])
-            out[(*n)++] = out[i];
-    return *n ? 0 : -GC_EBOARD;
-}
-
-/* 1 if the file exists as a regular file and opens with flags (O_WRONLY: nothing is written). */
-static int opens(const char *root, const char *path, int flags)
-{
-    int fd = gc_sysfs_open(root, path, flags);
-
-    if (fd < 0)
-        return 0;
-    close(fd);
-    return 1;
-}
-
-static void unavailable(gc_domain *d, const char *fmt, ...)
-{
-    va_list ap;
-
-    d->available = 0;
-    va_start(ap, fmt);
-    vsnprintf(d->why, sizeof d->why, fmt, ap);
-    va_end(ap);
-}
-
-/* Check a domain's files: writable (1), or at least readable (0: shown, not pinned; why says
- * so), or neither (-1, why says so). */
-int gc_domain_check_files(const char *root, gc_domain *d, const char *const *files, size_t n, const char *hint)
-{
-    char path[GC_PATH_MAX];
-    size_t k;
-    int all = 1;
-
-    for (k = 0; k < n; k++) {
-        file_of(d, files[k], path, sizeof path);
-        if (opens(root, path, O_WRONLY))
-            continue;
-        if (!opens(root, path, O_RDONLY)) {
-            unavailable(d, "%s is missing, not a regular file or not writable (%s)", path, hint);
-            return -1;
-        }
-        unavailable(d, "%s is not writable (%s)", path, hint);
-        all = 0;
-    }
-    return all;
-}
-
 static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int n_table)
 {
     static const char *const files[] = {"rate", "mrq_rate_locked"};
@@ -165,7 +94,7 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
     if (!gc_sysfs_exists(ds->sysfs_root, d->dir)) {
         if (gc_devfreq_emc_open(ds, d)) /* Thor's memory clock: a devfreq device */
             return;
-        unavailable(d, "no BPMP debugfs clock %s (debugfs not mounted, not readable without root, or "
+        gc_domain_unavailable(d, "no BPMP debugfs clock %s (debugfs not mounted, not readable without root, or "
                        "not an Orin)", d->dir);
         return;
     }
@@ -178,7 +107,7 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
     rc = gc_sysfs_read(ds->sysfs_root, path, text, sizeof text);
     if (rc == 0) {
         if (gc_domain_parse_levels(text, 1, d->levels_hz, &d->n_levels) < 0) {
-            unavailable(d, "%s holds no list of rates in Hz", path);
+            gc_domain_unavailable(d, "%s holds no list of rates in Hz", path);
             return;
         }
     } else if (table_hz && n_table > 0) {
@@ -187,11 +116,11 @@ static void open_emc(gc_domains *ds, gc_domain *d, const uint64_t *table_hz, int
         d->n_levels = i;
         qsort(d->levels_hz, (size_t)d->n_levels, sizeof *d->levels_hz, cmp_u64);
     } else {
-        unavailable(d, "no table of rates: %s is absent and the board table lists none for this "
+        gc_domain_unavailable(d, "no table of rates: %s is absent and the board table lists none for this "
                        "board", GC_EMC_RATES);
         return;
     }
-    file_of(d, "max_rate", path, sizeof path);
+    gc_domain_file(d, "max_rate", path, sizeof path);
     if (gc_sysfs_read_u64(ds->sysfs_root, path, &max_hz) == 0 && max_hz)
         cap_hz = max_hz;
     board_path(ds, GC_EMC_CAP, path, sizeof path);
@@ -212,7 +141,7 @@ static void open_cpu(gc_domains *ds, gc_domain *d, int policy)
     snprintf(d->name, sizeof d->name, "cpu%d", policy);
     board_path(ds, GC_CPUFREQ_DIR, path, sizeof path);
     snprintf(d->dir, sizeof d->dir, "%s/policy%d", path, policy);
-    file_of(d, "related_cpus", path, sizeof path);
+    gc_domain_file(d, "related_cpus", path, sizeof path);
     if (gc_sysfs_read(ds->sysfs_root, path, text, sizeof text) == 0)
         gc_printable(text, d->related_cpus, sizeof d->related_cpus);
     if ((rc = gc_domain_check_files(ds->sysfs_root, d, files, sizeof files / sizeof *files,
@@ -220,10 +149,10 @@ static void open_cpu(gc_domains *ds, gc_domain *d, int policy)
         return;
     d->readable = 1;
     d->writable = rc;
-    file_of(d, "scaling_available_frequencies", path, sizeof path);
+    gc_domain_file(d, "scaling_available_frequencies", path, sizeof path);
     if (gc_sysfs_read(ds->sysfs_root, path, text, sizeof text) < 0 ||
         gc_domain_parse_levels(text, KHZ, d->levels_hz, &d->n_levels) < 0) {
-        unavailable(d, "%s is missing or holds no list of kHz", path);
+        gc_domain_unavailable(d, "%s is missing or holds no list of kHz", path);
         return;
     }
     d->available = d->writable;
@@ -308,7 +237,7 @@ static int governor_text(gc_domains *ds, const gc_domain *d, char *out, size_t l
     char path[GC_PATH_MAX];
     int rc;
 
-    file_of(d, "scaling_governor", path, sizeof path);
+    gc_domain_file(d, "scaling_governor", path, sizeof path);
     rc = gc_sysfs_read(ds->sysfs_root, path, out, len);
     if (rc < 0)
         set_err(ds, "%s: cannot read %s: %s", d->name, path, gc_sysfs_strerror(rc));
@@ -563,7 +492,7 @@ int gc_domain_restore(gc_domains *ds, int i, const gc_domain_state *st)
         }
     } else {
         if (st->governor[0]) {
-            file_of(d, "scaling_governor", path, sizeof path);
+            gc_domain_file(d, "scaling_governor", path, sizeof path);
             if (gc_sysfs_read(ds->sysfs_root, path, gov, sizeof gov) < 0 || strcmp(gov, st->governor)) {
                 rc = gc_sysfs_write(ds->sysfs_root, path, st->governor);
                 if (rc < 0) {
@@ -777,7 +706,7 @@ static int governor_offered(gc_domains *ds, const gc_domain *d, const char *gov)
 {
     char path[GC_PATH_MAX], list[1024], *tok, *save = NULL;
 
-    file_of(d, d->kind == GC_DOMAIN_CPU ? "scaling_available_governors" : "available_governors", path,
+    gc_domain_file(d, d->kind == GC_DOMAIN_CPU ? "scaling_available_governors" : "available_governors", path,
             sizeof path);
     if (gc_sysfs_read(ds->sysfs_root, path, list, sizeof list) < 0)
         return 1; /* no list: a plain name (checked when parsed) */

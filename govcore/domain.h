@@ -196,5 +196,8 @@ int gc_domain_check_files(const char *root, gc_domain *d, const char *const *fil
                           const char *hint);
 /* Whitespace-separated decimal values times scale into out, sorted, once each. */
 int gc_domain_parse_levels(char *text, uint64_t scale, uint64_t *out, int *n);
+/* DIR/NAME of a domain's file; a domain marked unavailable, saying why (printf-style). */
+void gc_domain_file(const gc_domain *d, const char *name, char *out, size_t len);
+void gc_domain_unavailable(gc_domain *d, const char *fmt, ...);
 
 #endif

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
 from .. import _core
@@ -207,6 +207,22 @@ def learned_note(learned: dict) -> str:
                       "curve": tuple(tuple(c) for c in learned.get("curve", ()))}).note()
 
 
+def _decision(policy: str, wl: Workload | None, goal, record: dict) -> Decision:
+    """The one place a Decision is made: ``record`` holds its fields as govcore's JSON names them
+    (the daemon's reply, the extension's result in MHz, or a learned or calibrated board's choice);
+    a field it leaves out or gives as None keeps the Decision's default."""
+    record = {**record, "warning": record.get("warning") or None}
+    given = {f.name: record[f.name] for f in fields(Decision)
+             if f.name not in ("policy", "workload") and record.get(f.name) is not None}
+    return Decision(**{"freq_mhz": None, "proposed_mhz": None, "objective": goal.to_dict(), **given},
+                    policy=policy, workload={} if wl is None else wl.to_dict())
+
+
+def _features(tree, core_workload) -> dict:
+    """The tree's features of a workload (the C struct it is made from: ``Workload.as_core``)."""
+    return {} if core_workload is None else dict(zip(tree.feature_names, tree.features(core_workload)))
+
+
 def _pin_or_clamp(mhz: float, sysfs_root, state_dir, pin: bool, above_power_mode: bool) -> tuple:
     """(level set, power cap, clamped from, warning) of pinning ``mhz`` (``pin``), or of what the
     pin would set (the highest level under the power mode's cap)."""
@@ -221,7 +237,7 @@ def _pin_or_clamp(mhz: float, sysfs_root, state_dir, pin: bool, above_power_mode
     return mhz, cap, None, None
 
 
-def _learned_decision(board, wl: Workload, goal, policy: str, sysfs_root, state_dir, pin: bool,
+def _learned_decision(board, wl: Workload, core_workload, goal, policy: str, sysfs_root, state_dir, pin: bool,
                       above_power_mode: bool, data_dir) -> Decision | None:
     """The default policy on a board that learned from its own runs (docs/store.md): the clock
     its runs voted for this workload, pinned as any pin (the power mode's cap obeyed); None
@@ -232,21 +248,20 @@ def _learned_decision(board, wl: Workload, goal, policy: str, sysfs_root, state_
     learned = board_learned(board.board_id or None, wl, levels, goal, data_dir, prefix="pydvfs apply")
     if learned is None:
         return None
-    tree = load_tree(None)
     freq, cap, clamped, warning = _pin_or_clamp(learned.freq_mhz, sysfs_root, state_dir, pin, above_power_mode)
-    return Decision(freq_mhz=freq, proposed_mhz=learned.freq_mhz, policy=policy,
-                    features=dict(zip(tree.feature_names, tree.features(wl.as_core()))), workload=wl.to_dict(),
-                    model=learned.origin()["kind"], policy_mhz=learned.freq_mhz, objective=goal.to_dict(),
-                    power_cap_mhz=cap, clamped_from_mhz=clamped, warning=warning, learned=learned.to_dict())
+    return _decision(policy, wl, goal, {
+        "freq_mhz": freq, "proposed_mhz": learned.freq_mhz, "features": _features(load_tree(None), core_workload),
+        "model": learned.origin()["kind"], "policy_mhz": learned.freq_mhz, "power_cap_mhz": cap,
+        "clamped_from_mhz": clamped, "warning": warning, "learned": learned.to_dict()})
 
 
-def _calibrated_decision(board, wl: Workload, goal, policy: str, sysfs_root, state_dir, pin: bool,
+def _calibrated_decision(board, wl: Workload, core_workload, goal, policy: str, sysfs_root, state_dir, pin: bool,
                          above_power_mode: bool, data_dir) -> Decision | None:
     """The default policy on a board calibrated from one of its runs (`pydvfs calibrate`,
     docs/boards.md): the clock of least energy for this workload on the calibrated simulator,
     pinned as any pin; None where the board is not calibrated or the goal is not plain energy
     (the tree decides then)."""
-    from .board_calibration import ORIGIN, board_calibration, calibrated_choice, predict, sim_run_for
+    from .board_calibration import ORIGIN, board_calibration, calibrated_points
 
     if wl is None or goal.kind != "energy" or goal.max_slowdown_pct is not None:
         return None
@@ -254,18 +269,16 @@ def _calibrated_decision(board, wl: Workload, goal, policy: str, sysfs_root, sta
     if cal is None:
         return None
     levels = [hz_to_mhz(f) for f in board.freqs_hz]
-    mhz = calibrated_choice(cal, wl, levels, goal.energy)
-    pts = predict(cal.board, cal.knobs, sim_run_for(wl), (mhz, None), goal.energy)
+    mhz, pts = calibrated_points(cal, wl, levels, goal.energy)  # one simulator run: the levels and MAXN
     saving = round(100.0 * (1.0 - pts[mhz][0] / pts[None][0]), 2)
-    tree = load_tree(None)
     freq, cap, clamped, warning = _pin_or_clamp(mhz, sysfs_root, state_dir, pin, above_power_mode)
     origin = {"kind": ORIGIN, "source": ORIGIN, "board": cal.board, "measure": goal.energy,
               "measurements": cal.measurements, "calibrated": True}
-    return Decision(freq_mhz=freq, proposed_mhz=mhz, policy=policy,
-                    features=dict(zip(tree.feature_names, tree.features(wl.as_core()))), workload=wl.to_dict(),
-                    model=ORIGIN, policy_mhz=mhz, objective=goal.to_dict(), power_cap_mhz=cap,
-                    clamped_from_mhz=clamped, warning=warning, expected_saving_pct=saving, saving_spread_pct=0.0,
-                    origin=origin, saving_range_pct=[saving, saving])
+    return _decision(policy, wl, goal, {
+        "freq_mhz": freq, "proposed_mhz": mhz, "features": _features(load_tree(None), core_workload),
+        "model": ORIGIN, "policy_mhz": mhz, "power_cap_mhz": cap, "clamped_from_mhz": clamped,
+        "warning": warning, "expected_saving_pct": saving, "saving_spread_pct": 0.0, "origin": origin,
+        "saving_range_pct": [saving, saving]})
 
 
 def _board_name(board_id: str | None, model: str = "") -> str:
@@ -310,10 +323,13 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
         wl = None  # ffg and maxn read no workload
     else:
         wl = Workload.from_any(workload, **overrides)
+    core_workload = None if wl is None else wl.as_core()  # checked and converted once per decision
     board = _board(sysfs_root)
     if use_runs and policy == DEFAULT_POLICY and model_dir is None:  # what this board measured first
-        learned = _learned_decision(board, wl, goal, policy, sysfs_root, state_dir, pin, above_power_mode, data_dir) \
-            or _calibrated_decision(board, wl, goal, policy, sysfs_root, state_dir, pin, above_power_mode, data_dir)
+        learned = _learned_decision(board, wl, core_workload, goal, policy, sysfs_root, state_dir, pin,
+                                    above_power_mode, data_dir) \
+            or _calibrated_decision(board, wl, core_workload, goal, policy, sysfs_root, state_dir, pin,
+                                    above_power_mode, data_dir)
         if learned is not None:
             return learned
     if not isinstance(board, _core.Board):  # the govcore daemon's board (device/remote.py)
@@ -323,19 +339,9 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
             raise InvalidValueError("--above-power-mode is not available through the govcore daemon: run as root")
         if wl is None:
             raise InvalidValueError(f"the {policy} policy through the govcore daemon needs a workload")
-        d = board.apply(policy, wl.as_core(), wl.model, model_dir, dry_run=not pin,
+        d = board.apply(policy, core_workload, wl.model, model_dir, dry_run=not pin,
                         objective=goal.kind, max_slowdown_pct=goal.max_slowdown_pct, energy=energy)
-        return Decision(freq_mhz=d["freq_mhz"], proposed_mhz=d["proposed_mhz"], policy=policy,
-                        features=d["features"], workload=wl.to_dict(), model=d["model"],
-                        policy_mhz=d.get("policy_mhz"), objective=d.get("objective") or goal.to_dict(),
-                        trade=d.get("trade"),
-                        power_cap_mhz=d.get("power_cap_mhz"), clamped_from_mhz=d.get("clamped_from_mhz"),
-                        mapped_from_mhz=d.get("mapped_from_mhz"), trained_on=d.get("trained_on"),
-                        warning=d.get("warning") or None, expected_saving_pct=d.get("expected_saving_pct"),
-                        saving_spread_pct=d.get("saving_spread_pct"), kept_from_mhz=d.get("kept_from_mhz"),
-                        kept_reason=d.get("kept_reason"), origin=d.get("origin"),
-                        outside_training=d.get("outside_training"),
-                        saving_range_pct=d.get("saving_range_pct"))
+        return _decision(policy, wl, goal, d)  # the daemon's reply: govcore's JSON
     # the curve: the roofline policy's, and a slowdown bound's where a model folder is given
     # (without one, govcore says what is missing)
     flags = _core.POLICY_FLAGS[policy]  # the policy's entry in govcore's table
@@ -346,41 +352,29 @@ def _decide(workload: Any, policy: str, model_dir, sysfs_root, state_dir, pin: b
     if pin:
         if wl is None:
             wl = Workload.from_any(workload, **overrides)  # a pin records its workload: asks for one
+            core_workload = wl.as_core()
         with ownership.changing(), ownership.governing(board) as owner:
-            r = _core.apply(board, tree, policy, wl.as_core(), state_dir, **core_goal,
+            r = _core.apply(board, tree, policy, core_workload, state_dir, **core_goal,
                             above_power_mode=above_power_mode)
             owner.pinned = r["level_hz"] != 0  # maxn restored the board
             warning = (board.pin_warning or None) if owner.pinned else None
     else:
-        r = _core.decide(board, tree, policy, None if wl is None else wl.as_core(), **core_goal)
+        r = _core.decide(board, tree, policy, core_workload, **core_goal)
         warning = None
     maxn = r["level_hz"] == 0  # the maxn policy, or a tree that keeps a spiky workload at MAXN
     trade = None if r["trade_vs_hz"] == 0 else {
         "vs_mhz": hz_to_mhz(r["trade_vs_hz"]), "j_per_step_pct": r["trade_j_pct"],
         "s_per_step_pct": r["trade_s_pct"], "basis": "roofline"}
-    return Decision(
-        freq_mhz=_mhz(r["level_hz"]),
-        proposed_mhz=None if maxn else r["proposed_mhz"],
-        policy=policy,
-        features={} if wl is None else dict(zip(tree.feature_names, tree.features(wl.as_core()))),
-        workload={} if wl is None else wl.to_dict(),
-        model=tree.name,
-        policy_mhz=_mhz(r["policy_level_hz"]),
-        objective={"kind": goal.kind, "max_slowdown_pct": goal.max_slowdown_pct},  # no energy measure: nothing is measured
-        trade=trade,
-        power_cap_mhz=_mhz(r["cap_hz"]),
-        clamped_from_mhz=_mhz(r["clamped_from_hz"]),
-        mapped_from_mhz=r["mapped_from_mhz"],
-        trained_on=_trained_on(tree),
-        warning=warning,
-        expected_saving_pct=r["expected_saving_pct"],
-        saving_spread_pct=r["saving_spread_pct"],
-        kept_from_mhz=_mhz(r["kept_from_hz"]),
-        kept_reason=r["kept_reason"],
-        origin=tree.origin,
-        outside_training=r["outside_training"],
-        saving_range_pct=r["saving_range_pct"],
-    )
+    return _decision(policy, wl, goal, {
+        "freq_mhz": _mhz(r["level_hz"]), "proposed_mhz": None if maxn else r["proposed_mhz"],
+        "features": _features(tree, core_workload), "model": tree.name, "policy_mhz": _mhz(r["policy_level_hz"]),
+        # no energy measure: nothing is measured
+        "objective": {"kind": goal.kind, "max_slowdown_pct": goal.max_slowdown_pct}, "trade": trade,
+        "power_cap_mhz": _mhz(r["cap_hz"]), "clamped_from_mhz": _mhz(r["clamped_from_hz"]),
+        "mapped_from_mhz": r["mapped_from_mhz"], "trained_on": _trained_on(tree), "warning": warning,
+        "expected_saving_pct": r["expected_saving_pct"], "saving_spread_pct": r["saving_spread_pct"],
+        "kept_from_mhz": _mhz(r["kept_from_hz"]), "kept_reason": r["kept_reason"], "origin": tree.origin,
+        "outside_training": r["outside_training"], "saving_range_pct": r["saving_range_pct"]})
 
 
 def decide(workload: Any, policy: str | None = DEFAULT_POLICY, model_dir=None, sysfs_root=None, state_dir=None,

@@ -635,14 +635,20 @@ def refit_from_runs(board_id: str | None, data_dir=None, log=None, prefix: str =
     return new
 
 
-def calibrated_choice(cal: Calibration, workload: Workload, levels_mhz, measure: str = "module") -> float:
-    """The level of least ``measure`` energy per step for ``workload`` on the calibrated simulator."""
+def calibrated_points(cal: Calibration, workload: Workload, levels_mhz, measure: str = "module") -> tuple:
+    """(the level of least ``measure`` energy per step for ``workload`` on the calibrated simulator,
+    {clock (None: MAXN): (J/step, s/step)} of every level and MAXN), from one simulator run."""
     from ..sim.profiles import profile
 
     levels = [f for f in profile(cal.board).levels_mhz if any(abs(f - x) < 0.5 for x in levels_mhz)] \
         or list(profile(cal.board).levels_mhz)
-    pts = predict(cal.board, cal.knobs, sim_run_for(workload), levels, measure)
-    return min(levels, key=lambda f: pts[f][0])
+    pts = predict(cal.board, cal.knobs, sim_run_for(workload), [*levels, None], measure)
+    return min(levels, key=lambda f: pts[f][0]), pts
+
+
+def calibrated_choice(cal: Calibration, workload: Workload, levels_mhz, measure: str = "module") -> float:
+    """The level of least ``measure`` energy per step for ``workload`` on the calibrated simulator."""
+    return calibrated_points(cal, workload, levels_mhz, measure)[0]
 
 
 def calibrated_start(dev, workload, levels_mhz, measure: str, data_dir=None, log=None,

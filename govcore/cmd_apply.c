@@ -2,6 +2,7 @@
  * library or the daemon, print the decision (cli_text.c). */
 #include "cli.h"
 #include "lock.h"
+#include "protocol.h"
 #include "serve.h"
 
 #include <string.h>
@@ -10,27 +11,21 @@ static int apply_via_daemon(const char *socket_path, int policy, const char *mod
                             const gc_workload *w, const char *model_dir, const char *measure,
                             const gc_goal *goal, int dry_run)
 {
-    char request[GC_PATH_MAX], layers[32], hidden[32], seq_len[32], util[48] = "", bound[64] = "";
-    char method[256];
+    gc_request rq;
+    char request[GC_REQ_MAX + 1], err[GC_ERR_MAX];
 
     if (model_dir)
         return fail("through the daemon only the built-in tree or one root installed can be used "
                     "(`pydvfs` passes tree=NAME for " GC_SERVE_POLICY_DIR "/NAME); not --model-dir");
-    gc_plain_decimal(layers, sizeof layers, w->layers);
-    gc_plain_decimal(hidden, sizeof hidden, w->hidden);
-    gc_plain_decimal(seq_len, sizeof seq_len, w->seq_len);
-    if (w->gpu_util_pct >= 0) {
-        strcpy(util, " util_pct=");
-        gc_plain_decimal(util + strlen(util), sizeof util - strlen(util), w->gpu_util_pct);
-    }
-    if (goal->max_slowdown_pct >= 0) {
-        strcpy(bound, " max_slowdown_pct=");
-        gc_plain_decimal(bound + strlen(bound), sizeof bound - strlen(bound), goal->max_slowdown_pct);
-    }
-    gc_method_format(w, method, sizeof method);
-    snprintf(request, sizeof request, "apply policy=%s model=%s layers=%s hidden=%s seq_len=%s%s%s "
-             "objective=%s%s energy=%s%s", gc_policy_name(policy), model_name, layers, hidden, seq_len, util,
-             method, gc_objective_name(goal->objective), bound, measure, dry_run ? " dry_run=1" : "");
+    memset(&rq, 0, sizeof rq);
+    rq.policy = policy;
+    rq.workload = *w;
+    snprintf(rq.model, sizeof rq.model, "%s", model_name);
+    rq.goal = *goal;
+    rq.measure = measure;
+    rq.dry_run = dry_run;
+    if (gc_request_format_apply(&rq, request, sizeof request, err, sizeof err) < 0)
+        return fail("%s", err);
     return via_daemon(socket_path, request, !dry_run && !(gc_policy_of(policy)->flags & GC_POLICY_PINS_NOTHING));
 }
 

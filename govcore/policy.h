@@ -143,10 +143,11 @@ int gc_workload_check(const gc_workload *w, char *err, size_t len);
 #define GC_TRAINED_SEQ_LEN_MAX 53.24
 #define GC_TRAINED_ROUNDING 0.005 /* a value within 0.5 % of the range (typed rounded) is inside it */
 /* " peft=lora rank=16 ..." (a leading space each): the keys that are not the default, numbers
- * in the protocol's plain decimal (6 places at most, trailing zeros cut). "" if it does not fit
- * in len. */
+ * in the protocol's plain decimal (gc_plain_decimal). "" if it does not fit in len. */
 void gc_method_format(const gc_workload *w, char *out, size_t len);
-/* A number as the protocol reads it: plain decimal, 6 places at most, trailing zeros cut. */
+/* A number as the protocol reads it (gc_parse_decimal's grammar, v >= 0): the fewest decimal
+ * places that read back as v exactly (13.3, 64), or, where GC_NUMBER_DIGITS digits cannot, the
+ * nearest such decimal. */
 void gc_plain_decimal(char *out, size_t len, double v);
 /* Compute per token of a transformer layer stack (paper B's proxy): 12 L d^2 + 3 L S d
  * (features.c: the tree's log10_c_tok and intensity, and the roofline model's work). */

@@ -248,3 +248,40 @@ int gc_request_parse(const char *line, size_t len, gc_request *req, char *err, s
     return refuse(err, err_len, "unknown request (expected version, status, pin, restore, apply, "
                                 "begin or end)");
 }
+
+int gc_request_format_apply(const gc_request *req, char *out, size_t len, char *err, size_t err_len)
+{
+    const gc_workload *w = &req->workload;
+    char layers[32], hidden[32], seq_len[32], util[48] = "", bound[64] = "", method[256];
+    char energy[32] = "", tree[GC_TREE_NAME_MAX + 8] = "", objective[32] = "";
+    gc_request check;
+    int n;
+
+    gc_plain_decimal(layers, sizeof layers, w->layers);
+    gc_plain_decimal(hidden, sizeof hidden, w->hidden);
+    gc_plain_decimal(seq_len, sizeof seq_len, w->seq_len);
+    if (w->gpu_util_pct >= 0) {
+        strcpy(util, " util_pct=");
+        gc_plain_decimal(util + strlen(util), sizeof util - strlen(util), w->gpu_util_pct);
+    }
+    gc_method_format(w, method, sizeof method);
+    if (req->goal.objective != GC_OBJECTIVE_ENERGY)
+        snprintf(objective, sizeof objective, " objective=%s", gc_objective_name(req->goal.objective));
+    if (req->goal.max_slowdown_pct >= 0) {
+        strcpy(bound, " max_slowdown_pct=");
+        gc_plain_decimal(bound + strlen(bound), sizeof bound - strlen(bound), req->goal.max_slowdown_pct);
+    }
+    if (req->measure)
+        snprintf(energy, sizeof energy, " energy=%.20s", req->measure);
+    if (req->tree[0])
+        snprintf(tree, sizeof tree, " tree=%s", req->tree);
+    n = snprintf(out, len, "apply model=%s layers=%s hidden=%s seq_len=%s%s%s policy=%s%s%s%s%s%s",
+                 req->model, layers, hidden, seq_len, util, method, gc_policy_name(req->policy),
+                 objective, bound, energy, tree, req->dry_run ? " dry_run=1" : "");
+    if (n < 0 || (size_t)n >= len) {
+        if (len)
+            out[0] = '\0';
+        return refuse(err, err_len, "apply request longer than its buffer");
+    }
+    return gc_request_parse(out, (size_t)n, &check, err, err_len);
+}

@@ -74,6 +74,15 @@ typedef struct gc_request {
  * one-line reason in err (never echoing the input's bytes). */
 int gc_request_parse(const char *line, size_t len, gc_request *req, char *err, size_t err_len);
 
+/* The apply request line of req (req->kind is not read): the inverse of gc_request_parse, and
+ * the one place a client spells it (`govcore apply` through the daemon, pydvfs's RemoteBoard).
+ * The workload's keys in gc_workload_fields' order, a number as gc_plain_decimal writes it and
+ * only where it is given (method keys: where not the default); then policy, objective (where not
+ * energy), max_slowdown_pct (where >= 0), energy (where req->measure is set), tree (where not "")
+ * and dry_run=1. The line is parsed back before it is returned: 0, or -EINVAL with the parser's
+ * one-line reason in err (a request the daemon would refuse is never sent). */
+int gc_request_format_apply(const gc_request *req, char *out, size_t len, char *err, size_t err_len);
+
 /* 1 if s (NUL-terminated) is a valid window or tree name. */
 int gc_protocol_name_ok(const char *s);
 

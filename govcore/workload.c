@@ -359,14 +359,19 @@ int gc_workload_check(const gc_workload *w, char *err, size_t len)
 
 void gc_plain_decimal(char *out, size_t len, double v)
 {
-    size_t n;
+    char buf[GC_NUMBER_DIGITS + 64];
+    int places, whole = 1;
+    double t;
 
-    snprintf(out, len, "%.6f", v);
-    n = strlen(out);
-    while (n > 1 && out[n - 1] == '0')
-        out[--n] = '\0';
-    if (n > 1 && out[n - 1] == '.')
-        out[--n] = '\0';
+    for (t = v < 0 ? -v : v; t >= 10.0 && whole < GC_NUMBER_DIGITS; t /= 10.0)
+        whole++;
+    /* the fewest places that read back as v, within the grammar's digits (else the most) */
+    for (places = 0; places < GC_NUMBER_DIGITS - whole; places++) {
+        snprintf(buf, sizeof buf, "%.*f", places, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    snprintf(out, len, "%.*f", places, v);
 }
 
 void gc_method_format(const gc_workload *w, char *out, size_t len)

@@ -419,6 +419,21 @@ cdef extern from "policy.h" nogil:
     void gc_tree_close(void *handle)
 
 
+# The daemon's requests (govcore/protocol.h): the apply line, spelt by its one formatter.
+cdef extern from "protocol.h" nogil:
+    enum:
+        GC_REQ_MAX
+        GC_TREE_NAME_MAX
+    ctypedef struct gc_request:
+        int policy
+        gc_workload workload
+        char model[32]             # GC_MODEL_NAME_MAX
+        char tree[64]              # GC_TREE_NAME_MAX
+        int dry_run
+        gc_goal goal
+        const char *measure
+    int gc_request_format_apply(const gc_request *req, char *out, size_t len, char *err, size_t err_len)
+
 cdef class Board:
     cdef gc_board b                # the discovered board; read-only after __cinit__
 

@@ -166,6 +166,10 @@ def tree_features(feature_names: tuple[str, ...], default_util_pct: tuple[float,
 def model_is_decoder(model: str) -> bool: ...
 def propose_rules(workload: tuple) -> float: ...
 def features(names: Sequence[str], workload: tuple, default_util_pct: tuple[float, float] = ...) -> tuple[float, ...]: ...
+def apply_request(policy: str, workload: tuple, model: str, objective: str = "energy",
+                  max_slowdown_pct: float | None = None, energy: str | None = None, tree: str | None = None,
+                  dry_run: bool = False) -> str:
+    """The daemon's apply request line (protocol.c's gc_request_format_apply, checked by its parser)."""
 def decide(board: Board, tree: Tree, policy: str, workload: tuple | None, roofline: Roofline | None = None,
            objective: str = "energy", max_slowdown_pct: float | None = None) -> dict[str, float | int]:
     """proposed_mhz, level_hz (0: MAXN), policy_level_hz (before the slowdown bound), and the

@@ -9,7 +9,7 @@ from libc.errno cimport EACCES, EPERM, ENODEV, ENOENT, EINVAL, EIO, EROFS, ENAME
 cdef extern from "<errno.h>":
     enum:
         EDESTADDRREQ
-from libc.string cimport memset, strerror
+from libc.string cimport memcpy, memset, strerror
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 import os

@@ -399,6 +399,34 @@ cdef gc_goal _goal(str objective, max_slowdown_pct) except *:
     return g
 
 
+def apply_request(str policy, tuple workload, str model, str objective="energy", max_slowdown_pct=None,
+                  energy=None, tree=None, bint dry_run=False):
+    """The daemon's apply request line for a workload (Workload.as_core()) and a goal, spelt by
+    govcore's one formatter (protocol.c's gc_request_format_apply, the inverse of the daemon's
+    parser, which checks it); ``energy`` None and ``tree`` None: not given (the daemon's built-in
+    measure and tree). InvalidValueError with the parser's one line where it cannot be sent."""
+    cdef gc_request rq
+    cdef char out[GC_REQ_MAX + 1]
+    cdef char err[512]
+    cdef bytes model_b = model.encode("ascii", "replace")
+    cdef bytes tree_b = (tree or "").encode("ascii", "replace")
+    cdef bytes measure_b
+    memset(&rq, 0, sizeof(rq))
+    rq.policy = _policy(policy)
+    rq.workload = _workload(workload)
+    rq.goal = _goal(objective, max_slowdown_pct)
+    if <size_t>len(model_b) >= sizeof(rq.model) or <size_t>len(tree_b) >= sizeof(rq.tree):
+        raise errors.InvalidValueError(f"apply: a model or tree name too long: {model!r}, {tree!r}")
+    memcpy(rq.model, <const char *>model_b, len(model_b))
+    memcpy(rq.tree, <const char *>tree_b, len(tree_b))
+    if energy is not None:
+        measure_b = str(energy).encode("ascii", "replace")
+        rq.measure = measure_b
+    rq.dry_run = dry_run
+    if gc_request_format_apply(&rq, out, sizeof(out), err, sizeof(err)) < 0:
+        raise errors.InvalidValueError(err.decode("utf-8", "replace"))
+    return out.decode("ascii")
+
 cdef dict _decision(gc_decision *d, Tree tree, gc_workload *w):
     cdef char why[512]
     cdef char outside[512]

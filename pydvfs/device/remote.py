@@ -65,12 +65,6 @@ def check_writable(board) -> None:
         raise BoardPermissionError(NO_DAEMON)
 
 
-def plain_decimal(value: float) -> str:
-    """A number as the protocol takes it: digits and at most one point, no exponent."""
-    text = f"{float(value):.6f}".rstrip("0").rstrip(".")
-    return text or "0"
-
-
 class Connection:
     """One connection to the daemon, kept for the life of the process (it owns our pins).
 
@@ -427,24 +421,7 @@ class RemoteBoard:
         """Decide (and unless dry_run pin) in the daemon; its decision record. The roofline policy
         and a slowdown bound use the roofline.txt of the installed model folder; ``energy``: the
         measure whose built-in policy the daemon takes (None: its default)."""
-        is_decoder, util, layers, hidden, seq_len = workload[:5]
-        parts = [f"apply policy={policy}", f"model={model}", f"layers={plain_decimal(layers)}",
-                 f"hidden={plain_decimal(hidden)}", f"seq_len={plain_decimal(seq_len)}"]
-        if util is not None:
-            parts.append(f"util_pct={plain_decimal(util)}")
-        # how it trains (Workload.as_core()'s tail, in govcore's key order): what is not the default
-        for key, value in zip(_core.METHOD_KEYS, workload[5:]):
-            if key in ("peft", "precision"):
-                if value != _core.PEFT_NAMES[0] and value != _core.PRECISION_NAMES[0]:
-                    parts.append(f"{key}={value}")
-            elif value:
-                parts.append(f"{key}={plain_decimal(value)}")
-        if objective != "energy":
-            parts.append(f"objective={objective}")
-        if max_slowdown_pct is not None:
-            parts.append(f"max_slowdown_pct={plain_decimal(max_slowdown_pct)}")
-        if energy is not None:
-            parts.append(f"energy={energy}")
+        tree = None
         if model_dir is not None:
             # root loads no code of ours: only a tree installed in the daemon's policy folder
             policy_dir = os.path.realpath(self._conn.request("version")["policy_dir"])
@@ -453,7 +430,6 @@ class RemoteBoard:
                 raise InvalidValueError(
                     f"through the govcore daemon only the built-in tree or one root installed under "
                     f"{policy_dir}/NAME can be used, not {model_dir}")
-            parts.append(f"tree={os.path.basename(real)}")
-        if dry_run:
-            parts.append("dry_run=1")
-        return self._conn.request(" ".join(parts))
+            tree = os.path.basename(real)
+        return self._conn.request(_core.apply_request(policy, tuple(workload), model, objective, max_slowdown_pct,
+                                                      energy, tree, dry_run))

@@ -24,6 +24,26 @@ static int printable(const char *s)
     return 1;
 }
 
+/* The formatter is the parser's inverse: an accepted apply request, formatted and parsed again,
+ * is the same request (its labels aside, which the request does not keep), and fits where the
+ * original left room for the keys it adds (policy=, energy=). */
+static void round_trip(const gc_request *rq, size_t size)
+{
+    char line[GC_REQ_MAX + 1], err[GC_ERR_MAX];
+    gc_request again;
+
+    if (gc_request_format_apply(rq, line, sizeof line, err, sizeof err) < 0) {
+        require(size > GC_REQ_MAX - 48);
+        return;
+    }
+    require(gc_request_parse(line, strlen(line), &again, err, sizeof err) == 0);
+    require(again.kind == GC_REQ_APPLY && again.policy == rq->policy && again.dry_run == rq->dry_run);
+    require(memcmp(&again.workload, &rq->workload, sizeof again.workload) == 0);
+    require(strcmp(again.model, rq->model) == 0 && strcmp(again.tree, rq->tree) == 0);
+    require(again.goal.objective == rq->goal.objective &&
+            again.goal.max_slowdown_pct == rq->goal.max_slowdown_pct && again.measure == rq->measure);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     gc_request rq;
@@ -63,6 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         require(rq.goal.objective >= 0 && rq.goal.objective < GC_OBJECTIVE_COUNT);
         require(rq.goal.max_slowdown_pct < 0 || (isfinite(rq.goal.max_slowdown_pct) &&
                                                  rq.goal.max_slowdown_pct <= GC_MAX_SLOWDOWN_PCT));
+        round_trip(&rq, size);
         break;
     default:
         abort();

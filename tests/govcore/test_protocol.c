@@ -126,6 +126,34 @@ static void test_refused(void)
     CHECK(gc_request_parse("pin \x01\x02", 6, &rq, err, sizeof err) == -EINVAL && !strchr(err, 1));
 }
 
+/* The apply line a client sends (gc_request_format_apply): the keys given, numbers as typed. */
+static void test_format_apply(void)
+{
+    static const char *const lines[] = {
+        "apply model=bert layers=12 hidden=768 seq_len=13.3 policy=mlg energy=module",
+        "apply model=qwen2.5-0.5b layers=24 hidden=896 seq_len=200.125 util_pct=90 peft=qlora rank=16 "
+        "weight_bits=4 precision=bf16 batch_size=8 tokens_per_step=1600 policy=roofline objective=edp "
+        "max_slowdown_pct=2.5 energy=cpu-gpu tree=t1 dry_run=1",
+    };
+    char line[GC_REQ_MAX + 1], err[GC_ERR_MAX];
+    gc_request rq;
+    size_t i;
+
+    for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        CHECK(parse(lines[i], &rq) == 0);
+        CHECK(gc_request_format_apply(&rq, line, sizeof line, err, sizeof err) == 0);
+        CHECK(strcmp(line, lines[i]) == 0);
+    }
+    rq.measure = NULL; /* not given: the daemon's default */
+    CHECK(gc_request_format_apply(&rq, line, sizeof line, err, sizeof err) == 0 && !strstr(line, "energy="));
+    rq.workload.seq_len = 10.0 / 3.0; /* no plain decimal of 15 digits is it: the nearest */
+    CHECK(gc_request_format_apply(&rq, line, sizeof line, err, sizeof err) == 0 &&
+          strstr(line, " seq_len=3.33333333333333 "));
+    rq.workload.layers = 5000; /* out of bounds: what the daemon would refuse is not sent */
+    CHECK(gc_request_format_apply(&rq, line, sizeof line, err, sizeof err) == -EINVAL &&
+          strstr(err, "layers"));
+}
+
 static void test_lock_one_owner(void)
 {
     const char *root = fake_tree_make(FAKE_JP5, ORIN_11_LEVELS);
@@ -268,6 +296,7 @@ int main(void)
 {
     RUN(test_accepted);
     RUN(test_refused);
+    RUN(test_format_apply);
     RUN(test_lock_one_owner);
     RUN(test_peer_files);
     RUN(test_peer_nss_matches_files);

@@ -195,25 +195,13 @@ void print_decision(const struct options *o, const gc_board *b, const gc_tree_mo
     if (o->json) {
         gc_json_decision(stdout, model, a->model_name, a->name, &a->w, d, a->dry_run, a->dry_run || !d->level_hz ? NULL : b->warn);
         putchar('\n');
-    } else if (d->level_hz == 0) {
-        printf("policy %s: MAXN (the board's own governor)%s\n", gc_policy_name(a->policy),
-               a->dry_run ? " (dry run)" : "");
     } else {
-        printf("policy %s: GPU clock %g MHz%s\n", gc_policy_name(a->policy), gc_hz_to_mhz(d->level_hz),
-               a->dry_run ? " (dry run: nothing written)" : "");
-        if (a->goal.objective != GC_OBJECTIVE_ENERGY || a->goal.max_slowdown_pct >= 0) {
-            printf("objective %s", gc_objective_name(a->goal.objective));
-            if (a->goal.max_slowdown_pct >= 0)
-                printf(", step time within %g %% of the top level's", a->goal.max_slowdown_pct);
-            putchar('\n');
-        }
-        if (d->policy_level_hz != d->level_hz)
-            printf("bound     %s chose %g MHz; %g MHz meets the %g %% slowdown bound\n", gc_policy_name(a->policy),
-                   gc_hz_to_mhz(d->policy_level_hz), gc_hz_to_mhz(d->level_hz), a->goal.max_slowdown_pct);
-        if (d->trade_vs_hz && d->trade_vs_hz != d->level_hz)
-            printf("trade     %g MHz against %g MHz (the top level), predicted by the roofline model: "
-                   "J/step %+.1f %%, s/step %+.1f %%\n", gc_hz_to_mhz(d->level_hz),
-                   gc_hz_to_mhz(d->trade_vs_hz), d->trade_j_pct, d->trade_s_pct);
+        char head[128], lines[1024];
+
+        gc_decision_head(head, sizeof head, d);
+        gc_decision_goal_lines(lines, sizeof lines, d, a->measure);
+        printf("%s%s\n%s", head, !a->dry_run ? "" : d->level_hz ? " (dry run: nothing written)" : " (dry run)",
+               lines);
     }
 }
 

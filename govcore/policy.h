@@ -440,6 +440,17 @@ int gc_saving_range(const gc_tree_model *m, const gc_decision *d, double out[2])
  * for every front end; "" where it did not. */
 void gc_kept_reason(const gc_decision *d, char *out, size_t len);
 
+/* A decision in words (decision_text.c), the one text of both front ends:
+ * gc_decision_head: "policy P: GPU clock X MHz" or "policy P: MAXN (the board's own governor)";
+ * gc_decision_goal_lines: the goal (where not the default: energy, no bound, the default measure),
+ * the bound's move and the roofline's predicted trade, each line ending in '\n' ("" for MAXN);
+ * gc_goal_text: "module energy per step, step time within 5 % of the fastest clock's";
+ * gc_measure_label: "module" or "CPU+GPU". measure NULL: the default. */
+void gc_decision_head(char *out, size_t len, const gc_decision *d);
+void gc_decision_goal_lines(char *out, size_t len, const gc_decision *d, const char *measure);
+void gc_goal_text(char *out, size_t len, const gc_goal *g, const char *measure);
+const char *gc_measure_label(const char *measure);
+
 /* The one line that says a workload lies outside what the built-in policy was trained on
  * (GC_TRAINED_*: the mlg policy's tree of origin GC_ORIGIN_BUILTIN), for every front end (a
  * notice, and "outside_training" in the JSON); "" where it does not. */

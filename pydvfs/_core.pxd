@@ -417,6 +417,11 @@ cdef extern from "policy.h" nogil:
                       const gc_workload *w, const gc_goal *goal, const char *state_dir, gc_decision *d)
     int gc_tree_load(const char *model_dir, gc_tree_model *out, void **handle, char *err, size_t n)
     void gc_tree_close(void *handle)
+    # a decision in words (decision_text.c): the one text of both front ends
+    void gc_decision_head(char *out, size_t len, const gc_decision *d)
+    void gc_decision_goal_lines(char *out, size_t len, const gc_decision *d, const char *measure)
+    void gc_goal_text(char *out, size_t len, const gc_goal *g, const char *measure)
+    const char *gc_measure_label(const char *measure)
 
 
 # The daemon's requests (govcore/protocol.h): the apply line, spelt by its one formatter.

@@ -427,6 +427,49 @@ def apply_request(str policy, tuple workload, str model, str objective="energy",
         raise errors.InvalidValueError(err.decode("utf-8", "replace"))
     return out.decode("ascii")
 
+def measure_label(str measure):
+    """An energy measure's name in text ("module", "CPU+GPU"): gc_measure_label."""
+    return gc_measure_label(measure.encode()).decode()
+
+
+def goal_text(str objective="energy", max_slowdown_pct=None, energy=None):
+    """A goal in words (gc_goal_text): "module energy per step, step time within 5 % of the
+    fastest clock's"."""
+    cdef gc_goal g = _goal(objective, max_slowdown_pct)
+    cdef char out[256]
+    cdef bytes measure = (energy or "").encode()
+    cdef const char *m = NULL
+    if energy:
+        m = measure
+    gc_goal_text(out, sizeof(out), &g, m)
+    return out.decode()
+
+
+def decision_text(str policy, freq_mhz, policy_mhz=None, str objective="energy", max_slowdown_pct=None,
+                  energy=None, trade=None):
+    """A decision in govcore's words (decision_text.c, what `govcore apply` prints): (the clock
+    line, [the goal, the bound's move, the predicted trade]). ``freq_mhz`` None: MAXN;
+    ``trade``: a decision record's {"vs_mhz", "j_per_step_pct", "s_per_step_pct"} or None."""
+    cdef gc_decision d
+    cdef char head[256]
+    cdef char lines[1024]
+    cdef bytes measure = (energy or "").encode()
+    cdef const char *m = NULL
+    if energy:
+        m = measure
+    memset(&d, 0, sizeof(d))
+    d.policy = _policy(policy)
+    d.goal = _goal(objective, max_slowdown_pct)
+    d.level_hz = 0 if freq_mhz is None else mhz_to_hz(freq_mhz)
+    d.policy_level_hz = d.level_hz if policy_mhz is None else mhz_to_hz(policy_mhz)
+    if trade:
+        d.trade_vs_hz = mhz_to_hz(trade["vs_mhz"])
+        d.trade_j_pct = trade["j_per_step_pct"]
+        d.trade_s_pct = trade["s_per_step_pct"]
+    gc_decision_head(head, sizeof(head), &d)
+    gc_decision_goal_lines(lines, sizeof(lines), &d, m)
+    return head.decode(), lines.decode().splitlines()
+
 cdef dict _decision(gc_decision *d, Tree tree, gc_workload *w):
     cdef char why[512]
     cdef char outside[512]

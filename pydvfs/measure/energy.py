@@ -18,12 +18,13 @@ total.
 """
 from __future__ import annotations
 
+from .. import _core
 from ..errors import InvalidValueError
 
 MEASURES = ("module", "cpu-gpu")
 DEFAULT_MEASURE = "module"
 ROLE = {"module": "module", "cpu-gpu": "cpu_gpu"}  # measure -> the board table's rail role
-LABEL = {"module": "module", "cpu-gpu": "CPU+GPU"}
+LABEL = {m: _core.measure_label(m) for m in MEASURES}  # in text: govcore's (gc_measure_label)
 COLUMN = {"module": "energy_module_j", "cpu-gpu": "energy_cpu_gpu_j"}  # the dataset's columns
 FIELD = {"module": "module_energy_j", "cpu-gpu": "cpu_gpu_energy_j"}  # a Measurement's (and a report's) fields
 

@@ -82,23 +82,18 @@ def _board(sysfs_root) -> "_core.Board":
     return _boards[root]
 
 
-def describe_trade(d: dict) -> list[str]:
-    """The goal, the bound's move and the predicted trade of a decision record (``to_dict``),
-    as text lines (none for a plain minimum-energy decision without a model's curve)."""
-    from .objective import Objective
+def describe_goal(d: dict) -> tuple[str, list[str]]:
+    """A decision record (``to_dict``) in govcore's words (decision_text.c, what `govcore apply`
+    prints): its clock line, and its goal, the bound's move and the predicted trade as lines
+    (none for a plain minimum-energy decision without a model's curve, or MAXN)."""
+    goal = d.get("objective") or {}
+    return _core.decision_text(d["policy"], d["freq_mhz"], d.get("policy_mhz"), goal.get("kind", "energy"),
+                               goal.get("max_slowdown_pct"), goal.get("energy"), d.get("trade"))
 
-    lines = []
-    goal = Objective(**d.get("objective") or {})
-    if goal != Objective():
-        lines.append(f"objective {goal.describe()}")
-    if goal.max_slowdown_pct is not None and d.get("policy_mhz") not in (None, d["freq_mhz"]):
-        lines.append(f"bound     {d['policy']} chose {d['policy_mhz']:g} MHz; {d['freq_mhz']:g} MHz meets the "
-                     f"{goal.max_slowdown_pct:g} % slowdown bound")
-    t = d.get("trade")
-    if t and t["vs_mhz"] != d["freq_mhz"]:
-        lines.append(f"trade     {d['freq_mhz']:g} MHz against {t['vs_mhz']:g} MHz (the top level), predicted by "
-                     f"the roofline model: J/step {t['j_per_step_pct']:+.1f} %, s/step {t['s_per_step_pct']:+.1f} %")
-    return lines
+
+def describe_trade(d: dict) -> list[str]:
+    """The goal, the bound's move and the predicted trade of a decision record, as text lines."""
+    return describe_goal(d)[1]
 
 
 @dataclass(frozen=True)
@@ -184,12 +179,10 @@ class Decision:
                          "be (the simulator's uncertainty family)" if self.freq_mhz is not None else
                          "range     MAXN kept: no clock saves for workloads like this on every board this one "
                          "may be (the simulator's uncertainty family)")
-        if self.freq_mhz is None:
-            return "\n".join([f"policy {self.policy}: MAXN (the board's own governor){note}", *knows])
+        head, goal = describe_goal(self.to_dict())
         if self.learned:
             note = f" ({learned_note(self.learned)}){note}"
-        return "\n".join([f"policy {self.policy}: GPU clock {self.freq_mhz:g} MHz{note}", *knows,
-                          *describe_trade(self.to_dict())])
+        return "\n".join([head + note, *knows, *goal])
 
 
 def learned_origin(learned: dict) -> dict:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .. import _core
 from ..errors import InvalidValueError
-from ..measure.energy import DEFAULT_MEASURE, LABEL, check_measure
+from ..measure.energy import DEFAULT_MEASURE, check_measure
 
 OBJECTIVES = _core.OBJECTIVE_NAMES  # govcore's list: energy, edp, ed2p
 _TIME_POWER = {kind: k for k, kind in enumerate(OBJECTIVES)}  # govcore's order is the power of t
@@ -63,12 +63,8 @@ class Objective:
         return s_per_step <= fastest_s_per_step * (1.0 + self.max_slowdown_pct / 100.0)
 
     def describe(self) -> str:
-        text = {"energy": "energy per step", "edp": "energy x time per step (EDP)",
-                "ed2p": "energy x time^2 per step (ED2P)"}[self.kind]
-        text = f"{LABEL[self.energy]} {text}"
-        if self.max_slowdown_pct is not None:
-            text += f", step time within {self.max_slowdown_pct:g} % of the fastest clock's"
-        return text
+        """In words, as govcore says it (gc_goal_text)."""
+        return _core.goal_text(self.kind, self.max_slowdown_pct, self.energy)
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "max_slowdown_pct": self.max_slowdown_pct, "energy": self.energy}

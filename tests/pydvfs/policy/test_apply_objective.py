@@ -145,7 +145,7 @@ def test_apply_pins_the_raised_level_and_both_clis_agree(trained, board, levels,
     want = curve.lowest_within(levels, free.freq_mhz, pct)
     args = ["apply", "--workload", "model=bert,layers=12,hidden=768,seq_len=64", "--model-dir", str(model),
             "--max-slowdown", str(pct), "--sysfs-root", str(board.root)]
-    out = {}
+    out, texts = {}, {}
     for name, run in (("pydvfs", lambda a: cli(*a)),
                       ("govcore", lambda a: subprocess.run([govcore_bin, *a], capture_output=True, text=True))):
         res = run([*args, "--json"])
@@ -155,7 +155,12 @@ def test_apply_pins_the_raised_level_and_both_clis_agree(trained, board, levels,
         text = run(args)
         assert f"GPU clock {want:g} MHz" in text.stdout and f"mlg chose {free.freq_mhz:g} MHz" in text.stdout
         assert "predicted by the roofline model" in text.stdout
+        texts[name] = text.stdout
         assert cli("restore", "--sysfs-root", str(board.root)).returncode == 0
+    # the decision's text is composed once (govcore/decision_text.c): both front ends say the same
+    said = {name: [line for line in t.splitlines() if line.split(" ", 1)[0] in ("policy", "objective", "bound", "trade")]
+            for name, t in texts.items()}
+    assert said["pydvfs"] == said["govcore"] and len(said["govcore"]) == 4, said
     for r in out.values():
         assert r["freq_mhz"] == want and r["policy_mhz"] == free.freq_mhz
         assert r["objective"] == {"kind": "energy", "max_slowdown_pct": pct}

@@ -240,6 +240,20 @@ class Workload:
 _BITS_OF_DTYPE = {"float32": 32, "float16": 16, "bfloat16": 16, "int8": 8, "uint8": 8}
 
 
+def parse_workload(spec: str) -> dict:
+    """``name=bert-base/sst2,model=bert,layers=12,hidden=768,seq_len=64,task=sst2`` -> dict, by
+    govcore's one grammar of a workload (``_core.parse_workload``: the keys of
+    ``_core.WORKLOAD_FIELDS``, each once and spelled exactly, plain decimal numbers within their
+    bounds; docs/policy.md, "The workload grammar") and checked as a :class:`Workload`."""
+    from . import _core
+
+    out = _core.parse_workload(spec)
+    Workload.from_any(out)  # the keys it needs, and the checks across keys
+    if "name" not in out:
+        out["name"] = f"{out['model']}-L{out['layers']}-H{out['hidden']}" + (f"/{out['task']}" if "task" in out else "")
+    return out
+
+
 def method_of_model(model: Any) -> dict:
     """How a Hugging Face model trains, from what it carries: a ``PeftModel``'s adapter config
     (LoRA rank, its trainable parameter count), the base model's quantisation config

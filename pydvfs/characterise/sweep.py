@@ -25,7 +25,7 @@ from ..measure.energy import of as energy_of
 from ..measure.energy import unknown_reason
 from ..measure.sampler import Sampler
 from ..signals import terminate_as_exception
-from ..workload import WORKLOAD_ENV, Workload
+from ..workload import WORKLOAD_ENV, Workload, parse_workload
 from .dataset import RAILS, DatasetWriter, iter_rows
 
 # The signals that stop a job (Ctrl-C, scancel, a time limit, a closed terminal, SIGKILL after
@@ -34,20 +34,6 @@ STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.S
 
 MAX_REPEATS = 100  # runs per setting; a sweep of 12 settings x 100 repeats already takes days
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def parse_workload(spec: str) -> dict:
-    """``name=bert-base/sst2,model=bert,layers=12,hidden=768,seq_len=64,task=sst2`` -> dict, by
-    govcore's one grammar of a workload (``_core.parse_workload``: the keys of
-    ``_core.WORKLOAD_FIELDS``, each once and spelled exactly, plain decimal numbers within their
-    bounds; docs/policy.md, "The workload grammar") and checked as a :class:`Workload`."""
-    from .. import _core
-
-    out = _core.parse_workload(spec)
-    Workload.from_any(out)  # the keys it needs, and the checks across keys
-    if "name" not in out:
-        out["name"] = f"{out['model']}-L{out['layers']}-H{out['hidden']}" + (f"/{out['task']}" if "task" in out else "")
-    return out
 
 
 def workload_text(spec: dict) -> str:

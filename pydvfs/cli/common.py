@@ -210,8 +210,8 @@ def add_workload_argument(p: argparse.ArgumentParser, required: bool, aliases: b
 def workload_from_args(args: argparse.Namespace) -> dict | None:
     """The workload of --workload (and its alias flags) as a validated dict, or None if none was
     given and none is required."""
-    from ..characterise.sweep import parse_workload
     from ..errors import InvalidValueError
+    from ..workload import parse_workload
 
     spec = [args.workload] if args.workload else []
     for key in ("model", "layers", "hidden", "seq_len", "util_pct"):

@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Sequence
 
 from ..characterise.dataset import DatasetWriter, iter_rows
-from ..characterise.sweep import cell_command, parse_workload, run_key
+from ..characterise.sweep import cell_command, run_key
 from ..command import check_command
 from ..errors import InvalidValueError
 from ..progress import check_folders_above, read_capped, replace_atomically
+from ..workload import parse_workload
 
 PLAN = "plan.json"
 JOBS = "jobs.json"

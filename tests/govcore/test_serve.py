@@ -539,8 +539,8 @@ def test_the_daemon_reads_a_workload_by_the_one_grammar(daemon):
     from workload_cases import CASES, reason
 
     from pydvfs import Workload
-    from pydvfs.characterise.sweep import parse_workload
     from pydvfs.errors import InvalidValueError
+    from pydvfs.workload import parse_workload
 
     for case in CASES:
         spec = case["spec"]

@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 
 from pydvfs import _core
 from pydvfs.characterise.dataset import COLUMN_NAMES, COLUMNS, HEADER_LINE, UNIT_BOUNDS, DatasetWriter
-from pydvfs.characterise.sweep import parse_workload
 from pydvfs.cli.common import int_range
 from pydvfs.device.fake import ORIN_11_LEVELS_HZ, build_fake_board
 from pydvfs.errors import InvalidValueError, PydvfsError, StateFileError
 from pydvfs.measure.sampler import Sampler
+from pydvfs.workload import parse_workload
 
 REPO = Path(__file__).resolve().parents[2]
 TRIED: collections.Counter = collections.Counter()  # inputs tried per parser

@@ -12,9 +12,9 @@ import pytest
 from workload_cases import CASES, reason
 
 from pydvfs import Workload
-from pydvfs.characterise.sweep import parse_workload
 from pydvfs.cli import main
 from pydvfs.errors import InvalidValueError
+from pydvfs.workload import parse_workload
 
 IDS = [ascii(c["spec"][:60]) for c in CASES]
 

@@ -12,10 +12,9 @@ import pytest
 
 import pydvfs
 from pydvfs import _core
-from pydvfs.characterise.sweep import parse_workload
 from pydvfs.errors import InvalidValueError
 from pydvfs.model.features import ALL_FEATURES, METHOD_FEATURES, workload_features
-from pydvfs.workload import Workload, method_of_model, precision_of_args
+from pydvfs.workload import Workload, method_of_model, parse_workload, precision_of_args
 
 QWEN = "model=qwen2.5-0.5b,layers=24,hidden=896,seq_len=200"
 METHOD = "peft=lora,rank=16,precision=bf16,batch_size=8,tokens_per_step=1600"

@@ -170,6 +170,14 @@ def apply_request(policy: str, workload: tuple, model: str, objective: str = "en
                   max_slowdown_pct: float | None = None, energy: str | None = None, tree: str | None = None,
                   dry_run: bool = False) -> str:
     """The daemon's apply request line (protocol.c's gc_request_format_apply, checked by its parser)."""
+def measure_label(measure: str) -> str:
+    """An energy measure's name in text ("module", "CPU+GPU"): gc_measure_label."""
+def goal_text(objective: str = "energy", max_slowdown_pct: float | None = None, energy: str | None = None) -> str:
+    """A goal in words, as govcore says it (gc_goal_text)."""
+def decision_text(policy: str, freq_mhz: float | None, policy_mhz: float | None = None, objective: str = "energy",
+                  max_slowdown_pct: float | None = None, energy: str | None = None,
+                  trade: dict | None = None) -> tuple[str, list[str]]:
+    """(the clock line, [goal, bound, trade lines]) of a decision (govcore/decision_text.c)."""
 def decide(board: Board, tree: Tree, policy: str, workload: tuple | None, roofline: Roofline | None = None,
            objective: str = "energy", max_slowdown_pct: float | None = None) -> dict[str, float | int]:
     """proposed_mhz, level_hz (0: MAXN), policy_level_hz (before the slowdown bound), and the

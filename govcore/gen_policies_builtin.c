@@ -122,7 +122,7 @@ static const gc_tree_model gcp_agx_orin_cpu_gpu_tree = {
     4.863048110249343,
 };
 
-/* builtin: Jetson Orin Nano (Super), module energy, JetPack 5/6 clock table (estimate) */
+/* builtin: Jetson Orin Nano (Super), module energy, JetPack 5/6/7 clock table (estimate) */
 static void gcp_orin_nano_super_module_score(double *input, double *output)
 {
     (void)input;
@@ -133,7 +133,7 @@ static const char *const gcp_orin_nano_super_module_features[] = {"is_decoder", 
 static const double gcp_orin_nano_super_module_classes[] = {0.0};
 
 static const gc_tree_model gcp_orin_nano_super_module_tree = {
-    "builtin: Jetson Orin Nano (Super), module energy, JetPack 5/6 clock table (estimate)",
+    "builtin: Jetson Orin Nano (Super), module energy, JetPack 5/6/7 clock table (estimate)",
     gcp_orin_nano_super_module_score,
     10,
     gcp_orin_nano_super_module_features,
@@ -157,7 +157,7 @@ static const gc_tree_model gcp_orin_nano_super_module_tree = {
     3.6039793141461294,
 };
 
-/* builtin: Jetson Orin Nano (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate) */
+/* builtin: Jetson Orin Nano (Super), CPU+GPU energy, JetPack 5/6/7 clock table (estimate) */
 static void gcp_orin_nano_super_cpu_gpu_score(double * input, double * output) {
     double var0[4];
     if (input[1] <= 99.86000061035156) {
@@ -216,7 +216,7 @@ static const char *const gcp_orin_nano_super_cpu_gpu_features[] = {"is_decoder",
 static const double gcp_orin_nano_super_cpu_gpu_classes[] = {0.0, 0.0, 612.0, 714.0};
 
 static const gc_tree_model gcp_orin_nano_super_cpu_gpu_tree = {
-    "builtin: Jetson Orin Nano (Super), CPU+GPU energy, JetPack 5/6 clock table (estimate)",
+    "builtin: Jetson Orin Nano (Super), CPU+GPU energy, JetPack 5/6/7 clock table (estimate)",
     gcp_orin_nano_super_cpu_gpu_score,
     10,
     gcp_orin_nano_super_cpu_gpu_features,

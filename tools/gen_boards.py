@@ -166,6 +166,25 @@ def _optional(rails) -> str:
             "flagged `module_partial`)")
 
 
+def _modes_text(modes) -> str:
+    return ", ".join(f"{m['name']} (id {m['id']}): "
+                     + (_mhz(m["gpu_cap_mhz"]) if m["gpu_cap_mhz"] is not None else "cap unknown (none assumed)")
+                     for m in modes)
+
+
+# The facts of a row that docs/boards.md must source: each non-empty one is in the row's
+# 'sources', or named (itself or a part, 'power_modes.7W') in its 'estimate' or 'unconfirmed'.
+FACTS = ("jetpack", "l4t", "model_match", "gpu", "gpu_levels_mhz", "power_modes", "sensors", "roles",
+         "optional_rails", "emc_mhz", "emc_devfreq_names", "cpu_policies", "cpu_max_mhz")
+
+
+def unsourced(b: dict) -> list[str]:
+    """The facts of row ``b`` with no source, no public-spec estimate and no unconfirmed mark."""
+    marked = b.get("estimate", []) + b.get("unconfirmed", [])
+    return [f for f in FACTS if b.get(f) not in (None, [], {}) and f not in b.get("sources", {})
+            and not any(e == f or e.startswith(f + ".") for e in marked)]
+
+
 def _variant_text(v: dict) -> str:
     """A variant's row: what differs from the board's, where it was read, what is unconfirmed."""
     parts = [f"{v['name']}; JetPack {', '.join(str(j) for j in v['jetpack'])}"]
@@ -174,9 +193,7 @@ def _variant_text(v: dict) -> str:
     if "gpu_levels_mhz" in v:
         parts.append("clock table " + " ".join(_mhz(f) for f in v["gpu_levels_mhz"]) + " MHz")
     if "power_modes" in v:
-        parts.append("power modes " + ", ".join(
-            f"{m['name']} (id {m['id']}): {_mhz(m['gpu_cap_mhz']) if m['gpu_cap_mhz'] is not None else 'cap unknown'}"
-            for m in v["power_modes"]))
+        parts.append("power modes " + _modes_text(v["power_modes"]))
     if "cpu_max_mhz" in v:
         parts.append(f"CPU max {_mhz(v['cpu_max_mhz'])} MHz")
     if v.get("emc_devfreq_names"):
@@ -206,25 +223,33 @@ def render_doc_tables(table: dict) -> str:
                       for c, label in s.get("power_channels", {}).items()]
             sensors.append(f"{s['driver']} at {s['address']} ({'; '.join(chans)})")
         roles = b["roles"]
-        modes = ", ".join(f"{m['name']} (id {m['id']}): {_mhz(m['gpu_cap_mhz'])}" for m in b["power_modes"])
+        if unsourced(b):
+            raise ValueError(f"board {b['id']}: {', '.join(unsourced(b))}: no source, estimate or unconfirmed mark")
+        modes = _modes_text(b["power_modes"])
+        l4t = "".join(f" (JetPack {j}: L4T R{r})" for j, r in b.get("l4t", {}).items())
         rows = [
-            ("JetPack", ", ".join(str(j) for j in b["jetpack"])),
+            ("JetPack", ", ".join(str(j) for j in b["jetpack"]) + l4t),
             ("model string", " or ".join(f"`{m}`" for m in b["model_match"]) + f" (e.g. `{b['model_example']}`)"),
             ("GPU devfreq node", node),
             ("GPU load file", "yes" if gpu["load"] else "none: GPU load is reported as unknown (null)"),
             ("clock table, MHz", " ".join(_mhz(f) for f in b["gpu_levels_mhz"])),
-            ("power modes: GPU cap, MHz", modes),
+            ("power modes (as nvpmodel prints them): GPU cap, MHz", modes),
             ("sensors", "<br>".join(sensors)),
             ("module energy", _sum(roles.get("module", []))
              + _optional(b.get("optional_rails", {}).get("module", []))),
             ("CPU+GPU energy", _sum(roles.get("cpu_gpu", []))),
             ("GPU energy", _sum(roles.get("gpu", []))),
+            ("memory clock devfreq", ", ".join(f"`{n}`" for n in b.get("emc_devfreq_names", []))
+             + " (the EMC: `--emc` pins it where the BPMP EMC is absent)" if b.get("emc_devfreq_names") else None),
+            ("sources", "<br>".join(f"`{k}`: {v}" for k, v in b.get("sources", {}).items())),
+            ("unconfirmed (one weak source, or none read)",
+             ", ".join(f"`{u}`" for u in b.get("unconfirmed", [])) or "nothing"),
             ("from public specs, not measured", ", ".join(f"`{e}`" for e in b["estimate"]) or "nothing"),
             ("fake board", f"`pydvfs fake-board DIR --board {b['id']}`"),
         ]
         rows += [(f"variant `{v['id']}`", _variant_text(v)) for v in b.get("variants", [])]
         out += [f"### {b['name']} (`{b['id']}`)", "", "| | |", "|---|---|"]
-        out += [f"| {k} | {v} |" for k, v in rows]
+        out += [f"| {k} | {v} |" for k, v in rows if v is not None]
         out.append("")
     out.append(DOC_END)
     return "\n".join(out)

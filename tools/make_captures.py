@@ -3,8 +3,8 @@
 (pydvfs/data/boards.json), built from a fake board of that board until a user sends a real one.
 
 Each capture says so in its metadata ("source": built from the table's facts, not a real board).
-The fake tree is pydvfs.device.fake's; the nvpmodel status and table and the release line are
-added from the board table (the table's first power mode in force, its cap on max_freq).
+The fake tree is pydvfs.device.fake's, nvpmodel's status and table and the release line
+included (the power mode whose cap is the board's top level in force, its cap on max_freq).
 
     python tools/make_captures.py                 # every board of the table
     python tools/make_captures.py --out DIR
@@ -21,11 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pydvfs.device.capture import capture_board, write_capture  # noqa: E402
-from pydvfs.device.fake import build_fake_board, rewrite_int  # noqa: E402
+from pydvfs.device.fake import build_fake_board, mode_in_force, rewrite_int  # noqa: E402
 from pydvfs.device.table import Board, boards  # noqa: E402
 
 SOURCE = "built from the table's facts (pydvfs.device.fake, pydvfs/data/boards.json), not a real board"
-L4T = {4: 32, 5: 35, 6: 36, 7: 38}  # JetPack -> L4T release (SPEC 5b)
 
 
 def fake_of(root: Path, b: Board):
@@ -34,25 +33,12 @@ def fake_of(root: Path, b: Board):
 
 
 def add_table_facts(fb, b: Board) -> None:
-    """nvpmodel's status and table, and the release line, from the board table (where the fake
-    layer did not write them)."""
-    root = Path(fb.root)
-    mode = b.power_modes[0]
-    status = root / "var/lib/nvpmodel/status"
-    if not status.exists():
-        status.parent.mkdir(parents=True, exist_ok=True)
-        status.write_text(f"pmode:{mode.id:04d} fmode:quiet\n")
-    conf = root / "etc/nvpmodel.conf"
-    if not conf.exists():
-        conf.parent.mkdir(parents=True, exist_ok=True)
-        blocks = [f"< POWER_MODEL ID={m.id} NAME={m.name.replace(' ', '_')} >\nGPU MIN_FREQ 0\n"
-                  f"GPU MAX_FREQ {round(m.gpu_cap_mhz * 1e6)}\n" for m in b.power_modes]
-        conf.write_text("\n".join(blocks) + f"\n< PM_CONFIG DEFAULT={mode.id} >\n")
-    release = root / "etc/nv_tegra_release"
-    if not release.exists():
-        release.write_text(f"# R{L4T[max(b.jetpack)]} (release), REVISION: 0.0, GCID: 0, BOARD: generic, "
-                           "EABI: aarch64, DATE: -\n")
-    cap_hz = max(f for f in fb.levels_hz if f <= round(mode.gpu_cap_mhz * 1e6))
+    """The GPU's max_freq and cur_freq at the cap of the power mode in force (the fake layer lays
+    out nvpmodel's status and table and the release line from the board table; a mode without a
+    known cap leaves the top level)."""
+    mode = mode_in_force(b)
+    cap = round(mode.gpu_cap_mhz * 1e6) if mode.gpu_cap_mhz is not None else max(fb.levels_hz)
+    cap_hz = max(f for f in fb.levels_hz if f <= cap)
     rewrite_int(Path(fb.devfreq_dir) / "max_freq", cap_hz)
     rewrite_int(Path(fb.devfreq_dir) / "cur_freq", cap_hz)
 

@@ -231,12 +231,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     p.add_argument("--board", choices=tuple(boards()), default=None,
                    help="a board of the table (docs/boards.md), laid out as on its newest JetPack "
-                        "(AGX Xavier: JetPack 4)")
+                        "(AGX Xavier: JetPack 4), with its power modes as nvpmodel names them")
     from ..device.table import variants
 
     p.add_argument("--variant", choices=tuple(variants()), default=None,
                    help="a variant of a board of the table (docs/boards.md: another release's clock "
-                        "table, power modes as nvpmodel names them), laid out on its newest JetPack")
+                        "table, modes or sensors), laid out on its newest JetPack")
     p.add_argument("--layout", choices=("jp4", "jp5", "jp6"), default=None,
                    help="the older names: jp5: AGX Orin JetPack 5 (the default), jp6: JetPack 6, "
                         "jp4: AGX Xavier (ina3221x)")

@@ -175,14 +175,16 @@ def build_fake_board(
     """Create a fake board tree under ``root`` and return its handle.
 
     ``board``: a board of the table (``pydvfs/data/boards.json``: orin-nano-super, orin-nx,
-    agx-orin, thor, agx-xavier, nano), or one of its variants (``VARIANTS``: its clock table,
-    model string, CPU maximum, its power modes in ``/etc/nvpmodel.conf`` with mode 0 in force,
-    Thor's ``bwmgr`` memory-clock devfreq device, the INA3221 channels it leaves off), laid out as that board shows itself on ``jetpack``
-    (default: the newest the table lists): its device-tree model, ``/etc/nv_tegra_release``, GPU
-    devfreq node (Thor: the virtual ``gpu-gpc-0``, no of_node, no load file, podgov tunables
-    in ``nvhost_podgov/``), clock table and sensors (INA3221 hwmon, ina3221x on JetPack 4,
-    Thor's INA238 power channel). ``layout``: the older names, ``jp5`` / ``jp6`` (AGX Orin) and
-    ``jp4`` (AGX Xavier); the default is ``jp5``. ``levels_hz``: another GPU table.
+    agx-orin, thor, agx-xavier, nano), or one of its variants (its clock table, model string,
+    CPU maximum and power modes over the row's, the INA3221 channels it leaves off), laid out as
+    that board shows itself on ``jetpack`` (default: the newest the table lists): its
+    device-tree model, ``/etc/nv_tegra_release``, GPU devfreq node (Thor: the virtual
+    ``gpu-gpc-0``, no of_node, no load file, podgov tunables in ``nvhost_podgov/``), clock table
+    and sensors (INA3221 hwmon, ina3221x on JetPack 4, Thor's INA238 power channel), its power
+    modes in ``/etc/nvpmodel.conf`` (:func:`mode_in_force` in force) and its memory-clock
+    devfreq device (Thor's ``bwmgr``). ``layout``: the older names, ``jp5`` / ``jp6`` (AGX
+    Orin) and ``jp4`` (AGX Xavier), without nvpmodel's files (a test writes its own); the
+    default is ``jp5``. ``levels_hz``: another GPU table.
     ``hwmon_start``: first hwmonN number used, to show that discovery does not depend on it.
     ``follow_clamp``: ``cur_freq`` is the same file as ``max_freq`` (a static board whose clock
     follows the ceiling a pin sets, as a kernel would show it; a writer of ``cur_freq`` such as
@@ -190,6 +192,7 @@ def build_fake_board(
     ``clock_domains``: also the EMC's BPMP debugfs folder and the cpufreq policies the table
     gives the board (``fake_domains.add_clock_domains``), so that ``pin --emc/--cpu`` can be used.
     """
+    from_table = board is not None  # a board or variant of the table: its nvpmodel files too
     if board is None:
         layout = layout or "jp5"
         if layout not in LAYOUTS:
@@ -205,7 +208,8 @@ def build_fake_board(
                     gpu_levels_mhz=variant.gpu_levels_mhz or row.gpu_levels_mhz,
                     power_modes=variant.power_modes or row.power_modes,
                     cpu_max_mhz=variant.cpu_max_mhz or row.cpu_max_mhz,
-                    model_example=variant.model_example or row.model_example)
+                    model_example=variant.model_example or row.model_example,
+                    emc_devfreq_names=tuple(dict.fromkeys(row.emc_devfreq_names + variant.emc_devfreq_names)))
         board = row.id
     else:
         b = table.board(board)  # ValueError naming the boards for an unknown id
@@ -270,8 +274,9 @@ def build_fake_board(
                      gpu_dir=gpu_dir, levels_hz=levels, board=board, jetpack=jetpack,
                      variant=variant.id if variant else None)
     _add_sensors(fake, b, sys_, hwmon_start)
+    if from_table:
+        _add_table_clocks(root, b)
     if variant is not None:
-        _add_variant(root, variant)
         for name in variant.disabled_rails:
             fake.disable_rail(name)
     if clock_domains:
@@ -281,17 +286,28 @@ def build_fake_board(
     return fake
 
 
-def _add_variant(root: Path, v) -> None:
-    """What a variant shows beside its row's layout: its power modes as nvpmodel's files hold
-    them (mode 0 in force; a cap the table does not know has no GPU line) and its memory-clock
-    devfreq device (Thor's bwmgr: no of_node, not a GPU)."""
-    if v.power_modes:
+def mode_in_force(b):
+    """The power mode a fake board of ``b`` (a row, or a row with a variant's facts) has in force:
+    the first whose GPU cap is the top of its clock table (MAXN, MAXN_SUPER), as the board's
+    max_freq at the top shows; else its first."""
+    top = max(b.gpu_levels_mhz)
+    return next((m for m in b.power_modes if m.gpu_cap_mhz is not None and abs(m.gpu_cap_mhz - top) < 0.5),
+                b.power_modes[0])
+
+
+def _add_table_clocks(root: Path, b) -> None:
+    """What a board of the table shows beside its GPU and sensors: its power modes as nvpmodel's
+    files hold them (the names nvpmodel prints, :func:`mode_in_force` in force; a mode whose cap
+    the table does not know has no GPU line: the board's own max_freq is then its cap) and its
+    memory-clock devfreq device (Thor's bwmgr: no of_node, not a GPU)."""
+    if b.power_modes:
         blocks = [f"< POWER_MODEL ID={m.id} NAME={m.name} >\n"
                   + (f"GPU MAX_FREQ {round(m.gpu_cap_mhz * 1e6)}\n" if m.gpu_cap_mhz is not None else "")
-                  for m in v.power_modes]
-        _write(root / "etc" / "nvpmodel.conf", "".join(blocks) + f"< PM_CONFIG DEFAULT={v.power_modes[0].id} >\n")
-        _write(root / "var" / "lib" / "nvpmodel" / "status", f"pmode:{v.power_modes[0].id:04d} fmode:quiet\n")
-    for name in v.emc_devfreq_names:
+                  for m in b.power_modes]
+        mode = mode_in_force(b)
+        _write(root / "etc" / "nvpmodel.conf", "".join(blocks) + f"< PM_CONFIG DEFAULT={mode.id} >\n")
+        _write(root / "var" / "lib" / "nvpmodel" / "status", f"pmode:{mode.id:04d} fmode:quiet\n")
+    for name in b.emc_devfreq_names:
         d = root / "sys" / "devices" / "virtual" / "devfreq" / name
         _write(d / "available_frequencies", "4266000000\n")
         _write(d / "governor", "nvhost_podgov\n")

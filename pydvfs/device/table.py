@@ -32,7 +32,9 @@ ROLES = ("module", "cpu_gpu", "gpu")
 class PowerMode:
     id: int
     name: str
-    gpu_cap_mhz: float | None  # None: not known (a variant's mode from a weak source)
+    gpu_cap_mhz: float | None  # None: the public record gives no cap. No cap is assumed: a pin obeys
+    # the cap the board shows (devfreq max_freq, nvpmodel_clk_cap), the simulator does not model the
+    # mode (pydvfs.sim.profiles), a fake board's nvpmodel.conf has no GPU line for it
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class Board:
     estimate: tuple[str, ...]
     l4t: Mapping[int, int] = None    # JetPack -> the L4T major this board runs there, where several map to it
     variants: tuple[Variant, ...] = ()
+    emc_devfreq_names: tuple[str, ...] = ()  # the memory clock as a devfreq device (Thor's bwmgr)
+    sources: Mapping[str, str] = None        # fact -> where it was read (docs/boards.md)
+    unconfirmed: tuple[str, ...] = ()        # facts seen in one weak source only
 
     @property
     def rails(self) -> tuple[str, ...]:
@@ -127,6 +132,8 @@ def _board(row: dict) -> Board:
         cpu_max_mhz=float(row["cpu_max_mhz"]), estimate=tuple(row["estimate"]),
         l4t={int(j): int(r) for j, r in row.get("l4t", {}).items()},
         variants=tuple(_variant(row["id"], v) for v in row.get("variants", ())),
+        emc_devfreq_names=tuple(row.get("emc_devfreq_names", ())),
+        sources=dict(row.get("sources", {})), unconfirmed=tuple(row.get("unconfirmed", ())),
     )
 
 

@@ -71,11 +71,13 @@ class PowerMode:
 
 def power_modes(board: str = DEFAULT_BOARD) -> dict:
     """A board's nvpmodel modes by setting name (``maxn``, ``15w``, ``maxn-super``...): the GPU cap
-    from the board table, CPU cores/clock and EMC from the simulator profile (its sources there)."""
+    from the board table, CPU cores/clock and EMC from the simulator profile (its sources there).
+    The table's modes the profile does not model (``modes_not_simulated``: no GPU cap, or no CPU
+    and EMC clocks in the public record) are no setting: nothing is assumed for them."""
     prof = profile(board)
     return {mode_key(m.name): PowerMode(mode_key(m.name), m.gpu_cap_mhz, prof.modes[m.name].cpu_cores,
                                         prof.modes[m.name].cpu_mhz, prof.modes[m.name].emc_mhz)
-            for m in prof.board.power_modes}
+            for m in prof.board.power_modes if m.name in prof.modes}
 
 
 def top_mode(board: str = DEFAULT_BOARD) -> PowerMode:

@@ -58,12 +58,16 @@ class SimProfile:
     tdp_low_w: float  # module power budget of the lowest power mode (idle/static scaling)
     cv_idle_w: float  # an idle CV rail where the board has one alone (AGX Xavier)
     rails: dict  # rail -> components it carries (every rail of the board table, each once)
-    modes: dict  # board-table mode name -> ModeClocks
+    modes: dict  # board-table mode name -> ModeClocks: the modes the simulator models
     sweep_cpu_mhz: tuple  # a few CPU clocks for joint sweeps (top included)
     # dense fp16 / bf16 GEMM peak over the FP32 CUDA cores' (tensor cores; 1: no 16-bit path
     # faster than FP32, e.g. bf16 emulated where the GPU has no bf16 units)
     tensor_ratio: dict = field(default_factory=lambda: {"fp16": 1.0, "bf16": 1.0})
     memory_gb: float = 0.0  # the module's DRAM, shared by CPU and GPU (0: not known)
+    # the board table's other modes, each with why the simulator does not model it (its CPU and
+    # EMC clocks, or its GPU cap, are not in the public record): no setting of the simulator, so
+    # no baseline is made up for it (a mode modelled as uncapped would be MAXN under its name)
+    modes_not_simulated: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -93,6 +97,8 @@ class SimProfile:
 
 
 _A78_SWEEP = (729.6, 1113.6, 1497.6)
+NO_MODE_CLOCKS = "its CPU cores and clock and its EMC rate are not in the public record read"
+NO_MODE_CAP = "its GPU cap is not in the public record read (the table's gpu_cap_mhz is null)"
 
 PROFILES_SPEC = {
     "agx-orin": dict(
@@ -101,9 +107,9 @@ PROFILES_SPEC = {
         rails={"VDD_GPU_SOC": ("gpu", "soc"), "VDD_CPU_CV": ("cpu",), "VIN_SYS_5V0": ("sys",),
                "VDDQ_VDD2_1V8AO": ("dram",)},
         modes={"MAXN": ModeClocks(12, 2201.6, 3199.0, "SPEC 5 (no caps)"),
-               "15W": ModeClocks(4, 1113.6, 2133.0, "SPEC 5 (cores, EMC); devkit nvpmodel.conf (CPU)"),
-               "30W": ModeClocks(8, 1728.0, 3199.0, "SPEC 5 (cores); devkit nvpmodel.conf (CPU)"),
-               "50W": ModeClocks(12, 1497.6, 3199.0, "SPEC 5")},
+               "MODE_15W": ModeClocks(4, 1113.6, 2133.0, "SPEC 5 (cores, EMC); devkit nvpmodel.conf (CPU)"),
+               "MODE_30W": ModeClocks(8, 1728.0, 3199.0, "SPEC 5 (cores); devkit nvpmodel.conf (CPU)"),
+               "MODE_50W": ModeClocks(12, 1497.6, 3199.0, "SPEC 5")},
         sweep_cpu_mhz=_A78_SWEEP + (2201.6,),
         tensor_ratio={"fp16": 8.0, "bf16": 8.0},
         memory_gb=64.0,
@@ -119,7 +125,8 @@ PROFILES_SPEC = {
         rails={"VDD_IN": COMPONENTS, "VDD_CPU_GPU_CV": ("gpu", "cpu"), "VDD_SOC": ("soc",)},
         modes={"15W": ModeClocks(6, 1497.6, 2133.0, "estimate: JetPack 6.2 Orin Nano 8GB mode table"),
                "25W": ModeClocks(6, 1344.0, 3199.0, "estimate: JetPack 6.2 Orin Nano 8GB mode table"),
-               "MAXN SUPER": ModeClocks(6, 1728.0, 3199.0, "no caps: table's CPU and EMC tops")},
+               "MAXN_SUPER": ModeClocks(6, 1728.0, 3199.0, "no caps: table's CPU and EMC tops")},
+        modes_not_simulated={"7W": NO_MODE_CLOCKS},
         sweep_cpu_mhz=(729.6, 1113.6, 1344.0, 1728.0),
         tensor_ratio={"fp16": 8.0, "bf16": 8.0},
         memory_gb=8.0,
@@ -132,7 +139,8 @@ PROFILES_SPEC = {
         calibrated=False, cuda_cores=1024, dram_peak_gbps=102.4, emc_max_mhz=3199.0, cpu_ipc=1.0,
         cpu_cores=8, tdp_top_w=40.0, tdp_low_w=10.0, cv_idle_w=0.0,
         rails={"VDD_IN": COMPONENTS, "VDD_CPU_GPU_CV": ("gpu", "cpu"), "VDD_SOC": ("soc",)},
-        modes={"MAXN SUPER": ModeClocks(8, 1984.0, 3199.0, "no caps: table's CPU and EMC tops")},
+        modes={"MAXN_SUPER": ModeClocks(8, 1984.0, 3199.0, "no caps: table's CPU and EMC tops")},
+        modes_not_simulated={"25W": NO_MODE_CLOCKS},
         sweep_cpu_mhz=_A78_SWEEP + (1984.0,),
         tensor_ratio={"fp16": 8.0, "bf16": 8.0},
         memory_gb=16.0,
@@ -147,6 +155,7 @@ PROFILES_SPEC = {
         rails={"VDD_GPU": ("gpu",), "VDD_CPU_SOC_MSS": ("cpu", "soc"), "VIN_SYS_5V0": ("sys",),
                "ina238": COMPONENTS},
         modes={"MAXN": ModeClocks(14, 2601.0, 4266.0, "no caps: table's CPU top, LPDDR5X top")},
+        modes_not_simulated={"120W": NO_MODE_CLOCKS, "90W": NO_MODE_CAP, "70W": NO_MODE_CAP},
         sweep_cpu_mhz=(1300.8, 1950.7, 2601.0),
         tensor_ratio={"fp16": 8.0, "bf16": 8.0},
         memory_gb=128.0,
@@ -176,6 +185,7 @@ PROFILES_SPEC = {
         cpu_cores=4, tdp_top_w=10.0, tdp_low_w=5.0, cv_idle_w=0.0,
         rails={"POM_5V_IN": COMPONENTS, "POM_5V_GPU": ("gpu",), "POM_5V_CPU": ("cpu",)},
         modes={"MAXN": ModeClocks(4, 1479.0, 1600.0, "no caps: table's CPU top, LPDDR4 top")},
+        modes_not_simulated={"5W": NO_MODE_CLOCKS},
         sweep_cpu_mhz=(710.4, 1036.8, 1479.0),
         tensor_ratio={"fp16": 2.0, "bf16": 1.0},
         memory_gb=4.0,
@@ -201,9 +211,12 @@ def profile(board_id: str = DEFAULT_BOARD) -> SimProfile:
         raise InvalidValueError(f"simulator profile {board_id}: rails {sorted(prof.rails)} are not "
                                 f"the board table's {sorted(b.rails)}")
     names = [m.name for m in b.power_modes]
-    if sorted(prof.modes) != sorted(names):
-        raise InvalidValueError(f"simulator profile {board_id}: modes {sorted(prof.modes)} are not "
-                                f"the board table's {sorted(names)}")
+    if sorted([*prof.modes, *prof.modes_not_simulated]) != sorted(names):
+        raise InvalidValueError(f"simulator profile {board_id}: modes {sorted(prof.modes)} and not simulated "
+                                f"{sorted(prof.modes_not_simulated)} are not the board table's {sorted(names)}")
+    uncapped = [m.name for m in b.power_modes if m.gpu_cap_mhz is None and m.name in prof.modes]
+    if uncapped:  # no GPU cap is ever assumed: such a mode is not modelled
+        raise InvalidValueError(f"simulator profile {board_id}: modes {uncapped} have no GPU cap in the table")
     return prof
 
 
@@ -212,5 +225,7 @@ def board_ids() -> tuple:
 
 
 def mode_key(name: str) -> str:
-    """The simulator's setting name of an nvpmodel mode: ``MAXN SUPER`` -> ``maxn-super``."""
-    return name.lower().replace(" ", "-")
+    """The simulator's setting name of an nvpmodel mode, the same for every spelling nvpmodel
+    has used: ``MAXN_SUPER`` and ``MAXN SUPER`` -> ``maxn-super``, ``MODE_30W`` -> ``30w``."""
+    key = name.lower().replace(" ", "-").replace("_", "-")
+    return key[len("mode-"):] if key.startswith("mode-") else key

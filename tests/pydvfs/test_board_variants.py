@@ -1,18 +1,20 @@
-"""The board table's variants (issue 52): each is laid out by `pydvfs fake-board --variant`, and
-both front ends name its board, JetPack and power mode (as nvpmodel prints it), pin, restore,
-measure and apply on it without a traceback or a notice (its levels and modes are the table's).
-And the notices discovery gives for what the table does not know: an L4T release, a GPU level."""
+"""The board table's rows and variants (issue 52): each is laid out by `pydvfs fake-board --board`
+or `--variant`, and both front ends name its board, JetPack and power mode (as nvpmodel prints
+it), pin, restore, measure and apply on it without a traceback or a notice (its levels and modes
+are the table's). The base rows' facts as the public record gives them. And the notices
+discovery gives for what the table does not know: an L4T release, a GPU level, a mode id."""
 from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pydvfs.cli import main
 from pydvfs.device import table as boards
-from pydvfs.device.fake import build_fake_board
+from pydvfs.device.fake import build_fake_board, mode_in_force
 
 WORKLOAD = "model=bert,layers=12,hidden=768,seq_len=13.3"
 
@@ -43,6 +45,8 @@ def test_every_board_and_variant_runs_every_verb(tmp_path, govcore_bin, capsys, 
     state.mkdir(mode=0o700)
     made = _json(capsys, ["fake-board", str(root), "--variant" if v else "--board", bid, "--json"])
     levels = list((v and v.gpu_levels_mhz) or row.gpu_levels_mhz)
+    in_force = mode_in_force(replace(row, gpu_levels_mhz=tuple(levels),
+                                     power_modes=(v and v.power_modes) or row.power_modes))
     assert made["board"] == row.id and made["variant"] == (bid if v else None) and made["levels_mhz"] == levels
     assert made["jetpack"] == (max(v.jetpack) if v else made["jetpack"]) and made["jetpack"] in row.jetpack
     opts = ["--sysfs-root", str(root), "--state-dir", str(state)]
@@ -56,15 +60,15 @@ def test_every_board_and_variant_runs_every_verb(tmp_path, govcore_bin, capsys, 
             assert all(r in got["warning"] for r in v.disabled_rails) and "level" not in got["warning"]
         else:
             assert got["warning"] is None, (bid, got["warning"])  # its levels are known: no notice
-        if v and v.power_modes:  # the name nvpmodel prints, mode 0 in force
-            assert got["power_mode"]["name"] == v.power_modes[0].name
+        # the name nvpmodel prints: the mode whose cap is the top level in force (MAXN, MAXN_SUPER)
+        assert got["power_mode"]["name"] == in_force.name, bid
     mid = f"{levels[len(levels) // 2]:g}"
     dev = Path(st["devfreq_dir"])
     domains = {d["name"]: d for d in st["domains"] if d["available"]}
     cpus = [d for d in st["domains"] if d["kind"] == "cpu"]
     joint = "emc" in domains and cpus and all(d["available"] for d in cpus)
-    if v and v.emc_devfreq_names:
-        assert domains["emc"]["devfreq"] == v.emc_devfreq_names[0]
+    if row.emc_devfreq_names:  # Thor's bwmgr is its EMC
+        assert domains["emc"]["devfreq"] == row.emc_devfreq_names[0]
     pin_domains = []  # a middle rate / level of each domain it has
     if "emc" in domains:
         rates = domains["emc"]["levels_mhz"]
@@ -107,31 +111,58 @@ def test_every_board_and_variant_runs_every_verb(tmp_path, govcore_bin, capsys, 
 def test_fake_board_variant_refusals(tmp_path, capsys):
     """--variant lays out the variant's own table unanimated, and alone."""
     for extra in (["--animate", "bert-base"], ["--levels", "13"], ["--board", "thor"]):
-        assert main(["fake-board", str(tmp_path / "x"), "--variant", "thor-modes", *extra]) == 2
+        assert main(["fake-board", str(tmp_path / "x"), "--variant", "agx-orin-jp5-13", *extra]) == 2
         err = capsys.readouterr().err
         assert "Traceback" not in err and ("--variant" in err or "one of --board" in err), err
     assert not (tmp_path / "x").exists()
 
 
-def test_variant_facts(tmp_path):
-    """The variants the issue names, with their sources; the Thor memory clock's devfreq device
-    is no GPU to discovery."""
+def test_variant_facts():
+    """The variants kept: each a real board that differs from its row in a public fragment (the
+    JetPack 5 AGX Orin's 13 levels, the JetPack 5 Orin Nano, the JetPack 6 AGX Orin with a
+    channel off); none only repeats its row."""
     v = boards.variants()
+    assert set(v) == {"agx-orin-jp5-13", "agx-orin-jp6-3-rails", "orin-nano-jp5"}
     assert v["agx-orin-jp5-13"].gpu_levels_mhz[0] == 114.75 and len(v["agx-orin-jp5-13"].gpu_levels_mhz) == 13
     nano = v["orin-nano-jp5"]
     assert (nano.gpu_levels_mhz[0], nano.gpu_levels_mhz[-1], len(nano.gpu_levels_mhz)) == (306, 624.75, 5)
     assert nano.cpu_max_mhz == 1510.4 and nano.board == "orin-nano-super"
-    assert {(m.id, m.name) for m in v["thor-modes"].power_modes} >= {(1, "120W"), (2, "90W"), (3, "70W")}
-    assert v["thor-modes"].emc_devfreq_names == ("bwmgr",)
-    assert {(m.id, m.name) for m in v["agx-orin-mode-names"].power_modes} >= {(1, "MODE_15W"), (2, "MODE_30W"),
-                                                                              (3, "MODE_50W")}
-    assert (2, "MAXN_SUPER") in {(m.id, m.name) for m in v["orin-nano-super-7w"].power_modes}
-    assert (3, "7W") in {(m.id, m.name) for m in v["orin-nano-super-7w"].power_modes}
-    assert (3, "25W") in {(m.id, m.name) for m in v["orin-nx-25w"].power_modes}
-    assert (1, "5W", 640) in {(m.id, m.name, m.gpu_cap_mhz) for m in v["nano-5w"].power_modes}
     for x in v.values():
-        assert x.source and boards.board(x.board)  # each maps onto a row (its policy, profile, roles)
-    fb = build_fake_board(tmp_path / "thor", board="thor-modes")
+        row = boards.board(x.board)  # each maps onto a row (its policy, profile, roles)
+        differs = [f for f in ("gpu_levels_mhz", "power_modes", "cpu_max_mhz", "model_example", "disabled_rails")
+                   if getattr(x, f) not in (None, ()) and getattr(x, f) != getattr(row, f, None)]
+        assert x.source and differs, x.id
+
+
+def test_base_rows_follow_the_public_record(tmp_path):
+    """The rows' power modes as nvpmodel prints them and their JetPacks (the public record of
+    docs/boards.md, issue 52 item 4): every fact of a row sourced, estimated or marked
+    unconfirmed; a mode without a known GPU cap assumes none: the simulator does not model it,
+    and a fake board's nvpmodel.conf gives it no GPU line. Thor's memory clock devfreq device
+    (bwmgr) is no GPU to discovery."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from gen_boards import unsourced
+
+    from pydvfs.sim.model import power_modes
+
+    modes = {b: {(m.id, m.name): m.gpu_cap_mhz for m in boards.board(b).power_modes} for b in boards.boards()}
+    assert modes["agx-orin"] == {(0, "MAXN"): 1300.5, (1, "MODE_15W"): 408, (2, "MODE_30W"): 612, (3, "MODE_50W"): 816}
+    assert modes["orin-nano-super"] == {(0, "15W"): 612, (1, "25W"): 918, (2, "MAXN_SUPER"): 1020, (3, "7W"): 408}
+    assert modes["orin-nx"] == {(0, "MAXN_SUPER"): 1173, (3, "25W"): 408}
+    assert modes["thor"] == {(0, "MAXN"): 1575, (1, "120W"): 1386, (2, "90W"): None, (3, "70W"): None}
+    assert modes["nano"] == {(0, "MAXN"): 921.6, (1, "5W"): 640}
+    assert boards.board("agx-orin").jetpack == (5, 6, 7) and boards.board("agx-orin").l4t == {7: 39}
+    assert boards.board("orin-nano-super").jetpack == (5, 6, 7) and boards.board("orin-nano-super").l4t == {7: 39}
+    assert boards.board("thor").emc_devfreq_names == ("bwmgr",)
+    table = json.loads(Path(boards.package_file("data", "boards.json")).read_text())
+    assert all(not unsourced(row) for row in table["boards"])
+    # the simulator's settings keep their names ("30w", "maxn-super") and model no uncapped mode
+    assert list(power_modes("agx-orin")) == ["maxn", "15w", "30w", "50w"] and list(power_modes("thor")) == ["maxn"]
+    fb = build_fake_board(tmp_path / "thor", board="thor")
+    conf = (fb.root / "etc/nvpmodel.conf").read_text()
+    assert "< POWER_MODEL ID=2 NAME=90W >\n< POWER_MODEL" in conf and "GPU MAX_FREQ 1386000000" in conf
     assert (fb.root / "sys/class/devfreq/bwmgr/available_frequencies").exists()
     from pydvfs.device import open_device
 
@@ -178,8 +209,8 @@ def test_unknown_l4t_and_levels_give_one_notice_never_a_failure(tmp_path, govcor
 @pytest.mark.parametrize("front", ["pydvfs", "govcore"])
 def test_a_power_mode_outside_the_table_is_one_notice(tmp_path, govcore_bin, capsys, front):
     """A mode id the table knows for no release of the board: one notice, and the board works; a
-    variant's mode (the Nano Super's 7W, id 3) is known and says nothing."""
-    for vid, mode, name, noticed in (("orin-nano-super-7w", 3, "7W", False), ("agx-orin-mode-names", 7, "MODE_7W", True)):
+    mode of the row (the Nano Super's 7W, id 3) is known and says nothing."""
+    for vid, mode, name, noticed in (("orin-nano-super", 3, "7W", False), ("agx-orin", 7, "MODE_7W", True)):
         fb = build_fake_board(tmp_path / vid, board=vid)
         conf = fb.root / "etc/nvpmodel.conf"
         conf.write_text(conf.read_text() + f"< POWER_MODEL ID={mode} NAME={name} >\nGPU MAX_FREQ 408000000\n")
@@ -195,7 +226,7 @@ def test_a_power_mode_outside_the_table_is_one_notice(tmp_path, govcore_bin, cap
             assert r.returncode == 0, r.stderr
             st = json.loads(r.stdout)
         assert st["power_mode"]["id"] == mode and st["power_mode"]["name"] == name
-        note = (f"power mode {mode} ({name}) is not among the board table's modes of {boards.variants()[vid].board}: "
+        note = (f"power mode {mode} ({name}) is not among the board table's modes of {vid}: "
                 "its GPU cap is read from the board, as any mode's")
         assert (st["warning"] == note) if noticed else st["warning"] is None, st["warning"]
 
@@ -206,7 +237,7 @@ def test_thor_memory_clock_pins_with_emc_and_restores_byte_for_byte(tmp_path, go
     emc.governor/min_hz/max_hz), and restore puts its files and the GPU's back byte for byte.
     The public record gives only its top rate (4266 MHz): the lower two are this test's, so that
     a pin changes something."""
-    fb = build_fake_board(tmp_path / "thor", board="thor-modes")
+    fb = build_fake_board(tmp_path / "thor", board="thor")
     bwmgr = fb.root / "sys/devices/virtual/devfreq/bwmgr"
     (bwmgr / "available_frequencies").write_text("2133000000 3200000000 4266000000\n")
     (bwmgr / "min_freq").write_text("2133000000")

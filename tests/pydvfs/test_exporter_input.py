@@ -48,7 +48,7 @@ def rig(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("exporter-input")
     fb = build_fake_board(tmp / "b", board="orin-nano-super", clock_domains=True)
-    (fb.root / "var/lib/nvpmodel").mkdir(parents=True)
+    (fb.root / "var/lib/nvpmodel").mkdir(parents=True, exist_ok=True)  # the fake lays out its own
     (fb.root / "var/lib/nvpmodel/status").write_text("pmode:0002\n")
     (fb.root / "etc/nvpmodel.conf").write_text("< POWER_MODEL ID=2 NAME=25W\nGPU MAX_FREQ 918000000\n")
     folder = tmp / "governor"

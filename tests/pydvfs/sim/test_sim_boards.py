@@ -17,7 +17,7 @@ from pydvfs.sim.model import (
     power_scales,
     simulate_run,
 )
-from pydvfs.sim.profiles import board_ids, profile
+from pydvfs.sim.profiles import board_ids, mode_key, profile
 
 BOARDS = board_ids()
 
@@ -81,9 +81,17 @@ def test_scaled_boards_follow_their_specs():
 
 
 def test_power_modes_take_the_tables_gpu_caps():
+    """The simulator's settings are the table's modes under stable names (MODE_30W -> 30w,
+    MAXN_SUPER -> maxn-super) with the table's caps; a mode the profile does not model (no GPU
+    cap, or no CPU/EMC clocks in the public record) is no setting, and says why."""
     for b in BOARDS:
-        caps = {m.name.lower().replace(" ", "-"): m.gpu_cap_mhz for m in boards.board(b).power_modes}
+        prof = profile(b)
+        caps = {mode_key(m.name): m.gpu_cap_mhz for m in boards.board(b).power_modes if m.name in prof.modes}
         assert {k: m.gpu_max_mhz for k, m in power_modes(b).items()} == caps
+        assert None not in caps.values()
+        assert {m.name for m in boards.board(b).power_modes} == set(prof.modes) | set(prof.modes_not_simulated)
+    assert profile("thor").modes_not_simulated["90W"].startswith("its GPU cap is not")
+    assert (mode_key("MODE_30W"), mode_key("MAXN_SUPER"), mode_key("MAXN SUPER")) == ("30w", "maxn-super", "maxn-super")
     assert list(POWER_MODES) == ["maxn", "15w", "30w", "50w"]
     w = get_workload("bert-large", "SST-2")
     for mode, cap in (("15w", 612), ("25w", 918), ("maxn-super", 1020)):

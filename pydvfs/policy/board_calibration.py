@@ -50,7 +50,8 @@ GRID = 9  # values per knob and pass of the coordinate search
 PASSES = 3
 # A refit reads the newest this many online runs of the store (each a few clocks): it stays a
 # few seconds at the end of a run whatever the store holds (MAX_RUNS records): ten runs of ten
-# distinct workloads, about 7 s on a busy core; runs of one workload share their predictions.
+# distinct workloads, about 7 s on a busy core with the five knobs of format 1 (seven: 7/5 the
+# trials); runs of one workload share their predictions.
 MAX_REFIT_RUNS = 10
 # The gate (gated_fit). Fits of the family's held-out members from 5 clocks with 2 % noise on
 # each point: rms 1.0-1.6 %; a command whose steps do not follow the clock (flat, or energy

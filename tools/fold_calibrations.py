@@ -24,11 +24,11 @@ def fold(records: list[dict]) -> dict:
     times is one record); ValueError, one line, for a record that is not a calibration record of
     one board, its calibration of the same board."""
     from pydvfs.errors import PydvfsError
-    from pydvfs.policy.board_calibration import FORMAT, check_calibration
+    from pydvfs.policy.board_calibration import FORMAT, FORMAT_V1, check_calibration
 
     cals, seen = [], set()
     for r in records:
-        if not isinstance(r, dict) or r.get("format") != FORMAT + "-record":
+        if not isinstance(r, dict) or r.get("format") not in (FORMAT + "-record", FORMAT_V1 + "-record"):
             raise ValueError(f"not a {FORMAT}-record file")
         if not isinstance(r.get("board"), str):
             raise ValueError("a record names no board")

@@ -38,14 +38,20 @@ from ..measure.energy import ROLE, check_measure
 from ..workload import Workload
 from .store import RunStore
 
-FORMAT = "pydvfs-calibration/1"
+# /2: the seven knobs of the family (pydvfs.sim.uncertainty.ALL_KNOBS); /1 (read still): the five
+# of KNOBS, the CPU rail's busy power and the V/f top at the default's (issue 51: on the CPU+GPU
+# measure an independent Orin Nano Super's fit with them at the default chose 510 MHz where 612
+# was least, +2.6 %; fitted, 612, within 0.0 %)
+FORMAT = "pydvfs-calibration/2"
+FORMAT_V1 = "pydvfs-calibration/1"
 MAX_BYTES = 64 * 1024
 ORIGIN = "calibrated on this board"  # a decision's origin kind
 GRID = 9  # values per knob and pass of the coordinate search
 PASSES = 3
 # A refit reads the newest this many online runs of the store (each a few clocks): it stays a
 # few seconds at the end of a run whatever the store holds (MAX_RUNS records): ten runs of ten
-# distinct workloads, about 7 s on a busy core; runs of one workload share their predictions.
+# distinct workloads, about 7 s on a busy core with the five knobs of format 1 (seven: 7/5 the
+# trials); runs of one workload share their predictions.
 MAX_REFIT_RUNS = 10
 # The gate (gated_fit). Fits of the family's held-out members from 5 clocks with 2 % noise on
 # each point: rms 1.0-1.6 %; a command whose steps do not follow the clock (flat, or energy
@@ -65,6 +71,19 @@ def _sim():
     from ..sim import uncertainty
 
     return uncertainty
+
+
+def fit_ranges() -> dict:
+    """knob -> (low, high) a calibration fits within: every knob of the estimate boards' family."""
+    return {**_sim().ESTIMATE_RANGES, **_sim().UNFITTED_ESTIMATE_RANGES}
+
+
+def default_knobs() -> dict:
+    """The default simulator's value of every fitted knob (the fit's start)."""
+    from ..sim.model import default_params
+
+    p0 = default_params()
+    return {k: 1.0 if kind == "scale" else getattr(p0, names[0]) for k, (kind, names) in _sim().ALL_KNOBS.items()}
 
 
 def sim_run_for(workload: Workload):
@@ -146,7 +165,7 @@ def design(board: str, run, n_clocks: int = 4, measure: str = "module") -> list:
 
 
 def fit(board: str, run, measured: dict, measure: str = "module") -> tuple[dict, float]:
-    """The knob values (:data:`pydvfs.sim.uncertainty.KNOBS`) that best give ``measured``
+    """The knob values (:data:`pydvfs.sim.uncertainty.ALL_KNOBS`) that best give ``measured``
     (clock, None for MAXN -> (J/step, s/step), the top level among them), as the curve's shape
     (:func:`_cost`), gated (:func:`gated_fit`: :class:`FitRejected` says why it is not the
     board's curve); returns (knobs, rms log error)."""
@@ -159,21 +178,19 @@ def fit(board: str, run, measured: dict, measure: str = "module") -> tuple[dict,
     return knobs, rms
 
 
-def fit_groups(board: str, groups: list) -> tuple[dict, float]:
+def fit_groups(board: str, groups: list, ranges: dict | None = None) -> tuple[dict, float]:
     """:func:`fit` over several workloads' measurements at once: ``groups`` of (simulator run,
     clock -> (J/step, s/step), measure), each group's shape fitted apart (:func:`_cost`: runs at
     different scales are not read as one curve), each group's mean squared log error summed (one
     vote per group, however many points it has); returns (knobs, rms log error: the root of the
-    groups' mean). The runs' predictions are made once per distinct run and measure."""
-    from ..sim.model import default_params
-
+    groups' mean). ``ranges``: the knobs to fit and their bounds (default :func:`fit_ranges`). The runs' predictions are made once per distinct run and measure."""
     meas = [m for _, m, _ in groups]
     clocks: dict = {}  # (run, measure) -> (run, the clocks of every group of it)
     for run, m, measure in groups:
         key = (repr(run), measure)
         clocks[key] = (run, measure, {*clocks.get(key, (None, None, set()))[2], *m})
-    bounds, p0 = _sim().ESTIMATE_RANGES, default_params()
-    knobs = {k: 1.0 if kind == "scale" else getattr(p0, names[0]) for k, (kind, names) in _sim().KNOBS.items()}
+    bounds = ranges or fit_ranges()
+    knobs = {k: v for k, v in default_knobs().items() if k in bounds}
 
     def cost(kn):  # one vote per group: each group's mean squared error, whatever its points
         pred = {key: predict(board, kn, run, tuple(cs), measure) for key, (run, measure, cs) in clocks.items()}
@@ -194,8 +211,10 @@ def fit_groups(board: str, groups: list) -> tuple[dict, float]:
 
 
 def _at_bound(knob: str, v: float) -> bool:
-    lo, hi = _sim().ESTIMATE_RANGES[knob]
-    return min(v - lo, hi - v) <= BOUND_TOL * (hi - lo)
+    """At an edge of its range, where the fit pushed it (the default's own value, an edge of
+    ``vf_top``'s range, is where the fit starts: not pushed)."""
+    lo, hi = fit_ranges()[knob]
+    return v != default_knobs()[knob] and min(v - lo, hi - v) <= BOUND_TOL * (hi - lo)
 
 
 def group_rms(board: str, knobs: dict, groups: list) -> list:
@@ -243,8 +262,8 @@ def quality_rejection(knobs: dict, rms: float) -> str | None:
 def gated_fit(board: str, groups: list) -> tuple[dict, float, list, int]:
     """:func:`fit_groups` of the distinct ``groups``, gated (:func:`fit_rejection`: a
     :class:`FitRejected` where it fails). Where groups disagree, a group after the first that the
-    joint fit follows only beyond :data:`MAX_RMS` is left out and the rest refitted: one record
-    cannot pull the others' curve. Returns (knobs, rms, the groups fitted, how many were left out)."""
+    joint fit follows only beyond :data:`MAX_RMS` is left out and the rest refitted, the worst
+    first and one at a time: one record cannot pull the others' curve. Returns (knobs, rms, the groups fitted, how many were left out)."""
     groups = distinct_groups(groups)
     if not groups:
         raise FitRejected("no run measured enough clocks to fit")
@@ -252,13 +271,14 @@ def gated_fit(board: str, groups: list) -> tuple[dict, float, list, int]:
         raise FitRejected("a clock measured no energy or no time per step: the rails did not see the work")
     knobs, rms = fit_groups(board, groups)
     left = 0
-    if len(groups) > 1 and rms > 0:
+    while len(groups) > 1 and rms > 0:  # the worst first: a wild record can pull a good one past MAX_RMS
         res = group_rms(board, knobs, groups)
-        keep = [g for i, (g, r) in enumerate(zip(groups, res)) if i == 0 or r <= MAX_RMS]
-        left = len(groups) - len(keep)
-        if left:
-            groups = keep
-            knobs, rms = fit_groups(board, groups)
+        worst = max(range(1, len(groups)), key=lambda i: res[i])
+        if res[worst] <= MAX_RMS:
+            break
+        groups = groups[:worst] + groups[worst + 1:]
+        left += 1
+        knobs, rms = fit_groups(board, groups)
     why = fit_rejection(groups, knobs, rms)
     if why:
         raise FitRejected(why)
@@ -293,12 +313,13 @@ class Calibration:
 
 def check_calibration(d) -> Calibration:
     """A stored calibration, checked (ValueError says what is wrong)."""
-    if not isinstance(d, dict) or d.get("format") != FORMAT:
+    if not isinstance(d, dict) or d.get("format") not in (FORMAT, FORMAT_V1):
         raise ValueError(f"not a {FORMAT} record")
-    ranges = _sim().ESTIMATE_RANGES
+    ranges = fit_ranges()
     knobs = d.get("knobs")
-    if not isinstance(knobs, dict) or set(knobs) != set(ranges):
+    if not isinstance(knobs, dict) or not set(_sim().KNOBS) <= set(knobs) <= set(ranges):
         raise ValueError("knobs missing or unknown")
+    knobs = {**default_knobs(), **knobs}  # /1 (the five of KNOBS): the two it did not fit at the default's
     for k, v in knobs.items():
         lo, hi = ranges[k]
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo - 1e-9 <= v <= hi + 1e-9:

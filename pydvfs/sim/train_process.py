@@ -91,7 +91,12 @@ class _Points:
         return cache[key]
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(args: argparse.Namespace, point=None) -> dict:
+    """Animate the board for ``args``' job; returns the summary. ``point``: the job's physics
+    other than the simulator's (a callable as :class:`_Points`: the GPU limits in Hz and the
+    EMC and CPU clocks in MHz -> (an operating point with ``power_w``, ``load``, ``t_step_s``,
+    ``setting``, ``mean_freq_mhz`` and ``clock_trace_mhz``, time factor, power factor); the
+    benches' independent physics); default: the simulator's, of ``args.member``."""
     p = default_params()
     if args.member:  # a board of the uncertainty family: physics the policies were not fitted to
         from .uncertainty import member
@@ -113,7 +118,7 @@ def run(args: argparse.Namespace) -> dict:
     mode = modes[power_mode]
     progress = Path(args.progress_file) if args.progress_file else None
 
-    point = _Points(w, p, args, mode, power_mode, top_mode, prof.levels_mhz)
+    point = point or _Points(w, p, args, mode, power_mode, top_mode, prof.levels_mhz)
 
     def stop(signum, frame):
         raise _Stop()

@@ -18,10 +18,12 @@ range's source):
 - ``vf_top``: the GPU's voltage at the board's top clock (x a factor): a top clock reached at a
   lower voltage leaves less to save by going down the table.
 
-``cpu`` and ``vf_top`` (:data:`UNFITTED_KNOBS`, issue 51 item 4) are moved by the family but not
-fitted by a calibration (:mod:`pydvfs.policy.board_calibration` fits :data:`KNOBS` within
-:data:`ESTIMATE_RANGES`); the calibrated AGX Orin does not move them (its fit holds its V/f top
-and CPU rail).
+``cpu`` and ``vf_top`` (:data:`UNFITTED_KNOBS`, issue 51 item 4) came after the first five: the
+held-out members (:func:`held_out`) draw them only with ``unfitted``, and a calibration fitted
+them only from its format 2 on (:mod:`pydvfs.policy.board_calibration` fits :data:`ALL_KNOBS`
+within :data:`ESTIMATE_RANGES` and :data:`UNFITTED_ESTIMATE_RANGES`; a format-1 calibration
+holds them at the default's); the calibrated AGX Orin does not move them (its fit holds its V/f
+top and CPU rail).
 
 A member (:class:`Member`) changes simulator parameters as :class:`pydvfs.sim.perturbed.Perturbation`
 does (``updates()``), so :func:`pydvfs.sim.perturbed.perturbed_params` and the joint replay

@@ -210,7 +210,7 @@ def test_published_records_fold_into_a_profiles_knobs(calibrated, tmp_path, caps
     # board than it says, a malformed calibration, not JSON
     moved = dict(rec, board="orin-nx")
     broken = dict(rec, calibration={**rec["calibration"], "points": [{"j_per_step": 1.0, "s_per_step": 1.0}] * 2})
-    for text, why in (('{"format": "x"}', "not a pydvfs-calibration/1-record"), ("[1, 2]", "not a pydvfs"),
+    for text, why in (('{"format": "x"}', "not a pydvfs-calibration/2-record"), ("[1, 2]", "not a pydvfs"),
                       (json.dumps(moved), "of board 'orin-nx' holds a calibration of 'orin-nano-super'"),
                       (json.dumps(broken), "malformed"), ("{", "not JSON")):
         (tmp_path / "bad.json").write_text(text)

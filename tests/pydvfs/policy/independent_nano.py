@@ -93,6 +93,7 @@ class Step:
     load: float
     cpu_gpu_w: float
     module_w: float
+    soc_w: float  # VDD_SOC (in neither measure; an animated job writes it)
 
 
 def step(p: NanoPhysics, model: str, task: str, f: float) -> Step:
@@ -121,7 +122,7 @@ def step(p: NanoPhysics, model: str, task: str, f: float) -> Step:
     gbps = nbytes / t / 1e9
     soc = p.soc_w + p.soc_w_per_gbps * gbps
     dram = p.dram_w + p.dram_w_per_gbps * gbps
-    return Step(t, load, gpu + cpu, (gpu + cpu + soc + dram) / p.vin_eff)
+    return Step(t, load, gpu + cpu, (gpu + cpu + soc + dram) / p.vin_eff, soc)
 
 
 def maxn_clock(p: NanoPhysics, model: str, task: str) -> float:

@@ -99,3 +99,35 @@ def test_no_record_moves_a_calibrated_decision_by_itself_and_two_that_agree_do()
         refit(cal, recs[:1])
     both, _ = refit(cal, recs)
     assert [calibrated_choice(both, w, levels) for w in ws] != [calibrated_choice(cal, w, levels) for w in ws]
+
+
+def test_the_fit_moves_the_cpu_rail_and_the_vf_top_and_a_format_1_calibration_still_reads():
+    """Issue 51: the family gained the CPU rail's busy power and the V/f top (`cpu`, `vf_top`), the
+    fit did not: on the independent cpu-heavy Orin Nano Super (not the simulator) under CPU+GPU
+    energy, the five-knob fit of bert-base's curve chose 510 MHz for workloads whose least is at
+    612 (+2.6 %). Fitting the seven, within 1 %; a stored format-1 calibration (five knobs) still
+    reads, the other two at the default's."""
+    import independent_nano as nano
+
+    from pydvfs.policy.board_calibration import FORMAT_V1, check_calibration, fit_groups
+    from pydvfs.sim.uncertainty import ESTIMATE_RANGES
+
+    p, levels = nano.PHYSICS["cpu-heavy"], list(nano.LEVELS)
+    c = nano.curve(p, "bert-base", "SST-2")
+    points = {f: (c.energy_j["cpu-gpu"][f], nano.step(p, "bert-base", "SST-2", f).t_s) for f in (510.0, 612.0, 714.0, 1020.0)}
+    points[None] = (c.maxn_j["cpu-gpu"], nano.step(p, "bert-base", "SST-2", nano.maxn_clock(p, "bert-base", "SST-2")).t_s)
+    group = [(sim_run_for(Workload.from_any(c.workload)), points, "cpu-gpu")]
+    seven, five = (new_calibration(BOARD, *fit_groups(BOARD, group, r), BERT, points, "cpu-gpu") for r in (None, ESTIMATE_RANGES))
+    assert {"cpu", "vf_top"} <= set(seven.knobs) and seven.knobs["vf_top"] < 1.0 and seven.rms_log_error < five.rms_log_error
+    for model, task in (("bert-small", "RTE"), ("pythia-1b", "STS-B")):
+        w = nano.curve(p, model, task)
+        e = w.energy_j["cpu-gpu"]
+        cost = {k: 100.0 * (e[calibrated_choice(cal, Workload.from_any(w.workload), levels, "cpu-gpu")] / min(e.values()) - 1)
+                for k, cal in (("seven", seven), ("five", five))}
+        assert cost["seven"] <= 1.0 < 2.0 < cost["five"], (w.name, cost)
+    old = {**five.to_dict(), "format": FORMAT_V1}
+    assert set(old["knobs"]) == set(ESTIMATE_RANGES)
+    read = check_calibration(old)
+    assert read.knobs == {**five.knobs, "cpu": 1.0, "vf_top": 1.0}
+    with pytest.raises(ValueError, match="knobs missing"):
+        check_calibration({**seven.to_dict(), "knobs": {k: v for k, v in seven.knobs.items() if k != "static"}})

@@ -161,6 +161,17 @@ def _link(link: Path, target: Path) -> None:
     link.symlink_to(os.path.relpath(target, link.parent))
 
 
+def _add_dla_decoy(sys_: Path) -> None:
+    """A decoy devfreq device (the DLA) listed before the GPU: discovery must skip it."""
+    dla = sys_ / "devices" / "15880000.nvdla0"
+    _write(dla / "of_node" / "name", "nvdla0\0")
+    dla_df = dla / "devfreq" / dla.name
+    _write(dla_df / "available_frequencies", "1369600000\n")
+    _write(dla_df / "governor", "userspace\n")
+    _link(dla_df / "device", dla)
+    _link(sys_ / "class" / "devfreq" / dla.name, dla_df)
+
+
 def build_fake_board(
     root: str | os.PathLike,
     layout: str | None = None,
@@ -255,15 +266,7 @@ def build_fake_board(
         _link(devfreq_dir / "device", gpu_dir)
     _link(sys_ / "class" / "devfreq" / devfreq_dir.name, devfreq_dir)
 
-    # A decoy devfreq device (the DLA) listed before the GPU: discovery must skip it.
-    dla = sys_ / "devices" / "15880000.nvdla0"
-    _write(dla / "of_node" / "name", "nvdla0\0")
-    dla_df = dla / "devfreq" / dla.name
-    _write(dla_df / "available_frequencies", "1369600000\n")
-    _write(dla_df / "governor", "userspace\n")
-    _link(dla_df / "device", dla)
-    _link(sys_ / "class" / "devfreq" / dla.name, dla_df)
-
+    _add_dla_decoy(sys_)
     _write(root / "proc" / "device-tree" / "model", model + "\0")
     l4t = table.l4t_release(b, jetpack)
     _write(root / "etc" / "nv_tegra_release",

@@ -317,8 +317,8 @@ def check_calibration(d) -> Calibration:
         raise ValueError(f"not a {FORMAT} record")
     ranges = fit_ranges()
     knobs = d.get("knobs")
-    if not isinstance(knobs, dict) or not set(_sim().KNOBS) <= set(knobs) <= set(ranges):
-        raise ValueError("knobs missing or unknown")
+    if not isinstance(knobs, dict) or set(knobs) != set(_sim().KNOBS if d["format"] == FORMAT_V1 else ranges):
+        raise ValueError(f"knobs missing or unknown (a {d['format']} record has {', '.join(ranges if d['format'] == FORMAT else _sim().KNOBS)})")
     knobs = {**default_knobs(), **knobs}  # /1 (the five of KNOBS): the two it did not fit at the default's
     for k, v in knobs.items():
         lo, hi = ranges[k]

@@ -424,7 +424,7 @@ def test_a_nonsense_calibration_stored_before_the_gate_is_not_decided_from(tmp_p
     from pydvfs.workload import Workload
 
     fake = build_fake_board(tmp_path / "board", board=BOARD)
-    knobs = {"static": 0.6, "vf_exp": 0.8, "vf_knee": 1.3, "compute": 1.25, "maxn": 0.7}
+    knobs = {"static": 0.6, "vf_exp": 0.8, "vf_knee": 1.3, "compute": 1.25, "maxn": 0.7, "cpu": 1.0, "vf_top": 1.0}
     pts = {f: (0.02, 0.01) for f in (306.0, 510.0, 714.0, 1020.0, None)}
     CalibrationStore(tmp_path / "d").save(new_calibration(BOARD, knobs, 0.476, Workload.from_any(BERT_BASE), pts,
                                                           "module"))

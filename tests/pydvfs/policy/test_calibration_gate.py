@@ -131,3 +131,5 @@ def test_the_fit_moves_the_cpu_rail_and_the_vf_top_and_a_format_1_calibration_st
     assert read.knobs == {**five.knobs, "cpu": 1.0, "vf_top": 1.0}
     with pytest.raises(ValueError, match="knobs missing"):
         check_calibration({**seven.to_dict(), "knobs": {k: v for k, v in seven.knobs.items() if k != "static"}})
+    with pytest.raises(ValueError, match="knobs missing"):  # format 2 with format 1's five knobs
+        check_calibration(five.to_dict())

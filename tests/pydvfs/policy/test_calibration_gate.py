@@ -9,6 +9,7 @@ from pydvfs.policy.board_calibration import (
     MAX_RMS,
     FitRejected,
     calibrated_choice,
+    calibrated_points,
     fit,
     gated_fit,
     new_calibration,
@@ -122,9 +123,15 @@ def test_the_fit_moves_the_cpu_rail_and_the_vf_top_and_a_format_1_calibration_st
     for model, task in (("bert-small", "RTE"), ("pythia-1b", "STS-B")):
         w = nano.curve(p, model, task)
         e = w.energy_j["cpu-gpu"]
-        cost = {k: 100.0 * (e[calibrated_choice(cal, Workload.from_any(w.workload), levels, "cpu-gpu")] / min(e.values()) - 1)
-                for k, cal in (("seven", seven), ("five", five))}
-        assert cost["seven"] <= 1.0 < 2.0 < cost["five"], (w.name, cost)
+        def cost(f):
+            return 100.0 * (e[f] / min(e.values()) - 1)
+
+        sims = {k: calibrated_points(cal, Workload.from_any(w.workload), levels, "cpu-gpu")[1] for k, cal in
+                (("seven", seven), ("five", five))}  # each simulator's own least
+        least = {k: cost(min(levels, key=lambda f, pts=pts: pts[f][0])) for k, pts in sims.items()}
+        assert least["seven"] <= 1.0 < 2.0 < least["five"], (w.name, least)
+        # the decision: the five's least is within ANCHOR_TOL of 612, where bert-base measured least
+        assert cost(calibrated_choice(five, Workload.from_any(w.workload), levels, "cpu-gpu")) <= 1.0
     old = {**five.to_dict(), "format": FORMAT_V1}
     assert set(old["knobs"]) == set(ESTIMATE_RANGES)
     read = check_calibration(old)

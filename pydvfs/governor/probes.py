@@ -69,6 +69,12 @@ class Design:
         if not at_end:  # bracket the start (about 10 % of the table either side on a fine one)
             d = max(1, round(n * s.params.bracket_frac))
             lo, hi = self.spread_ends(line, i - d, i + d)  # (the family's spread, where given)
+            if 0 <= hi < n and self._beats_centre(line[hi]):
+                # one curve, one least: a level above the centre beat it, so none below it can
+                # (issue 51: on a board whose least is its top, each lower probe cost its windows)
+                return [hi, hi + 1, i + 1, lo, i - 1]
+            if self._beats_centre(MAXN):  # (under training's load the board's governor runs near the top)
+                return [hi, lo, i - 1, i + 1]
             return [lo, hi, i - 1, i + 1]
         if len(measured) == 1:
             return [i + inward * step]
@@ -77,6 +83,11 @@ class Design:
         # falling inward, and one noisy window each sent the joint search back up to the top)
         better = w.mode_cost(line[second]) < w.mode_cost(s._center) * (1 + w.noise())
         return [second + inward * step] if better else [(i + second) // 2]
+
+    def _beats_centre(self, m) -> bool:
+        """``m`` (a mode, or MAXN) measured this round below the centre's cost beyond a window's noise."""
+        w, c = self.s.windows, self.s._center
+        return m != c and w.measured(m) and w.measured(c) and w.mode_cost(m) * (1 + w.noise()) < w.mode_cost(c)
 
     def spread_ends(self, line: list, lo: int, hi: int) -> tuple:
         """The round-0 bracket (line indices ``lo``, ``hi``), moved onto the prior's spread where

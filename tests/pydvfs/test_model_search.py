@@ -217,6 +217,22 @@ def test_where_the_model_keeps_maxn_it_is_measured_first_and_kept_unless_a_level
     assert s.state()["maxn_anchor"] and s.state()["maxn_probes"]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_where_maxn_beats_the_start_the_design_looks_above_it_and_never_below(seed):
+    """Issue 51: on a board whose least is its top (much static power), the design bracketed the
+    start from below first, a probe that cost its windows for nothing; the start measured
+    dearer than MAXN (the board's governor near the top under training's load) sends the design
+    up, and a level above the start that beats it rules out every level below (one least)."""
+    curve = physical(p0=40.0)
+    rng = random.Random(seed)
+    s = CurveSearch(LEVELS, 714.0, NEVER, maxn_anchor=True)
+    ran = drive_with_maxn(s, curve, curve(LEVELS[-1]), 60, lambda: 1 + 0.01 * rng.gauss(0, 1))
+    moves = [f for i, f in enumerate(ran) if i == 0 or ran[i - 1] != f]
+    assert moves[:3] == [None, 714.0, 816.0]
+    assert not [f for f in ran if f is not None and f < 714.0]
+    assert s.best_mhz is None or gap_pct(curve, s.best_mhz) <= 1.0
+
+
 def test_a_short_remaining_run_stops_exploration_that_a_long_one_does():
     """The same windows, the run's length told: with a few windows left no probe beyond the
     initial design pays; with hours left the model probes on; unknown: today's 60 windows."""

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The calibrated decision's anchor (pydvfs.policy.board_calibration.ANCHOR_TOL), measured on
-noisy fits: where the calibrated simulator puts the clock its own job measured least within
-TOL of its own least, the decision takes the measured clock.
+noisy fits: where the calibration's own job measured the calibrated simulator's least and a
+cheaper clock the simulator puts within TOL of it, the decision takes the measured clock.
 
 For each row of bench/results/first_run.json (the clocks a real first run probed on each
 held-out member and the independent Orin Nano Super, each measure), REPS times: the truth of

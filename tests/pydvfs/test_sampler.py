@@ -84,18 +84,20 @@ def test_moving_waveform_matches_the_analytic_energy(board):
     try:
         s = Sampler(rate_hz=1000, sysfs_root=board.root)
         s.start()
-        a = s._core.snapshot()
         s.begin_window("all")
+        a = s._windows["all"]  # the window's own opening snapshot
         time.sleep(1.5)
         m = s.end_window("all")
         z = s._core.snapshot()
         s.stop()
     finally:
         anim.stop()
-    # the window is bracketed by the two raw snapshots (within microseconds)
-    assert (z.t_ns - a.t_ns) / 1e9 == pytest.approx(m.duration_s, abs=2e-3)
+    # the window ends where its duration says, before a later snapshot (a busy machine may
+    # preempt between the two: the energy is checked over the window's own span)
+    end_ns = a.t_ns + round(m.duration_s * 1e9)
+    assert a.t_ns < end_ns <= z.t_ns and m.duration_s >= 1.5
     for rail in waves:
-        _check_waveform(m.energy_j[rail], anim, rail, a.t_ns, z.t_ns)
+        _check_waveform(m.energy_j[rail], anim, rail, a.t_ns, end_ns)
     assert m.gpu_util_pct == pytest.approx(40.0, abs=0.01)
     assert m.read_errors == 0
 

@@ -17,11 +17,15 @@ C, time.thread_time_ns in Python), CPU % of one core, achieved rate, interval ji
 the files actually held and against the analytic waveform. Ratios are against the Python
 samplers of the same repeat. Medians over --repeats. Writes bench/results/sampler.json.
 
+``--busy N`` keeps N busy loops (processes at the same priority) running through every run: the
+sampler thread starved as on a loaded machine (CI shares its two cores), where its energy error
+against what the files held is the question, not its CPU cost (bench/results/sampler_busy.json).
+
 Caveat: a fake board's files live on an ordinary filesystem; a pread there costs ~0.3 us,
 while a real INA3221 sysfs read goes over I2C (and may block until a conversion is ready), so
 on a Jetson every sampler's per-sample cost is dominated by the kernel and the ratios shrink.
 
-    PYTHONPATH=. python bench/bench_sampler.py [--repeats 3] [--duration 2]
+    PYTHONPATH=. python bench/bench_sampler.py [--repeats 3] [--duration 2] [--busy 0]
 """
 from __future__ import annotations
 
@@ -211,12 +215,51 @@ def one_run(kind, board, rate_hz, duration_s, wakeup_exe=None):
     }
 
 
+def start_busy(n: int) -> list:
+    """``n`` busy loops, each its own process at the caller's priority (stopped by pid)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--duration", type=float, default=2.0, help="seconds per run")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "sampler.json"))
+    ap.add_argument("--busy", type=int, default=0, help="busy loops running beside every run")
+    ap.add_argument("--out", default=None, help="default: bench/results/sampler.json (sampler_busy.json with --busy)")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = str(Path(__file__).resolve().parent / "results" / ("sampler_busy.json" if args.busy else "sampler.json"))
+    busy = start_busy(args.busy)
+    try:
+        summary, runs = measure(args)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    load1, load5, _ = os.getloadavg()
+    out = {
+        "benchmark": "bench/bench_sampler.py",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "python": platform.python_version(), "loadavg_1m_5m": [load1, load5],
+                    "note": "shared 2-core VM with other jobs running; fake board on ext4"},
+        "params": {"repeats": args.repeats, "duration_s": args.duration, "files_per_sample": 9,
+                   "busy_loops": args.busy,
+                   "baseline": "wakeup: bench/wakeup_loop.c, the sampler thread's pacing with nothing read",
+                   "writer_rate_hz": 4000, "rates": RATES},
+        "median": summary,
+        "runs": runs,
+        "targets": {"rate_hz": ">= 1000 sustained", "cpu_pct_of_core_at_1kHz": "<= 2",
+                    "cpu_per_sample_ratio_vs_python": ">= 20", "energy_err_pct": "<= 0.5",
+                    "jitter_p99_us": "<= 200"},
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
+
+
+def measure(args) -> tuple:
+    """Every kind at every rate, --repeats times: (the medians and ratios per rate, the runs)."""
     kinds = ("c", "py_reopen", "py_pread", "wakeup")
     runs = {k: {r: [] for r in RATES} for k in kinds}
     with tempfile.TemporaryDirectory(prefix="bench-sampler-") as tmp:
@@ -246,6 +289,8 @@ def main():
             keys = runs[kind][rate_name][0].keys()
             row[kind] = {k: statistics.median(r[k] for r in runs[kind][rate_name])
                          for k in keys if runs[kind][rate_name][0][k] is not None}
+            if kind != "wakeup":  # (a median hides the run that a test on a busy machine would fail on)
+                row[kind]["energy_err_vs_held_pct_worst"] = max(r["energy_err_vs_held_pct"] for r in runs[kind][rate_name])
         for base in ("py_reopen", "py_pread"):
             # per-repeat ratios (same conditions), then the median
             ratios = [p["cpu_us_per_sample"] / c["cpu_us_per_sample"]
@@ -259,25 +304,7 @@ def main():
             row["reading_us_per_sample_above_wakeup"] = statistics.median(
                 c["cpu_us_per_sample"] - w["cpu_us_per_sample"] for c, w in pairs)
         summary[rate_name] = row
-    load1, load5, _ = os.getloadavg()
-    out = {
-        "benchmark": "bench/bench_sampler.py",
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version(), "loadavg_1m_5m": [load1, load5],
-                    "note": "shared 2-core VM with other jobs running; fake board on ext4"},
-        "params": {"repeats": args.repeats, "duration_s": args.duration, "files_per_sample": 9,
-                   "baseline": "wakeup: bench/wakeup_loop.c, the sampler thread's pacing with nothing read",
-                   "writer_rate_hz": 4000, "rates": RATES},
-        "median": summary,
-        "runs": runs,
-        "targets": {"rate_hz": ">= 1000 sustained", "cpu_pct_of_core_at_1kHz": "<= 2",
-                    "cpu_per_sample_ratio_vs_python": ">= 20", "energy_err_pct": "<= 0.5",
-                    "jitter_p99_us": "<= 200"},
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps(summary, indent=2))
+    return summary, runs
 
 
 if __name__ == "__main__":

@@ -67,9 +67,10 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=5, help="noise draws per row")
     ap.add_argument("--tols", nargs="+", type=float, default=[0.005, 0.01, 0.015])
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--runs", nargs="+", default=[str(first.OUT)], help="bench_first_run results whose clocks to refit")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
-    rows = [r for r in json.loads(first.OUT.read_text())["rows"] if r["calibration"]]
+    rows = [r for f in args.runs for r in json.loads(Path(f).read_text())["rows"] if r["calibration"]]
     rules = [None, *args.tols]
     names = ["least" if t is None else f"anchor {100 * t:g} %" for t in rules]
     results = []
@@ -108,7 +109,7 @@ def main(argv=None) -> int:
             print(f"noise {100 * sigma:g} %: {n:14s} mean regret {s['mean_regret_pct']:.3f} %, max {s['max_regret_pct']:.2f} %,"
                   f" over 2 %: {s['over_2_pct']} of {s['decisions']}", flush=True)
         results.append({"noise": sigma, "reps": args.reps, "summary": summary, "rows": per_row})
-    Path(args.out).write_text(json.dumps({"source": str(first.OUT.relative_to(REPO)), "results": results}, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps({"sources": args.runs, "results": results}, indent=1) + "\n")
     return 0
 
 

@@ -233,6 +233,20 @@ def test_where_maxn_beats_the_start_the_design_looks_above_it_and_never_below(se
     assert s.best_mhz is None or gap_pct(curve, s.best_mhz) <= 1.0
 
 
+@pytest.mark.parametrize("p0", (18.5, 19.0))
+def test_where_maxn_measures_cheaper_than_the_start_within_noise_the_design_still_looks_up(p0):
+    """Issue 51: MAXN measured 0.25-1 % below the start (within a window's noise) sent the design
+    below the start first, where the curve climbs fastest (on a held-out AGX Xavier whose least is
+    its top, 905 MHz took 5 windows at +14 %); the least lies above (here 918-1020 MHz)."""
+    curve = physical(p0=p0)
+    s = CurveSearch(LEVELS, 714.0, NEVER, maxn_anchor=True)
+    ran = drive_with_maxn(s, curve, curve(LEVELS[-1]), 60)
+    moves = [f for i, f in enumerate(ran) if i == 0 or ran[i - 1] != f]
+    assert moves[:3] == [None, 714.0, 816.0]
+    assert not [f for f in ran if f is not None and f < 714.0]
+    assert gap_pct(curve, s.best_mhz) <= 0.1
+
+
 def test_a_short_remaining_run_stops_exploration_that_a_long_one_does():
     """The same windows, the run's length told: with a few windows left no probe beyond the
     initial design pays; with hours left the model probes on; unknown: today's 60 windows."""

@@ -173,6 +173,8 @@ def one(ph: Physics, measure: str, scale: float) -> dict:
             "first_workload": "/".join(FIRST), "steps": round(summ["steps"]), "levels": len(levels),
             "sim_minutes": summ["sim_duration_s"] / 60.0, "wall_s": wall,
             "chosen_mhz": rep.get("chosen_mhz"), "probes": len((rep.get("search") or {}).get("probes") or ()),
+            # how the first run searched (a miss of its bar is read from these)
+            "search": {k: (rep.get("search") or {}).get(k) for k in ("start_mhz", "maxn_anchor", "probes", "decisions", "moves")},
             "first_vs_maxn_pct": {"true": 100.0 * (true_j / true_maxn - 1.0),
                                   "measured": 100.0 * (meas_j / meas_maxn - 1.0)},
             "best_first_vs_maxn_pct": 100.0 * (e_first[best_first] / ph.curve(*FIRST, measure)[2] - 1.0),

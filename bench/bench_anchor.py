@@ -62,6 +62,40 @@ def first_truth(ph: first.Physics, clocks, measure: str) -> tuple[dict, dict]:
     return w, out
 
 
+def decisions(cal, ph, levels, measure: str, names, rules) -> dict:
+    """rule name -> the regrets (% above the least) of the four other workloads' decisions."""
+    out = {}
+    for name, tol in zip(names, rules):
+        bc.ANCHOR_TOL = -1.0 if tol is None else tol  # -1: the simulator's least alone
+        out[name] = []
+        for w, e, maxn_j in (ph.curve(m, t, measure) for m, t in first.OTHERS):
+            f = bc.calibrated_choice(cal, Workload.from_any(w), levels, measure)
+            out[name].append(100.0 * (e[f] / min(min(e.values()), maxn_j) - 1.0))
+    return out
+
+
+def summary_of(regrets: dict) -> dict:
+    return {n: {"mean_regret_pct": sum(v) / len(v), "max_regret_pct": max(v),
+                "over_2_pct": sum(x > 2.0 for x in v), "decisions": len(v)} for n, v in regrets.items()}
+
+
+def measured_decisions(rows, names, rules) -> dict:
+    """The runs' own calibrations (their points as measured, the knobs fitted to them), each rule."""
+    regrets = {n: [] for n in names}
+    for r in rows:
+        c, ph, measure = r["calibration"], physics_of(r), r["measure"]
+        w0 = ph.curve(*first.FIRST, measure)[0]
+        pts = {p["freq_mhz"]: (p["j_per_step"], p["s_per_step"]) for p in c["points"]}
+        cal = new_calibration(r["board"], c["knobs"], c["rms_log_error"], Workload.from_any(w0), pts, measure)
+        for n, v in decisions(cal, ph, boards.board(r["board"]).gpu_levels_mhz, measure, names, rules).items():
+            regrets[n] += v
+    out = summary_of(regrets)
+    for n, s in out.items():
+        print(f"measured: {n:14s} mean regret {s['mean_regret_pct']:.3f} %, max {s['max_regret_pct']:.2f} %,"
+              f" over 2 %: {s['over_2_pct']} of {s['decisions']}", flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--noise", nargs="+", type=float, default=[0.01, 0.02], help="sigma of log J/step per point")
@@ -74,6 +108,7 @@ def main(argv=None) -> int:
     rows = [r for f in args.runs for r in json.loads(Path(f).read_text())["rows"] if r["calibration"]]
     rules = [None, *args.tols]
     names = ["least" if t is None else f"anchor {100 * t:g} %" for t in rules]
+    measured = measured_decisions(rows, names, rules)
     results = []
     for sigma in args.noise:
         rng = random.Random(args.seed)
@@ -85,32 +120,25 @@ def main(argv=None) -> int:
             clocks = [p["freq_mhz"] for p in r["calibration"]["points"]]
             w0, truth = first_truth(ph, clocks, measure)
             run0 = sim_run_for(Workload.from_any(w0))
-            others = [ph.curve(m, t, measure) for m, t in first.OTHERS]
             worst = dict.fromkeys(names, 0.0)
             for _ in range(args.reps):
                 pts = {f: (j * math.exp(rng.gauss(0, sigma)), s * math.exp(rng.gauss(0, sigma / 2)))
                        for f, (j, s) in truth.items()}
                 knobs, rms = fit_groups(r["board"], [(run0, pts, measure)])
                 cal = new_calibration(r["board"], knobs, rms, Workload.from_any(w0), pts, measure)
-                for w, e, maxn_j in others:
-                    least = min(min(e.values()), maxn_j)
-                    for name, tol in zip(names, rules):
-                        bc.ANCHOR_TOL = -1.0 if tol is None else tol  # -1: the simulator's least alone
-                        f = bc.calibrated_choice(cal, Workload.from_any(w), levels, measure)
-                        regret = 100.0 * (e[f] / least - 1.0)
-                        regrets[name].append(regret)
-                        worst[name] = max(worst[name], regret)
+                for name, v in decisions(cal, ph, levels, measure, names, rules).items():
+                    regrets[name] += v
+                    worst[name] = max(worst[name], *v)
             per_row.append({"board": r["board"], "physics": r["physics"], "measure": measure,
                             "clocks": clocks, "worst_regret_pct": worst})
             print(f"noise {100 * sigma:g} % {r['board']:16s} {r['physics']:22s} {measure:8s} "
                   + " ".join(f"{n}: {v:5.2f}" for n, v in worst.items()), flush=True)
-        summary = {n: {"mean_regret_pct": sum(v) / len(v), "max_regret_pct": max(v),
-                       "over_2_pct": sum(x > 2.0 for x in v), "decisions": len(v)} for n, v in regrets.items()}
+        summary = summary_of(regrets)
         for n, s in summary.items():
             print(f"noise {100 * sigma:g} %: {n:14s} mean regret {s['mean_regret_pct']:.3f} %, max {s['max_regret_pct']:.2f} %,"
                   f" over 2 %: {s['over_2_pct']} of {s['decisions']}", flush=True)
         results.append({"noise": sigma, "reps": args.reps, "summary": summary, "rows": per_row})
-    Path(args.out).write_text(json.dumps({"sources": args.runs, "results": results}, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps({"sources": args.runs, "measured": measured, "results": results}, indent=1) + "\n")
     return 0
 
 

@@ -6,10 +6,12 @@ cheaper clock the simulator puts within TOL of it, the decision takes the measur
 For each row of ``--runs`` (bench_first_run results, default bench/results/first_run.json: the
 clocks a real first run probed on each held-out member and the independent Orin Nano Super, each
 measure), REPS times: the truth of bert-base/SST-2 at those clocks with log-normal noise
-(``--noise`` on J/step, half of it on s/step), fitted (fit_groups, the seven knobs), then the clock for each of the four other
-workloads of bench_first_run chosen by the simulator's least alone (TOL none) and with the
-anchor at each TOL, scored against the truth's least. No pydvfs run: the fits and decisions
-alone, so many noise draws fit in minutes. Writes bench/results/anchor.json, prints a table.
+(``--noise`` on J/step, half of it on s/step), fitted (fit_groups, the seven knobs), then the
+clock for each of the four other workloads of bench_first_run chosen by the simulator's least
+alone (TOL none) and with the anchor at each TOL, scored against the truth's least. First, the
+same decisions from each run's own calibration ("measured": its points as the run measured them,
+whose errors are not independent draws). No pydvfs run: the fits and decisions alone, so many
+noise draws fit in minutes. Writes bench/results/anchor.json, prints a table.
 
     PYTHONPATH=. python bench/bench_anchor.py [--noise 0.01 0.02] [--reps 5] [--tols 0.005 0.01 0.015]
         [--runs bench/results/first_run_before.json bench/results/first_run_before_idle.json ...]

@@ -67,13 +67,10 @@ VOTE_TOL = 0.001  # a group votes for new knobs where its rms log error is this 
 # error on one run's points is 1-2 %, and on physics outside the simulator's structure a fit that
 # put two measured levels within 0.2 % chose the wrong one, +2.8 %. A clock the job never ran is
 # not outvoted: on a held-out AGX Xavier the fit's unmeasured 1338.75 MHz lost to a level measured
-# 0.3 % under MAXN and 2.6 % above the least in truth. 0.5 %, not 1 %: on noisy refits of two
-# first-run benches' clocks, fewer decisions above 2 % of the least (25 against 32 of 1,600; the
-# simulator's least alone: 55) at the simulator's own mean regret. 1 % fixed the independent
-# Nano's 510 against 612 MHz under CPU+GPU (its fit 0.6-0.9 % off there) and won on refits with
-# 1-1.5 % noise per point, but the five first runs' own calibrations took 6 decisions above 2 % of
-# 400 at 1 % against 5 at 0.5 %, and 0.37 % of mean regret against 0.22 (bench_anchor's
-# "measured"; docs/calibration.md)
+# 0.3 % under MAXN and 2.6 % above the least in truth. 0.5 %, not 1 %: five first runs' own
+# calibrations took 5 decisions above 2 % of the least in 400 at 0.5 % (1 %: 6; the simulator's
+# least alone: 11), at 0.22 % of mean regret (1 %: 0.37), though noisy refits of their clocks
+# favour 1 % (issue 51; bench/bench_anchor.py, docs/calibration.md)
 ANCHOR_TOL = 0.005
 
 

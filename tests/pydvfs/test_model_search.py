@@ -217,6 +217,14 @@ def test_where_the_model_keeps_maxn_it_is_measured_first_and_kept_unless_a_level
     assert s.state()["maxn_anchor"] and s.state()["maxn_probes"]
 
 
+def assert_looked_up_from_714(ran):
+    """The clocks a search ``ran`` (None: MAXN), started at 714 MHz: MAXN, the start, then the level
+    above it, and never a level below the start."""
+    moves = [f for i, f in enumerate(ran) if i == 0 or ran[i - 1] != f]
+    assert moves[:3] == [None, 714.0, 816.0]
+    assert not [f for f in ran if f is not None and f < 714.0]
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_where_maxn_beats_the_start_the_design_looks_above_it_and_never_below(seed):
     """Issue 51: on a board whose least is its top (much static power), the design bracketed the
@@ -227,9 +235,7 @@ def test_where_maxn_beats_the_start_the_design_looks_above_it_and_never_below(se
     rng = random.Random(seed)
     s = CurveSearch(LEVELS, 714.0, NEVER, maxn_anchor=True)
     ran = drive_with_maxn(s, curve, curve(LEVELS[-1]), 60, lambda: 1 + 0.01 * rng.gauss(0, 1))
-    moves = [f for i, f in enumerate(ran) if i == 0 or ran[i - 1] != f]
-    assert moves[:3] == [None, 714.0, 816.0]
-    assert not [f for f in ran if f is not None and f < 714.0]
+    assert_looked_up_from_714(ran)
     assert s.best_mhz is None or gap_pct(curve, s.best_mhz) <= 1.0
 
 
@@ -241,9 +247,7 @@ def test_where_maxn_measures_cheaper_than_the_start_within_noise_the_design_stil
     curve = physical(p0=p0)
     s = CurveSearch(LEVELS, 714.0, NEVER, maxn_anchor=True)
     ran = drive_with_maxn(s, curve, curve(LEVELS[-1]), 60)
-    moves = [f for i, f in enumerate(ran) if i == 0 or ran[i - 1] != f]
-    assert moves[:3] == [None, 714.0, 816.0]
-    assert not [f for f in ran if f is not None and f < 714.0]
+    assert_looked_up_from_714(ran)
     assert gap_pct(curve, s.best_mhz) <= 0.1
 
 

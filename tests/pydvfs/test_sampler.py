@@ -1,4 +1,4 @@
-"""pydvfs.Sampler against fake boards: exact on constant power, within 0.5 % of a moving
+"""pydvfs.Sampler against fake boards: exact on constant power, within BUSY_TOL of a moving
 waveform, windows, bad readings, lifecycle, errors, traces, the JetPack 4 layout."""
 from __future__ import annotations
 
@@ -72,9 +72,10 @@ def _window(s, name: str, seconds: float):
     return m, t0, t0 + round(m.duration_s * 1e9)
 
 
-# A starved sampler thread on a busy machine (CI shares its two cores) missed 0.6-1.1 % of a moving
-# waveform's energy against what the files held, in a fresh clone's CI run; an idle machine held
-# the 0.5 % this check had before
+# A fresh clone's CI run on a busy machine (CI shares its two cores) read 0.6-1.1 % less of a moving
+# waveform's energy than the files held, against the 0.5 % this check had; bench_sampler --busy 4
+# finds no systematic under-read (0.14 % at worst, docs/sampler.md): a window that loses the CPU
+# for tens of ms is what this allows for
 BUSY_TOL = 0.015
 
 

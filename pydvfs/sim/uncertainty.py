@@ -135,12 +135,7 @@ def ranges(board: str, unfitted: bool = False) -> dict:
 
 def family(board: str) -> list[Member]:
     """The board's training family: the default, each knob at either edge (an edge at the
-    default's value is the default), and corners: ``corner-up`` (much static power on a flat,
-    early V/f curve) and ``corner-down``; on an estimate board also ``corner-cpu`` (the CPU rail's
-    busy power high beside a GPU that reaches its top at a low voltage: the CPU+GPU optimum
-    pushed up) and ``corner-host`` (MAXN's podgov settled at a high load, the voltage at its floor
-    through the lower half of the table: where MAXN already runs a host-bound job low, a lower
-    clock saves nothing)."""
+    default's value is the default), and its :func:`corners`."""
     r = ranges(board, unfitted=True)
     out = [DEFAULT]
     for knob, (lo, hi) in r.items():
@@ -148,10 +143,19 @@ def family(board: str) -> list[Member]:
             if ALL_KNOBS[knob][0] == "scale" and value == 1.0:
                 continue
             out.append(Member(f"{knob}-{edge}", ((knob, value),)))
-    out.append(Member("corner-up", (("static", r["static"][1]), ("vf_exp", r["vf_exp"][0]),
-                                    ("vf_knee", r["vf_knee"][0]))))
-    out.append(Member("corner-down", (("static", r["static"][0]), ("vf_exp", r["vf_exp"][1]),
-                                      ("vf_knee", r["vf_knee"][1]))))
+    return out + corners(board)
+
+
+def corners(board: str) -> list[Member]:
+    """The family's corners (several knobs at once): ``corner-up`` (much static power on a flat,
+    early V/f curve) and ``corner-down``; on an estimate board also ``corner-cpu`` (the CPU rail's
+    busy power high beside a GPU that reaches its top at a low voltage: the CPU+GPU optimum
+    pushed up) and ``corner-host`` (MAXN's podgov settled at a high load, the voltage at its floor
+    through the lower half of the table: where MAXN already runs a host-bound job low, a lower
+    clock saves nothing). A calibration's fit starts from each too (its error has several basins)."""
+    r = ranges(board, unfitted=True)
+    out = [Member("corner-up", (("static", r["static"][1]), ("vf_exp", r["vf_exp"][0]), ("vf_knee", r["vf_knee"][0]))),
+           Member("corner-down", (("static", r["static"][0]), ("vf_exp", r["vf_exp"][1]), ("vf_knee", r["vf_knee"][1])))]
     if not profile(board).calibrated:
         out.append(Member("corner-cpu", (("cpu", r["cpu"][1]), ("vf_top", r["vf_top"][0]))))
         out.append(Member("corner-host", (("maxn", r["maxn"][1]), ("vf_knee", r["vf_knee"][1]))))
@@ -201,4 +205,4 @@ def optimum_spread(board: str, run=None, measure: str = "module") -> tuple[float
 
 
 __all__ = ["ALL_KNOBS", "CALIBRATED_RANGES", "DEFAULT", "ESTIMATE_RANGES", "KNOBS", "Member",
-           "UNFITTED_ESTIMATE_RANGES", "UNFITTED_KNOBS", "family", "held_out", "member", "optimum_spread", "ranges"]
+           "UNFITTED_ESTIMATE_RANGES", "UNFITTED_KNOBS", "corners", "family", "held_out", "member", "optimum_spread", "ranges"]

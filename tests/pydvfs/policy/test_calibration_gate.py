@@ -130,8 +130,6 @@ def test_the_fit_moves_the_cpu_rail_and_the_vf_top_and_a_format_1_calibration_st
                 (("seven", seven), ("five", five))}  # each simulator's own least
         least = {k: cost(min(levels, key=lambda f, pts=pts: pts[f][0])) for k, pts in sims.items()}
         assert least["seven"] <= 1.0 < 2.0 < least["five"], (w.name, least)
-        # the decision: the five's least is within ANCHOR_TOL of 612, where bert-base measured least
-        assert cost(calibrated_choice(five, Workload.from_any(w.workload), levels, "cpu-gpu")) <= 1.0
     old = {**five.to_dict(), "format": FORMAT_V1}
     assert set(old["knobs"]) == set(ESTIMATE_RANGES)
     read = check_calibration(old)
@@ -142,20 +140,23 @@ def test_the_fit_moves_the_cpu_rail_and_the_vf_top_and_a_format_1_calibration_st
         check_calibration(five.to_dict())
 
 
-def test_a_measured_clock_decides_between_two_the_fit_cannot_resolve_never_against_one_never_run():
-    """Issue 51: the fit puts 714 MHz 0.3 % above its least at 816 for bert-base. Where the job ran
-    both and 714 measured cheaper, the measurement decides (714); where it never ran 816, the clock
-    it measured least cannot outvote one it has no number for (a held-out AGX Xavier took a level
-    measured 0.3 % under MAXN, 2.6 % above the least in truth); nor a clock the fit puts beyond
-    ANCHOR_TOL (918, +2.5 %)."""
-    levels = [306.0, 408.0, 510.0, 612.0, 714.0, 816.0, 918.0, 1020.0]
-    sim = predict(BOARD, TRUE, RUN, [*levels, None])
-    assert min(levels, key=lambda f: sim[f][0]) == 816.0
+def test_the_fit_starts_from_the_family_corners_too_and_finds_the_basin_the_default_misses():
+    """Issue 51: the shape's error has several basins within a few tenths of a % rms of each other.
+    On the independent nominal Orin Nano Super (not the simulator) under CPU+GPU energy, the fit
+    from bert-base's exact points at 408-714 MHz started from the default alone settled with the
+    V/f rise convex from 470 MHz and put 510 MHz 0.1 % above 612 for bert-large/QQP (+2.8 % in
+    truth); from the family's corners too it finds the knee near 510 MHz, a tighter fit, and 510."""
+    import independent_nano as nano
 
-    def choice(cheaper: float, ran: tuple) -> float:
-        points = {f: ((0.98 if f == cheaper else 1.0) * sim[f][0], sim[f][1]) for f in (*ran, None)}
-        return calibrated_choice(new_calibration(BOARD, TRUE, 0.01, BERT, points, "module"), BERT, levels)
+    from pydvfs.policy.board_calibration import fit_groups
 
-    assert choice(714.0, (510.0, 714.0, 816.0, 1020.0)) == 714.0
-    assert choice(714.0, (510.0, 714.0, 1020.0)) == 816.0
-    assert choice(918.0, (510.0, 816.0, 918.0, 1020.0)) == 816.0
+    p, levels = nano.PHYSICS["nominal"], list(nano.LEVELS)
+    c = nano.curve(p, "bert-base", "SST-2")
+    points = {f: (c.energy_j["cpu-gpu"][f], nano.step(p, "bert-base", "SST-2", f).t_s) for f in (408.0, 510.0, 612.0, 714.0)}
+    knobs, rms = fit_groups(BOARD, [(sim_run_for(Workload.from_any(c.workload)), points, "cpu-gpu")])
+    cal = new_calibration(BOARD, knobs, rms, BERT, points, "cpu-gpu")
+    assert rms < 0.015
+    for model, task in (("bert-small", "RTE"), ("bert-large", "QQP"), ("pythia-160m", "CoLA"), ("pythia-1b", "STS-B")):
+        w = nano.curve(p, model, task)
+        assert calibrated_choice(cal, Workload.from_any(w.workload), levels, "cpu-gpu") == 510.0 == \
+            min(levels, key=w.energy_j["cpu-gpu"].get)

@@ -10,10 +10,14 @@ each measure): its own points as the run measured them, whose errors are not ind
 ("measured"), and REPS times the truth of bert-base/SST-2 at those clocks with log-normal noise
 (``--noise`` on J/step, half of it on s/step), each fitted (the seven knobs) by each start rule;
 then the clock apply takes for each of the four other workloads of bench_first_run, scored
-against the truth's least. The fits' times are a ratio against the baseline's in the same run.
-No pydvfs run: the fits and decisions alone. Writes bench/results/fit.json, prints a table.
+against the truth's least. Then ``calibrate``'s case: members of the family itself (held-out
+0-2 of the Orin Nano Super and NX, which the simulator represents exactly), the clocks
+``calibrate`` measures (pydvfs.policy.board_calibration.design), ``--cal-reps`` draws at
+``--cal-noise`` (calibrate's 10-s windows), every third held-out workload of the catalogue. The
+fits' times are a ratio against the baseline's in the same run. No pydvfs run: the fits and
+decisions alone. Writes bench/results/fit.json, prints a table.
 
-    PYTHONPATH=. python bench/bench_fit.py [--noise 0.015] [--reps 3]
+    PYTHONPATH=. python bench/bench_fit.py [--noise 0.015] [--reps 3] [--cal-noise 0.01] [--cal-reps 6]
         [--runs bench/results/first_run.json bench/results/first_run_before.json ...]
 """
 from __future__ import annotations
@@ -33,7 +37,14 @@ sys.path.insert(0, str(REPO / "bench"))
 import bench_first_run as first  # noqa: E402  (puts the repo and the independent Nano on the path)
 
 from pydvfs.device import table as boards  # noqa: E402
-from pydvfs.policy.board_calibration import calibrated_choice, fit_groups, new_calibration, sim_run_for  # noqa: E402
+from pydvfs.measure.energy import ROLE  # noqa: E402
+from pydvfs.policy.board_calibration import (  # noqa: E402
+    calibrated_choice,
+    design,
+    fit_groups,
+    new_calibration,
+    sim_run_for,
+)
 from pydvfs.sim import uncertainty  # noqa: E402
 from pydvfs.sim.catalogue import get_workload  # noqa: E402
 from pydvfs.sim.model import operating_point  # noqa: E402
@@ -95,6 +106,35 @@ def regrets(row: dict, ph: first.Physics, points: dict, rule: str, clock: list) 
     return out
 
 
+def calibrate_case(board: str, seed: int, sigma: float, reps: int, rng, secs: dict) -> dict:
+    """rule -> regrets over every third held-out workload, from ``reps`` noisy draws of a held-out
+    member's truth at calibrate's clocks for bert-base/SST-2 (module energy)."""
+    from pydvfs.policy.score import held_out, truth
+
+    w0 = Workload.from_any({"model": "bert", "layers": 12, "hidden": 768, "seq_len": 13.3})
+    run, p = sim_run_for(w0), uncertainty.held_out(board, seed).params()
+    exact = {}
+    for f in design(board, run):
+        op = operating_point(get_workload(*first.FIRST), "fixed", f, p, board=board) if f is not None else \
+            operating_point(get_workload(*first.FIRST), maxn_setting(board), None, p, board=board)
+        exact[f] = (op.role_power_w[ROLE["module"]] * op.t_step_s, op.t_step_s)
+    truths = [truth(board, m, t, p) for m, t in held_out()[::3]]
+    out = {rule: [] for rule in RULES}
+    for _ in range(reps):
+        pts = {f: (j * math.exp(rng.gauss(0, sigma)), t * math.exp(rng.gauss(0, sigma / 2))) for f, (j, t) in exact.items()}
+        for rule in RULES:
+            t0 = time.perf_counter()
+            with starts(rule):
+                knobs, rms = fit_groups(board, [(run, pts, "module")])
+            secs[rule].append(time.perf_counter() - t0)
+            cal = new_calibration(board, knobs, rms, w0, pts, "module")
+            for t in truths:
+                e = t.energy_j["module"]
+                f = calibrated_choice(cal, Workload.from_any(t.workload), boards.board(board).gpu_levels_mhz, "module")
+                out[rule].append(100.0 * (e[f] / min(e.values()) - 1.0))
+    return out
+
+
 def summary_of(v: list) -> dict:
     return {"mean_regret_pct": sum(v) / len(v), "max_regret_pct": max(v), "over_2_pct": sum(x > 2.0 for x in v),
             "decisions": len(v)}
@@ -104,6 +144,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--noise", nargs="+", type=float, default=[0.015], help="sigma of log J/step per point")
     ap.add_argument("--reps", type=int, default=3, help="noise draws per row")
+    ap.add_argument("--cal-noise", type=float, default=0.01, help="sigma of log J/step per point, calibrate's case")
+    ap.add_argument("--cal-reps", type=int, default=6, help="noise draws per member, calibrate's case")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", nargs="+", default=[str(first.OUT)], help="bench_first_run results whose clocks to refit")
     ap.add_argument("--out", default=str(OUT))
@@ -131,12 +173,21 @@ def main(argv=None) -> int:
                       "clocks": list(measured), "worst_regret_pct": row_worst})
         print(f"{r['board']:16s} {r['physics']:22s} {measure:8s} worst regret: "
               + ", ".join(f"{rule} {v:.2f} %" for rule, v in row_worst.items()), flush=True)
+    cal_set = f"calibrate, noise {100 * args.cal_noise:g} %"
+    sets.append(cal_set)
+    for board in ("orin-nano-super", "orin-nx"):
+        for seed in range(3):
+            by_rule = calibrate_case(board, seed, args.cal_noise, args.cal_reps, rng, secs)
+            for rule, v in by_rule.items():
+                reg[(cal_set, rule)] = reg.get((cal_set, rule), []) + v
+            print(f"{board:16s} held-out-{seed} (calibrate) worst regret: "
+                  + ", ".join(f"{rule} {max(v):.2f} %" for rule, v in by_rule.items()), flush=True)
     summary = {s: {rule: summary_of(reg[(s, rule)]) for rule in RULES} for s in sets}
     base = sum(secs[RULES[0]])
     fit_time = {rule: {"mean_s": sum(v) / len(v), "ratio_to_default_alone": sum(v) / base} for rule, v in secs.items()}
     for s, by_rule in summary.items():
         for rule, x in by_rule.items():
-            print(f"{s:12s} {rule:20s} over 2 %: {x['over_2_pct']:3d} of {x['decisions']}, mean regret "
+            print(f"{s:26s} {rule:20s} over 2 %: {x['over_2_pct']:3d} of {x['decisions']}, mean regret "
                   f"{x['mean_regret_pct']:.3f} %, max {x['max_regret_pct']:.2f} %")
     for rule, x in fit_time.items():
         print(f"fit time, {rule}: {x['mean_s']:.3f} s per fit, x {x['ratio_to_default_alone']:.2f}")

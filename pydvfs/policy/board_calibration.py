@@ -190,8 +190,8 @@ def fit_groups(board: str, groups: list, ranges: dict | None = None) -> tuple[di
     (:func:`pydvfs.sim.uncertainty.corners`), then :data:`PASSES` from the best of them. The error
     has several basins within tenths of a % rms of each other whose decisions differ: from the
     default alone, the independent nominal Orin Nano Super's CPU+GPU fit put 510 MHz above 612
-    where it is 2.7 % below (issue 51; bench/bench_fit.py: over the clocks of six first-run
-    benches, decisions above 2 % of the least 10 of 480 from the default alone, 1 from the five)."""
+    where it is 2.7 % below (issue 51; bench/bench_fit.py: from the points of nine first runs of
+    every board, decisions above 2 % of the least 10 of 720 from the default alone, 1 from the five)."""
     meas = [m for _, m, _ in groups]
     clocks: dict = {}  # (run, measure) -> (run, the clocks of every group of it)
     for run, m, measure in groups:

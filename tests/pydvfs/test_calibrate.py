@@ -222,12 +222,15 @@ def test_published_records_fold_into_a_profiles_knobs(calibrated, tmp_path, caps
 def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, capsys):
     """Issue 35: an online run recorded in the store refits the board's calibration from its own
     job's points and the store's runs (the same physics, another workload); damaged records and
-    another board's are never fitted; status and apply say the new count."""
+    another board's are never fitted; status and apply say the new count. The calibration is the
+    member's exact curve at calibrate's clocks: the runs agree with it, so no run moves a decision
+    alone (a noisy calibrate job's fit once was held at the second run on a busy CI machine, as
+    designed: test_calibration_gate holds that rule)."""
     import shutil
 
     from pydvfs.cli import main
     from pydvfs.device import open_device
-    from pydvfs.policy.board_calibration import predict, sim_run_for
+    from pydvfs.policy.board_calibration import design, fit, new_calibration, predict, sim_run_for
     from pydvfs.policy.record import record_run
     from pydvfs.policy.store import RunStore, make_record
     from pydvfs.workload import Workload
@@ -235,12 +238,16 @@ def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, c
     fake, data0, _, _ = calibrated
     data = tmp_path / "data"
     shutil.copytree(data0, data)  # modes kept: 0700 folder, 0600 files
+    member = dict(held_out_member(BOARD, 0).knobs)
+    bert = sim_run_for(Workload.from_any(BERT_BASE))
+    own = predict(BOARD, member, bert, design(BOARD, bert))
+    CalibrationStore(data).save(new_calibration(BOARD, *fit(BOARD, bert, own), Workload.from_any(BERT_BASE), own, "module"))
     before = board_calibration(BOARD, data)
     wl = {"model": "pythia", "layers": 6, "hidden": 512, "seq_len": 40.0}
     clocks = (510.0, 612.0, 714.0, 1020.0, None)  # what an online run on this board measured
 
     def run_report(w):
-        pts = predict(BOARD, dict(held_out_member(BOARD, 0).knobs), sim_run_for(Workload.from_any(w)), clocks)
+        pts = predict(BOARD, member, sim_run_for(Workload.from_any(w)), clocks)
         return {"trajectory": [{"freq_mhz": f, "j_per_step": j, "s_per_step": s, "steps": 100}
                                for f, (j, s) in pts.items()],
                 "objective": {"kind": "energy", "energy": "module"}, "chosen_mhz": 612.0, "converged": True}
@@ -258,10 +265,6 @@ def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, c
         assert record_run(run_report(w), dev, w, "pydvfs run", data, log, "pydvfs run")
         after = board_calibration(BOARD, data)
         assert after.points == before.points and after.created_utc == before.created_utc
-        if n == 1 and "kept until another run agrees" in log.getvalue():
-            # the first run alone moved a decision of the (noisy) calibrate job's fit: held (issue 51)
-            assert after == before
-            continue
         # its own points and each distinct run's five, never an earlier refit's again
         assert (after.measurements, after.online_runs) == (before.measurements + n * len(clocks), n)
         assert f"calibrated on this board from {after.measurements} measurements" in log.getvalue()

@@ -37,18 +37,16 @@ sys.path.insert(0, str(REPO / "bench"))
 import bench_first_run as first  # noqa: E402  (puts the repo and the independent Nano on the path)
 
 from pydvfs.device import table as boards  # noqa: E402
-from pydvfs.measure.energy import ROLE  # noqa: E402
 from pydvfs.policy.board_calibration import (  # noqa: E402
     calibrated_choice,
     design,
     fit_groups,
     new_calibration,
+    predict,
     sim_run_for,
 )
 from pydvfs.sim import uncertainty  # noqa: E402
 from pydvfs.sim.catalogue import get_workload  # noqa: E402
-from pydvfs.sim.model import operating_point  # noqa: E402
-from pydvfs.sim.sweep import maxn_setting  # noqa: E402
 from pydvfs.workload import Workload  # noqa: E402
 
 OUT = REPO / "bench" / "results" / "fit.json"
@@ -76,29 +74,34 @@ def physics_of(row: dict) -> first.Physics:
 def first_truth(ph: first.Physics, clocks, measure: str) -> tuple[dict, dict]:
     """(the first workload as apply takes it, clock (None: MAXN) -> its true (J/step, s/step))."""
     w, e, maxn_j = ph.curve(*first.FIRST, measure)
-    out = {}
-    for f in clocks:
-        if ph.physics is not None:
-            nano = first.nano
-            at = nano.maxn_clock(ph.p, *first.FIRST) if f is None else f
-            out[f] = (maxn_j if f is None else e[f], nano.step(ph.p, *first.FIRST, at).t_s)
-        else:
-            wl = get_workload(*first.FIRST)
-            op = operating_point(wl, maxn_setting(ph.board), None, ph.p, board=ph.board) if f is None else \
-                operating_point(wl, "fixed", f, ph.p, board=ph.board)
-            out[f] = (maxn_j if f is None else e[f], op.t_step_s)
-    return w, out
+    if ph.physics is not None:
+        nano = first.nano
+        s = {f: nano.step(ph.p, *first.FIRST, nano.maxn_clock(ph.p, *first.FIRST) if f is None else f).t_s
+             for f in clocks}
+    else:
+        s = {f: t for f, (_, t) in predict(ph.board, dict(ph.member.knobs), get_workload(*first.FIRST), clocks).items()}
+    return w, {f: (maxn_j if f is None else e[f], s[f]) for f in clocks}
 
 
-def regrets(row: dict, ph: first.Physics, points: dict, rule: str, clock: list) -> list:
-    """The four other workloads' regrets (% above the least) on the fit of ``points`` by ``rule``."""
-    board, measure = row["board"], row["measure"]
-    w0 = ph.curve(*first.FIRST, measure)[0]
+def noisy(points: dict, sigma: float, rng) -> dict:
+    """``points`` with log-normal noise: ``sigma`` on J/step, half of it on s/step."""
+    return {f: (j * math.exp(rng.gauss(0, sigma)), t * math.exp(rng.gauss(0, sigma / 2))) for f, (j, t) in points.items()}
+
+
+def fitted(rule: str, board: str, run, w0: Workload, points: dict, measure: str, secs: dict):
+    """The calibration of ``points`` fitted by ``rule``'s starts; its time goes to ``secs[rule]``."""
     t = time.perf_counter()
     with starts(rule):
-        knobs, rms = fit_groups(board, [(sim_run_for(Workload.from_any(w0)), points, measure)])
-    clock.append(time.perf_counter() - t)
-    cal = new_calibration(board, knobs, rms, Workload.from_any(w0), points, measure)
+        knobs, rms = fit_groups(board, [(run, points, measure)])
+    secs[rule].append(time.perf_counter() - t)
+    return new_calibration(board, knobs, rms, w0, points, measure)
+
+
+def regrets(row: dict, ph: first.Physics, points: dict, rule: str, secs: dict) -> list:
+    """The four other workloads' regrets (% above the least) on the fit of ``points`` by ``rule``."""
+    board, measure = row["board"], row["measure"]
+    w0 = Workload.from_any(ph.curve(*first.FIRST, measure)[0])
+    cal = fitted(rule, board, sim_run_for(w0), w0, points, measure, secs)
     out = []
     for w, e, maxn_j in (ph.curve(m, t, measure) for m, t in first.OTHERS):
         f = calibrated_choice(cal, Workload.from_any(w), boards.board(board).gpu_levels_mhz, measure)
@@ -112,22 +115,14 @@ def calibrate_case(board: str, seed: int, sigma: float, reps: int, rng, secs: di
     from pydvfs.policy.score import held_out, truth
 
     w0 = Workload.from_any({"model": "bert", "layers": 12, "hidden": 768, "seq_len": 13.3})
-    run, p = sim_run_for(w0), uncertainty.held_out(board, seed).params()
-    exact = {}
-    for f in design(board, run):
-        op = operating_point(get_workload(*first.FIRST), "fixed", f, p, board=board) if f is not None else \
-            operating_point(get_workload(*first.FIRST), maxn_setting(board), None, p, board=board)
-        exact[f] = (op.role_power_w[ROLE["module"]] * op.t_step_s, op.t_step_s)
-    truths = [truth(board, m, t, p) for m, t in held_out()[::3]]
+    run, member = sim_run_for(w0), uncertainty.held_out(board, seed)
+    exact = predict(board, dict(member.knobs), get_workload(*first.FIRST), design(board, run))
+    truths = [truth(board, m, t, member.params()) for m, t in held_out()[::3]]
     out = {rule: [] for rule in RULES}
     for _ in range(reps):
-        pts = {f: (j * math.exp(rng.gauss(0, sigma)), t * math.exp(rng.gauss(0, sigma / 2))) for f, (j, t) in exact.items()}
+        pts = noisy(exact, sigma, rng)
         for rule in RULES:
-            t0 = time.perf_counter()
-            with starts(rule):
-                knobs, rms = fit_groups(board, [(run, pts, "module")])
-            secs[rule].append(time.perf_counter() - t0)
-            cal = new_calibration(board, knobs, rms, w0, pts, "module")
+            cal = fitted(rule, board, run, w0, pts, "module", secs)
             for t in truths:
                 e = t.energy_j["module"]
                 f = calibrated_choice(cal, Workload.from_any(t.workload), boards.board(board).gpu_levels_mhz, "module")
@@ -160,13 +155,12 @@ def main(argv=None) -> int:
         ph, measure = physics_of(r), r["measure"]
         measured = {p["freq_mhz"]: (p["j_per_step"], p["s_per_step"]) for p in r["calibration"]["points"]}
         _, truth = first_truth(ph, list(measured), measure)
-        draws = [("measured", measured)] + [
-            (f"noise {100 * s:g} %", {f: (j * math.exp(rng.gauss(0, s)), t * math.exp(rng.gauss(0, s / 2)))
-                                      for f, (j, t) in truth.items()}) for s in args.noise for _ in range(args.reps)]
+        draws = [("measured", measured)] + [(f"noise {100 * s:g} %", noisy(truth, s, rng))
+                                            for s in args.noise for _ in range(args.reps)]
         row_worst = dict.fromkeys(RULES, 0.0)
         for name, pts in draws:
             for rule in RULES:
-                v = regrets(r, ph, pts, rule, secs[rule])
+                v = regrets(r, ph, pts, rule, secs)
                 reg[(name, rule)] += v
                 row_worst[rule] = max(row_worst[rule], *v)
         worst.append({"board": r["board"], "physics": r["physics"], "measure": measure,

@@ -239,9 +239,10 @@ def test_each_recorded_online_run_refits_the_calibration(calibrated, tmp_path, c
     data = tmp_path / "data"
     shutil.copytree(data0, data)  # modes kept: 0700 folder, 0600 files
     member = dict(held_out_member(BOARD, 0).knobs)
-    bert = sim_run_for(Workload.from_any(BERT_BASE))
-    own = predict(BOARD, member, bert, design(BOARD, bert))
-    CalibrationStore(data).save(new_calibration(BOARD, *fit(BOARD, bert, own), Workload.from_any(BERT_BASE), own, "module"))
+    bert = Workload.from_any(BERT_BASE)
+    run = sim_run_for(bert)
+    own = predict(BOARD, member, run, design(BOARD, run))
+    CalibrationStore(data).save(new_calibration(BOARD, *fit(BOARD, run, own), bert, own, "module"))
     before = board_calibration(BOARD, data)
     wl = {"model": "pythia", "layers": 6, "hidden": 512, "seq_len": 40.0}
     clocks = (510.0, 612.0, 714.0, 1020.0, None)  # what an online run on this board measured
